@@ -1,0 +1,39 @@
+/**
+ * The commander program. Each command lives in its own file and registers itself here.
+ * Commands throw typed errors; `main.ts` is the only place that prints them and exits.
+ */
+import type { CommanderError } from 'commander';
+import { Command } from 'commander';
+import { UserError } from '../errors.js';
+import { VERSION } from '../version.js';
+import type { CliOutput } from './output.js';
+
+/** What every command gets: where to print, and where to record its exit code. */
+export interface CommandContext {
+  output: CliOutput;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** Set by a command that finishes with a non-zero code without an error (e.g. NEEDS_REVIEW → 3). */
+  setExitCode(code: number): void;
+}
+
+export function createProgram(context: CommandContext): Command {
+  const program = new Command('agent-runner')
+    .description(
+      'Drives a coding agent (Codex CLI) in a per-task Docker sandbox until a PRD is done, and leaves a note.',
+    )
+    .version(VERSION, '-V, --version')
+    .showHelpAfterError('(run agent-runner --help for usage)')
+    .configureOutput({
+      writeOut: (text) => context.output.out(text),
+      writeErr: (text) => context.output.err(text),
+    })
+    .exitOverride();
+  return program;
+}
+
+/** Commander's own usage errors become UserErrors (exit 2); help and version are not errors. */
+export function translateCommanderError(error: CommanderError): UserError | null {
+  if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code)) return null;
+  return new UserError('usage', error.message.replace(/^error: /, ''), { cause: error });
+}

@@ -1,0 +1,120 @@
+/**
+ * The schema of agent-runner.yaml: the single source of the `Config` type. Durations and sizes are written
+ * as text (`20m`, `4g`) and come out as numbers (milliseconds, bytes).
+ */
+import { z } from 'zod';
+import { parseDuration, parseSize } from './units.js';
+
+const duration = (example: string) =>
+  z.union([z.string(), z.number()]).transform((value, context) => {
+    const ms = parseDuration(value);
+    if (ms === undefined) {
+      context.addIssue({ code: 'custom', message: `expected a duration like ${example}` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const size = (example: string) =>
+  z.union([z.string(), z.number()]).transform((value, context) => {
+    const bytes = parseSize(value);
+    if (bytes === undefined) {
+      context.addIssue({ code: 'custom', message: `expected a size like ${example}` });
+      return z.NEVER;
+    }
+    return bytes;
+  });
+
+const positiveInt = z.number().int().positive();
+
+export const DEFAULT_EXCLUDE = ['**/.env', '**/.env.*', '**/secrets/**', '**/*.pem', '**/*.key'];
+export const CODEX_VERSION = '0.169.0';
+
+export const networkPolicySchema = z.enum(['gateway-only', 'allowlist', 'open']);
+export type NetworkPolicy = z.infer<typeof networkPolicySchema>;
+
+const priceSchema = z.strictObject({
+  input: z.number().nonnegative(),
+  cachedInput: z.number().nonnegative().optional(),
+  output: z.number().nonnegative(),
+});
+/** USD per million tokens. */
+export type Price = z.infer<typeof priceSchema>;
+
+export const dodCheckSchema = z.strictObject({
+  name: z.string().min(1),
+  command: z.string().min(1),
+  timeout: duration('10m').default(600_000),
+});
+export type DodCheck = z.infer<typeof dodCheckSchema>;
+
+export const configSchema = z.strictObject({
+  meta: z
+    .strictObject({
+      baseUrl: z.url().default('https://api.openai.com/v1'),
+      model: z.string().min(1).default('gpt-5.5'),
+      apiKeyEnv: z.string().min(1).default('OPENAI_API_KEY'),
+      requestTimeout: duration('2m').default(120_000),
+      maxRetries: z.number().int().min(0).max(10).default(3),
+      maxRepairs: z.number().int().min(0).max(10).default(2),
+      promptBudgetTokens: positiveInt.default(24_000),
+    })
+    .prefault({}),
+  worker: z
+    .strictObject({
+      type: z.enum(['codex']).default('codex'),
+      codexVersion: z.string().default(CODEX_VERSION),
+      model: z.string().min(1).optional(),
+      baseUrl: z.url().optional(),
+      apiKeyEnv: z.string().min(1).optional(),
+      timeout: duration('20m').default(1_200_000),
+      grace: duration('10s').default(10_000),
+    })
+    .prefault({}),
+  sandbox: z
+    .strictObject({
+      image: z.string().min(1).optional(),
+      baseImage: z.string().min(1).default('node:22-bookworm-slim'),
+      cpus: z.number().positive().max(256).default(2),
+      memory: size('4g').default(4 * 1024 ** 3),
+      pids: positiveInt.default(512),
+      network: networkPolicySchema.default('gateway-only'),
+      allowlist: z.array(z.string().min(1)).default([]),
+      setup: z.array(z.string().min(1)).default([]),
+      setupNetwork: networkPolicySchema.optional(),
+      setupTimeout: duration('15m').default(900_000),
+      extraCaCert: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  scope: z
+    .strictObject({
+      exclude: z.array(z.string().min(1)).default(DEFAULT_EXCLUDE),
+      read: z.array(z.string().min(1)).default([]),
+      write: z.array(z.string().min(1)).default([]),
+    })
+    .prefault({}),
+  dod: z
+    .strictObject({
+      checks: z.array(dodCheckSchema).optional(),
+      skip: z.boolean().default(false),
+    })
+    .prefault({}),
+  limits: z
+    .strictObject({
+      maxIterations: positiveInt.default(8),
+      maxMetaCalls: positiveInt.default(40),
+      wallClock: duration('2h').default(2 * 3_600_000),
+      maxTokens: positiveInt.optional(),
+      maxCostUsd: z.number().positive().optional(),
+    })
+    .prefault({}),
+  prices: z.record(z.string(), priceSchema).default({}),
+  patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
+  notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
+  redact: z.strictObject({ patterns: z.array(z.string().min(1)).default([]) }).prefault({}),
+});
+
+/** The validated configuration. */
+export type Config = z.infer<typeof configSchema>;
+/** What a config file may hold before validation (all keys optional). */
+export type RawConfig = z.input<typeof configSchema>;

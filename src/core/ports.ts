@@ -1,0 +1,164 @@
+/**
+ * Ports: the only way the core touches the outside world. Adapters (src/sandbox, src/workspace, src/meta,
+ * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
+ */
+
+/** Time, so tests and the loop agree on what "now" is. */
+export interface Clock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Sandbox
+// ---------------------------------------------------------------------------------------------------------
+
+export interface MountSpec {
+  hostPath: string;
+  containerPath: string;
+  readOnly?: boolean;
+}
+
+/** How the container is networked. `none`: no interface but loopback. `bridge`: Docker's default bridge.
+ * `network`: attach to a named network (the gateway's internal network, for example). */
+export type SandboxNetwork = { mode: 'none' } | { mode: 'bridge' } | { mode: 'network'; name: string };
+
+export interface SandboxSpec {
+  taskId: string;
+  /** The user's repository root, for the `agent-runner.repo` label. */
+  repoPath: string;
+  image: string;
+  /** Numeric user the container (and every exec) runs as. Never 0. */
+  user: { uid: number; gid: number };
+  mounts: MountSpec[];
+  workdir: string;
+  env: Record<string, string>;
+  limits: { cpus: number; memoryBytes: number; pids: number };
+  network: SandboxNetwork;
+  /** `host:ip` pairs, e.g. `host.docker.internal:host-gateway`. */
+  extraHosts?: string[];
+  labels?: Record<string, string>;
+}
+
+export interface SandboxInfo {
+  id: string;
+  name: string;
+}
+
+export interface ExecOptions {
+  workdir?: string;
+  env?: Record<string, string>;
+  /** Run as this `uid:gid` instead of the sandbox's user (the runner's own set-up steps only). */
+  user?: string;
+  /** Wall clock; after it: SIGTERM to the whole process group, `graceMs`, then SIGKILL. Exit code 124. */
+  timeoutMs?: number;
+  graceMs?: number;
+  /** Full output goes to these files; only tails are kept in memory. */
+  stdoutPath?: string;
+  stderrPath?: string;
+  onStdoutLine?: (line: string) => void;
+  onStderrLine?: (line: string) => void;
+  /** Bytes of each stream kept in memory (default 8 KiB). */
+  tailBytes?: number;
+  /** Aborting stops the exec like a timeout does, but the result says `interrupted`. */
+  signal?: AbortSignal;
+}
+
+/** A finished process. A non-zero exit is data, not an exception. */
+export interface ExecResult {
+  exitCode: number;
+  signal: string | null;
+  timedOut: boolean;
+  interrupted: boolean;
+  oomKilled: boolean;
+  durationMs: number;
+  stdoutTail: string;
+  stderrTail: string;
+}
+
+export interface SandboxSummary {
+  id: string;
+  name: string;
+  state: string;
+  labels: Record<string, string>;
+}
+
+export interface SandboxRuntime {
+  /** Engine reachable? Returns its version; throws EnvironmentError('docker_unavailable') with the fix. */
+  ping(): Promise<{ version: string }>;
+  create(spec: SandboxSpec): Promise<SandboxInfo>;
+  exec(sandboxId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /** Stops and removes; no error when it is already gone. */
+  remove(sandboxId: string): Promise<void>;
+  /** Containers whose labels include all of `labels`. */
+  list(labels: Record<string, string>): Promise<SandboxSummary[]>;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Worker
+// ---------------------------------------------------------------------------------------------------------
+
+export type WorkerMode = 'exec' | 'resume';
+
+export interface TokenUsage {
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
+}
+
+export interface WorkerCommand {
+  command: string;
+  exitCode: number | null;
+  status: string;
+  outputTail: string;
+}
+
+/** Live events of a worker run (also saved to the run's event log). */
+export type WorkerEvent =
+  | { kind: 'thread_started'; threadId: string }
+  | { kind: 'command_started'; command: string }
+  | { kind: 'command_finished'; command: string; exitCode: number | null; status: string }
+  | { kind: 'file_changed'; path: string; change: string }
+  | { kind: 'message'; text: string }
+  | { kind: 'error'; message: string; fatal: boolean };
+
+export interface WorkerRunRequest {
+  sandboxId: string;
+  mode: WorkerMode;
+  prompt: string;
+  /** For `resume`: the thread to continue. */
+  threadId?: string;
+  /** Directory for this run's stdout/stderr/JSONL files. */
+  runDir: string;
+  timeoutMs: number;
+  graceMs: number;
+  onEvent?: (event: WorkerEvent) => void;
+  signal?: AbortSignal;
+}
+
+export interface WorkerRunResult {
+  exitCode: number;
+  signal: string | null;
+  timedOut: boolean;
+  interrupted: boolean;
+  oomKilled: boolean;
+  durationMs: number;
+  threadId: string | null;
+  commands: WorkerCommand[];
+  fileChanges: { path: string; kind: string }[];
+  agentMessages: string[];
+  finalMessage: string | null;
+  usage: TokenUsage;
+  /** Fatal errors only (`turn.failed`, a non-zero exit, a timeout). Retry notices are not here. */
+  errors: string[];
+  /** Lines that were not JSON or events of an unknown type: kept, never fatal. */
+  unparsedLines: number;
+  /** True when the run did not succeed: non-zero exit, timeout, turn.failed. */
+  failed: boolean;
+}
+
+export interface WorkerAdapter {
+  readonly type: string;
+  run(request: WorkerRunRequest): Promise<WorkerRunResult>;
+}
