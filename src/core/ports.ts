@@ -152,6 +152,8 @@ export interface WorkerRunResult {
   usage: TokenUsage;
   /** Fatal errors only (`turn.failed`, a non-zero exit, a timeout). Retry notices are not here. */
   errors: string[];
+  /** Non-fatal messages from the worker (retry notices, warnings), for the logs and for timeout diagnosis. */
+  notices?: string[];
   /** Lines that were not JSON or events of an unknown type: kept, never fatal. */
   unparsedLines: number;
   /** True when the run did not succeed: non-zero exit, timeout, turn.failed. */
@@ -161,4 +163,72 @@ export interface WorkerRunResult {
 export interface WorkerAdapter {
   readonly type: string;
   run(request: WorkerRunRequest): Promise<WorkerRunResult>;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Task-level ports used by the loop (src/core/task-runner.ts). app.ts adapts the concrete modules to them.
+// ---------------------------------------------------------------------------------------------------------
+
+import type { Assessment, DodOutcome, MetaDecision, Plan, RunRecord, TaskFacts, Usage } from './types.js';
+
+/** What the Meta-agent is shown on each call (the adapter bounds it to the prompt budget). */
+export interface MetaView {
+  taskId: string;
+  prd: string;
+  plan: Plan;
+  history: readonly RunRecord[];
+  /** Things the core wants the Meta-agent to know before its next decision (refusals, human answers). */
+  feedback: readonly string[];
+  patterns: readonly { name: string; description: string }[];
+  memory: readonly { title: string; summary: string; path: string }[];
+}
+
+export interface MetaAgentPort {
+  plan(input: {
+    taskId: string;
+    prd: string;
+    memory: MetaView['memory'];
+    signal?: AbortSignal;
+  }): Promise<{ plan: Plan; usage: Usage }>;
+  nextAction(view: MetaView, signal?: AbortSignal): Promise<{ decision: MetaDecision; usage: Usage }>;
+  assess(
+    view: MetaView,
+    evidence: { run: RunRecord; facts: TaskFacts; dod: DodOutcome | undefined },
+    signal?: AbortSignal,
+  ): Promise<{ assessment: Assessment; usage: Usage }>;
+}
+
+/** The task's workspace as prepared on the host. */
+export interface PreparedTask {
+  branch: string;
+  baseSha: string;
+  worktreePath: string;
+  dirtyStart: boolean;
+  /** Human statement of the scope, also put in the worker prompt. */
+  scopeStatement: string;
+}
+
+export interface TaskWorkspacePort {
+  prepare(): Promise<PreparedTask>;
+  /** Brings the worker's commits back to the task branch and observes the facts. */
+  observe(sandboxId: string): Promise<TaskFacts>;
+  runDod(sandboxId: string, facts: TaskFacts, signal?: AbortSignal): Promise<DodOutcome>;
+  /** Saves uncommitted worker changes somewhere they survive (a WIP ref); returns where, or null if clean. */
+  preserveUncommitted(sandboxId: string): Promise<string | null>;
+}
+
+export interface SandboxProviderPort {
+  /** Creates and starts the task's sandbox (and runs set-up commands); returns its id. */
+  start(task: PreparedTask): Promise<string>;
+  stop(sandboxId: string): Promise<void>;
+}
+
+export interface HumanPort {
+  /** Asks the person; null when nobody can answer (headless). */
+  ask(question: string): Promise<string | null>;
+}
+
+export interface NoteStorePort {
+  /** Summaries of earlier tasks' notes, for the Meta-agent's memory. */
+  readMemory(excludeTaskId: string): Promise<{ title: string; summary: string; path: string }[]>;
 }

@@ -1,0 +1,473 @@
+/**
+ * The AgentRunner loop. Imports ports only: the Meta-agent decides, the worker works in the sandbox, and the
+ * runner decides completion from facts it observes itself. Every terminal path writes the note and stops
+ * the sandbox.
+ */
+import { AgentRunnerError, EXIT_CODES } from '../errors.js';
+import type { PatternLibrary } from '../patterns/pattern-library.js';
+import { renderWorkerPrompt } from '../patterns/worker-prompt.js';
+import { completionRefusals } from './completion-gate.js';
+import type { RunnerEvent, StampedEvent } from './events.js';
+import type {
+  Clock,
+  HumanPort,
+  MetaAgentPort,
+  MetaView,
+  NoteStorePort,
+  PreparedTask,
+  SandboxProviderPort,
+  TaskWorkspacePort,
+  WorkerAdapter,
+} from './ports.js';
+import { transition, type TaskEvent, type TaskState } from './task-state.js';
+import type { DodOutcome, MetaDecision, Plan, RunRecord, TaskFacts, TaskSummary, Usage } from './types.js';
+import { addUsage, costOf, totalTokens, ZERO_USAGE, type PriceTable } from './usage.js';
+
+export interface TaskLimits {
+  maxIterations: number;
+  maxMetaCalls: number;
+  wallClockMs: number;
+  maxTokens?: number;
+  maxCostUsd?: number;
+}
+
+export interface TaskRunnerOptions {
+  taskId: string;
+  prd: string;
+  limits: TaskLimits;
+  worker: { type: string; model: string; timeoutMs: number; graceMs: number };
+  prices: PriceTable;
+  dodSkipped: boolean;
+  headless: boolean;
+  patterns: PatternLibrary;
+  runDir: string;
+  /** Runs of an earlier, interrupted attempt of this task (resume). */
+  previous?: { plan: Plan; runs: RunRecord[]; threadId: string | null; metaCalls: number; usage: Usage };
+}
+
+/** Everything the note is written from. */
+export interface TaskRecord {
+  taskId: string;
+  prd: string;
+  state: TaskState;
+  reason: string;
+  plan: Plan | null;
+  task: PreparedTask | null;
+  runs: RunRecord[];
+  metaCalls: number;
+  usage: { meta: Usage; worker: Usage; total: Usage };
+  startedAt: number;
+  finishedAt: number;
+  question: string | null;
+  preservedRef: string | null;
+  workerType: string;
+  runDir: string;
+  error: { code: string; message: string } | null;
+}
+
+export interface TaskRunnerDeps {
+  meta: MetaAgentPort;
+  workspace: TaskWorkspacePort;
+  sandboxes: SandboxProviderPort;
+  worker: WorkerAdapter;
+  human: HumanPort;
+  notes: NoteStorePort;
+  clock: Clock;
+  writeNote(record: TaskRecord): Promise<string>;
+  onEvent?: (event: StampedEvent) => void;
+}
+
+/** Ends the loop from deep inside it with a terminal state. */
+class Stop extends Error {
+  constructor(
+    readonly state: 'COMPLETE' | 'FAILED' | 'NEEDS_REVIEW',
+    readonly reason: string,
+    readonly exitCode: number,
+  ) {
+    super(reason);
+  }
+}
+
+export class TaskRunner {
+  private state: TaskState = 'PENDING';
+  private plan: Plan | null = null;
+  private task: PreparedTask | null = null;
+  private sandboxId: string | null = null;
+  private readonly runs: RunRecord[] = [];
+  private readonly feedback: string[] = [];
+  private memory: MetaView['memory'] = [];
+  private metaCalls = 0;
+  private metaUsage: Usage = ZERO_USAGE;
+  private workerUsage: Usage = ZERO_USAGE;
+  private threadId: string | null = null;
+  private question: string | null = null;
+  private preservedRef: string | null = null;
+  private startedAt = 0;
+
+  constructor(
+    private readonly options: TaskRunnerOptions,
+    private readonly deps: TaskRunnerDeps,
+  ) {
+    const previous = options.previous;
+    if (previous) {
+      this.plan = previous.plan;
+      this.runs.push(...previous.runs);
+      this.threadId = previous.threadId;
+      this.metaCalls = previous.metaCalls;
+      this.metaUsage = previous.usage;
+    }
+  }
+
+  /** Runs the task to a terminal state. Never throws for task-level failures: they end in the summary. */
+  async run(signal?: AbortSignal): Promise<TaskSummary> {
+    this.startedAt = this.deps.clock.now();
+    let stop: Stop;
+    let error: AgentRunnerError | null = null;
+    try {
+      stop = await this.loop(signal);
+    } catch (caught) {
+      if (caught instanceof Stop) stop = caught;
+      else if (signal?.aborted) stop = new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
+      else {
+        error =
+          caught instanceof AgentRunnerError
+            ? caught
+            : new AgentRunnerError(
+                'internal',
+                `internal error: ${(caught as Error)?.message ?? String(caught)}`,
+                {
+                  cause: caught,
+                },
+              );
+        stop = new Stop('FAILED', error.message, error.exitCode);
+      }
+    }
+    return this.finish(stop, error);
+  }
+
+  private async loop(signal?: AbortSignal): Promise<Stop> {
+    this.move({ type: 'start' });
+    this.task = await this.deps.workspace.prepare();
+    this.emit({
+      type: 'task_started',
+      taskId: this.options.taskId,
+      branch: this.task.branch,
+      baseSha: this.task.baseSha,
+      worktreePath: this.task.worktreePath,
+      dirtyStart: this.task.dirtyStart,
+    });
+    this.memory = await this.deps.notes.readMemory(this.options.taskId);
+    this.sandboxId = await this.deps.sandboxes.start(this.task);
+    this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
+
+    if (!this.plan) {
+      this.checkLimits(signal);
+      const { plan, usage } = await this.deps.meta.plan({
+        taskId: this.options.taskId,
+        prd: this.options.prd,
+        memory: this.memory,
+        signal,
+      });
+      this.countMeta(usage);
+      this.plan = plan;
+      this.emit({ type: 'plan', plan, usage });
+    }
+    this.move({ type: 'planned' });
+
+    for (;;) {
+      this.checkLimits(signal);
+      const { decision, usage } = await this.deps.meta.nextAction(this.view(), signal);
+      this.countMeta(usage);
+      this.emit({ type: 'decision', decision, usage });
+      this.feedback.length = 0;
+      switch (decision.action) {
+        case 'abort':
+          throw new Stop('FAILED', `the Meta-agent aborted: ${decision.reason}`, EXIT_CODES.failed);
+        case 'ask_human': {
+          const question = decision.question ?? decision.reason;
+          const answer = this.options.headless ? null : await this.deps.human.ask(question);
+          this.emit({ type: 'human', question, answer });
+          if (answer === null) {
+            this.question = question;
+            throw new Stop(
+              'NEEDS_REVIEW',
+              `the Meta-agent needs an answer: ${question}`,
+              EXIT_CODES.needsReview,
+            );
+          }
+          this.feedback.push(`The person was asked "${question}" and answered: ${answer}`);
+          break;
+        }
+        case 'mark_complete':
+          await this.validateClaim(decision, signal);
+          break;
+        case 'run_worker':
+          await this.runWorker(decision, signal);
+          break;
+      }
+    }
+  }
+
+  /** `mark_complete`: accepted only when the latest assessment and the facts agree. */
+  private async validateClaim(decision: MetaDecision, signal?: AbortSignal): Promise<void> {
+    this.move({ type: 'validate' });
+    const last = this.runs.at(-1);
+    const refusals = completionRefusals({
+      criteria: this.plan?.acceptanceCriteria ?? [],
+      assessment: last?.assessment,
+      facts: last?.facts,
+      dod: last?.dod,
+      dodSkipped: this.options.dodSkipped,
+    });
+    if (refusals.length === 0) throw new Stop('COMPLETE', decision.reason, EXIT_CODES.complete);
+    this.refuse([`mark_complete refused: ${refusals.join('; ')}`]);
+    this.checkLimits(signal);
+  }
+
+  private async runWorker(decision: MetaDecision, signal?: AbortSignal): Promise<void> {
+    const { limits } = this.options;
+    if (this.runs.length >= limits.maxIterations) {
+      throw new Stop(
+        'NEEDS_REVIEW',
+        `the limit of ${limits.maxIterations} worker runs was reached`,
+        EXIT_CODES.needsReview,
+      );
+    }
+    const call = decision.workerCall;
+    if (!call || !this.plan || !this.task || !this.sandboxId)
+      throw new Error('run_worker without its inputs');
+    const patterns = this.options.patterns.resolve(decision.usedPatterns);
+    const prompt = renderWorkerPrompt({
+      taskId: this.options.taskId,
+      title: this.plan.title,
+      branch: this.task.branch,
+      acceptanceCriteria: this.plan.acceptanceCriteria,
+      scope: this.task.scopeStatement,
+      patterns,
+      instruction: call.prompt,
+    });
+    const index = this.runs.length + 1;
+    const mode = call.mode === 'resume' && this.threadId ? 'resume' : 'exec';
+    this.emit({ type: 'worker_started', run: index, mode, prompt });
+    const remaining = this.startedAt + limits.wallClockMs - this.deps.clock.now();
+    const result = await this.deps.worker.run({
+      sandboxId: this.sandboxId,
+      mode,
+      prompt,
+      threadId: mode === 'resume' ? (this.threadId ?? undefined) : undefined,
+      runDir: `${this.options.runDir}/run-${index}`,
+      timeoutMs: Math.max(1000, Math.min(this.options.worker.timeoutMs, remaining)),
+      graceMs: this.options.worker.graceMs,
+      onEvent: (event) => this.emit({ type: 'worker_event', run: index, event }),
+      signal,
+    });
+    if (result.threadId) this.threadId = result.threadId;
+    const usage: Usage = {
+      ...result.usage,
+      costUsd: costOf(result.usage, this.options.worker.model, this.options.prices),
+    };
+    this.workerUsage = addUsage(this.workerUsage, usage);
+    this.emit({
+      type: 'worker_finished',
+      run: index,
+      exitCode: result.exitCode,
+      timedOut: result.timedOut,
+      failed: result.failed,
+      durationMs: result.durationMs,
+    });
+    const record: RunRecord = {
+      index,
+      decision,
+      startedAt: this.deps.clock.now() - result.durationMs,
+      durationMs: result.durationMs,
+      mode,
+      exitCode: result.exitCode,
+      timedOut: result.timedOut,
+      failed: result.failed,
+      threadId: result.threadId,
+      commands: result.commands,
+      finalMessage: result.finalMessage,
+      errors: result.errors,
+      usage,
+      refusals: [],
+    };
+    this.runs.push(record);
+    if (signal?.aborted) throw new Error('interrupted');
+
+    this.move({ type: 'validate' });
+    const facts: TaskFacts = await this.deps.workspace.observe(this.sandboxId);
+    record.facts = facts;
+    this.emit({ type: 'facts', run: index, facts });
+    let dod: DodOutcome | undefined;
+    if (!this.options.dodSkipped) {
+      dod = await this.deps.workspace.runDod(this.sandboxId, facts, signal);
+      record.dod = dod;
+      this.emit({ type: 'dod', run: index, dod });
+    }
+    this.checkLimits(signal);
+    const { assessment, usage: assessUsage } = await this.deps.meta.assess(
+      this.view(),
+      { run: record, facts, dod },
+      signal,
+    );
+    this.countMeta(assessUsage);
+    record.assessment = assessment;
+    this.emit({ type: 'assessment', run: index, assessment, usage: assessUsage });
+    const refusals = completionRefusals({
+      criteria: this.plan.acceptanceCriteria,
+      assessment,
+      facts,
+      dod,
+      dodSkipped: this.options.dodSkipped,
+    });
+    if (refusals.length === 0) throw new Stop('COMPLETE', assessment.summary, EXIT_CODES.complete);
+    record.refusals = refusals;
+    this.refuse(refusals);
+  }
+
+  /** VALIDATING → FIXING → RUNNING, with the reasons going back to the Meta-agent. */
+  private refuse(reasons: string[]): void {
+    this.emit({ type: 'refused', reasons });
+    this.feedback.push(...reasons);
+    this.move({ type: 'fix', reasons });
+    this.move({ type: 'retry' });
+  }
+
+  private checkLimits(signal?: AbortSignal): void {
+    if (signal?.aborted) throw new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
+    const { limits } = this.options;
+    const elapsed = this.deps.clock.now() - this.startedAt;
+    if (elapsed >= limits.wallClockMs) {
+      throw new Stop(
+        'NEEDS_REVIEW',
+        `the wall-clock limit of ${Math.round(limits.wallClockMs / 1000)} s was reached`,
+        EXIT_CODES.timeout,
+      );
+    }
+    if (this.metaCalls >= limits.maxMetaCalls) {
+      throw new Stop(
+        'NEEDS_REVIEW',
+        `the limit of ${limits.maxMetaCalls} Meta-agent calls was reached`,
+        EXIT_CODES.needsReview,
+      );
+    }
+    const total = addUsage(this.metaUsage, this.workerUsage);
+    if (limits.maxTokens !== undefined && totalTokens(total) >= limits.maxTokens) {
+      throw new Stop(
+        'NEEDS_REVIEW',
+        `the token budget of ${limits.maxTokens} was reached`,
+        EXIT_CODES.needsReview,
+      );
+    }
+    if (limits.maxCostUsd !== undefined && total.costUsd >= limits.maxCostUsd) {
+      throw new Stop(
+        'NEEDS_REVIEW',
+        `the cost budget of $${limits.maxCostUsd} was reached`,
+        EXIT_CODES.needsReview,
+      );
+    }
+  }
+
+  private view(): MetaView {
+    if (!this.plan) throw new Error('no plan yet');
+    return {
+      taskId: this.options.taskId,
+      prd: this.options.prd,
+      plan: this.plan,
+      history: this.runs,
+      feedback: [...this.feedback],
+      patterns: this.options.patterns.list().map(({ name, description }) => ({ name, description })),
+      memory: this.memory,
+    };
+  }
+
+  private countMeta(usage: Usage): void {
+    this.metaCalls += 1;
+    this.metaUsage = addUsage(this.metaUsage, usage);
+  }
+
+  private move(event: TaskEvent): void {
+    const from = this.state;
+    this.state = transition(from, event);
+    const reason =
+      'reason' in event ? event.reason : 'reasons' in event ? event.reasons.join('; ') : undefined;
+    this.emit({ type: 'transition', from, to: this.state, ...(reason ? { reason } : {}) });
+  }
+
+  private emit(event: RunnerEvent): void {
+    this.deps.onEvent?.({ ...event, at: new Date(this.deps.clock.now()).toISOString() });
+  }
+
+  private async finish(stop: Stop, error: AgentRunnerError | null): Promise<TaskSummary> {
+    if (this.state !== stop.state) {
+      const event: TaskEvent =
+        stop.state === 'COMPLETE'
+          ? this.state === 'VALIDATING'
+            ? { type: 'complete' }
+            : { type: 'fail', reason: 'complete outside validation' }
+          : stop.state === 'FAILED'
+            ? { type: 'fail', reason: stop.reason }
+            : { type: 'needs_review', reason: stop.reason };
+      this.move(event);
+    }
+    if (this.sandboxId && stop.state !== 'COMPLETE') {
+      // Uncommitted work is never discarded: it goes to a WIP ref before the sandbox goes away.
+      this.preservedRef = await this.deps.workspace.preserveUncommitted(this.sandboxId).catch(() => null);
+      if (this.preservedRef) this.emit({ type: 'preserved', ref: this.preservedRef });
+    }
+    if (this.sandboxId) await this.deps.sandboxes.stop(this.sandboxId).catch(() => undefined);
+    const finishedAt = this.deps.clock.now();
+    const usage = {
+      meta: this.metaUsage,
+      worker: this.workerUsage,
+      total: addUsage(this.metaUsage, this.workerUsage),
+    };
+    const record: TaskRecord = {
+      taskId: this.options.taskId,
+      prd: this.options.prd,
+      state: this.state,
+      reason: stop.reason,
+      plan: this.plan,
+      task: this.task,
+      runs: this.runs,
+      metaCalls: this.metaCalls,
+      usage,
+      startedAt: this.startedAt,
+      finishedAt,
+      question: this.question,
+      preservedRef: this.preservedRef,
+      workerType: this.options.worker.type,
+      runDir: this.options.runDir,
+      error: error ? { code: error.code, message: error.message } : null,
+    };
+    let notePath: string | null = null;
+    try {
+      notePath = await this.deps.writeNote(record);
+      this.emit({ type: 'note_written', path: notePath });
+    } catch (noteError) {
+      this.emit({
+        type: 'refused',
+        reasons: [`the note could not be written: ${(noteError as Error).message}`],
+      });
+    }
+    const lastFacts = [...this.runs].reverse().find((run) => run.facts)?.facts;
+    const summary: TaskSummary = {
+      taskId: this.options.taskId,
+      title: this.plan?.title ?? this.options.taskId,
+      state: this.state,
+      reason: stop.reason,
+      branch: this.task?.branch ?? `agent-runner/${this.options.taskId}`,
+      headSha: lastFacts?.headSha ?? this.task?.baseSha ?? null,
+      notePath,
+      worktreePath: this.task?.worktreePath ?? null,
+      runs: this.runs.length,
+      metaCalls: this.metaCalls,
+      usage,
+      durationMs: finishedAt - this.startedAt,
+      exitCode: stop.exitCode,
+      error: record.error,
+    };
+    this.emit({ type: 'task_finished', summary });
+    return summary;
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * Writes the task note `.agent-runner/task-<ID>.md` from the task record, with a Handlebars template
+ * (`templates/task-note.md.hbs`, or `notes.template` from the config). Renders well on GitHub.
+ */
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import Handlebars from 'handlebars';
+import { formatDuration } from '../config/units.js';
+import type { TaskRecord } from '../core/task-runner.js';
+import { totalTokens } from '../core/usage.js';
+import { PACKAGE_ROOT } from '../version.js';
+
+export const DEFAULT_NOTE_TEMPLATE = path.join(PACKAGE_ROOT, 'templates', 'task-note.md.hbs');
+
+const STATUS_ICONS: Record<string, string> = {
+  passed: '✅',
+  failed: '❌',
+  timeout: '⏱️',
+  unknown: '❔',
+  skipped: '⏭️',
+  'not assessed': '❔',
+};
+
+function createHandlebars(): typeof Handlebars {
+  const instance = Handlebars.create();
+  // Table cells: one line, no pipes breaking the table.
+  instance.registerHelper('cell', (value: unknown) =>
+    String(value ?? '')
+      .replace(/\r?\n+/g, ' ')
+      .replace(/\|/g, '\\|')
+      .slice(0, 300),
+  );
+  instance.registerHelper('short', (value: unknown) => String(value ?? '').slice(0, 10));
+  instance.registerHelper('statusIcon', (value: unknown) => STATUS_ICONS[String(value)] ?? '');
+  return instance;
+}
+
+export interface NoteContext {
+  repository: string;
+  prdPath: string;
+  workerModel: string;
+  /** Applied to every text that goes into the note (keys, configured secrets). */
+  redact?: (text: string) => string;
+}
+
+/** The first paragraph of the PRD, bounded. */
+export function summarizePrd(prd: string, maxChars = 600): string {
+  const body = prd
+    .split(/\r?\n/)
+    .filter((line) => !/^#/.test(line.trim()))
+    .join('\n')
+    .trim();
+  const paragraph = body.split(/\n\s*\n/)[0] ?? '';
+  return paragraph.length > maxChars ? `${paragraph.slice(0, maxChars)}…` : paragraph || '(empty)';
+}
+
+/** The view the template renders. */
+export function noteView(record: TaskRecord, context: NoteContext): Record<string, unknown> {
+  const lastAssessment = [...record.runs].reverse().find((run) => run.assessment)?.assessment;
+  const lastFacts = [...record.runs].reverse().find((run) => run.facts)?.facts;
+  const lastDod = [...record.runs].reverse().find((run) => run.dod)?.dod;
+  const criteria = (record.plan?.acceptanceCriteria ?? []).map((criterion) => {
+    const verdict = lastAssessment?.byCriterion.find((item) => item.id === criterion.id);
+    return { ...criterion, status: verdict?.status ?? 'not assessed', comment: verdict?.comment ?? '' };
+  });
+  const usd = record.usage.total.costUsd;
+  return {
+    taskId: record.taskId,
+    title: record.plan?.title ?? record.taskId,
+    state: record.state,
+    reason: record.reason,
+    repository: context.repository,
+    branch: record.task?.branch ?? `agent-runner/${record.taskId}`,
+    baseSha: record.task?.baseSha ?? '(not prepared)',
+    headSha: lastFacts?.headSha ?? record.task?.baseSha ?? '(none)',
+    worktreePath: record.task?.worktreePath ?? '(not created)',
+    dirtyStart: record.task?.dirtyStart ?? false,
+    workerType: record.workerType,
+    workerModel: context.workerModel,
+    runCount: record.runs.length,
+    metaCalls: record.metaCalls,
+    tokens: {
+      total: totalTokens(record.usage.total),
+      meta: totalTokens(record.usage.meta),
+      worker: totalTokens(record.usage.worker),
+    },
+    cost: usd > 0 ? `$${usd.toFixed(4)}` : 'not priced (add the models to `prices` in agent-runner.yaml)',
+    duration: formatDuration(record.finishedAt - record.startedAt),
+    startedAt: new Date(record.startedAt).toISOString(),
+    finishedAt: new Date(record.finishedAt).toISOString(),
+    runDir: record.runDir,
+    question: record.question,
+    error: record.error,
+    preservedRef: record.preservedRef,
+    prdPath: context.prdPath,
+    prdSummary: summarizePrd(record.prd),
+    criteria,
+    commits: lastFacts?.commits ?? [],
+    diffStat: lastFacts?.diffStat ?? '',
+    dirty: lastFacts?.dirty ?? false,
+    uncommitted: lastFacts?.uncommitted ?? [],
+    scopeViolations: lastFacts?.scopeViolations ?? [],
+    dodSource: lastDod?.source ?? 'not run',
+    dod: (lastDod?.results ?? []).map((result) => ({
+      ...result,
+      duration: formatDuration(result.durationMs),
+    })),
+    dodFailures: (lastDod?.results ?? []).filter((result) => result.status !== 'passed' && result.outputTail),
+    dodNote: lastDod?.status === 'none' ? 'No checks configured or detected.' : 'The checks did not run.',
+    runs: record.runs.map((run) => ({
+      ...run,
+      duration: formatDuration(run.durationMs),
+      patterns: run.decision.usedPatterns.join(', '),
+    })),
+    retrospective: lastAssessment?.retrospective ?? [],
+  };
+}
+
+/** Renders and writes the note atomically; returns its path. */
+export async function writeTaskNote(
+  record: TaskRecord,
+  options: NoteContext & { agentRunnerDir: string; templatePath?: string },
+): Promise<string> {
+  const template = await readFile(options.templatePath ?? DEFAULT_NOTE_TEMPLATE, 'utf8');
+  const render = createHandlebars().compile(template, { noEscape: true });
+  let text = render(noteView(record, options)).replace(/\n{3,}/g, '\n\n');
+  if (options.redact) text = options.redact(text);
+  await mkdir(options.agentRunnerDir, { recursive: true });
+  const file = path.join(options.agentRunnerDir, `task-${record.taskId}.md`);
+  const temporary = `${file}.${process.pid}.tmp`;
+  await writeFile(temporary, text);
+  await rename(temporary, file);
+  return file;
+}

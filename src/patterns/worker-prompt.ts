@@ -1,0 +1,34 @@
+/**
+ * The worker prompt: task header, acceptance criteria, scope, the chosen patterns' instructions and the
+ * Meta-agent's own instruction, rendered from `templates/worker-prompt.md.hbs`.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Handlebars from 'handlebars';
+import { PACKAGE_ROOT } from '../version.js';
+import type { Pattern } from './pattern-library.js';
+
+export interface WorkerPromptInput {
+  taskId: string;
+  title: string;
+  branch: string;
+  acceptanceCriteria: readonly { id: string; description: string; critical: boolean }[];
+  scope: string;
+  patterns: readonly Pattern[];
+  instruction: string;
+}
+
+let compiled: Handlebars.TemplateDelegate<WorkerPromptInput> | undefined;
+
+/** Renders the worker prompt; the template is read and compiled once per process. */
+export function renderWorkerPrompt(input: WorkerPromptInput): string {
+  compiled ??= Handlebars.compile<WorkerPromptInput>(
+    readFileSync(path.join(PACKAGE_ROOT, 'templates', 'worker-prompt.md.hbs'), 'utf8'),
+    { noEscape: true, strict: false },
+  );
+  return (
+    compiled(input)
+      .replace(/\n{3,}/g, '\n\n')
+      .trim() + '\n'
+  );
+}

@@ -1,0 +1,223 @@
+/**
+ * Honest fakes of the core's task-level ports: each implements the same port, keeps real state, records
+ * calls and refuses calls past its script. Used by the loop's unit tests and the benchmarks.
+ */
+import type {
+  Clock,
+  HumanPort,
+  MetaAgentPort,
+  MetaView,
+  NoteStorePort,
+  PreparedTask,
+  SandboxProviderPort,
+  TaskWorkspacePort,
+  WorkerAdapter,
+  WorkerRunRequest,
+  WorkerRunResult,
+} from '../../src/core/ports.js';
+import type { Assessment, DodOutcome, MetaDecision, Plan, TaskFacts, Usage } from '../../src/core/types.js';
+import { ZERO_USAGE } from '../../src/core/usage.js';
+
+export const usage = (tokens = 100): Usage => ({
+  ...ZERO_USAGE,
+  inputTokens: tokens,
+  outputTokens: tokens / 10,
+});
+
+export type MetaStep =
+  | { kind: 'plan'; plan: Plan }
+  | { kind: 'decide'; decision: MetaDecision }
+  | { kind: 'assess'; assessment: Assessment }
+  | { kind: 'error'; on: 'plan' | 'decide' | 'assess'; error: Error };
+
+/** Consumes one scripted step per call; a call of the wrong kind or past the end throws. */
+export class ScriptedMetaAgent implements MetaAgentPort {
+  readonly calls: { kind: string; view?: MetaView }[] = [];
+  private position = 0;
+
+  constructor(private readonly script: MetaStep[]) {}
+
+  private next(kind: 'plan' | 'decide' | 'assess'): MetaStep {
+    const step = this.script[this.position];
+    if (!step)
+      throw new Error(
+        `ScriptedMetaAgent: unexpected ${kind} call #${this.position + 1} past the end of the script`,
+      );
+    this.position += 1;
+    if (step.kind === 'error' && step.on === kind) throw step.error;
+    if (step.kind !== kind) throw new Error(`ScriptedMetaAgent: expected a ${step.kind} call, got ${kind}`);
+    return step;
+  }
+
+  async plan(): Promise<{ plan: Plan; usage: Usage }> {
+    this.calls.push({ kind: 'plan' });
+    const step = this.next('plan');
+    return { plan: (step as { plan: Plan }).plan, usage: usage() };
+  }
+
+  async nextAction(view: MetaView): Promise<{ decision: MetaDecision; usage: Usage }> {
+    this.calls.push({ kind: 'decide', view: structuredClone(view) });
+    const step = this.next('decide');
+    return { decision: (step as { decision: MetaDecision }).decision, usage: usage() };
+  }
+
+  async assess(view: MetaView): Promise<{ assessment: Assessment; usage: Usage }> {
+    this.calls.push({ kind: 'assess', view: structuredClone(view) });
+    const step = this.next('assess');
+    return { assessment: (step as { assessment: Assessment }).assessment, usage: usage() };
+  }
+
+  assertComplete(): void {
+    if (this.position !== this.script.length) {
+      throw new Error(
+        `ScriptedMetaAgent: ${this.script.length - this.position} scripted step(s) were not used`,
+      );
+    }
+  }
+}
+
+/** A repository in memory: the fake worker changes it, the fake workspace observes it. */
+export interface FakeRepo {
+  commits: { sha: string; subject: string }[];
+  uncommitted: string[];
+  violations: string[];
+  testsPass: boolean;
+  preserved: string[];
+}
+
+export function fakeRepo(): FakeRepo {
+  return { commits: [], uncommitted: [], violations: [], testsPass: false, preserved: [] };
+}
+
+export class FakeWorkspace implements TaskWorkspacePort {
+  prepared = 0;
+  constructor(private readonly repo: FakeRepo) {}
+
+  async prepare(): Promise<PreparedTask> {
+    this.prepared += 1;
+    return {
+      branch: 'agent-runner/T-1',
+      baseSha: 'base000000',
+      worktreePath: '/tmp/worktree',
+      dirtyStart: false,
+      scopeStatement: 'You may write anything except excluded files.',
+    };
+  }
+
+  async observe(): Promise<TaskFacts> {
+    const { repo } = this;
+    return {
+      baseSha: 'base000000',
+      headSha: repo.commits.at(-1)?.sha ?? 'base000000',
+      commits: [...repo.commits],
+      dirty: repo.uncommitted.length > 0,
+      uncommitted: [...repo.uncommitted],
+      changedFiles: [],
+      diffStat: `${repo.commits.length} commit(s)`,
+      diff: '',
+      scopeViolations: [...repo.violations],
+    };
+  }
+
+  async runDod(_sandboxId: string, facts: TaskFacts): Promise<DodOutcome> {
+    const status = this.repo.testsPass ? 'passed' : 'failed';
+    return {
+      status,
+      ranOnDirtyTree: facts.dirty,
+      source: 'config',
+      results: [
+        {
+          name: 'test',
+          command: 'npm test',
+          status,
+          exitCode: status === 'passed' ? 0 : 1,
+          durationMs: 3,
+          outputTail: status,
+        },
+      ],
+    };
+  }
+
+  async preserveUncommitted(): Promise<string | null> {
+    if (this.repo.uncommitted.length === 0) return null;
+    this.repo.preserved.push(...this.repo.uncommitted);
+    return 'refs/agent-runner/wip/T-1';
+  }
+}
+
+export class FakeSandboxes implements SandboxProviderPort {
+  readonly live = new Set<string>();
+  started = 0;
+  async start(): Promise<string> {
+    this.started += 1;
+    const id = `sandbox-${this.started}`;
+    this.live.add(id);
+    return id;
+  }
+  async stop(id: string): Promise<void> {
+    this.live.delete(id);
+  }
+}
+
+export type WorkerEffect = (repo: FakeRepo, request: WorkerRunRequest) => Partial<WorkerRunResult> | void;
+
+/** Applies one scripted effect to the fake repository per run. */
+export class FakeWorker implements WorkerAdapter {
+  readonly type = 'fake';
+  readonly requests: WorkerRunRequest[] = [];
+  constructor(
+    private readonly repo: FakeRepo,
+    private readonly effects: WorkerEffect[],
+  ) {}
+
+  async run(request: WorkerRunRequest): Promise<WorkerRunResult> {
+    this.requests.push(request);
+    const effect = this.effects[this.requests.length - 1];
+    if (!effect) throw new Error(`FakeWorker: no scripted effect for run ${this.requests.length}`);
+    const override = effect(this.repo, request) ?? {};
+    return {
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+      interrupted: false,
+      oomKilled: false,
+      durationMs: 10,
+      threadId: 'thread-1',
+      commands: [{ command: 'npm test', exitCode: 0, status: 'completed', outputTail: '' }],
+      fileChanges: [],
+      agentMessages: ['done'],
+      finalMessage: 'done',
+      usage: { inputTokens: 50, cachedInputTokens: 0, outputTokens: 5, reasoningTokens: 0 },
+      errors: [],
+      unparsedLines: 0,
+      failed: false,
+      ...override,
+    };
+  }
+}
+
+export class FakeHuman implements HumanPort {
+  readonly questions: string[] = [];
+  constructor(private readonly answers: (string | null)[]) {}
+  async ask(question: string): Promise<string | null> {
+    this.questions.push(question);
+    return this.answers.shift() ?? null;
+  }
+}
+
+export class NoMemory implements NoteStorePort {
+  async readMemory(): Promise<{ title: string; summary: string; path: string }[]> {
+    return [];
+  }
+}
+
+/** Time moves only when the test (or a sleep) moves it. */
+export class ManualClock implements Clock {
+  constructor(public time = Date.parse('2026-01-01T00:00:00Z')) {}
+  now(): number {
+    return this.time;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.time += ms;
+  }
+}

@@ -1,0 +1,315 @@
+import { describe, expect, it } from 'vitest';
+import type { StampedEvent } from '../../src/core/events.js';
+import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
+import type { Assessment, MetaDecision, Plan } from '../../src/core/types.js';
+import { ModelBehaviorError } from '../../src/errors.js';
+import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import {
+  FakeHuman,
+  FakeSandboxes,
+  FakeWorker,
+  FakeWorkspace,
+  ManualClock,
+  NoMemory,
+  ScriptedMetaAgent,
+  fakeRepo,
+  type MetaStep,
+  type WorkerEffect,
+} from '../support/core-fakes.js';
+
+const plan: Plan = {
+  title: 'Add slugify',
+  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
+};
+const runWorker = (prompt = 'Implement slugify', patterns: string[] = ['implement_feature']): MetaStep => ({
+  kind: 'decide',
+  decision: {
+    action: 'run_worker',
+    reason: 'start',
+    usedPatterns: patterns,
+    workerCall: { workerType: 'codex', mode: 'exec', prompt },
+  },
+});
+const decide = (decision: Partial<MetaDecision> & Pick<MetaDecision, 'action'>): MetaStep => ({
+  kind: 'decide',
+  decision: { reason: 'because', usedPatterns: [], ...decision },
+});
+const assess = (satisfied: boolean): MetaStep => ({
+  kind: 'assess',
+  assessment: {
+    allCriteriaSatisfied: satisfied,
+    summary: satisfied ? 'slugify done' : 'test fails',
+    byCriterion: [{ id: 'AC1', status: satisfied ? 'passed' : 'failed', comment: '' }],
+    retrospective: ['kept it small'],
+  } satisfies Assessment,
+});
+const commitPassing: WorkerEffect = (repo) => {
+  repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Add slugify' });
+  repo.testsPass = true;
+};
+const commitFailing: WorkerEffect = (repo) => {
+  repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Add slugify (broken)' });
+  repo.testsPass = false;
+};
+
+async function setup(
+  script: MetaStep[],
+  effects: WorkerEffect[],
+  options: Partial<TaskRunnerOptions> & { answers?: (string | null)[] } = {},
+) {
+  const repo = fakeRepo();
+  // A resumed task starts from its earlier plan: no plan call.
+  const meta = new ScriptedMetaAgent(options.previous ? script : [{ kind: 'plan', plan }, ...script]);
+  const worker = new FakeWorker(repo, effects);
+  const sandboxes = new FakeSandboxes();
+  const clock = new ManualClock();
+  const human = new FakeHuman(options.answers ?? []);
+  const events: StampedEvent[] = [];
+  const notes: TaskRecord[] = [];
+  const runner = new TaskRunner(
+    {
+      taskId: 'T-1',
+      prd: '# Slugify\n\nAdd a slugify function.',
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000 },
+      worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
+      prices: { m: { input: 1, output: 10 } },
+      dodSkipped: false,
+      headless: true,
+      patterns: await loadPatternLibrary(),
+      runDir: '/tmp/runs/T-1',
+      ...options,
+    },
+    {
+      meta,
+      workspace: new FakeWorkspace(repo),
+      sandboxes,
+      worker,
+      human,
+      notes: new NoMemory(),
+      clock,
+      writeNote: async (record) => {
+        notes.push(structuredClone(record));
+        return '/repo/.agent-runner/task-T-1.md';
+      },
+      onEvent: (event) => events.push(event),
+    },
+  );
+  return { runner, repo, meta, worker, sandboxes, clock, human, events, notes };
+}
+
+const states = (events: StampedEvent[]) =>
+  events.filter((event) => event.type === 'transition').map((event) => (event as { to: string }).to);
+
+describe('task runner loop', () => {
+  it('happy path: plan → run → facts + DoD → assessment → COMPLETE', async () => {
+    const t = await setup([runWorker(), assess(true)], [commitPassing]);
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    expect(summary.exitCode).toBe(0);
+    expect(summary.headSha).toBe('c1');
+    expect(states(t.events)).toEqual(['PLANNING', 'RUNNING', 'VALIDATING', 'COMPLETE']);
+    t.meta.assertComplete();
+    expect(t.sandboxes.live.size).toBe(0);
+    expect(t.notes).toHaveLength(1);
+    expect(t.notes[0]?.runs[0]?.dod?.status).toBe('passed');
+    // The worker prompt carries the AC, the scope and the chosen pattern.
+    const prompt = t.worker.requests[0]?.prompt ?? '';
+    expect(prompt).toContain('AC1');
+    expect(prompt).toContain('### implement_feature');
+    expect(prompt).toContain('You may write anything except excluded files.');
+    // Usage: 3 Meta calls of 110 tokens, one worker run of 55 tokens priced at 1/10 USD per 1M.
+    expect(summary.usage.total.inputTokens).toBe(3 * 100 + 50);
+    expect(summary.usage.worker.costUsd).toBeCloseTo((50 * 1 + 5 * 10) / 1e6);
+  });
+
+  it('fix loop: unsatisfied → FIXING → second run with the reasons fed back → COMPLETE', async () => {
+    const t = await setup(
+      [runWorker(), assess(false), runWorker('Fix the failing test', ['fix_failing_checks']), assess(true)],
+      [commitFailing, commitPassing],
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    expect(summary.runs).toBe(2);
+    expect(states(t.events)).toEqual([
+      'PLANNING',
+      'RUNNING',
+      'VALIDATING',
+      'FIXING',
+      'RUNNING',
+      'VALIDATING',
+      'COMPLETE',
+    ]);
+    const secondDecision = t.meta.calls.filter((call) => call.kind === 'decide')[1];
+    expect(secondDecision?.view?.feedback.join('\n')).toMatch(/DoD checks failing: test/);
+    expect(secondDecision?.view?.history).toHaveLength(1);
+    expect(t.worker.requests[1]?.prompt).toContain('Fix the failing test');
+  });
+
+  it('refuses mark_complete while DoD fails, and goes on', async () => {
+    const t = await setup(
+      [runWorker(), assess(true), decide({ action: 'mark_complete' }), runWorker('Fix it'), assess(true)],
+      [commitFailing, commitPassing],
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    const refused = t.events.filter((event) => event.type === 'refused');
+    expect(refused.map((event) => (event as { reasons: string[] }).reasons.join(' '))).toEqual([
+      expect.stringContaining('DoD checks failing'),
+      expect.stringMatching(/mark_complete refused: .*DoD checks failing/),
+    ]);
+  });
+
+  it('refuses mark_complete after an unsatisfied assessment even when DoD passes', async () => {
+    const t = await setup(
+      [runWorker(), assess(false), decide({ action: 'mark_complete', reason: 'it is done' })],
+      [commitPassing],
+    );
+    // After the refusal the loop asks again; the script has ended, so the scripted model fails the task.
+    const summary = await t.runner.run();
+    expect(
+      t.events.some(
+        (event) => event.type === 'refused' && event.reasons.join().includes('mark_complete refused'),
+      ),
+    ).toBe(true);
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toMatch(/past the end of the script/);
+  });
+
+  it('accepts mark_complete when the last assessment and the facts agree (resumed task)', async () => {
+    const first = await setup([runWorker(), assess(true)], [commitPassing]);
+    await first.runner.run();
+    const previousRuns = first.notes[0]!.runs;
+    const t = await setup([decide({ action: 'mark_complete', reason: 'already done' })], [], {
+      previous: {
+        plan,
+        runs: previousRuns,
+        threadId: 'thread-1',
+        metaCalls: 3,
+        usage: first.notes[0]!.usage.meta,
+      },
+    });
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    expect(summary.reason).toBe('already done');
+  });
+
+  it('headless ask_human → NEEDS_REVIEW, exit 3, the question kept for the note', async () => {
+    const t = await setup([decide({ action: 'ask_human', question: 'Which locale?' })], []);
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(3);
+    expect(t.notes[0]?.question).toBe('Which locale?');
+    expect(t.human.questions).toEqual([]);
+  });
+
+  it('interactive ask_human passes the answer back', async () => {
+    const t = await setup(
+      [decide({ action: 'ask_human', question: 'Which locale?' }), runWorker(), assess(true)],
+      [commitPassing],
+      { headless: false, answers: ['en-GB'] },
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    expect(t.meta.calls[2]?.view?.feedback.join()).toContain('answered: en-GB');
+  });
+
+  it('max iterations → NEEDS_REVIEW with the work kept', async () => {
+    const t = await setup(
+      [runWorker(), assess(false), runWorker(), assess(false), runWorker()],
+      [commitFailing, commitFailing],
+      { limits: { maxIterations: 2, maxMetaCalls: 30, wallClockMs: 3_600_000 } },
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(3);
+    expect(summary.reason).toMatch(/limit of 2 worker runs/);
+    expect(summary.headSha).toBe('c2');
+  });
+
+  it('abort → FAILED, exit 1, note written', async () => {
+    const t = await setup([decide({ action: 'abort', reason: 'the PRD contradicts itself' })], []);
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('FAILED');
+    expect(summary.exitCode).toBe(1);
+    expect(summary.reason).toContain('the PRD contradicts itself');
+    expect(t.notes).toHaveLength(1);
+  });
+
+  it('the wall clock ends in NEEDS_REVIEW with exit 124', async () => {
+    const slow: WorkerEffect = (repo) => {
+      commitFailing(repo, undefined as never);
+      t.clock.time += 10_000;
+    };
+    const t = await setup([runWorker(), assess(false), runWorker()], [slow], {
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 5_000 },
+    });
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(124);
+  });
+
+  it('token budget → NEEDS_REVIEW', async () => {
+    const t = await setup([runWorker(), assess(false), runWorker()], [commitFailing], {
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000, maxTokens: 300 },
+    });
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.reason).toMatch(/token budget/);
+  });
+
+  it('a model error ends FAILED with its exit code, the note written and the sandbox stopped', async () => {
+    const t = await setup(
+      [
+        {
+          kind: 'error',
+          on: 'decide',
+          error: new ModelBehaviorError('protocol_invalid', 'reply stayed invalid'),
+        },
+      ],
+      [],
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('FAILED');
+    expect(summary.exitCode).toBe(5);
+    expect(summary.error?.code).toBe('protocol_invalid');
+    expect(t.notes[0]?.error?.message).toBe('reply stayed invalid');
+    expect(t.sandboxes.live.size).toBe(0);
+  });
+
+  it('an interrupt preserves uncommitted work and ends NEEDS_REVIEW with exit 130', async () => {
+    const controller = new AbortController();
+    const t = await setup(
+      [runWorker()],
+      [
+        (repo) => {
+          repo.uncommitted.push('src/slug.js');
+          controller.abort();
+          return { interrupted: true, exitCode: 130, failed: true };
+        },
+      ],
+    );
+    const summary = await t.runner.run(controller.signal);
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(130);
+    expect(t.repo.preserved).toEqual(['src/slug.js']);
+    expect(t.notes[0]?.preservedRef).toBe('refs/agent-runner/wip/T-1');
+    expect(t.sandboxes.live.size).toBe(0);
+  });
+
+  it('resume mode continues the worker thread', async () => {
+    const resume: MetaStep = {
+      kind: 'decide',
+      decision: {
+        action: 'run_worker',
+        reason: 'continue',
+        usedPatterns: [],
+        workerCall: { workerType: 'codex', mode: 'resume', prompt: 'go on' },
+      },
+    };
+    const t = await setup([runWorker(), assess(false), resume, assess(true)], [commitFailing, commitPassing]);
+    await t.runner.run();
+    expect(t.worker.requests[0]?.mode).toBe('exec');
+    expect(t.worker.requests[1]?.mode).toBe('resume');
+    expect(t.worker.requests[1]?.threadId).toBe('thread-1');
+  });
+});
