@@ -7,6 +7,10 @@ import { Command } from 'commander';
 import { UserError } from '../errors.js';
 import { VERSION } from '../version.js';
 import type { CliOutput } from './output.js';
+import { registerPlanCommand } from './plan-command.js';
+import { registerDoctorCommand } from './doctor-command.js';
+import { registerImageCommand } from './image-command.js';
+import { registerRunCommand } from './run-command.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
@@ -29,6 +33,10 @@ export function createProgram(context: CommandContext): Command {
       writeErr: (text) => context.output.err(text),
     })
     .exitOverride();
+  registerRunCommand(program, context);
+  registerImageCommand(program, context);
+  registerDoctorCommand(program, context);
+  registerPlanCommand(program, context);
   return program;
 }
 

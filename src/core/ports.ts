@@ -38,6 +38,11 @@ export interface SandboxSpec {
   /** `host:ip` pairs, e.g. `host.docker.internal:host-gateway`. */
   extraHosts?: string[];
   labels?: Record<string, string>;
+  /**
+   * The container's long-lived process (default `sleep infinity`). The gateway uses a shell that starts its
+   * relay and then sleeps, so a killed relay does not stop the container.
+   */
+  keeper?: string[];
 }
 
 export interface SandboxInfo {
@@ -92,6 +97,12 @@ export interface SandboxRuntime {
   remove(sandboxId: string): Promise<void>;
   /** Containers whose labels include all of `labels`. */
   list(labels: Record<string, string>): Promise<SandboxSummary[]>;
+  /**
+   * Moves a running sandbox to `network`: leaves every network it is on, then joins `network` (nothing for
+   * `none`, which leaves only loopback). Only for a sandbox created on `bridge` or a named network: Docker
+   * cannot connect a container created with network mode `none`.
+   */
+  setNetwork?(sandboxId: string, network: SandboxNetwork): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Prepares this machine to run agent-runner, from the agent-runner checkout. Idempotent and fast when
+# everything is in place:
+#   1. a Docker engine answers and a base image exists            (scripts/ensure-docker.sh)
+#   2. node_modules is installed (npm ci when missing or older than package-lock.json)
+#   3. dist/ is built                                              (npm run build)
+#   4. the worker image is built, or reused when its tag and labels match (agent-runner image build)
+# The host's CA bundle is trusted inside the image so containers can reach the npm registry behind a
+# TLS-inspecting proxy; AGENT_RUNNER_CA_CERT names another bundle (empty: none).
+# Works as root; otherwise the steps that need root use sudo.
+set -euo pipefail
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+base="$(bash scripts/ensure-docker.sh | tail -n 1)"
+[ -n "$base" ] || { log "ensure-docker.sh did not name a base image"; exit 1; }
+log "base image: $base"
+# ensure-docker.sh falls back to the default socket when DOCKER_HOST does not answer; do the same here.
+if [ -n "${DOCKER_HOST:-}" ] && ! timeout 10 docker info >/dev/null 2>&1; then unset DOCKER_HOST; fi
+
+# npm writes node_modules/.package-lock.json on every install: older than package-lock.json means stale.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing dependencies (npm ci)"
+  npm ci --no-fund --no-audit >&2
+fi
+
+log "building (npm run build)"
+npm run --silent build >&2
+
+ca="${AGENT_RUNNER_CA_CERT-/etc/ssl/certs/ca-certificates.crt}"
+if [ -n "${AGENT_RUNNER_CA_CERT:-}" ] && [ ! -f "$ca" ]; then log "AGENT_RUNNER_CA_CERT=$ca is not a file"; exit 1; fi
+ca_args=()
+if [ -n "$ca" ] && [ -f "$ca" ]; then ca_args=(--ca-cert "$ca"); fi
+
+# A user outside the docker group reaches the engine only through sudo.
+run_cli=(node bin/agent-runner.js)
+if [ "$(id -u)" != 0 ] && ! docker info >/dev/null 2>&1; then run_cli=(sudo -E node bin/agent-runner.js); fi
+
+log "worker image (first build downloads the Codex CLI, about 400 MB)"
+"${run_cli[@]}" image build --base-image "$base" "${ca_args[@]}"

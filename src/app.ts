@@ -1,0 +1,238 @@
+/**
+ * The composition root: the one place that wires the real adapters (Docker, git, codex, the OpenAI SDK)
+ * to the core's ports. Commands call `runTask`; tests can pass their own pieces through `AppDependencies`.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Config } from './config/schema.js';
+import type { StampedEvent } from './core/events.js';
+import type { Clock, HumanPort, SandboxRuntime, WorkerAdapter } from './core/ports.js';
+import { TaskRunner } from './core/task-runner.js';
+import type { TaskSummary } from './core/types.js';
+import { EnvironmentError } from './errors.js';
+import { createMetaAgent } from './meta/meta-agent.js';
+import { MetaAgentPortAdapter, titleOf } from './meta/meta-agent-port.js';
+import type { MetaModel } from './meta/meta-model.js';
+import { createOpenAiChatModel } from './meta/openai-chat-model.js';
+import { EventJournal } from './notes/event-journal.js';
+import { readNoteMemory } from './notes/memory.js';
+import { writeTaskNote } from './notes/note-writer.js';
+import { createRedactor, type Redactor } from './notes/redact.js';
+import { loadPatternLibrary } from './patterns/pattern-library.js';
+import { createDockerClient, pingDocker } from './sandbox/docker-client.js';
+import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
+import {
+  CODEX_HOME_IN_SANDBOX,
+  DockerSandboxProvider,
+  type SandboxModelAccess,
+} from './sandbox/docker-sandbox-provider.js';
+import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
+import { VERSION } from './version.js';
+import { CodexWorkerAdapter } from './worker/codex-adapter.js';
+import { GitTaskWorkspace } from './workspace/git-task-workspace.js';
+import { taskLayout } from './workspace/layout.js';
+import { defaultScope, mergeScope } from './workspace/scope.js';
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      signal?.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }),
+};
+
+/** Name of the container variable holding the worker's model credential. */
+export const WORKER_KEY_VARIABLE = 'AGENT_RUNNER_MODEL_KEY';
+
+export interface RunTaskRequest {
+  repoRoot: string;
+  prd: string;
+  prdPath: string;
+  taskId?: string;
+  base?: string;
+  config: Config;
+  env: NodeJS.ProcessEnv;
+  headless: boolean;
+  keepSandbox: boolean;
+  dodSkipped: boolean;
+  onEvent?: (event: StampedEvent) => void;
+  onKept?: (sandboxId: string) => void;
+  signal?: AbortSignal;
+  /** Answers ask_human on a terminal; absent when headless. */
+  human?: HumanPort;
+}
+
+/** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
+export interface AppDependencies {
+  docker?: Docker;
+  runtime?: SandboxRuntime;
+  metaModel?: MetaModel;
+  worker?: WorkerAdapter;
+  human?: HumanPort;
+  clock?: Clock;
+}
+
+/** A task id from the PRD's title: `add-slugify-3f9a1c`. */
+export function newTaskId(prd: string): string {
+  const slug = titleOf(prd, 'task')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40)
+    .replace(/-+$/, '');
+  return `${slug || 'task'}-${randomBytes(3).toString('hex')}`;
+}
+
+/** A loopback URL as the sandbox must write it: the host is `host.docker.internal` from inside. */
+export function sandboxReachableUrl(url: string): string {
+  const parsed = new URL(url);
+  if (['localhost', '127.0.0.1', '0.0.0.0', '[::1]'].includes(parsed.hostname))
+    parsed.hostname = 'host.docker.internal';
+  return parsed.toString().replace(/\/$/, '');
+}
+
+/** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
+export async function resolveWorkerImage(config: Config): Promise<string> {
+  if (config.sandbox.image) return config.sandbox.image;
+  const inputs = await readWorkerImageInputs({
+    codexVersion: config.worker.codexVersion,
+    baseImage: config.sandbox.baseImage,
+  });
+  return workerImageTag(inputs);
+}
+
+async function ensureImage(docker: Docker, image: string): Promise<void> {
+  try {
+    await docker.getImage(image).inspect();
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode === 404) {
+      throw new EnvironmentError(
+        'image_missing',
+        `The worker image ${image} is not built. Build it with \`agent-runner image build\` (or \`bash scripts/setup.sh\` in the agent-runner checkout).`,
+      );
+    }
+    throw error;
+  }
+}
+
+/** Runs one task to a terminal state with the real adapters. */
+export async function runTask(
+  request: RunTaskRequest,
+  dependencies: AppDependencies = {},
+): Promise<TaskSummary> {
+  const { config, env, repoRoot } = request;
+  const taskId = request.taskId ?? newTaskId(request.prd);
+  const layout = taskLayout(repoRoot, taskId);
+  await mkdir(layout.runDir, { recursive: true });
+
+  const docker = dependencies.docker ?? createDockerClient(env);
+  const runtime = dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env });
+  await pingDocker(docker, env);
+  const image = await resolveWorkerImage(config);
+  await ensureImage(docker, image);
+
+  const metaKey = env[config.meta.apiKeyEnv];
+  const workerKeyEnv = config.worker.apiKeyEnv ?? config.meta.apiKeyEnv;
+  const workerKey = env[workerKeyEnv];
+  const redact: Redactor = createRedactor([metaKey, workerKey], config.redact.patterns);
+  const metaModel = dependencies.metaModel ?? createOpenAiChatModel(config, env);
+  const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
+  const metaAgent = createMetaAgent({ model: metaModel, config, logDir: path.join(layout.runDir, 'meta') });
+
+  const scope = mergeScope(defaultScope(), config.scope);
+  const workspace = new GitTaskWorkspace(runtime, {
+    repoRoot,
+    taskId,
+    base: request.base,
+    scope,
+    dod: config.dod,
+    dodSkipped: request.dodSkipped,
+    graceMs: config.worker.grace,
+  });
+  const workerModel = config.worker.model ?? config.meta.model;
+  const access: SandboxModelAccess = {
+    env: workerKey ? { [WORKER_KEY_VARIABLE]: workerKey } : {},
+    mounts: [],
+    network: { mode: 'bridge' },
+    extraHosts: ['host.docker.internal:host-gateway'],
+  };
+  const sandboxes = new DockerSandboxProvider({
+    runtime,
+    config,
+    image,
+    repoRoot,
+    taskId,
+    workspace: () => workspace.workspace,
+    access,
+    keep: request.keepSandbox,
+    onKept: request.onKept,
+  });
+  const worker =
+    dependencies.worker ??
+    new CodexWorkerAdapter(runtime, {
+      model: workerModel,
+      provider: {
+        baseUrl: sandboxReachableUrl(config.worker.baseUrl ?? config.meta.baseUrl),
+        envKey: WORKER_KEY_VARIABLE,
+        requestMaxRetries: 2,
+        streamMaxRetries: 2,
+      },
+      codexHome: CODEX_HOME_IN_SANDBOX,
+      codexHomeHostPath: path.join(layout.runDir, 'codex-home'),
+    });
+
+  const journal = new EventJournal(layout.runDir, redact);
+  const runner = new TaskRunner(
+    {
+      taskId,
+      prd: request.prd,
+      limits: {
+        maxIterations: config.limits.maxIterations,
+        maxMetaCalls: config.limits.maxMetaCalls,
+        wallClockMs: config.limits.wallClock,
+        ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
+        ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
+      },
+      worker: {
+        type: config.worker.type,
+        model: workerModel,
+        timeoutMs: config.worker.timeout,
+        graceMs: config.worker.grace,
+      },
+      prices: config.prices,
+      dodSkipped: request.dodSkipped || config.dod.skip,
+      headless: request.headless,
+      patterns,
+      runDir: layout.runDir,
+    },
+    {
+      meta: new MetaAgentPortAdapter(metaAgent),
+      workspace,
+      sandboxes,
+      worker,
+      human: dependencies.human ?? request.human ?? { ask: async () => null },
+      notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
+      clock: dependencies.clock ?? systemClock,
+      writeNote: (record) =>
+        writeTaskNote(record, {
+          agentRunnerDir: layout.stateDir,
+          repository: repoRoot,
+          prdPath: request.prdPath,
+          workerModel,
+          redact,
+          ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
+        }),
+      onEvent: (event) => {
+        journal.append(event);
+        request.onEvent?.(event);
+      },
+    },
+  );
+  return runner.run(request.signal);
+}

@@ -1,0 +1,69 @@
+/**
+ * `agent-runner plan --prd spec.md [--json] [--task-id ID]`: runs only the Meta-agent's plan step and prints
+ * the acceptance criteria. Every prompt and reply is written to `.agent-runner/runs/<TASK-ID>/meta/`.
+ */
+import path from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import { UserError } from '../errors.js';
+import { createMetaAgent } from '../meta/meta-agent.js';
+import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
+import { loadPrd } from '../prd/load-prd.js';
+import { writeConstrainedYaml } from '../protocol/constrained-yaml.js';
+import type { CommandContext } from './program.js';
+
+const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * A task id from the PRD's file name (`docs/add-login.md` → `ADD-LOGIN`): deterministic, so planning the
+ * same PRD twice writes its logs to the same place.
+ */
+export function taskIdFromPrdPath(file: string): string {
+  const base = path.basename(file).replace(/\.[^.]*$/, '');
+  const id = base
+    .toUpperCase()
+    .replace(/[^A-Z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64);
+  return id || 'TASK';
+}
+
+interface PlanOptions {
+  prd: string;
+  json?: boolean;
+  taskId?: string;
+}
+
+export function registerPlanCommand(program: Command, context: CommandContext): void {
+  program
+    .command('plan')
+    .description('Turn a PRD into acceptance criteria (runs only the Meta-agent plan step) and print them')
+    .requiredOption('--prd <file>', 'the PRD (Markdown or plain text, at most 256 KiB)')
+    .option('--json', 'print JSON instead of YAML')
+    .option('--task-id <id>', 'the task id (default: from the PRD file name, e.g. add-login.md → ADD-LOGIN)')
+    .action(async (options: PlanOptions) => {
+      if (options.taskId !== undefined && !TASK_ID.test(options.taskId)) {
+        throw new UserError(
+          'usage',
+          `Invalid --task-id "${options.taskId}": use 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit.`,
+        );
+      }
+      const prdPath = path.resolve(context.cwd, options.prd);
+      const prd = await loadPrd(prdPath);
+      const taskId = options.taskId ?? taskIdFromPrdPath(prdPath);
+      const config = await loadConfig({ repoRoot: context.cwd, env: context.env });
+      const model = createOpenAiChatModel(config, context.env);
+      const logDir = path.join(context.cwd, '.agent-runner', 'runs', taskId, 'meta');
+      const agent = createMetaAgent({ model, config, logDir });
+      context.output.err(
+        `Planning ${taskId} with ${config.meta.model}; prompts and replies go to ${path.relative(context.cwd, logDir)}/`,
+      );
+      const result = await agent.plan(prd, { taskId });
+      const payload = result.message.payload;
+      context.output.out(options.json ? JSON.stringify(payload, null, 2) : writeConstrainedYaml(payload));
+      const cost = result.usage.costUsd === null ? '' : `, $${result.usage.costUsd.toFixed(4)}`;
+      context.output.err(
+        `${payload.acceptance_criteria.length} acceptance criteria; ${result.attempts} model call(s), ${result.usage.promptTokens + result.usage.completionTokens} tokens${cost}.`,
+      );
+    });
+}

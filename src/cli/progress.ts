@@ -1,0 +1,107 @@
+/**
+ * Live progress for people: the state, elapsed time, each worker command as it runs, DoD results, and at
+ * the end where the note and the branch are. Written to stderr so stdout stays clean for `--json`.
+ */
+import { formatDuration } from '../config/units.js';
+import type { StampedEvent } from '../core/events.js';
+import type { TaskSummary } from '../core/types.js';
+
+const clip = (text: string, max = 160) => {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+
+export function createProgressPrinter(
+  write: (line: string) => void,
+  startedAt = Date.now(),
+): (event: StampedEvent) => void {
+  const stamp = (at: string) => {
+    const seconds = Math.max(0, Math.round((Date.parse(at) - startedAt) / 1000));
+    return `[${String(Math.floor(seconds / 60)).padStart(2, '0')}:${String(seconds % 60).padStart(2, '0')}]`;
+  };
+  return (event) => {
+    const t = stamp(event.at);
+    switch (event.type) {
+      case 'task_started':
+        write(
+          `${t} task ${event.taskId} on branch ${event.branch} (base ${event.baseSha.slice(0, 10)})${event.dirtyStart ? ' — note: your working tree has uncommitted changes; they are not part of the task' : ''}`,
+        );
+        break;
+      case 'transition':
+        write(`${t} ${event.to}${event.reason ? `: ${clip(event.reason)}` : ''}`);
+        break;
+      case 'plan':
+        write(`${t} plan: ${event.plan.title}`);
+        for (const criterion of event.plan.acceptanceCriteria) {
+          write(
+            `        ${criterion.id}${criterion.critical ? '*' : ''} ${clip(criterion.description, 120)}`,
+          );
+        }
+        break;
+      case 'decision':
+        write(`${t} meta: ${event.decision.action} — ${clip(event.decision.reason)}`);
+        break;
+      case 'worker_started':
+        write(`${t} worker run ${event.run} (${event.mode})`);
+        break;
+      case 'worker_event': {
+        const inner = event.event;
+        if (inner.kind === 'command_started') write(`${t}   $ ${clip(inner.command, 140)}`);
+        else if (inner.kind === 'command_finished') {
+          write(`${t}   ${inner.exitCode === 0 ? '✓' : '✗'} exit ${inner.exitCode ?? '?'} (${inner.status})`);
+        } else if (inner.kind === 'file_changed') write(`${t}   ~ ${inner.change} ${inner.path}`);
+        else if (inner.kind === 'error' && inner.fatal) write(`${t}   ! ${clip(inner.message)}`);
+        break;
+      }
+      case 'worker_finished':
+        write(
+          `${t} worker run ${event.run} ended: exit ${event.exitCode}${event.timedOut ? ' (timed out)' : ''} after ${formatDuration(event.durationMs)}`,
+        );
+        break;
+      case 'facts': {
+        const facts = event.facts;
+        write(
+          `${t} facts: ${facts.commits.length} commit(s) since base, ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean'}, ${facts.scopeViolations.length ? `scope violations: ${facts.scopeViolations.join(', ')}` : 'no scope violations'}`,
+        );
+        break;
+      }
+      case 'dod':
+        write(
+          `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status} (${formatDuration(result.durationMs)})`).join(', ') || 'none'}`,
+        );
+        break;
+      case 'assessment':
+        write(
+          `${t} assessment: ${event.assessment.allCriteriaSatisfied ? 'satisfied' : 'not satisfied'} — ${clip(event.assessment.summary)}`,
+        );
+        break;
+      case 'refused':
+        for (const reason of event.reasons) write(`${t}   not complete: ${clip(reason)}`);
+        break;
+      case 'human':
+        write(
+          `${t} question: ${event.question}${event.answer === null ? ' (no one to answer: headless)' : ` → ${event.answer}`}`,
+        );
+        break;
+      case 'preserved':
+        write(`${t} uncommitted worker changes saved at ${event.ref}`);
+        break;
+      default:
+        break;
+    }
+  };
+}
+
+/** The closing lines: state, reason, where things are. */
+export function formatSummary(summary: TaskSummary): string[] {
+  const lines = [
+    `${summary.state} after ${formatDuration(summary.durationMs)}: ${summary.reason}`,
+    `  branch:   ${summary.branch}${summary.headSha ? ` (head ${summary.headSha.slice(0, 12)})` : ''}`,
+  ];
+  if (summary.worktreePath) lines.push(`  worktree: ${summary.worktreePath}`);
+  if (summary.notePath) lines.push(`  note:     ${summary.notePath}`);
+  lines.push(
+    `  usage:    ${summary.runs} worker run(s), ${summary.metaCalls} Meta-agent call(s), ${summary.usage.total.inputTokens + summary.usage.total.outputTokens} tokens${summary.usage.total.costUsd > 0 ? `, $${summary.usage.total.costUsd.toFixed(4)}` : ''}`,
+  );
+  return lines;
+}

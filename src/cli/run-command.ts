@@ -1,0 +1,161 @@
+/**
+ * `agent-runner run --prd FILE`: the product. Live progress on stderr for people; `--json` prints JSONL
+ * events on stdout and ends with a summary object. The exit code says how it ended (README: exit codes).
+ */
+import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import type { Command } from 'commander';
+import { runTask } from '../app.js';
+import { loadConfig } from '../config/load.js';
+import type { TaskSummary } from '../core/types.js';
+import { loadPrd } from '../prd/load-prd.js';
+import { inspectRepository } from '../workspace/inspect-repository.js';
+import { createProgressPrinter, formatSummary } from './progress.js';
+import type { CommandContext } from './program.js';
+
+export interface RunCommandOptions {
+  prd: string;
+  taskId?: string;
+  base?: string;
+  worker?: string;
+  model?: string;
+  maxIterations?: string;
+  timeout?: string;
+  skipDod?: boolean;
+  json?: boolean;
+  headless?: boolean;
+  keepSandbox?: boolean;
+  config?: string;
+}
+
+function flagsLayer(options: RunCommandOptions): Record<string, unknown> {
+  const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
+  return {
+    meta: { model: options.model },
+    worker: { type: options.worker },
+    limits: {
+      maxIterations:
+        maxIterations !== undefined && Number.isFinite(maxIterations) ? maxIterations : options.maxIterations,
+      wallClock: options.timeout,
+    },
+  };
+}
+
+/** The summary object `--json` ends with. */
+export function summaryObject(summary: TaskSummary): Record<string, unknown> {
+  return {
+    type: 'summary',
+    state: summary.state,
+    reason: summary.reason,
+    taskId: summary.taskId,
+    branch: summary.branch,
+    headSha: summary.headSha,
+    notePath: summary.notePath,
+    worktreePath: summary.worktreePath,
+    runs: summary.runs,
+    metaCalls: summary.metaCalls,
+    usage: summary.usage,
+    costUsd: summary.usage.total.costUsd,
+    durationMs: summary.durationMs,
+    exitCode: summary.exitCode,
+    error: summary.error,
+  };
+}
+
+export async function runCommand(options: RunCommandOptions, context: CommandContext): Promise<TaskSummary> {
+  const { output, env } = context;
+  const prdPath = path.resolve(context.cwd, options.prd);
+  const prd = await loadPrd(prdPath);
+  const repository = await inspectRepository(context.cwd);
+  const config = await loadConfig({
+    repoRoot: repository.root,
+    env,
+    flags: flagsLayer(options),
+    ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
+  });
+  const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
+  const progress = createProgressPrinter((line) => output.err(line));
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupts += 1;
+    if (interrupts === 1) {
+      output.err(
+        `agent-runner: ${signal}: stopping the worker, saving its work and writing the note (again to hurry)`,
+      );
+      controller.abort();
+    } else {
+      output.err('agent-runner: stopping now; the note is still written');
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const summary = await runTask({
+      repoRoot: repository.root,
+      prd,
+      prdPath,
+      taskId: options.taskId,
+      base: options.base,
+      config,
+      env,
+      headless,
+      keepSandbox: Boolean(options.keepSandbox),
+      dodSkipped: Boolean(options.skipDod),
+      signal: controller.signal,
+      onEvent: (event) => {
+        if (options.json) output.out(JSON.stringify(event));
+        else progress(event);
+      },
+      onKept: (sandboxId) =>
+        output.err(
+          `Sandbox kept for debugging: docker exec -it ${sandboxId} bash   (remove: docker rm -f ${sandboxId})`,
+        ),
+      ...(headless
+        ? {}
+        : {
+            human: {
+              ask: async (question: string) => {
+                const prompt = createInterface({ input: process.stdin, output: process.stderr });
+                try {
+                  return (await prompt.question(`\n${question}\n> `)).trim() || null;
+                } finally {
+                  prompt.close();
+                }
+              },
+            },
+          }),
+    });
+    if (options.json) output.out(JSON.stringify(summaryObject(summary)));
+    else {
+      if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
+      for (const line of formatSummary(summary)) output.out(line);
+    }
+    context.setExitCode(summary.exitCode);
+    return summary;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+export function registerRunCommand(program: Command, context: CommandContext): void {
+  program
+    .command('run')
+    .description('Run a task from a PRD to completion (or a precise account of why not), and write its note.')
+    .requiredOption('--prd <file>', 'the PRD (Markdown) describing the task')
+    .option('--task-id <id>', 'task id (default: from the PRD title plus a random suffix)')
+    .option('--base <ref>', 'base of the task branch (default: HEAD)')
+    .option('--worker <type>', 'worker type (codex)')
+    .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
+    .option('--max-iterations <n>', 'most worker runs')
+    .option('--timeout <duration>', 'wall clock for the whole task, e.g. 45m')
+    .option('--skip-dod', 'do not run the Definition-of-Done checks (recorded as skipped)')
+    .option('--json', 'JSONL events on stdout, ending with a summary object')
+    .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
+    .option('--keep-sandbox', 'keep the container after the task, for debugging')
+    .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
+    .action(async (options: RunCommandOptions) => {
+      await runCommand(options, context);
+    });
+}

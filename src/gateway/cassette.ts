@@ -1,0 +1,213 @@
+/**
+ * Cassettes: every model exchange of a run (Meta-agent Chat Completions and worker Responses), stored so a
+ * run can be replayed with no upstream. Exchanges are matched in order, per kind: the n-th worker request of
+ * the replay must equal the n-th worker request of the recording (after redaction and normalisation), and
+ * gets its recorded reply. Anything else is a divergence that names the call, its kind and what differed.
+ */
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { UserError } from '../errors.js';
+import type { Redactor } from '../notes/redact.js';
+
+export type ExchangeKind = 'worker' | 'meta';
+
+export interface CassetteExchange {
+  kind: ExchangeKind;
+  /** 0-based position among the exchanges of its kind. */
+  index: number;
+  method: string;
+  /** Path below the route (`/responses`, `/chat/completions`). */
+  path: string;
+  /** The request body (JSON when it parsed), redacted. */
+  request: unknown;
+  response: {
+    status: number;
+    contentType: string;
+    /** The whole reply as sent (an SSE stream stays SSE text), redacted. */
+    body: string;
+  };
+}
+
+export interface Cassette {
+  version: 1;
+  exchanges: CassetteExchange[];
+}
+
+/** A request that does not match the cassette. */
+export class ReplayDivergenceError extends UserError {
+  constructor(
+    message: string,
+    readonly divergence: { kind: ExchangeKind; index: number; difference: string },
+  ) {
+    // TODO(lead): a dedicated 'replay_diverged' ErrorCode would be clearer than 'usage'.
+    super('usage', message, { details: divergence });
+  }
+}
+
+/** Fields that change on every run without changing what was asked (codex's cache key is its thread id). */
+const VOLATILE_FIELDS = new Set(['prompt_cache_key']);
+const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+const ISO_TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g;
+
+/** What is compared under replay: volatile fields dropped, UUIDs and timestamps replaced by placeholders. */
+export function normalizeForMatch(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(UUID, '<uuid>').replace(ISO_TIME, '<time>');
+  if (Array.isArray(value)) return value.map(normalizeForMatch);
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [key, entry] of Object.entries(value)) {
+      if (!VOLATILE_FIELDS.has(key)) out[key] = normalizeForMatch(entry);
+    }
+    return out;
+  }
+  return value;
+}
+
+function preview(value: unknown): string {
+  const text = value === undefined ? 'nothing' : JSON.stringify(value);
+  return text.length > 160 ? `${text.slice(0, 157)}...` : text;
+}
+
+/** The first place where `actual` differs from `expected`, as `path: recorded X, now Y`; null when equal. */
+export function firstDifference(expected: unknown, actual: unknown, at = ''): string | null {
+  const where = at === '' ? '(body)' : at;
+  if (Array.isArray(expected) && Array.isArray(actual)) {
+    for (let index = 0; index < Math.max(expected.length, actual.length); index += 1) {
+      const found = firstDifference(expected[index], actual[index], `${at}[${index}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (
+    typeof expected === 'object' &&
+    expected !== null &&
+    typeof actual === 'object' &&
+    actual !== null &&
+    !Array.isArray(expected) &&
+    !Array.isArray(actual)
+  ) {
+    const left = expected as Record<string, unknown>;
+    const right = actual as Record<string, unknown>;
+    for (const key of new Set([...Object.keys(left), ...Object.keys(right)])) {
+      const found = firstDifference(left[key], right[key], at === '' ? key : `${at}.${key}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (expected === actual) return null;
+  return `${where}: recorded ${preview(expected)}, now ${preview(actual)}`;
+}
+
+/** Parses a request body as JSON when it is JSON, else keeps the text. */
+export function parseBody(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** Accumulates exchanges and rewrites the cassette file after each one, so a crashed run keeps its calls. */
+export class CassetteRecorder {
+  private readonly cassette: Cassette = { version: 1, exchanges: [] };
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly file: string,
+    private readonly redact: Redactor,
+  ) {}
+
+  /** Adds an exchange (its texts are redacted here) and schedules the write. */
+  add(exchange: Omit<CassetteExchange, 'request'> & { requestText: string }): Promise<void> {
+    const { requestText, ...rest } = exchange;
+    this.cassette.exchanges.push({
+      ...rest,
+      path: this.redact(rest.path),
+      request: parseBody(this.redact(requestText)),
+      response: { ...rest.response, body: this.redact(rest.response.body) },
+    });
+    const text = `${JSON.stringify(this.cassette, null, 2)}\n`;
+    this.writing = this.writing.then(async () => {
+      const temporary = `${this.file}.tmp`;
+      await writeFile(temporary, text, { mode: 0o600 });
+      await rename(temporary, this.file);
+    });
+    return this.writing;
+  }
+
+  /** Resolves when every write so far is on disk. */
+  flush(): Promise<void> {
+    return this.writing;
+  }
+}
+
+/** Serves a cassette's replies in order, per kind. */
+export class CassettePlayer {
+  private readonly next: Record<ExchangeKind, number> = { worker: 0, meta: 0 };
+
+  private constructor(
+    private readonly file: string,
+    private readonly byKind: Record<ExchangeKind, CassetteExchange[]>,
+  ) {}
+
+  static async load(file: string): Promise<CassettePlayer> {
+    let cassette: Cassette;
+    try {
+      cassette = JSON.parse(await readFile(file, 'utf8')) as Cassette;
+    } catch (error) {
+      throw new UserError(
+        'usage',
+        `Cannot read the cassette ${file} for --replay: ${error instanceof Error ? error.message : String(error)}. ` +
+          'Give a file written by `--record`.',
+        { cause: error },
+      );
+    }
+    if (cassette.version !== 1 || !Array.isArray(cassette.exchanges)) {
+      throw new UserError(
+        'usage',
+        `${file} is not an agent-runner cassette (version 1). Record it with --record.`,
+      );
+    }
+    return new CassettePlayer(file, {
+      worker: cassette.exchanges.filter((exchange) => exchange.kind === 'worker'),
+      meta: cassette.exchanges.filter((exchange) => exchange.kind === 'meta'),
+    });
+  }
+
+  /**
+   * The recorded reply for this request, or a ReplayDivergenceError naming the call. `requestText` must
+   * already be redacted the way the recording was.
+   */
+  match(kind: ExchangeKind, method: string, path: string, requestText: string): CassetteExchange {
+    const index = this.next[kind];
+    const recorded = this.byKind[kind][index];
+    const call = `${kind} call #${index + 1} (${method} ${path})`;
+    const diverge = (difference: string): ReplayDivergenceError =>
+      new ReplayDivergenceError(
+        `Replay of ${this.file} diverged at ${call}: ${difference}. The run no longer asks what was recorded; ` +
+          'record it again with --record.',
+        { kind, index, difference },
+      );
+    if (recorded === undefined) {
+      throw diverge(`the recording has only ${this.byKind[kind].length} ${kind} calls`);
+    }
+    if (recorded.method !== method || recorded.path !== path) {
+      throw diverge(`recorded ${recorded.method} ${recorded.path}`);
+    }
+    const difference = firstDifference(
+      normalizeForMatch(recorded.request),
+      normalizeForMatch(parseBody(requestText)),
+    );
+    if (difference !== null) throw diverge(difference);
+    this.next[kind] = index + 1;
+    return recorded;
+  }
+
+  /** Recorded exchanges never asked for, per kind (a replay that ended early). */
+  remaining(): Record<ExchangeKind, number> {
+    return {
+      worker: this.byKind.worker.length - this.next.worker,
+      meta: this.byKind.meta.length - this.next.meta,
+    };
+  }
+}

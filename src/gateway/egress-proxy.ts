@@ -1,0 +1,102 @@
+/**
+ * The gateway as an HTTP proxy for the `allowlist` network policy: CONNECT tunnels (HTTPS) and absolute-form
+ * requests (plain HTTP) to listed hosts only. The sandbox has no network interface but loopback, so this is
+ * the only way out whatever the worker does; the proxy environment variables only tell well-behaved tools
+ * where the door is.
+ */
+import net from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { isHostAllowed } from './domain-allowlist.js';
+import { forwardableHeaders, sendUpstream } from './http-forward.js';
+
+/** The hosts the proxy lets through now; null refuses everything (`gateway-only`, `open`). */
+export type EgressAllowlist = readonly string[] | null;
+
+export interface EgressProxyContext {
+  allowlist(): EgressAllowlist;
+  log(line: string): void;
+}
+
+function refusal(host: string, allowlist: EgressAllowlist): string {
+  return allowlist === null
+    ? `agent-runner: the sandbox network policy allows no connection to ${host} (only the model gateway).`
+    : `agent-runner: ${host} is not in sandbox.allowlist (allowed: ${allowlist.join(', ') || 'nothing'}).`;
+}
+
+/** `host:port` of a CONNECT target, with IPv6 brackets. */
+function splitAuthority(authority: string): { host: string; port: number } | null {
+  const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(authority);
+  if (!match?.[1] || !match[2]) return null;
+  return { host: match[1].replace(/^\[(.*)\]$/, '$1'), port: Number(match[2]) };
+}
+
+/** Handles `CONNECT host:port`: a raw tunnel when the host is listed, 403 otherwise. */
+export function handleConnect(
+  context: EgressProxyContext,
+  request: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+): void {
+  const target = splitAuthority(request.url ?? '');
+  const allowlist = context.allowlist();
+  if (target === null || allowlist === null || !isHostAllowed(target.host, allowlist)) {
+    const reason = refusal(target?.host ?? String(request.url), allowlist);
+    context.log(`proxy refused CONNECT ${request.url ?? ''}`);
+    client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${reason}\n`);
+    return;
+  }
+  const upstream = net.connect(target.port, target.host);
+  const close = (): void => {
+    upstream.destroy();
+    client.destroy();
+  };
+  upstream.once('connect', () => {
+    context.log(`proxy CONNECT ${target.host}:${target.port}`);
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  upstream.on('error', (error) => {
+    if (!upstream.connecting) return close();
+    context.log(`proxy CONNECT ${target.host}:${target.port} failed: ${error.message}`);
+    client.end(`HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\n\r\n${error.message}\n`);
+  });
+  client.on('error', close);
+  client.on('close', () => upstream.destroy());
+}
+
+/** Handles an absolute-form request (`GET http://host/path`) through the proxy. */
+export async function handlePlainProxy(
+  context: EgressProxyContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+  target: URL,
+): Promise<void> {
+  const allowlist = context.allowlist();
+  if (target.protocol !== 'http:' || allowlist === null || !isHostAllowed(target.hostname, allowlist)) {
+    context.log(`proxy refused ${request.method ?? ''} ${target.origin}`);
+    response.writeHead(403, { 'content-type': 'text/plain' });
+    response.end(`${refusal(target.hostname, allowlist)}\n`);
+    return;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  try {
+    const upstream = await sendUpstream(
+      target,
+      request.method ?? 'GET',
+      { ...forwardableHeaders(request.headers), host: target.host },
+      Buffer.concat(chunks),
+    );
+    context.log(`proxy ${request.method ?? ''} ${target.origin} -> ${upstream.statusCode ?? 0}`);
+    response.writeHead(upstream.statusCode ?? 502, forwardableHeaders(upstream.headers));
+    upstream.pipe(response);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    context.log(`proxy ${target.origin} failed: ${message}`);
+    response.writeHead(502, { 'content-type': 'text/plain' });
+    response.end(`agent-runner proxy: ${target.origin} unreachable: ${message}\n`);
+  }
+}

@@ -1,0 +1,391 @@
+/**
+ * The model gateway of one task. It holds the real API keys on the host; nothing in the sandbox does.
+ *
+ * - Worker route: a unix socket in a per-task host directory, bind-mounted read-only into the sandbox, where
+ *   the relay (relay-script.ts) exposes it as http://127.0.0.1:8787. `/v1/*` requests must carry the per-task
+ *   token; the gateway swaps it for the real key and streams the upstream's reply back unchanged, reading the
+ *   Responses usage from a copy of the stream. The same socket is the egress proxy of the `allowlist` policy.
+ * - Meta route: http://127.0.0.1:<port>/meta/v1 on the host's loopback, for the host-side openai SDK, so the
+ *   Meta-agent's exchanges can be recorded and replayed too.
+ * - Record/replay: `record` stores every exchange (redacted) in a cassette; `replay` serves them with no
+ *   upstream and answers a request that does not match with HTTP 400 naming the divergence.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { TokenUsage } from '../core/ports.js';
+import { EnvironmentError, isAgentRunnerError } from '../errors.js';
+import { createRedactor, type Redactor } from '../notes/redact.js';
+import {
+  CassettePlayer,
+  CassetteRecorder,
+  ReplayDivergenceError,
+  type CassetteExchange,
+  type ExchangeKind,
+} from './cassette.js';
+import { normalizeAllowlist } from './domain-allowlist.js';
+import { handleConnect, handlePlainProxy, type EgressAllowlist } from './egress-proxy.js';
+import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
+import {
+  GATEWAY_CONTAINER_DIR,
+  GATEWAY_SOCKET_NAME,
+  RELAY_PORT,
+  RELAY_SCRIPT,
+  RELAY_SCRIPT_NAME,
+} from './relay-script.js';
+import { ResponsesUsageMeter, ZERO_TOKEN_USAGE, addTokenUsage } from './sse-usage.js';
+
+/** The container variable that holds the per-task token codex sends (codex's provider `env_key`). */
+export const GATEWAY_TOKEN_ENV = 'AGENT_RUNNER_GATEWAY_TOKEN';
+const WORKER_PREFIX = '/v1';
+const META_PREFIX = '/meta/v1';
+
+export interface GatewayUpstream {
+  /** Base URL including `/v1`, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+  /** The real key; undefined sends no Authorization (a local endpoint, or replay). */
+  apiKey: string | undefined;
+}
+
+export type GatewayMode = { kind: 'live' } | { kind: 'record'; file: string } | { kind: 'replay'; file: string };
+
+export interface ModelGatewayOptions {
+  worker: GatewayUpstream;
+  /** The Meta-agent's endpoint; without it the meta route answers 404. */
+  meta?: GatewayUpstream;
+  mode?: GatewayMode;
+  /** `redact.patterns` of the config; the keys and tokens are always redacted. */
+  redactPatterns?: readonly string[];
+  /** Gateway log lines (already redacted). */
+  onLog?: (line: string) => void;
+  /** Parent of the per-task directory (default: the OS temp dir; unix socket paths must stay short). */
+  runtimeRoot?: string;
+}
+
+/** A divergence the replay met, kept for the runner to raise after the worker run. */
+export type ReplayDivergence = ReplayDivergenceError;
+
+function bearer(request: IncomingMessage): string | undefined {
+  const value = request.headers.authorization;
+  return value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : undefined;
+}
+
+function jsonError(response: ServerResponse, status: number, message: string, type: string): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify({ error: { message, type, code: type } }));
+}
+
+async function readBody(request: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function listen(server: Server, target: string | { port: number; host: string }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    const done = (): void => {
+      server.off('error', reject);
+      resolve();
+    };
+    if (typeof target === 'string') server.listen(target, done);
+    else server.listen(target.port, target.host, done);
+  });
+}
+
+/** The gateway of one task; create it with {@link ModelGateway.start}, end it with {@link close}. */
+export class ModelGateway {
+  /** The per-task token the worker sends instead of a key. */
+  readonly workerToken = randomBytes(24).toString('hex');
+  /** The key the host-side openai SDK uses for the meta route (checked, then replaced by the real one). */
+  readonly metaToken = randomBytes(24).toString('hex');
+  /** Redacts keys, tokens and the configured patterns; use it for anything derived from gateway traffic. */
+  readonly redact: Redactor;
+
+  private readonly sockets = new Set<Socket>();
+  private readonly servers: Server[] = [];
+  private allowlist: EgressAllowlist = null;
+  private workerUsage: TokenUsage = ZERO_TOKEN_USAGE;
+  private counters: Record<ExchangeKind, number> = { worker: 0, meta: 0 };
+  private divergences: ReplayDivergenceError[] = [];
+  private recorder: CassetteRecorder | null = null;
+  private player: CassettePlayer | null = null;
+  private metaPort = 0;
+
+  private constructor(
+    private readonly options: ModelGatewayOptions,
+    /** The per-task host directory holding the socket and the relay script; mount it at GATEWAY_CONTAINER_DIR. */
+    readonly hostDir: string,
+  ) {
+    this.redact = createRedactor(
+      [options.worker.apiKey, options.meta?.apiKey, this.workerToken, this.metaToken],
+      options.redactPatterns ?? [],
+    );
+  }
+
+  /** Creates the directory, the socket (worker + proxy) and the loopback meta listener. */
+  static async start(options: ModelGatewayOptions): Promise<ModelGateway> {
+    const dir = await mkdtemp(path.join(options.runtimeRoot ?? tmpdir(), 'agent-runner-gw-'));
+    const gateway = new ModelGateway(options, dir);
+    try {
+      const mode = options.mode ?? { kind: 'live' };
+      if (mode.kind === 'replay') gateway.player = await CassettePlayer.load(mode.file);
+      if (mode.kind === 'record') gateway.recorder = new CassetteRecorder(mode.file, gateway.redact);
+      await gateway.listen();
+    } catch (error) {
+      await gateway.close();
+      if (isAgentRunnerError(error)) throw error;
+      throw new EnvironmentError(
+        'sandbox_failed',
+        `Could not start the model gateway in ${dir}: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
+    return gateway;
+  }
+
+  /** The socket on the host. */
+  get socketPath(): string {
+    return path.join(this.hostDir, GATEWAY_SOCKET_NAME);
+  }
+
+  /** The Meta-agent's baseURL for the openai SDK (use {@link metaToken} as its apiKey). */
+  get metaBaseUrl(): string {
+    return `http://127.0.0.1:${this.metaPort}${META_PREFIX}`;
+  }
+
+  /** Codex's provider inside the sandbox: base_url and the variable holding {@link workerToken}. */
+  codexProvider(port = RELAY_PORT): { baseUrl: string; envKey: string } {
+    return { baseUrl: `http://127.0.0.1:${port}${WORKER_PREFIX}`, envKey: GATEWAY_TOKEN_ENV };
+  }
+
+  /** The bind mount that brings the socket and the relay into the sandbox (read-only). */
+  mount(): { hostPath: string; containerPath: string; readOnly: true } {
+    return { hostPath: this.hostDir, containerPath: GATEWAY_CONTAINER_DIR, readOnly: true };
+  }
+
+  /** Hosts the egress proxy lets through from now on; null (the default) refuses every proxy request. */
+  setEgressAllowlist(hosts: readonly string[] | null): void {
+    this.allowlist = hosts === null ? null : normalizeAllowlist(hosts);
+  }
+
+  /** Worker token usage since the last call (sum of `response.completed` usage), and resets it. */
+  takeWorkerUsage(): TokenUsage {
+    const usage = this.workerUsage;
+    this.workerUsage = ZERO_TOKEN_USAGE;
+    return usage;
+  }
+
+  /** Under replay: the first divergence met since the last call (then forgotten), or null. */
+  takeDivergence(): ReplayDivergenceError | null {
+    const first = this.divergences[0] ?? null;
+    this.divergences = [];
+    return first;
+  }
+
+  /** Under replay: recorded exchanges not yet served, per kind. */
+  replayRemaining(): Record<ExchangeKind, number> | null {
+    return this.player?.remaining() ?? null;
+  }
+
+  /** Stops listening, cuts open connections, writes the cassette, removes the directory. */
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await Promise.all(
+      this.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+    );
+    await this.recorder?.flush();
+    await rm(this.hostDir, { recursive: true, force: true });
+  }
+
+  private log(line: string): void {
+    this.options.onLog?.(this.redact(line));
+  }
+
+  private track(server: Server): Server {
+    server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    this.servers.push(server);
+    return server;
+  }
+
+  private async listen(): Promise<void> {
+    await writeFile(path.join(this.hostDir, RELAY_SCRIPT_NAME), RELAY_SCRIPT, { mode: 0o644 });
+    const sandboxSide = this.track(
+      http.createServer({ noDelay: true }, (request, response) => {
+        this.onSandboxRequest(request, response).catch((error: unknown) =>
+          this.fail(response, 'sandbox request', error),
+        );
+      }),
+    );
+    const proxyContext = { allowlist: () => this.allowlist, log: (line: string) => this.log(line) };
+    sandboxSide.on('connect', (request: IncomingMessage, client, head: Buffer) =>
+      handleConnect(proxyContext, request, client, head),
+    );
+    await listen(sandboxSide, this.socketPath);
+    // The worker's uid differs from ours: it must traverse the directory and connect to the socket.
+    await chmod(this.hostDir, 0o755);
+    await chmod(this.socketPath, 0o666);
+
+    const hostSide = this.track(
+      http.createServer({ noDelay: true }, (request, response) => {
+        this.onMetaRequest(request, response).catch((error: unknown) =>
+          this.fail(response, 'meta request', error),
+        );
+      }),
+    );
+    await listen(hostSide, { port: 0, host: '127.0.0.1' });
+    this.metaPort = (hostSide.address() as AddressInfo).port;
+  }
+
+  private fail(response: ServerResponse, what: string, error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    this.log(`gateway ${what} failed: ${message}`);
+    jsonError(response, 502, `agent-runner gateway: ${this.redact(message)}`, 'gateway_error');
+  }
+
+  private async onSandboxRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = request.url ?? '/';
+    if (/^[a-z]+:\/\//i.test(url)) {
+      const target = new URL(url);
+      // A tool that proxies everything (no NO_PROXY) still reaches the gateway itself.
+      const local = ['127.0.0.1', 'localhost'].includes(target.hostname) && target.port === String(RELAY_PORT);
+      if (!local) {
+        await handlePlainProxy(
+          { allowlist: () => this.allowlist, log: (line) => this.log(line) },
+          request,
+          response,
+          target,
+        );
+        return;
+      }
+      request.url = `${target.pathname}${target.search}`;
+    }
+    const pathname = request.url ?? '/';
+    if (pathname !== WORKER_PREFIX && !pathname.startsWith(`${WORKER_PREFIX}/`)) {
+      jsonError(response, 404, `agent-runner gateway: no route ${pathname}`, 'not_found');
+      return;
+    }
+    if (bearer(request) !== this.workerToken) {
+      this.log(`worker request refused: bad token for ${pathname}`);
+      jsonError(response, 401, 'agent-runner gateway: missing or wrong task token', 'invalid_api_key');
+      return;
+    }
+    await this.exchange('worker', pathname.slice(WORKER_PREFIX.length), request, response);
+  }
+
+  private async onMetaRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const pathname = request.url ?? '/';
+    if (this.options.meta === undefined || !pathname.startsWith(`${META_PREFIX}/`)) {
+      jsonError(response, 404, `agent-runner gateway: no route ${pathname}`, 'not_found');
+      return;
+    }
+    if (bearer(request) !== this.metaToken) {
+      jsonError(response, 401, 'agent-runner gateway: missing or wrong meta token', 'invalid_api_key');
+      return;
+    }
+    await this.exchange('meta', pathname.slice(META_PREFIX.length), request, response);
+  }
+
+  /** One model exchange: replayed from the cassette, or forwarded (and recorded). */
+  private async exchange(
+    kind: ExchangeKind,
+    subPath: string,
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<void> {
+    const method = request.method ?? 'GET';
+    const body = await readBody(request);
+    const index = this.counters[kind];
+    this.counters[kind] = index + 1;
+    if (this.player !== null) {
+      this.replay(kind, method, subPath, body, response);
+      return;
+    }
+    const upstreamConfig = kind === 'worker' ? this.options.worker : this.options.meta;
+    if (upstreamConfig === undefined) throw new Error(`no ${kind} upstream`);
+    const url = joinUrl(upstreamConfig.baseUrl, subPath);
+    const headers = forwardableHeaders(request.headers, ['authorization', 'accept-encoding']);
+    // Identity encoding: the meter and the cassette read the bytes that pass.
+    headers['accept-encoding'] = 'identity';
+    if (upstreamConfig.apiKey !== undefined) headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
+    const started = performance.now();
+    let upstream: IncomingMessage;
+    try {
+      upstream = await sendUpstream(url, method, headers, body);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.log(`${kind} #${index + 1} ${method} ${subPath}: upstream ${url.origin} unreachable: ${message}`);
+      jsonError(response, 502, `agent-runner gateway: upstream ${url.origin} unreachable: ${message}`, 'upstream_unreachable');
+      return;
+    }
+    const status = upstream.statusCode ?? 502;
+    response.writeHead(status, forwardableHeaders(upstream.headers));
+    response.flushHeaders();
+    const meter = kind === 'worker' ? new ResponsesUsageMeter() : null;
+    const copy: Buffer[] = [];
+    response.on('close', () => upstream.destroy());
+    for await (const chunk of upstream) {
+      const buffer = chunk as Buffer;
+      response.write(buffer);
+      meter?.push(buffer);
+      if (this.recorder !== null) copy.push(buffer);
+    }
+    response.end();
+    const usage = meter?.end() ?? null;
+    if (usage !== null) this.workerUsage = addTokenUsage(this.workerUsage, usage);
+    this.log(`${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`);
+    await this.recorder?.add({
+      kind,
+      index,
+      method,
+      path: subPath,
+      requestText: body.toString('utf8'),
+      response: {
+        status,
+        contentType: String(upstream.headers['content-type'] ?? ''),
+        body: Buffer.concat(copy).toString('utf8'),
+      },
+    });
+  }
+
+  private replay(
+    kind: ExchangeKind,
+    method: string,
+    subPath: string,
+    body: Buffer,
+    response: ServerResponse,
+  ): void {
+    let recorded: CassetteExchange;
+    try {
+      recorded = (this.player as CassettePlayer).match(kind, method, subPath, this.redact(body.toString('utf8')));
+    } catch (error) {
+      if (!(error instanceof ReplayDivergenceError)) throw error;
+      this.divergences.push(error);
+      this.log(error.message);
+      // 400: neither codex nor the SDK retries it, and both show its message.
+      jsonError(response, 400, error.message, 'replay_diverged');
+      return;
+    }
+    response.writeHead(recorded.response.status, { 'content-type': recorded.response.contentType });
+    if (kind === 'worker') {
+      const meter = new ResponsesUsageMeter();
+      meter.push(recorded.response.body);
+      const usage = meter.end();
+      if (usage !== null) this.workerUsage = addTokenUsage(this.workerUsage, usage);
+    }
+    // Event by event, so a streaming client sees the shape it saw when it was recorded.
+    for (const event of recorded.response.body.split(/(?<=\n\n)/)) response.write(event);
+    response.end();
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The relay that runs inside the sandbox: it listens on 127.0.0.1:<port> and pipes every TCP connection to
+ * the gateway's unix socket, which is bind-mounted into the container. The sandbox needs no network interface
+ * for it (loopback is enough), so under `gateway-only` the container has network mode `none` and the gateway
+ * is the only thing outside it that it can reach. Plain CommonJS for any node >= 12 (the image's own node).
+ */
+
+/** Where the gateway's host directory (socket + relay script) is mounted, read-only. */
+export const GATEWAY_CONTAINER_DIR = '/run/agent-runner';
+export const GATEWAY_SOCKET_NAME = 'gateway.sock';
+export const RELAY_SCRIPT_NAME = 'relay.cjs';
+/** The loopback port the relay listens on inside the sandbox. */
+export const RELAY_PORT = 8787;
+
+export const RELAY_SCRIPT = `'use strict';
+// agent-runner relay: 127.0.0.1:PORT inside the sandbox -> the gateway's unix socket (see docs/gateway.md).
+const net = require('net');
+const socketPath = process.argv[2];
+const port = Number(process.argv[3]);
+const server = net.createServer((client) => {
+  client.setNoDelay(true);
+  const upstream = net.connect(socketPath);
+  const close = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', close);
+  upstream.on('error', close);
+  client.on('close', close);
+  upstream.on('close', close);
+  client.pipe(upstream);
+  upstream.pipe(client);
+});
+server.on('error', (error) => {
+  process.stderr.write('agent-runner relay: ' + error.message + '\\n');
+  process.exit(1);
+});
+server.listen(port, '127.0.0.1');
+`;
+
+/**
+ * The sandbox's keeper: a shell that keeps the relay running (restarting it if it dies) and then sleeps.
+ * The relay is not the keeper itself, so a worker that kills it only cuts itself off from the model; the
+ * container (and the task's other state) stays.
+ */
+export function relayKeeper(port = RELAY_PORT): string[] {
+  const script = `${GATEWAY_CONTAINER_DIR}/${RELAY_SCRIPT_NAME}`;
+  const socket = `${GATEWAY_CONTAINER_DIR}/${GATEWAY_SOCKET_NAME}`;
+  return [
+    '/bin/sh',
+    '-c',
+    `(while :; do node ${script} ${socket} ${port}; sleep 1; done) & exec sleep infinity`,
+  ];
+}

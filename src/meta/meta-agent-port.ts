@@ -1,0 +1,214 @@
+/**
+ * Adapts the Meta-agent (protocol messages, snake_case) to the core's MetaAgentPort (domain types).
+ */
+import type { MetaAgentPort, MetaView } from '../core/ports.js';
+import type {
+  Assessment,
+  DodOutcome,
+  MetaDecision,
+  Plan,
+  RunRecord,
+  TaskFacts,
+  Usage,
+} from '../core/types.js';
+import type { MetaAgent } from './meta-agent.js';
+import type { FactsForAssessment, LoopContext, RunRecord as MetaRunRecord } from './meta-context.js';
+import type { MetaUsage } from './meta-model.js';
+
+const OUTPUT_TAIL_CHARS = 1500;
+
+export function toUsage(usage: MetaUsage): Usage {
+  return {
+    inputTokens: usage.promptTokens,
+    cachedInputTokens: usage.cachedTokens,
+    outputTokens: usage.completionTokens,
+    reasoningTokens: 0,
+    costUsd: usage.costUsd ?? 0,
+  };
+}
+
+/** The PRD's first heading, else its first line: the task's title. */
+export function titleOf(prd: string, fallback: string): string {
+  const heading = /^#\s+(.+)$/m.exec(prd)?.[1]?.trim();
+  const firstLine = prd
+    .split('\n')
+    .find((line) => line.trim())
+    ?.trim();
+  return (heading ?? firstLine ?? fallback).slice(0, 120);
+}
+
+function toMetaRun(run: RunRecord): MetaRunRecord {
+  const lastFailing = [...run.commands]
+    .reverse()
+    .find((command) => command.exitCode !== 0 && command.exitCode !== null);
+  return {
+    iteration: run.index,
+    action: run.decision.action,
+    reason: run.decision.reason,
+    usedPatterns: run.decision.usedPatterns,
+    workerType: run.decision.workerCall?.workerType,
+    mode: run.mode,
+    prompt: run.decision.workerCall?.prompt,
+    workerSummary: run.finalMessage ?? undefined,
+    exitCode: run.exitCode,
+    timedOut: run.timedOut,
+    durationMs: run.durationMs,
+    commands: run.commands.map((command) => ({ command: command.command, exitCode: command.exitCode })),
+    outputTail: [
+      ...run.errors.map((error) => `error: ${error}`),
+      ...(lastFailing ? [`last failing command: ${lastFailing.command}\n${lastFailing.outputTail}`] : []),
+      ...run.refusals.map((reason) => `not complete: ${reason}`),
+    ]
+      .join('\n')
+      .slice(-OUTPUT_TAIL_CHARS),
+    assessmentSummary: run.assessment?.summary,
+    allCriteriaSatisfied: run.assessment?.allCriteriaSatisfied,
+  };
+}
+
+/** One paragraph of facts, in words the model reads easily. */
+export function describeFacts(facts: TaskFacts, run: RunRecord | undefined): string {
+  const parts = [
+    run
+      ? `Worker run ${run.index} exited ${run.exitCode}${run.timedOut ? ' (timed out)' : ''}${run.errors.length ? ` with errors: ${run.errors.join('; ')}` : ''}.`
+      : '',
+    `Task branch head ${facts.headSha.slice(0, 12)}, ${facts.commits.length} commit(s) since base ${facts.baseSha.slice(0, 12)}${facts.commits.length ? `: ${facts.commits.map((commit) => commit.subject).join('; ')}` : ''}.`,
+    facts.dirty
+      ? `The working tree is NOT clean: ${facts.uncommitted.join(', ')}.`
+      : 'The working tree is clean.',
+    facts.scopeViolations.length
+      ? `Scope violations: ${facts.scopeViolations.join(', ')}.`
+      : 'No scope violations.',
+    facts.diffStat ? `Diff stat: ${facts.diffStat.trim().split('\n').at(-1)}` : '',
+  ];
+  return parts.filter(Boolean).join(' ');
+}
+
+function dodForMeta(dod: DodOutcome | undefined): FactsForAssessment['dodResults'] {
+  return (dod?.results ?? []).map((result) => ({
+    name: result.name,
+    command: result.command,
+    exitCode: result.exitCode,
+    passed: result.status === 'passed',
+    timedOut: result.status === 'timeout',
+    outputTail: result.outputTail,
+  }));
+}
+
+export class MetaAgentPortAdapter implements MetaAgentPort {
+  constructor(
+    private readonly agent: MetaAgent,
+    private readonly workerTypes: readonly string[] = ['codex'],
+  ) {}
+
+  async plan(input: Parameters<MetaAgentPort['plan']>[0]): Promise<{ plan: Plan; usage: Usage }> {
+    const result = await this.agent.plan(input.prd, {
+      taskId: input.taskId,
+      memory: input.memory.map(({ title, summary }) => ({ title, summary })),
+    });
+    const plan: Plan = {
+      title: titleOf(input.prd, input.taskId),
+      acceptanceCriteria: result.message.payload.acceptance_criteria.map((criterion) => ({
+        id: criterion.id,
+        description: criterion.description,
+        type: criterion.type,
+        critical: criterion.critical,
+        ...(criterion.check
+          ? {
+              check: {
+                kind: criterion.check.kind,
+                file: criterion.check.file,
+                testName: criterion.check.test_name,
+                command: criterion.check.command,
+              },
+            }
+          : {}),
+      })),
+    };
+    return { plan, usage: toUsage(result.usage) };
+  }
+
+  async nextAction(view: MetaView): Promise<{ decision: MetaDecision; usage: Usage }> {
+    const result = await this.agent.nextAction(this.context(view));
+    const payload = result.message.payload;
+    const decision: MetaDecision = {
+      action: payload.decision.action,
+      reason: payload.decision.reason,
+      usedPatterns: payload.used_patterns,
+      ...(payload.worker_call
+        ? {
+            workerCall: {
+              workerType: payload.worker_call.worker_type,
+              mode: payload.worker_call.mode,
+              prompt: payload.worker_call.prompt,
+            },
+          }
+        : {}),
+      ...(payload.question ? { question: payload.question } : {}),
+    };
+    return { decision, usage: toUsage(result.usage) };
+  }
+
+  async assess(
+    view: MetaView,
+    evidence: { run: RunRecord; facts: TaskFacts; dod: DodOutcome | undefined },
+  ): Promise<{ assessment: Assessment; usage: Usage }> {
+    const facts: FactsForAssessment = {
+      summary: describeFacts(evidence.facts, evidence.run),
+      dodResults: dodForMeta(evidence.dod),
+      diff: evidence.facts.diff,
+      workerSummary: evidence.run.finalMessage ?? undefined,
+    };
+    const result = await this.agent.assess(this.context(view), facts);
+    const payload = result.message.payload;
+    return {
+      assessment: {
+        allCriteriaSatisfied: payload.all_criteria_satisfied,
+        summary: payload.summary,
+        byCriterion: payload.by_criterion,
+        retrospective: payload.retrospective,
+      },
+      usage: toUsage(result.usage),
+    };
+  }
+
+  private context(view: MetaView): LoopContext {
+    const last = view.history.at(-1);
+    const lastFacts: FactsForAssessment | undefined = last?.facts
+      ? {
+          summary: [
+            describeFacts(last.facts, last),
+            ...view.feedback.map((item) => `Note from the runner: ${item}`),
+          ].join(' '),
+          dodResults: dodForMeta(last.dod),
+          diff: last.facts.diff,
+          workerSummary: last.finalMessage ?? undefined,
+        }
+      : view.feedback.length
+        ? {
+            summary: view.feedback.map((item) => `Note from the runner: ${item}`).join(' '),
+            dodResults: [],
+            diff: '',
+          }
+        : undefined;
+    return {
+      taskId: view.taskId,
+      prd: view.prd,
+      acceptanceCriteria: view.plan.acceptanceCriteria.map((criterion) => ({
+        id: criterion.id,
+        description: criterion.description,
+        type: criterion.type as LoopContext['acceptanceCriteria'][number]['type'],
+        critical: criterion.critical,
+      })),
+      history: view.history.map(toMetaRun),
+      patterns: [...view.patterns],
+      memory: view.memory.map(({ title, summary }) => ({ title, summary })),
+      ...(lastFacts ? { lastFacts } : {}),
+      canResume: view.history.some((run) => run.threadId !== null),
+    };
+  }
+
+  get workers(): readonly string[] {
+    return this.workerTypes;
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * The Meta-agent: plan (PRD → acceptance criteria), next action, completion assessment. Each call builds a
+ * bounded prompt (system prompt, then the stable task part, then the varying part), asks the model, parses
+ * the reply in the constrained-YAML protocol, and sends invalid replies back with their exact errors up to
+ * `meta.maxRepairs` times before failing with ModelBehaviorError('protocol_invalid').
+ */
+import type { Config } from '../config/schema.js';
+import { ModelBehaviorError } from '../errors.js';
+import type {
+  CompletionAssessmentMessage,
+  MessageOf,
+  MessageType,
+  NextActionMessage,
+  PlanTaskMessage,
+} from '../protocol/messages.js';
+import { parseMessage, type MessageCheckContext } from '../protocol/parse-message.js';
+import { formatProtocolIssue } from '../protocol/protocol-issue.js';
+import { MetaCallLog } from './meta-call-log.js';
+import type { FactsForAssessment, LoopContext, PlanContext } from './meta-context.js';
+import { addUsage, ZERO_USAGE, type MetaMessage, type MetaModel, type MetaUsage } from './meta-model.js';
+import { defaultProtocolsDir, defaultTemplatesDir } from './package-paths.js';
+import { buildPromptContext, type PromptContextInput } from './prompt-context.js';
+import { loadSystemPrompts, type SystemPromptData, type SystemPromptRenderer } from './system-prompt.js';
+
+export interface CreateMetaAgentOptions {
+  model: MetaModel;
+  /** meta.maxRepairs and meta.promptBudgetTokens are used. */
+  config: Pick<Config, 'meta'>;
+  /** Defaults to the package's templates/. */
+  templatesDir?: string;
+  /** Defaults to the package's protocols/ (examples shown in the prompts). */
+  protocolsDir?: string;
+  /** When given, every call is written there (e.g. `.agent-runner/runs/<TASK-ID>/meta`). */
+  logDir?: string;
+  /** Worker types the model may call; default `['codex']`. */
+  workerTypes?: string[];
+  signal?: AbortSignal;
+}
+
+/** A parsed message and what it cost. */
+export interface MetaCallResult<T> {
+  message: T;
+  /** Summed over all attempts of this call (repairs included). */
+  usage: MetaUsage;
+  /** One entry per model call. */
+  calls: MetaUsage[];
+  /** 1 + the number of repairs that were needed. */
+  attempts: number;
+  /** Every raw reply, the accepted one last. */
+  rawReplies: string[];
+  /** What was reduced to fit the prompt budget (empty when everything fitted). */
+  reductions: string[];
+}
+
+export interface MetaAgent {
+  plan(prd: string, context: PlanContext): Promise<MetaCallResult<PlanTaskMessage>>;
+  nextAction(context: LoopContext): Promise<MetaCallResult<NextActionMessage>>;
+  assess(
+    context: LoopContext,
+    facts: FactsForAssessment,
+  ): Promise<MetaCallResult<CompletionAssessmentMessage>>;
+}
+
+interface CallSpec<T extends MessageType> {
+  type: T;
+  systemData: SystemPromptData;
+  context: PromptContextInput;
+  checks: MessageCheckContext;
+}
+
+function repairRequest(type: MessageType, issues: string[]): string {
+  return [
+    `Your reply is not a valid \`${type}\` message. Errors (line numbers refer to your reply):`,
+    ...issues.map((issue) => `- ${issue}`),
+    '',
+    `Reply again with the whole corrected \`${type}\` message: one YAML document, nothing else.`,
+  ].join('\n');
+}
+
+/** Creates the Meta-agent the loop calls. Templates are loaded on first use. */
+export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
+  const log = options.logDir ? new MetaCallLog(options.logDir) : undefined;
+  const workerTypes = options.workerTypes ?? ['codex'];
+  let renderer: Promise<SystemPromptRenderer> | undefined;
+  const systemPrompts = () =>
+    (renderer ??= loadSystemPrompts(
+      options.templatesDir ?? defaultTemplatesDir(),
+      options.protocolsDir ?? defaultProtocolsDir(),
+    ));
+
+  async function call<T extends MessageType>(spec: CallSpec<T>): Promise<MetaCallResult<MessageOf<T>>> {
+    const system = (await systemPrompts())(spec.type, spec.systemData);
+    const prompt = buildPromptContext(spec.context, system, options.config.meta.promptBudgetTokens);
+    const messages: MetaMessage[] = [
+      { role: 'system', content: system },
+      { role: 'user', content: prompt.stable },
+      { role: 'user', content: prompt.varying },
+    ];
+    const maxAttempts = options.config.meta.maxRepairs + 1;
+    const rawReplies: string[] = [];
+    const calls: MetaUsage[] = [];
+    let lastIssues: string[] = [];
+    for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+      let completion;
+      try {
+        completion = await options.model.complete(messages, { purpose: spec.type, signal: options.signal });
+      } catch (error) {
+        await log?.write({
+          purpose: spec.type,
+          attempt,
+          maxAttempts,
+          model: options.model.model,
+          messages,
+          error: error instanceof Error ? error.message : String(error),
+          reductions: prompt.reductions,
+          estimatedTokens: prompt.estimatedTokens,
+        });
+        throw error;
+      }
+      rawReplies.push(completion.text);
+      calls.push(completion.usage);
+      const parsed = parseMessage(completion.text, spec.type, spec.checks);
+      lastIssues = parsed.ok ? [] : parsed.issues.map(formatProtocolIssue);
+      await log?.write({
+        purpose: spec.type,
+        attempt,
+        maxAttempts,
+        model: completion.model,
+        messages,
+        reply: completion.text,
+        usage: completion.usage,
+        durationMs: completion.durationMs,
+        issues: lastIssues,
+        reductions: prompt.reductions,
+        estimatedTokens: prompt.estimatedTokens,
+      });
+      if (parsed.ok) {
+        return {
+          message: parsed.message,
+          usage: calls.reduce(addUsage, ZERO_USAGE),
+          calls,
+          attempts: attempt,
+          rawReplies,
+          reductions: prompt.reductions,
+        };
+      }
+      messages.push(
+        { role: 'assistant', content: completion.text },
+        { role: 'user', content: repairRequest(spec.type, lastIssues) },
+      );
+    }
+    const rawFile = await log?.writeRawReplies(spec.type, rawReplies);
+    const where = rawFile ? ` The raw replies are in ${rawFile}.` : '';
+    throw new ModelBehaviorError(
+      'protocol_invalid',
+      `The Meta-agent's \`${spec.type}\` reply was still invalid after ${maxAttempts - 1} repair(s): ${lastIssues.slice(0, 3).join('; ')}.${where} ` +
+        'Use a stronger model (meta.model) or allow more repairs (meta.maxRepairs).',
+      {
+        details: {
+          messageType: spec.type,
+          issues: lastIssues,
+          rawReplies,
+          rawRepliesFile: rawFile,
+          usage: calls.reduce(addUsage, ZERO_USAGE),
+        },
+      },
+    );
+  }
+
+  return {
+    plan(prd, context) {
+      return call({
+        type: 'plan_task',
+        systemData: { taskId: context.taskId, memory: (context.memory?.length ?? 0) > 0 },
+        context: {
+          taskId: context.taskId,
+          prd,
+          memory: context.memory,
+          request: `Reply with one \`plan_task\` message for task ${context.taskId}.`,
+        },
+        checks: { taskId: context.taskId },
+      });
+    },
+
+    nextAction(context) {
+      const canResume = context.canResume ?? context.history.some((run) => run.action === 'run_worker');
+      return call({
+        type: 'next_action',
+        systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, canResume },
+        context: {
+          taskId: context.taskId,
+          prd: context.prd,
+          acceptanceCriteria: context.acceptanceCriteria,
+          memory: context.memory,
+          history: context.history,
+          facts: context.lastFacts,
+          request: 'Decide the next step. Reply with one `next_action` message.',
+        },
+        checks: {
+          knownPatterns: context.patterns.map((pattern) => pattern.name),
+          workerTypes,
+          canResume,
+        },
+      });
+    },
+
+    assess(context, facts) {
+      return call({
+        type: 'completion_assessment',
+        systemData: { taskId: context.taskId },
+        context: {
+          taskId: context.taskId,
+          prd: context.prd,
+          acceptanceCriteria: context.acceptanceCriteria,
+          memory: context.memory,
+          history: context.history,
+          facts,
+          request: `Judge every acceptance criterion (${context.acceptanceCriteria.map((criterion) => criterion.id).join(', ')}) against the facts. Reply with one \`completion_assessment\` message.`,
+        },
+        checks: { acceptanceCriterionIds: context.acceptanceCriteria.map((criterion) => criterion.id) },
+      });
+    },
+  };
+}

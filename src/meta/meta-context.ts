@@ -1,0 +1,88 @@
+/**
+ * What the loop hands the Meta-agent. Simple fields only, owned by the Meta-agent: the core adapts its
+ * own state to these shapes, so neither side depends on the other's internals.
+ */
+import type { AcceptanceCriterion } from '../protocol/messages.js';
+
+/** A pattern of the Command Pattern Library, as offered to the model. */
+export interface PatternInfo {
+  name: string;
+  description: string;
+}
+
+/** The summary of an earlier task note, offered as memory. */
+export interface MemoryEntry {
+  title: string;
+  summary: string;
+}
+
+/** A command the worker ran, with its result. */
+export interface CommandRecord {
+  command: string;
+  exitCode: number | null;
+}
+
+/** One earlier iteration of the loop: the decision taken and, for run_worker, what came of it. */
+export interface RunRecord {
+  iteration: number;
+  action: string;
+  reason: string;
+  usedPatterns?: string[];
+  workerType?: string;
+  mode?: 'exec' | 'resume';
+  prompt?: string;
+  /** The worker's final message, or a summary of it. */
+  workerSummary?: string;
+  exitCode?: number | null;
+  timedOut?: boolean;
+  durationMs?: number;
+  commands?: CommandRecord[];
+  /** The last lines of the worker's output. Dropped first when the prompt is over budget. */
+  outputTail?: string;
+  /** What the assessment after this run concluded, when there was one. */
+  assessmentSummary?: string;
+  allCriteriaSatisfied?: boolean;
+}
+
+/** The result of one Definition-of-Done check run in the sandbox. */
+export interface DodResult {
+  name: string;
+  command: string;
+  exitCode: number | null;
+  passed: boolean;
+  timedOut?: boolean;
+  outputTail?: string;
+}
+
+/** Observable facts gathered after a worker run, for the completion assessment. */
+export interface FactsForAssessment {
+  /** One paragraph: exit code, commits on the task branch, dirty tree, scope violations... */
+  summary: string;
+  dodResults: DodResult[];
+  /** The diff of the task branch, already bounded by the caller; cut further when over budget. */
+  diff: string;
+  workerSummary?: string;
+}
+
+export interface PlanContext {
+  /** The task id the plan must carry (also used for branch and log paths). */
+  taskId: string;
+  /** Summaries of earlier task notes, most relevant first. */
+  memory?: MemoryEntry[];
+}
+
+export interface LoopContext {
+  taskId: string;
+  prd: string;
+  acceptanceCriteria: AcceptanceCriterion[];
+  /** Earlier iterations, oldest first. */
+  history: RunRecord[];
+  /** The patterns the model may name in `used_patterns`. */
+  patterns: PatternInfo[];
+  /** Summaries of earlier task notes, most relevant first. */
+  memory?: MemoryEntry[];
+  /** The facts after the latest worker run, when there are any. */
+  lastFacts?: FactsForAssessment;
+  /** False when no earlier worker thread can be resumed. Defaults to "some run_worker in history". */
+  canResume?: boolean;
+}

@@ -1,0 +1,155 @@
+/**
+ * The hardened container a task runs in, as Docker create options. Pure (no Docker call), so the hardening is
+ * readable in one place and checked before anything starts.
+ */
+import { randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { MountSpec, SandboxNetwork, SandboxSpec } from '../core/ports.js';
+import { InternalError } from '../errors.js';
+
+/** Label keys every sandbox carries; `task` and `pid`/`hostname` let a later run find orphans. */
+export const SANDBOX_LABELS = {
+  task: 'agent-runner.task',
+  repo: 'agent-runner.repo',
+  version: 'agent-runner.version',
+  pid: 'agent-runner.pid',
+  hostname: 'agent-runner.hostname',
+} as const;
+
+/** The writable home of the sandbox user; the root filesystem is read-only. */
+export const SANDBOX_HOME = '/home/agent';
+
+/** Who creates the container, recorded in its labels. */
+export interface SandboxOwner {
+  version: string;
+  pid: number;
+  hostname: string;
+}
+
+/** Host paths of Docker sockets that must never be visible inside a sandbox. */
+export function dockerSocketPaths(env: NodeJS.ProcessEnv): string[] {
+  const paths = ['/var/run/docker.sock', '/run/docker.sock'];
+  const host = env.DOCKER_HOST;
+  if (host?.startsWith('unix://')) paths.push(host.slice('unix://'.length));
+  return paths;
+}
+
+function resolvedPath(target: string): string {
+  try {
+    return realpathSync(target);
+  } catch {
+    return path.resolve(target);
+  }
+}
+
+/** Refuses a mount that would expose a Docker socket (the socket itself or a directory holding it). */
+export function assertNoDockerSocket(mounts: readonly MountSpec[], socketPaths: readonly string[]): void {
+  const sockets = socketPaths.flatMap((socket) => [path.resolve(socket), resolvedPath(socket)]);
+  for (const mount of mounts) {
+    const host = resolvedPath(mount.hostPath);
+    const exposes = sockets.some(
+      (socket) => socket === host || socket.startsWith(host.endsWith('/') ? host : `${host}/`),
+    );
+    if (
+      exposes ||
+      path.basename(mount.hostPath) === 'docker.sock' ||
+      path.basename(mount.containerPath) === 'docker.sock'
+    ) {
+      throw new InternalError(
+        `Refusing to mount ${mount.hostPath} into a sandbox: it would expose the Docker socket, which is root on the host.`,
+        { details: { mount } },
+      );
+    }
+  }
+}
+
+function networkMode(network: SandboxNetwork): string {
+  if (network.mode !== 'network') return network.mode;
+  // `host` and `container:<id>` would share a namespace with something outside the sandbox.
+  if (network.name === 'host' || network.name.startsWith('container:') || network.name === '') {
+    throw new InternalError(
+      `Refusing network "${network.name}" for a sandbox: only none, bridge or a named network.`,
+    );
+  }
+  return network.name;
+}
+
+/** `agent-runner-<taskId>-<6 hex>`, with characters Docker does not accept in names replaced. */
+export function sandboxName(taskId: string): string {
+  const safe = taskId.replace(/[^a-zA-Z0-9_.-]/g, '-');
+  return `agent-runner-${safe}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Docker create options for `spec`: non-root, no capabilities, read-only root, bounded pids/memory/cpu. */
+export function containerCreateOptions(
+  spec: SandboxSpec,
+  owner: SandboxOwner,
+  socketPaths: readonly string[],
+): Docker.ContainerCreateOptions {
+  if (
+    !Number.isInteger(spec.user.uid) ||
+    !Number.isInteger(spec.user.gid) ||
+    spec.user.uid < 0 ||
+    spec.user.gid < 0
+  ) {
+    throw new InternalError(`Sandbox user ${spec.user.uid}:${spec.user.gid} is not a numeric uid:gid.`);
+  }
+  if (spec.user.uid === 0) {
+    throw new InternalError('Refusing to run a sandbox as uid 0: the worker must run as a non-root user.');
+  }
+  assertNoDockerSocket(spec.mounts, socketPaths);
+  const memory = Math.floor(spec.limits.memoryBytes);
+  return {
+    name: sandboxName(spec.taskId),
+    Image: spec.image,
+    // Entrypoint rather than Cmd: an image entrypoint (node's docker-entrypoint.sh) must not wrap the keeper.
+    Entrypoint: spec.keeper ?? ['sleep'],
+    Cmd: spec.keeper === undefined ? ['infinity'] : [],
+    User: `${spec.user.uid}:${spec.user.gid}`,
+    WorkingDir: spec.workdir,
+    Env: [`HOME=${SANDBOX_HOME}`, ...Object.entries(spec.env).map(([key, value]) => `${key}=${value}`)],
+    Labels: {
+      ...spec.labels,
+      [SANDBOX_LABELS.task]: spec.taskId,
+      [SANDBOX_LABELS.repo]: spec.repoPath,
+      [SANDBOX_LABELS.version]: owner.version,
+      [SANDBOX_LABELS.pid]: String(owner.pid),
+      [SANDBOX_LABELS.hostname]: owner.hostname,
+    },
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    OpenStdin: false,
+    Tty: false,
+    HostConfig: {
+      // `bind` mounts rather than Binds strings: a path with a colon stays one path, and a missing host path is
+      // an error instead of a root-owned directory created by the engine.
+      Mounts: spec.mounts.map((mount) => ({
+        Type: 'bind' as const,
+        Source: mount.hostPath,
+        Target: mount.containerPath,
+        ReadOnly: mount.readOnly ?? false,
+      })),
+      Tmpfs: {
+        '/tmp': 'rw,nosuid,nodev,mode=1777',
+        [SANDBOX_HOME]: 'rw,nosuid,nodev,mode=1777',
+      },
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Init: true,
+      PidsLimit: spec.limits.pids,
+      Memory: memory,
+      // Equal to Memory: no swap, so exceeding the limit is an OOM kill rather than a slow crawl.
+      MemorySwap: memory,
+      NanoCpus: Math.round(spec.limits.cpus * 1e9),
+      NetworkMode: networkMode(spec.network),
+      ExtraHosts: spec.extraHosts ?? [],
+      Privileged: false,
+      RestartPolicy: { Name: 'no' },
+      AutoRemove: false,
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * The core's SandboxProviderPort: builds the task's container spec from the config and the prepared
+ * workspace (the sandbox repository at /workspace, a per-task CODEX_HOME, limits, network), starts it, and
+ * runs the set-up commands once before the first worker run.
+ */
+import { chown, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Config } from '../config/schema.js';
+import type {
+  MountSpec,
+  PreparedTask,
+  SandboxNetwork,
+  SandboxProviderPort,
+  SandboxRuntime,
+} from '../core/ports.js';
+import { AgentRunnerError } from '../errors.js';
+import type { PreparedWorkspace } from '../workspace/prepare-task-workspace.js';
+
+export const CODEX_HOME_IN_SANDBOX = '/codex-home';
+
+/** What the gateway (or, without it, the direct route) adds to the sandbox. */
+export interface SandboxModelAccess {
+  env: Record<string, string>;
+  mounts: MountSpec[];
+  network: SandboxNetwork;
+  extraHosts: string[];
+  /** Replaces the keeper process (the gateway's relay); default `sleep infinity`. */
+  keeper?: string[];
+}
+
+export interface DockerSandboxProviderOptions {
+  runtime: SandboxRuntime;
+  config: Config;
+  image: string;
+  repoRoot: string;
+  taskId: string;
+  /** The prepared workspace (mounts, worker user); read when start() is called. */
+  workspace: () => PreparedWorkspace;
+  access: SandboxModelAccess;
+  /** Runs `sandbox.setup` and switches to the worker network policy; provided with the gateway. */
+  setup?: (sandboxId: string) => Promise<void>;
+  keep: boolean;
+  onKept?: (sandboxId: string) => void;
+}
+
+export class DockerSandboxProvider implements SandboxProviderPort {
+  constructor(private readonly options: DockerSandboxProviderOptions) {}
+
+  /** Host directory of the task's CODEX_HOME (sessions live there, so `resume` works across runs). */
+  codexHomeHostPath(): string {
+    return path.join(this.options.workspace().runDir, 'codex-home');
+  }
+
+  async start(_task: PreparedTask): Promise<string> {
+    const { config, access } = this.options;
+    const workspace = this.options.workspace();
+    const codexHome = this.codexHomeHostPath();
+    await mkdir(codexHome, { recursive: true });
+    await chown(codexHome, workspace.workerUser.uid, workspace.workerUser.gid).catch(() => undefined);
+    const info = await this.options.runtime.create({
+      taskId: this.options.taskId,
+      repoPath: this.options.repoRoot,
+      image: this.options.image,
+      user: workspace.workerUser,
+      mounts: [
+        ...workspace.mounts,
+        { hostPath: codexHome, containerPath: CODEX_HOME_IN_SANDBOX },
+        ...access.mounts,
+      ],
+      workdir: workspace.workdir,
+      env: { ...workspace.env, CODEX_HOME: CODEX_HOME_IN_SANDBOX, ...access.env },
+      limits: { cpus: config.sandbox.cpus, memoryBytes: config.sandbox.memory, pids: config.sandbox.pids },
+      network: access.network,
+      extraHosts: access.extraHosts,
+      ...(access.keeper ? { keeper: access.keeper } : {}),
+    });
+    try {
+      await this.options.setup?.(info.id);
+    } catch (error) {
+      await this.options.runtime.remove(info.id).catch(() => undefined);
+      throw error instanceof AgentRunnerError
+        ? error
+        : new AgentRunnerError('sandbox_failed', `Sandbox set-up failed: ${(error as Error).message}`, {
+            cause: error,
+          });
+    }
+    return info.id;
+  }
+
+  async stop(sandboxId: string): Promise<void> {
+    if (this.options.keep) {
+      this.options.onKept?.(sandboxId);
+      return;
+    }
+    await this.options.runtime.remove(sandboxId);
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Stopping every process of one exec, including those that left its process group and session (codex starts
+ * its shell commands with `setsid`). Each exec carries an environment marker `AGENT_RUNNER_EXEC=<uuid>` that
+ * its descendants inherit; the killer is a second exec (same user) that finds the marked processes through
+ * /proc/<pid>/environ and signals them: SIGTERM, a grace period while any survives, then SIGKILL until none is
+ * left.
+ *
+ * Limits, said plainly: a process that clears its environment (`env -i`) escapes the marker, and only processes
+ * of the killer's user can be read and signalled. Both need a worker that tries to escape; a worker that does
+ * is still stopped when the task's container is removed.
+ */
+
+/** The variable that marks an exec's processes. */
+export const EXEC_MARKER_VARIABLE = 'AGENT_RUNNER_EXEC';
+
+/**
+ * Runs under bash (builtins only in the scan, so it works even when the pids limit leaves no room for a fork)
+ * or, when the image has no bash, under sh with `tr` and `grep`. No text from the model or the user is in it:
+ * the marker and the grace period come in as positional arguments.
+ *
+ * Exit 0: no marked process is left. Exit 3: some survived SIGKILL (they can only be zombies or processes in
+ * uninterruptible sleep; container removal ends them).
+ */
+const KILLER_SCRIPT = String.raw`
+cd /proc || exit 4
+marker="$1=$2"
+grace_ticks=$3
+found=0
+has_marker() {
+  if [ -n "$BASH_VERSION" ]; then
+    while IFS= read -r -d '' entry; do
+      [ "$entry" = "$marker" ] && return 0
+    done 2>/dev/null <"/proc/$1/environ"
+    return 1
+  fi
+  tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" | grep -qxF "$marker"
+}
+signal_marked() {
+  found=0
+  for pid in [0-9]*; do
+    [ "$pid" = "$$" ] && continue
+    if has_marker "$pid"; then
+      kill -s "$1" "$pid" 2>/dev/null && found=$((found + 1))
+    fi
+  done
+}
+signal_marked TERM
+tick=0
+while [ "$found" -gt 0 ] && [ "$tick" -lt "$grace_ticks" ]; do
+  sleep 0.1 2>/dev/null
+  tick=$((tick + 1))
+  signal_marked 0
+done
+round=0
+while [ "$round" -lt 50 ]; do
+  signal_marked KILL
+  [ "$found" -eq 0 ] && exit 0
+  sleep 0.05 2>/dev/null
+  round=$((round + 1))
+done
+exit 3
+`;
+
+/** The killer's argv for one interpreter (`/bin/bash` first, `/bin/sh` when bash is missing). */
+export function killerArgv(interpreter: '/bin/bash' | '/bin/sh', marker: string, graceMs: number): string[] {
+  const graceTicks = Math.max(0, Math.ceil(graceMs / 100));
+  return [
+    interpreter,
+    '-c',
+    KILLER_SCRIPT,
+    'agent-runner-killer',
+    EXEC_MARKER_VARIABLE,
+    marker,
+    String(graceTicks),
+  ];
+}

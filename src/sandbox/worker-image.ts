@@ -1,0 +1,53 @@
+/**
+ * The worker image's identity. Its tag carries the codex version and a hash of the Dockerfile and the codex
+ * version, so `agent-runner run` finds the image from the package alone, an unchanged Dockerfile reuses the
+ * image and a changed one makes a new tag (and so a rebuild). The base image and the extra CA bundle are build
+ * arguments that differ per machine (a registry image, or one made with debootstrap): they are recorded as
+ * labels (`agent-runner.base-image`, `agent-runner.extra-ca-sha256`) and a build whose labels differ rebuilds
+ * the same tag.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { PACKAGE_ROOT } from '../version.js';
+
+export const WORKER_IMAGE_REPOSITORY = 'agent-runner-worker';
+export const DOCKERFILE_NAME = 'Dockerfile.worker';
+
+export interface WorkerImageInputs {
+  dockerfile: string;
+  codexVersion: string;
+  baseImage: string;
+  /** Content of the extra CA bundle, empty when none. */
+  extraCa: string;
+}
+
+/** Reads the inputs of a worker image build. */
+export async function readWorkerImageInputs(options: {
+  codexVersion: string;
+  baseImage: string;
+  extraCaCertPath?: string;
+  dockerfilePath?: string;
+}): Promise<WorkerImageInputs> {
+  const dockerfile = await readFile(
+    options.dockerfilePath ?? path.join(PACKAGE_ROOT, DOCKERFILE_NAME),
+    'utf8',
+  );
+  const extraCa = options.extraCaCertPath ? await readFile(options.extraCaCertPath, 'utf8') : '';
+  return { dockerfile, codexVersion: options.codexVersion, baseImage: options.baseImage, extraCa };
+}
+
+/** `agent-runner-worker:codex-0.169.0-<12 hex>` */
+export function workerImageTag(inputs: WorkerImageInputs): string {
+  const hash = createHash('sha256').update(inputs.dockerfile).update('\0').update(inputs.codexVersion);
+  return `${WORKER_IMAGE_REPOSITORY}:codex-${inputs.codexVersion}-${hash.digest('hex').slice(0, 12)}`;
+}
+
+/** Labels that say which per-machine inputs an image was built from. */
+export function workerImageLabels(inputs: WorkerImageInputs): Record<string, string> {
+  return {
+    'agent-runner.base-image': inputs.baseImage,
+    'agent-runner.extra-ca-sha256': createHash('sha256').update(inputs.extraCa).digest('hex'),
+    'agent-runner.codex-version': inputs.codexVersion,
+  };
+}

@@ -1,0 +1,197 @@
+/**
+ * The Codex CLI as a worker: one `codex exec --json` (or `codex exec resume`) per run, executed in the task's
+ * sandbox through the SandboxRuntime port. The container is the sandbox, so codex's own sandbox is bypassed
+ * (bwrap cannot create namespaces under Docker's default seccomp). Codex talks to the model through a custom
+ * provider given with `-c`, whose key comes from an environment variable of the container: the caller decides
+ * its value (the real key now, a per-task gateway token later).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type {
+  SandboxRuntime,
+  WorkerAdapter,
+  WorkerMode,
+  WorkerRunRequest,
+  WorkerRunResult,
+} from '../core/ports.js';
+import { InternalError, UserError } from '../errors.js';
+import { CodexEventParser, toWorkerRunResult } from './codex-events.js';
+
+/** The provider id codex knows our endpoint by (`openai` is reserved by codex). */
+export const CODEX_PROVIDER_ID = 'agentrunner';
+export const CODEX_JSONL_FILE = 'codex.jsonl';
+export const CODEX_STDERR_FILE = 'codex.stderr.log';
+
+/** The model endpoint codex calls (OpenAI Responses API). */
+export interface CodexProvider {
+  /** Base URL including `/v1`; codex posts to `${baseUrl}/responses`. */
+  baseUrl: string;
+  /** Name of the container environment variable holding the bearer token. */
+  envKey: string;
+  /** Retries of a failed HTTP request (codex default 4). Low values make a broken endpoint fail fast. */
+  requestMaxRetries?: number;
+  /** Retries of a stream that broke or answered `response.failed` (codex default 5). */
+  streamMaxRetries?: number;
+  /** A stream silent for this long fails the turn. */
+  streamIdleTimeoutMs?: number;
+}
+
+export interface CodexWorkerOptions {
+  model: string;
+  provider: CodexProvider;
+  /** Where the workspace is mounted in the container. */
+  workdir?: string;
+  /** CODEX_HOME inside the container: per task, kept across runs (sessions live there, so resume works). */
+  codexHome: string;
+  /**
+   * The same directory on the runner's side, when it is a bind mount. The last message file (`-o`) is read
+   * from here; without it the final message is the last `agent_message` of the stream.
+   */
+  codexHomeHostPath?: string;
+  /** Extra `-c key=value` overrides (values are TOML), appended after ours so they win. */
+  configOverrides?: string[];
+}
+
+export interface CodexArgvInput {
+  mode: WorkerMode;
+  prompt: string;
+  threadId?: string;
+  model: string;
+  provider: CodexProvider;
+  workdir: string;
+  /** Container path for `-o/--output-last-message`. */
+  lastMessagePath?: string;
+  configOverrides?: string[];
+}
+
+const DEFAULT_RETRIES = 2;
+const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 300_000;
+
+/** A TOML basic string. JSON's escapes are a subset of TOML's, except that TOML wants no raw controls. */
+function tomlString(value: string): string {
+  return JSON.stringify(value);
+}
+
+function nonNegativeInt(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new UserError('config_invalid', `${name} must be a non-negative integer, got ${value}.`);
+  }
+  return value;
+}
+
+/** The inline table that declares our provider, e.g. `{name="agentrunner",base_url="...",...}`. */
+export function codexProviderToml(provider: CodexProvider): string {
+  const fields = [
+    `name=${tomlString(CODEX_PROVIDER_ID)}`,
+    `base_url=${tomlString(provider.baseUrl)}`,
+    `env_key=${tomlString(provider.envKey)}`,
+    `wire_api="responses"`,
+    `request_max_retries=${nonNegativeInt('requestMaxRetries', provider.requestMaxRetries ?? DEFAULT_RETRIES)}`,
+    `stream_max_retries=${nonNegativeInt('streamMaxRetries', provider.streamMaxRetries ?? DEFAULT_RETRIES)}`,
+    `stream_idle_timeout_ms=${nonNegativeInt(
+      'streamIdleTimeoutMs',
+      provider.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    )}`,
+  ];
+  return `{${fields.join(',')}}`;
+}
+
+/**
+ * The argv of one codex run. Pure, so every flag is unit-tested. The prompt is one argv element (never a
+ * shell string); it comes after `--` so a prompt starting with `-` is not read as a flag.
+ */
+export function buildCodexArgv(input: CodexArgvInput): string[] {
+  if (input.mode === 'resume' && !input.threadId) {
+    throw new InternalError('codex resume needs the thread id of an earlier run.');
+  }
+  // codex reads the prompt from stdin when it is `-`, and stdin is closed: it would run with no prompt.
+  if (input.prompt.trim() === '' || input.prompt.trim() === '-') {
+    throw new InternalError(
+      'The worker prompt is empty (or `-`); the Meta-agent must give codex something to do.',
+    );
+  }
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(input.provider.envKey)) {
+    throw new UserError(
+      'config_invalid',
+      `worker.apiKeyEnv must be an environment variable name (letters, digits, _), got "${input.provider.envKey}".`,
+    );
+  }
+  const argv = [
+    'codex',
+    'exec',
+    '--json',
+    '--dangerously-bypass-approvals-and-sandbox',
+    '--skip-git-repo-check',
+    '-C',
+    input.workdir,
+    '-m',
+    input.model,
+    '-c',
+    `model_provider=${CODEX_PROVIDER_ID}`,
+    '-c',
+    `model_providers.${CODEX_PROVIDER_ID}=${codexProviderToml(input.provider)}`,
+  ];
+  for (const override of input.configOverrides ?? []) argv.push('-c', override);
+  if (input.lastMessagePath !== undefined) argv.push('-o', input.lastMessagePath);
+  if (input.mode === 'resume') argv.push('resume', input.threadId as string);
+  argv.push('--', input.prompt);
+  return argv;
+}
+
+/** Runs codex in a sandbox through the SandboxRuntime port. */
+export class CodexWorkerAdapter implements WorkerAdapter {
+  readonly type = 'codex';
+  private readonly workdir: string;
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    private readonly options: CodexWorkerOptions,
+  ) {
+    this.workdir = options.workdir ?? '/workspace';
+  }
+
+  async run(request: WorkerRunRequest): Promise<WorkerRunResult> {
+    await mkdir(request.runDir, { recursive: true });
+    const lastMessageName = `agent-runner-last-message-${randomUUID()}.txt`;
+    const hostLastMessage =
+      this.options.codexHomeHostPath === undefined
+        ? undefined
+        : path.join(this.options.codexHomeHostPath, lastMessageName);
+    const argv = buildCodexArgv({
+      mode: request.mode,
+      prompt: request.prompt,
+      threadId: request.threadId,
+      model: this.options.model,
+      provider: this.options.provider,
+      workdir: this.workdir,
+      lastMessagePath:
+        hostLastMessage === undefined ? undefined : path.posix.join(this.options.codexHome, lastMessageName),
+      configOverrides: this.options.configOverrides,
+    });
+    const parser = new CodexEventParser(request.onEvent);
+    const exec = await this.runtime.exec(request.sandboxId, argv, {
+      workdir: this.workdir,
+      env: { CODEX_HOME: this.options.codexHome },
+      timeoutMs: request.timeoutMs,
+      graceMs: request.graceMs,
+      stdoutPath: path.join(request.runDir, CODEX_JSONL_FILE),
+      stderrPath: path.join(request.runDir, CODEX_STDERR_FILE),
+      onStdoutLine: (line) => parser.push(line),
+      signal: request.signal,
+    });
+    const lastMessage = hostLastMessage === undefined ? null : await readAndRemove(hostLastMessage);
+    return toWorkerRunResult(parser.summary(), exec, { timeoutMs: request.timeoutMs, lastMessage });
+  }
+}
+
+/** The `-o` file, or null when codex did not write it (a failed or stopped turn). */
+async function readAndRemove(file: string): Promise<string | null> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch {
+    return null;
+  } finally {
+    await rm(file, { force: true });
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * Parsing the JSONL stream of `codex exec --json` into a WorkerRunResult. The stream is read one line at a
+ * time as codex writes it, so live WorkerEvents go out while the run is still going. Nothing in the stream is
+ * fatal to the parser: lines that are not JSON, events of a type we do not know and items we do not read are
+ * counted and skipped, because a newer codex adds event kinds and a crash would lose the whole run.
+ */
+import type { ExecResult, TokenUsage, WorkerCommand, WorkerEvent, WorkerRunResult } from '../core/ports.js';
+
+/** Characters of a command's output kept per command (the full stream is in codex.jsonl). */
+export const COMMAND_OUTPUT_TAIL_CHARS = 2_000;
+
+type JsonObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+function tail(value: string, chars: number): string {
+  return value.length <= chars ? value : value.slice(value.length - chars);
+}
+
+/** What the stream said, before the process's exit is known. */
+export interface CodexStreamSummary {
+  threadId: string | null;
+  commands: WorkerCommand[];
+  fileChanges: { path: string; kind: string }[];
+  agentMessages: string[];
+  usage: TokenUsage;
+  /** Messages of `turn.failed`: the turn failed. */
+  turnFailures: string[];
+  /** Bare `error` events and `error` items: retry notices and warnings, not failures by themselves. */
+  notices: string[];
+  turnsCompleted: number;
+  unparsedLines: number;
+}
+
+/**
+ * Incremental parser of codex's JSONL events. Feed it every stdout line with `push`; read the summary at
+ * any time. `onEvent` receives the live WorkerEvents.
+ */
+export class CodexEventParser {
+  private readonly commandsById = new Map<string, WorkerCommand>();
+  private readonly commandOrder: WorkerCommand[] = [];
+  private readonly state: Omit<CodexStreamSummary, 'commands'> = {
+    threadId: null,
+    fileChanges: [],
+    agentMessages: [],
+    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
+    turnFailures: [],
+    notices: [],
+    turnsCompleted: 0,
+    unparsedLines: 0,
+  };
+
+  constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
+
+  /** One line of stdout (with or without its newline). Blank lines are ignored. */
+  push(line: string): void {
+    const trimmed = line.trim();
+    if (trimmed === '') return;
+    let event: unknown;
+    try {
+      event = JSON.parse(trimmed);
+    } catch {
+      this.state.unparsedLines += 1;
+      return;
+    }
+    if (!isObject(event) || !this.handle(event)) this.state.unparsedLines += 1;
+  }
+
+  summary(): CodexStreamSummary {
+    return {
+      ...this.state,
+      commands: this.commandOrder.map((command) => ({ ...command })),
+      fileChanges: [...this.state.fileChanges],
+      agentMessages: [...this.state.agentMessages],
+      usage: { ...this.state.usage },
+      turnFailures: [...this.state.turnFailures],
+      notices: [...this.state.notices],
+    };
+  }
+
+  /** Returns false for an event it does not know (counted as unparsed). */
+  private handle(event: JsonObject): boolean {
+    switch (event.type) {
+      case 'thread.started': {
+        const threadId = text(event.thread_id);
+        if (threadId === undefined) return false;
+        this.state.threadId = threadId;
+        this.emit({ kind: 'thread_started', threadId });
+        return true;
+      }
+      case 'turn.started':
+        return true;
+      case 'turn.completed': {
+        this.state.turnsCompleted += 1;
+        const usage = isObject(event.usage) ? event.usage : {};
+        this.state.usage.inputTokens += count(usage.input_tokens);
+        this.state.usage.cachedInputTokens += count(usage.cached_input_tokens);
+        this.state.usage.outputTokens += count(usage.output_tokens);
+        this.state.usage.reasoningTokens += count(usage.reasoning_output_tokens);
+        return true;
+      }
+      case 'turn.failed': {
+        const error = isObject(event.error) ? event.error : {};
+        const message = text(error.message) ?? 'codex reported turn.failed without a message';
+        this.state.turnFailures.push(message);
+        this.emit({ kind: 'error', message, fatal: true });
+        return true;
+      }
+      case 'error': {
+        // Retry notices ("Reconnecting... 2/5") arrive as bare `error` events: only turn.failed is fatal.
+        const message = text(event.message) ?? JSON.stringify(event);
+        this.state.notices.push(message);
+        this.emit({ kind: 'error', message, fatal: false });
+        return true;
+      }
+      case 'item.started':
+      case 'item.updated':
+      case 'item.completed':
+        return isObject(event.item) ? this.handleItem(event.type, event.item) : false;
+      default:
+        return false;
+    }
+  }
+
+  private handleItem(phase: 'item.started' | 'item.updated' | 'item.completed', item: JsonObject): boolean {
+    const completed = phase === 'item.completed';
+    switch (item.type) {
+      case 'command_execution':
+        this.handleCommand(phase, item);
+        return true;
+      case 'file_change': {
+        if (!completed) return true;
+        const changes = Array.isArray(item.changes) ? item.changes : [];
+        for (const change of changes) {
+          if (!isObject(change)) continue;
+          const path = text(change.path);
+          if (path === undefined) continue;
+          const kind = text(change.kind) ?? 'unknown';
+          this.state.fileChanges.push({ path, kind });
+          this.emit({ kind: 'file_changed', path, change: kind });
+        }
+        return true;
+      }
+      case 'agent_message': {
+        const message = text(item.text);
+        if (!completed || message === undefined) return true;
+        this.state.agentMessages.push(message);
+        this.emit({ kind: 'message', text: message });
+        return true;
+      }
+      case 'error': {
+        // e.g. "Model metadata for `X` not found": a warning, the turn goes on.
+        if (!completed) return true;
+        const message = text(item.message) ?? JSON.stringify(item);
+        this.state.notices.push(message);
+        this.emit({ kind: 'error', message, fatal: false });
+        return true;
+      }
+      case 'reasoning':
+      case 'mcp_tool_call':
+      case 'web_search':
+      case 'todo_list':
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  private handleCommand(phase: 'item.started' | 'item.updated' | 'item.completed', item: JsonObject): void {
+    const id = text(item.id);
+    const commandText = text(item.command) ?? '';
+    // Item ids restart at item_1 in every process, so they are only unique within one parser.
+    let command = id === undefined ? undefined : this.commandsById.get(id);
+    if (command === undefined) {
+      command = { command: commandText, exitCode: null, status: 'in_progress', outputTail: '' };
+      if (id !== undefined) this.commandsById.set(id, command);
+      this.commandOrder.push(command);
+      this.emit({ kind: 'command_started', command: commandText });
+    }
+    if (commandText !== '') command.command = commandText;
+    command.status = text(item.status) ?? command.status;
+    command.exitCode = typeof item.exit_code === 'number' ? item.exit_code : command.exitCode;
+    const output = text(item.aggregated_output);
+    if (output !== undefined) command.outputTail = tail(output, COMMAND_OUTPUT_TAIL_CHARS);
+    if (phase === 'item.completed') {
+      this.emit({
+        kind: 'command_finished',
+        command: command.command,
+        exitCode: command.exitCode,
+        status: command.status,
+      });
+    }
+  }
+
+  private emit(event: WorkerEvent): void {
+    // A listener that throws must not stop the parsing of the run it listens to.
+    try {
+      this.onEvent(event);
+    } catch {
+      // ignored on purpose
+    }
+  }
+}
+
+/** Parses a whole JSONL text (a saved codex.jsonl, a test fixture). */
+export function parseCodexJsonl(jsonl: string, onEvent?: (event: WorkerEvent) => void): CodexStreamSummary {
+  const parser = new CodexEventParser(onEvent);
+  for (const line of jsonl.split('\n')) parser.push(line);
+  return parser.summary();
+}
+
+/**
+ * Joins what the stream said with how the process ended. Failure is `turn.failed`, a non-zero exit, a
+ * timeout or an interruption; retry notices alone are not.
+ */
+export function toWorkerRunResult(
+  summary: CodexStreamSummary,
+  exec: ExecResult,
+  options: { timeoutMs: number; lastMessage?: string | null },
+): WorkerRunResult {
+  const errors = [...summary.turnFailures];
+  const lastNotice = summary.notices.at(-1);
+  const noticeHint = lastNotice === undefined ? '' : ` Last notice from codex: ${lastNotice}`;
+  if (exec.timedOut) {
+    errors.push(
+      `codex did not finish within ${formatSeconds(options.timeoutMs)} and was stopped (exit ${exec.exitCode}).` +
+        noticeHint,
+    );
+  } else if (exec.interrupted) {
+    errors.push(`codex was interrupted (exit ${exec.exitCode}).`);
+  } else if (exec.oomKilled) {
+    errors.push(`codex was killed for lack of memory (exit ${exec.exitCode}); raise sandbox.memory.`);
+  } else if (exec.exitCode !== 0 && summary.turnFailures.length === 0) {
+    const stderr = exec.stderrTail.trim();
+    errors.push(
+      `codex exited with code ${exec.exitCode}${exec.signal ? ` (signal ${exec.signal})` : ''}` +
+        (stderr ? `: ${tail(stderr, 1_000)}` : '.') +
+        noticeHint,
+    );
+  }
+  const finalMessage =
+    options.lastMessage !== undefined && options.lastMessage !== null && options.lastMessage.trim() !== ''
+      ? options.lastMessage
+      : (summary.agentMessages.at(-1) ?? null);
+  return {
+    exitCode: exec.exitCode,
+    signal: exec.signal,
+    timedOut: exec.timedOut,
+    interrupted: exec.interrupted,
+    oomKilled: exec.oomKilled,
+    durationMs: exec.durationMs,
+    threadId: summary.threadId,
+    commands: summary.commands,
+    fileChanges: summary.fileChanges,
+    agentMessages: summary.agentMessages,
+    finalMessage,
+    usage: summary.usage,
+    errors,
+    notices: summary.notices,
+    unparsedLines: summary.unparsedLines,
+    failed: errors.length > 0,
+  };
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`;
+}

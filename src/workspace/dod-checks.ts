@@ -1,0 +1,107 @@
+/**
+ * Definition-of-done checks: commands from config or detection (never from model text), run in the sandbox
+ * in order after every worker run. Each one is recorded; a failing check does not stop the next one, so the
+ * evidence is complete.
+ */
+import type { SandboxRuntime } from '../core/ports.js';
+import type { DodCheck } from '../config/schema.js';
+import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
+import { sandboxStatus } from './sandbox-git.js';
+
+export type DodStatus = 'passed' | 'failed' | 'timeout' | 'skipped';
+
+export interface DodResult {
+  name: string;
+  command: string;
+  status: DodStatus;
+  exitCode: number | null;
+  durationMs: number;
+  timeoutMs: number;
+  /** Last lines of stdout, then stderr. */
+  outputTail: string;
+  /** The sandbox had uncommitted changes when the checks ran: not evidence that the committed work is done. */
+  ranOnDirtyTree: boolean;
+  /** Stopped by the caller's AbortSignal (recorded as failed). */
+  interrupted: boolean;
+}
+
+export interface RunDodChecksOptions {
+  /** `dod.skip`: every check is recorded as `skipped` and nothing runs. */
+  skip?: boolean;
+  signal?: AbortSignal;
+  /** Grace between SIGTERM and SIGKILL on timeout (default 5 s). */
+  graceMs?: number;
+  /** Characters of output kept per check (default 4000). */
+  tailChars?: number;
+  onOutputLine?: (check: string, line: string) => void;
+}
+
+function tailOf(stdout: string, stderr: string, limit: number): string {
+  const combined =
+    stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
+  return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
+}
+
+/** Runs the checks with `bash -lc <command>` in /workspace as the worker. */
+export async function runDodChecks(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  checks: readonly DodCheck[],
+  options: RunDodChecksOptions = {},
+): Promise<DodResult[]> {
+  if (options.skip) {
+    return checks.map((check) => ({
+      name: check.name,
+      command: check.command,
+      status: 'skipped',
+      exitCode: null,
+      durationMs: 0,
+      timeoutMs: check.timeout,
+      outputTail: '',
+      ranOnDirtyTree: false,
+      interrupted: false,
+    }));
+  }
+  if (checks.length === 0) return [];
+  const status = await sandboxStatus(runtime, sandboxId);
+  // An unreadable status counts as dirty: the run cannot be shown to test committed work.
+  const ranOnDirtyTree = status.error !== null || status.changes.length > 0;
+  const tailChars = options.tailChars ?? 4000;
+  const results: DodResult[] = [];
+  for (const check of checks) {
+    const result = await runtime.exec(sandboxId, ['bash', '-lc', check.command], {
+      workdir: SANDBOX_WORKDIR,
+      env: sandboxGitEnvironment(),
+      timeoutMs: check.timeout,
+      graceMs: options.graceMs ?? 5_000,
+      tailBytes: Math.max(8192, tailChars * 2),
+      signal: options.signal,
+      onStdoutLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
+      onStderrLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
+    });
+    results.push({
+      name: check.name,
+      command: check.command,
+      status: result.timedOut
+        ? 'timeout'
+        : result.exitCode === 0 && !result.interrupted
+          ? 'passed'
+          : 'failed',
+      exitCode: result.timedOut ? null : result.exitCode,
+      durationMs: result.durationMs,
+      timeoutMs: check.timeout,
+      outputTail: tailOf(result.stdoutTail, result.stderrTail, tailChars),
+      ranOnDirtyTree,
+      interrupted: result.interrupted,
+    });
+    if (result.interrupted) break;
+  }
+  return results;
+}
+
+/** True when the results are evidence of done: at least one check, all passed, none on a dirty tree. */
+export function dodIsEvidenceOfDone(results: readonly DodResult[]): boolean {
+  return (
+    results.length > 0 && results.every((result) => result.status === 'passed' && !result.ranOnDirtyTree)
+  );
+}

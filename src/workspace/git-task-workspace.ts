@@ -1,0 +1,182 @@
+/**
+ * The core's TaskWorkspacePort over the workspace modules: prepare the task branch, worktree and sandbox
+ * repository; after each run bring the commits back and observe the facts; run the DoD checks; preserve
+ * uncommitted work on a WIP ref.
+ */
+import type { Config } from '../config/schema.js';
+import type { PreparedTask, SandboxRuntime, TaskWorkspacePort } from '../core/ports.js';
+import type { DodOutcome, TaskFacts } from '../core/types.js';
+import { resolveDodChecks } from './detect-dod-checks.js';
+import { runDodChecks } from './dod-checks.js';
+import { sandboxGitDir } from './sandbox-repository.js';
+import { git, tryGit } from './git-command.js';
+import { taskLayout } from './layout.js';
+import { prepareTaskWorkspace, type PreparedWorkspace } from './prepare-task-workspace.js';
+import { scopeStatement } from './scope-statement.js';
+import type { Scope } from './scope.js';
+import { syncBack } from './sync-back.js';
+import { collectFacts } from './task-facts.js';
+
+/** The diff shown to the assessment is cut to this many characters. */
+export const ASSESSMENT_DIFF_CHARS = 16_000;
+
+export interface GitTaskWorkspaceOptions {
+  repoRoot: string;
+  taskId: string;
+  base?: string;
+  scope: Scope;
+  dod: Config['dod'];
+  dodSkipped: boolean;
+  graceMs: number;
+}
+
+// Saves the sandbox's uncommitted work (tracked and untracked, ignored files aside) as a commit on
+// refs/agent-runner/wip without touching the branch, the index or the files. A fixed script: no model text.
+const PRESERVE_SCRIPT = [
+  'set -e',
+  'cd /workspace',
+  'test -n "$(git status --porcelain)" || exit 3',
+  'export GIT_INDEX_FILE=/tmp/agent-runner-wip-index',
+  'rm -f "$GIT_INDEX_FILE"',
+  'git read-tree HEAD',
+  'git add -A',
+  'tree=$(git write-tree)',
+  'commit=$(git commit-tree "$tree" -p HEAD -m "agent-runner: uncommitted work of the worker, preserved")',
+  'git update-ref refs/agent-runner/wip "$commit"',
+  'rm -f "$GIT_INDEX_FILE"',
+].join('\n');
+
+export class GitTaskWorkspace implements TaskWorkspacePort {
+  private prepared: PreparedWorkspace | null = null;
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    private readonly options: GitTaskWorkspaceOptions,
+  ) {}
+
+  /** Set after prepare(): what the sandbox provider mounts. */
+  get workspace(): PreparedWorkspace {
+    if (!this.prepared) throw new Error('workspace not prepared');
+    return this.prepared;
+  }
+
+  async prepare(): Promise<PreparedTask> {
+    this.prepared = await prepareTaskWorkspace({
+      repoRoot: this.options.repoRoot,
+      taskId: this.options.taskId,
+      base: this.options.base,
+      scope: this.options.scope,
+    });
+    return {
+      branch: this.prepared.branch,
+      baseSha: this.prepared.baseSha,
+      worktreePath: this.prepared.worktreePath,
+      dirtyStart: this.prepared.dirtyStart,
+      scopeStatement: scopeStatement(this.options.scope),
+    };
+  }
+
+  async observe(sandboxId: string): Promise<TaskFacts> {
+    const workspace = this.workspace;
+    const sync = await syncBack({
+      repoRoot: workspace.repoRoot,
+      taskId: workspace.taskId,
+      scope: this.options.scope,
+    });
+    const facts = await collectFacts(this.runtime, sandboxId, {
+      repoRoot: workspace.repoRoot,
+      taskId: workspace.taskId,
+      branch: workspace.branch,
+      baseSha: workspace.baseSha,
+      scope: this.options.scope,
+      sync,
+    });
+    // Host git on the user's repository only: these are the replayed, real commits.
+    const range = `${workspace.baseSha}..${facts.headSha}`;
+    const cwd = workspace.repoRoot;
+    const diffStat = facts.commits.count ? await git(['diff', '--stat=100', range], { cwd }) : '';
+    const diff = facts.commits.count
+      ? (await tryGit(['diff', '--no-color', '--no-ext-diff', range], { cwd })).stdout
+      : '';
+    return {
+      baseSha: facts.baseSha,
+      headSha: facts.headSha,
+      commits: facts.commits.list,
+      dirty: facts.dirty,
+      uncommitted: facts.uncommittedFiles.map((change) => `${change.status.trim()} ${change.path}`),
+      changedFiles: facts.changedFiles.map((file) => file.path),
+      diffStat,
+      diff:
+        diff.length > ASSESSMENT_DIFF_CHARS
+          ? `${diff.slice(0, ASSESSMENT_DIFF_CHARS)}\n[diff cut at ${ASSESSMENT_DIFF_CHARS} characters]`
+          : diff,
+      scopeViolations: facts.scopeViolations.map(
+        (violation) => `${violation.path} (${violation.access.replace('_', ' ')}, ${violation.where})`,
+      ),
+      ...(facts.pendingRef ? { pendingRef: facts.pendingRef } : {}),
+    };
+  }
+
+  async runDod(sandboxId: string, facts: TaskFacts, signal?: AbortSignal): Promise<DodOutcome> {
+    const resolved = await resolveDodChecks(
+      { checks: this.options.dod.checks, skip: this.options.dodSkipped || this.options.dod.skip },
+      // Detected from the user's repository, not from the sandbox, whose files the worker controls.
+      this.workspace.repoRoot,
+    );
+    const source =
+      resolved.source === 'config' ? 'config' : `detected: ${resolved.detectedFrom.join('; ') || 'nothing'}`;
+    if (resolved.checks.length === 0)
+      return { status: 'none', results: [], ranOnDirtyTree: facts.dirty, source };
+    const results = await runDodChecks(this.runtime, sandboxId, resolved.checks, {
+      skip: resolved.skip,
+      signal,
+      graceMs: this.options.graceMs,
+    });
+    const status = resolved.skip
+      ? 'skipped'
+      : results.every((result) => result.status === 'passed')
+        ? 'passed'
+        : 'failed';
+    return {
+      status,
+      source,
+      ranOnDirtyTree: results.some((result) => result.ranOnDirtyTree),
+      results: results.map((result) => ({
+        name: result.name,
+        command: result.command,
+        status: result.status,
+        exitCode: result.exitCode,
+        durationMs: result.durationMs,
+        outputTail: result.outputTail,
+      })),
+    };
+  }
+
+  async preserveUncommitted(sandboxId: string): Promise<string | null> {
+    const workspace = this.workspace;
+    const result = await this.runtime.exec(sandboxId, ['bash', '-c', PRESERVE_SCRIPT], { timeoutMs: 60_000 });
+    if (result.exitCode === 3) return null;
+    if (result.exitCode !== 0) return null;
+    const { gitDir } = await sandboxGitDir(workspace.sandboxRepoPath);
+    if (!gitDir) return null;
+    const ref = `refs/agent-runner/wip/${workspace.taskId}`;
+    const fetched = await tryGit(
+      ['fetch', '-q', '--no-tags', '--no-write-fetch-head', gitDir, `+refs/agent-runner/wip:${ref}`],
+      {
+        cwd: workspace.repoRoot,
+        config: {
+          'safe.directory': '*',
+          'transfer.fsckObjects': 'true',
+          'protocol.file.allow': 'always',
+          'core.fsmonitor': 'false',
+        },
+      },
+    );
+    return fetched.exitCode === 0 ? ref : null;
+  }
+
+  /** Where the task keeps its files, for messages. */
+  layout() {
+    return taskLayout(this.options.repoRoot, this.options.taskId);
+  }
+}

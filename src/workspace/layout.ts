@@ -1,0 +1,74 @@
+/**
+ * Where a task's workspace lives on the host, and the names of the refs the runner owns. One place, so the
+ * docs (docs/isolation.md), the code and the tests agree.
+ */
+import path from 'node:path';
+import { UserError } from '../errors.js';
+
+/** Container path where the sandbox repository is mounted. */
+export const SANDBOX_WORKDIR = '/workspace';
+
+export interface TaskLayout {
+  taskId: string;
+  /** `agent-runner/<TASK-ID>` (short name). */
+  branch: string;
+  branchRef: string;
+  /** Root commit of the sandbox repository: the base tree minus excluded paths. */
+  snapshotRef: string;
+  /** The worker's branch as fetched from the sandbox (sandbox commit ids). */
+  sandboxRef: string;
+  /** Replayed commits that could not be moved onto the branch (the person edited the worktree). */
+  pendingRef: string;
+  stateDir: string;
+  worktreePath: string;
+  sandboxDir: string;
+  sandboxRepoPath: string;
+  runDir: string;
+  workspaceStatePath: string;
+  commitMapPath: string;
+}
+
+/** Task ids become path and ref components: letters, digits, `.`, `_`, `-`, not starting with `.`. */
+export function assertValidTaskId(taskId: string): void {
+  if (
+    !/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/.test(taskId) ||
+    taskId.endsWith('.lock') ||
+    taskId.includes('..')
+  ) {
+    throw new UserError(
+      'usage',
+      `Invalid task id ${JSON.stringify(taskId)}: use up to 100 letters, digits, '.', '_' and '-', not starting with '.'.`,
+    );
+  }
+}
+
+/** The layout of one task inside `<repoRoot>/.agent-runner/`. */
+export function taskLayout(repoRoot: string, taskId: string): TaskLayout {
+  assertValidTaskId(taskId);
+  const stateDir = path.join(repoRoot, '.agent-runner');
+  const sandboxDir = path.join(stateDir, 'sandboxes', taskId);
+  const runDir = path.join(stateDir, 'runs', taskId);
+  return {
+    taskId,
+    branch: `agent-runner/${taskId}`,
+    branchRef: `refs/heads/agent-runner/${taskId}`,
+    snapshotRef: `refs/agent-runner/snapshots/${taskId}`,
+    sandboxRef: `refs/agent-runner/sandbox/${taskId}`,
+    pendingRef: `refs/agent-runner/pending/${taskId}`,
+    stateDir,
+    worktreePath: path.join(stateDir, 'worktrees', taskId),
+    sandboxDir,
+    sandboxRepoPath: path.join(sandboxDir, 'repo'),
+    runDir,
+    workspaceStatePath: path.join(runDir, 'workspace.json'),
+    commitMapPath: path.join(runDir, 'commit-map.json'),
+  };
+}
+
+/**
+ * Environment for every process in the sandbox: `safe.directory` through GIT_CONFIG_* (command-line scope,
+ * which git honours for it) because /workspace belongs to the guard uid when some paths are read-only.
+ */
+export function sandboxGitEnvironment(): Record<string, string> {
+  return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: SANDBOX_WORKDIR };
+}

@@ -1,0 +1,269 @@
+/**
+ * Preparing a task's workspace: the task branch and the person's worktree on the host, and the sandbox
+ * repository (snapshot of the base minus excluded paths) with read-only scope applied. The user's
+ * repository itself is never mounted into the sandbox. See docs/isolation.md for the guarantees.
+ */
+import { existsSync } from 'node:fs';
+import { appendFile, readFile, stat, writeFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { MountSpec } from '../core/ports.js';
+import { UserError } from '../errors.js';
+import { git, splitNul, tryGit } from './git-command.js';
+import { inspectRepository } from './inspect-repository.js';
+import { SANDBOX_WORKDIR, sandboxGitEnvironment, taskLayout, type TaskLayout } from './layout.js';
+import { applyScopePermissions, guardIdsFor, type UserIds } from './permissions.js';
+import { createSandboxRepository, sandboxGitDir } from './sandbox-repository.js';
+import { compileScope, type Scope } from './scope.js';
+import { createSnapshot } from './snapshot.js';
+import { resolveCommit } from './tree-entries.js';
+import {
+  readCommitMap,
+  readWorkspaceState,
+  writeJsonAtomic,
+  type WorkspaceState,
+} from './workspace-state.js';
+
+export interface PrepareTaskWorkspaceOptions {
+  /** Any directory inside the user's repository. */
+  repoRoot: string;
+  taskId: string;
+  /** Base of a new task branch (`--base REF`); default HEAD. Ignored when the branch already exists. */
+  base?: string;
+  scope: Scope;
+  /** Override the worker's uid/gid (default: the repository owner's, or 10001 when that is root). */
+  workerUser?: UserIds;
+}
+
+/** Everything the runner needs to start the sandbox and, later, to sync and gather facts. */
+export interface PreparedWorkspace {
+  taskId: string;
+  repoRoot: string;
+  branch: string;
+  baseSha: string;
+  snapshotSha: string;
+  /** The real commit the current sandbox repository's snapshot was made from. */
+  snapshotOf: string;
+  worktreePath: string;
+  sandboxRepoPath: string;
+  runDir: string;
+  /** The user's main working tree had uncommitted or untracked changes (not brought into the sandbox). */
+  dirtyStart: boolean;
+  dirtyPaths: string[];
+  detachedHead: boolean;
+  /** The task branch existed before this call (a later run of the same task). */
+  branchReused: boolean;
+  sandboxReused: boolean;
+  worktreeCreated: boolean;
+  workerUser: UserIds;
+  guardUser: UserIds;
+  /** False when the runner could not chown (not root): read-only scope is then only a write-bit courtesy. */
+  readOnlyEnforced: boolean;
+  scope: Scope;
+  /** For SandboxSpec: the sandbox repository at /workspace, nothing else of the user's. */
+  mounts: MountSpec[];
+  workdir: string;
+  /** For SandboxSpec.env: lets git inside trust /workspace, which belongs to the guard uid. */
+  env: Record<string, string>;
+}
+
+const GITIGNORE_LINES = ['worktrees/', 'sandboxes/', 'runs/'];
+
+/** `.agent-runner/.gitignore`: worktrees, sandboxes and run data stay local; notes stay trackable. */
+async function ensureStateGitignore(stateDir: string): Promise<void> {
+  await mkdir(stateDir, { recursive: true });
+  const file = path.join(stateDir, '.gitignore');
+  const existing = existsSync(file) ? await readFile(file, 'utf8') : null;
+  if (existing === null) {
+    await writeFile(
+      file,
+      '# agent-runner: local worktrees, sandboxes and run data. Task notes (task-*.md) stay trackable.\n' +
+        `${GITIGNORE_LINES.join('\n')}\n`,
+    );
+    return;
+  }
+  const present = new Set(existing.split('\n').map((line) => line.trim()));
+  const missing = GITIGNORE_LINES.filter((line) => !present.has(line));
+  if (missing.length > 0)
+    await appendFile(file, `${existing.endsWith('\n') ? '' : '\n'}${missing.join('\n')}\n`);
+}
+
+async function dirtyPathsOf(repoRoot: string): Promise<string[]> {
+  const output = await git(
+    [
+      'status',
+      '--porcelain=v1',
+      '-z',
+      '--untracked-files=normal',
+      '--no-renames',
+      '--',
+      '.',
+      ':(exclude).agent-runner',
+    ],
+    { cwd: repoRoot },
+  );
+  return splitNul(output).map((entry) => entry.slice(3));
+}
+
+async function workerUserFor(repoRoot: string): Promise<UserIds> {
+  const stats = await stat(repoRoot);
+  // Never run the worker as root: a root-owned repository gets the conventional unprivileged 10001.
+  return stats.uid === 0
+    ? { uid: 10001, gid: 10001 }
+    : { uid: stats.uid, gid: stats.gid === 0 ? stats.uid : stats.gid };
+}
+
+async function resolveBase(repoRoot: string, base: string | undefined): Promise<string> {
+  const sha = await resolveCommit(repoRoot, base ?? 'HEAD');
+  if (sha === null) {
+    throw new UserError(
+      'usage',
+      `--base ${base ?? 'HEAD'} does not name a commit in ${repoRoot}. Give a branch, tag or commit id (see \`git log --oneline\`).`,
+    );
+  }
+  return sha;
+}
+
+/** Registered worktree paths of the repository. */
+async function worktreePaths(repoRoot: string): Promise<string[]> {
+  const output = await git(['worktree', 'list', '--porcelain', '-z'], { cwd: repoRoot });
+  return splitNul(output)
+    .filter((line) => line.startsWith('worktree '))
+    .map((line) => path.resolve(line.slice('worktree '.length)));
+}
+
+/** The person's worktree of the task branch: reused when present, re-created when missing. */
+async function ensureWorktree(repoRoot: string, layout: TaskLayout): Promise<boolean> {
+  const registered = (await worktreePaths(repoRoot)).includes(path.resolve(layout.worktreePath));
+  if (registered && existsSync(layout.worktreePath)) return false;
+  if (!registered && existsSync(layout.worktreePath)) {
+    throw new UserError(
+      'repository_invalid',
+      `${layout.worktreePath} exists but is not a git worktree of ${repoRoot}. Move it away (it may hold your edits) and run again.`,
+    );
+  }
+  await git(['worktree', 'prune'], { cwd: repoRoot });
+  const added = await tryGit(
+    ['-c', 'core.hooksPath=/dev/null', 'worktree', 'add', '-q', layout.worktreePath, layout.branch],
+    {
+      cwd: repoRoot,
+    },
+  );
+  if (added.exitCode !== 0) {
+    throw new UserError(
+      'repository_invalid',
+      `Could not create the worktree ${layout.worktreePath} for ${layout.branch}: ${added.stderr.trim()}. ` +
+        `If the branch is checked out elsewhere, switch that checkout to another branch and run again.`,
+    );
+  }
+  return true;
+}
+
+/**
+ * Makes (or reuses) everything a task works in. Idempotent: a later run of the same task reuses the branch,
+ * the worktree and the sandbox repository (with the worker's uncommitted files), re-creating what is missing.
+ */
+export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions): Promise<PreparedWorkspace> {
+  const repository = await inspectRepository(options.repoRoot);
+  const repoRoot = repository.root;
+  const layout = taskLayout(repoRoot, options.taskId);
+  const scope = compileScope(options.scope);
+  await ensureStateGitignore(layout.stateDir);
+  const dirtyPaths = await dirtyPathsOf(repoRoot);
+
+  const previous = await readWorkspaceState(layout.workspaceStatePath);
+  const existingBranchHead = await resolveCommit(repoRoot, layout.branchRef);
+  let baseSha: string;
+  if (existingBranchHead === null) {
+    baseSha = await resolveBase(repoRoot, options.base);
+    await git(['branch', '--no-track', layout.branch, baseSha], { cwd: repoRoot });
+  } else if (previous !== null) {
+    baseSha = previous.baseSha;
+  } else {
+    const mergeBase = await tryGit(['merge-base', 'HEAD', layout.branchRef], { cwd: repoRoot });
+    baseSha = options.base
+      ? await resolveBase(repoRoot, options.base)
+      : mergeBase.exitCode === 0
+        ? mergeBase.stdout.trim()
+        : existingBranchHead;
+  }
+  const worktreeCreated = await ensureWorktree(repoRoot, layout);
+  const branchHead = (await resolveCommit(repoRoot, layout.branchRef)) ?? baseSha;
+
+  const sandboxExists = existsSync(layout.sandboxRepoPath);
+  let state: WorkspaceState;
+  let sandboxReused = false;
+  if (sandboxExists && previous !== null && (await sandboxGitDir(layout.sandboxRepoPath)).gitDir !== null) {
+    if (JSON.stringify([...previous.exclude].sort()) !== JSON.stringify([...options.scope.exclude].sort())) {
+      throw new UserError(
+        'config_invalid',
+        `The exclude rules changed since the sandbox of task ${options.taskId} was made, so it may still hold files that are excluded now. ` +
+          `Its commits are already on ${layout.branch}; remove ${layout.sandboxDir} (uncommitted sandbox files are lost) and run again.`,
+      );
+    }
+    state = previous;
+    sandboxReused = true;
+  } else {
+    if (sandboxExists) {
+      throw new UserError(
+        'repository_invalid',
+        `${layout.sandboxRepoPath} exists but is not a sandbox this runner knows (no usable state in ${layout.runDir}). ` +
+          'Look at it, move it away and run again.',
+      );
+    }
+    const snapshot = await createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef);
+    await createSandboxRepository({
+      repoRoot,
+      sandboxRepoPath: layout.sandboxRepoPath,
+      snapshotRef: layout.snapshotRef,
+      snapshotSha: snapshot.sha,
+      branch: layout.branch,
+    });
+    const commitMap = await readCommitMap(layout.commitMapPath);
+    commitMap.map[snapshot.sha] = branchHead;
+    await writeJsonAtomic(layout.commitMapPath, commitMap);
+    state = {
+      version: 1,
+      taskId: options.taskId,
+      baseSha,
+      snapshotSha: snapshot.sha,
+      snapshotOf: branchHead,
+      exclude: [...options.scope.exclude],
+      createdAt: new Date().toISOString(),
+    };
+    await writeJsonAtomic(layout.workspaceStatePath, state);
+  }
+
+  const workerUser = options.workerUser ?? (await workerUserFor(repoRoot));
+  const guardUser = guardIdsFor(workerUser);
+  const permissions = await applyScopePermissions({
+    sandboxRepoPath: layout.sandboxRepoPath,
+    scope,
+    worker: workerUser,
+    guard: guardUser,
+  });
+
+  return {
+    taskId: options.taskId,
+    repoRoot,
+    branch: layout.branch,
+    baseSha,
+    snapshotSha: state.snapshotSha,
+    snapshotOf: state.snapshotOf,
+    worktreePath: layout.worktreePath,
+    sandboxRepoPath: layout.sandboxRepoPath,
+    runDir: layout.runDir,
+    dirtyStart: dirtyPaths.length > 0,
+    dirtyPaths,
+    detachedHead: repository.detached,
+    branchReused: existingBranchHead !== null,
+    sandboxReused,
+    worktreeCreated,
+    workerUser,
+    guardUser,
+    readOnlyEnforced: permissions.readOnlyEnforced,
+    scope: options.scope,
+    mounts: [{ hostPath: layout.sandboxRepoPath, containerPath: SANDBOX_WORKDIR, readOnly: false }],
+    workdir: SANDBOX_WORKDIR,
+    env: sandboxGitEnvironment(),
+  };
+}

@@ -1,0 +1,21 @@
+/**
+ * Removing a task's sandbox repository. Its files belong to the worker and guard uids, so the person may
+ * not be able to delete them without root; the runner can. The task branch, the worktree and the run data
+ * stay: they are the person's.
+ */
+import { rm } from 'node:fs/promises';
+import { tryGit } from './git-command.js';
+import { taskLayout } from './layout.js';
+
+/**
+ * Deletes `.agent-runner/sandboxes/<TASK-ID>` and the runner's snapshot/sandbox refs. Uncommitted files in the
+ * sandbox are lost: call `syncBack` first and look at `TaskFacts.dirty`. The next prepare makes a new sandbox
+ * from the task branch's head.
+ */
+export async function removeTaskSandbox(repoRoot: string, taskId: string): Promise<void> {
+  const layout = taskLayout(repoRoot, taskId);
+  await rm(layout.sandboxDir, { recursive: true, force: true });
+  for (const ref of [layout.snapshotRef, layout.sandboxRef]) {
+    await tryGit(['update-ref', '-d', ref], { cwd: repoRoot });
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * git inside the sandbox, run as the worker through the SandboxRuntime port. Facts about the working tree
+ * (status, uncommitted diff) are gathered here, never by host git on the sandbox repository, because its
+ * config is the worker's (core.fsmonitor, filters, external diff drivers would run on the host).
+ * The flags below stop the same settings from bending the answers inside; the worker can still lie about
+ * uncommitted state (they never leave the sandbox), while committed facts come from the host (facts.ts).
+ */
+import type { ExecResult, SandboxRuntime } from '../core/ports.js';
+import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
+
+const HARDENING = [
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'core.untrackedCache=false',
+  '-c',
+  'core.quotePath=false',
+  '-c',
+  'diff.external=',
+  '-c',
+  'status.showUntrackedFiles=all',
+];
+
+/** Runs `git <args>` in /workspace inside the sandbox with a large output tail (the answers are parsed). */
+export function sandboxGit(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  args: readonly string[],
+  options: { timeoutMs?: number } = {},
+): Promise<ExecResult> {
+  return runtime.exec(sandboxId, ['git', ...HARDENING, '-C', SANDBOX_WORKDIR, ...args], {
+    workdir: SANDBOX_WORKDIR,
+    env: { ...sandboxGitEnvironment(), GIT_NO_REPLACE_OBJECTS: '1', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' },
+    timeoutMs: options.timeoutMs ?? 120_000,
+    tailBytes: 4 * 1024 * 1024,
+  });
+}
+
+export interface UncommittedChange {
+  path: string;
+  /** Two-letter porcelain status (`??` untracked, ` M` modified, `D ` deleted and staged, ...). */
+  status: string;
+}
+
+/** Uncommitted changes of the sandbox working tree (tracked and untracked, ignored files left out). */
+export async function sandboxStatus(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+): Promise<{ changes: UncommittedChange[]; error: string | null }> {
+  const result = await sandboxGit(runtime, sandboxId, [
+    'status',
+    '--porcelain=v1',
+    '-z',
+    '--untracked-files=all',
+    '--no-renames',
+  ]);
+  if (result.exitCode !== 0) {
+    return {
+      changes: [],
+      error: `git status in the sandbox failed (exit ${result.exitCode}): ${result.stderrTail.trim()}`,
+    };
+  }
+  const changes = result.stdoutTail
+    .split('\0')
+    .filter((entry) => entry.length > 3)
+    .map((entry) => ({ status: entry.slice(0, 2), path: entry.slice(3) }));
+  return { changes, error: null };
+}

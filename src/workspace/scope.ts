@@ -1,0 +1,63 @@
+/**
+ * Task scope: which paths are absent from the sandbox (exclude), present but read-only (read), and writable
+ * (write). The rules come from `scope` in agent-runner.yaml and may be narrowed per task.
+ */
+import { DEFAULT_EXCLUDE } from '../config/schema.js';
+import { compileGlobs } from './glob.js';
+
+/** The scope rules as written in config (globs, see glob.ts for their meaning). */
+export interface Scope {
+  exclude: string[];
+  read: string[];
+  /** Empty: the whole tree minus `exclude` and `read`. */
+  write: string[];
+}
+
+/** How one path is treated. */
+export type PathAccess = 'excluded' | 'read' | 'write' | 'outside_write';
+
+/** The default scope: nothing read-only, everything writable, the usual secrets excluded. */
+export function defaultScope(): Scope {
+  return { exclude: [...DEFAULT_EXCLUDE], read: [], write: [] };
+}
+
+/**
+ * Combines the config's scope with a task's own: excludes and read-only paths add up (a task can only
+ * hide or protect more); a task's `write`, when given, replaces the config's.
+ */
+export function mergeScope(base: Scope, task: Partial<Scope> = {}): Scope {
+  const union = (left: string[], right: string[] = []) => [...new Set([...left, ...right])];
+  return {
+    exclude: union(base.exclude, task.exclude),
+    read: union(base.read, task.read),
+    write: task.write && task.write.length > 0 ? [...task.write] : [...base.write],
+  };
+}
+
+/** A compiled scope: classifies repository-relative paths. */
+export interface ScopeMatcher {
+  readonly scope: Scope;
+  access(relativePath: string): PathAccess;
+  isExcluded(relativePath: string): boolean;
+  isWritable(relativePath: string): boolean;
+}
+
+/** Compiles the globs once; `access` answers excluded > read > write > outside_write, in that order. */
+export function compileScope(scope: Scope): ScopeMatcher {
+  const exclude = compileGlobs(scope.exclude);
+  const read = compileGlobs(scope.read);
+  const write = compileGlobs(scope.write);
+  const everythingWritable = scope.write.length === 0;
+  const access = (relativePath: string): PathAccess => {
+    if (exclude.matches(relativePath)) return 'excluded';
+    if (read.matches(relativePath)) return 'read';
+    if (everythingWritable || write.matches(relativePath)) return 'write';
+    return 'outside_write';
+  };
+  return {
+    scope,
+    access,
+    isExcluded: (relativePath) => exclude.matches(relativePath),
+    isWritable: (relativePath) => access(relativePath) === 'write',
+  };
+}

@@ -1,0 +1,310 @@
+/**
+ * Bringing the worker's commits back: fetch the sandbox's task branch (upload-pack only, the one host git
+ * command that reads the worker-controlled repository), replay each new commit onto the real history with
+ * the excluded files of the real base put back, then move the task branch and the person's worktree.
+ */
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { AgentRunnerError } from '../errors.js';
+import { git, tryGit } from './git-command.js';
+import { taskLayout } from './layout.js';
+import { sandboxGitDir, WORKER_IDENTITY } from './sandbox-repository.js';
+import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
+import { excludedEntriesOf } from './snapshot.js';
+import { buildTree, listTree, resolveCommit, type IndexEdit, type TreeEntry } from './tree-entries.js';
+import { readCommitMap, readWorkspaceState, writeJsonAtomic } from './workspace-state.js';
+
+export interface SyncBackOptions {
+  repoRoot: string;
+  taskId: string;
+  scope: Scope;
+}
+
+export interface ReplayedCommit {
+  sandboxSha: string;
+  sha: string;
+  subject: string;
+  /** Excluded paths this commit added or changed; dropped in the replay (the base version won). */
+  excludedTouched: string[];
+}
+
+export interface SyncBackResult {
+  /** Head of the sandbox's task branch (a sandbox commit id), or null when it could not be read. */
+  sandboxHeadSha: string | null;
+  /** Real commit id of the worker's head after replay (what the facts describe). */
+  headSha: string;
+  /** Where `agent-runner/<TASK-ID>` points now. Differs from headSha when the commits are pending. */
+  branchHeadSha: string;
+  /** Commits replayed by this call (earlier ones are in commit-map.json). */
+  commits: ReplayedCommit[];
+  /** Set when the replayed head could not be moved onto the branch; the commits are kept under this ref. */
+  pendingRef: string | null;
+  pendingReason: 'not_fast_forward' | 'worktree_conflict' | null;
+  worktreeUpdated: boolean;
+  /** Why nothing could be brought back (sandbox .git unusable, branch deleted by the worker, ...). */
+  problem: string | null;
+}
+
+interface ParsedCommit {
+  tree: string;
+  parents: string[];
+  author: { name: string; email: string; date: string };
+  committer: { name: string; email: string; date: string };
+  message: string;
+}
+
+function parseIdentity(line: string): { name: string; email: string; date: string } {
+  const match = /^(.*?) ?<([^>]*)> (\d+ [+-]\d{4})$/.exec(line);
+  if (!match)
+    return {
+      name: WORKER_IDENTITY.name,
+      email: WORKER_IDENTITY.email,
+      date: `${Math.floor(Date.now() / 1000)} +0000`,
+    };
+  return {
+    name: match[1]?.trim() || WORKER_IDENTITY.name,
+    email: match[2]?.trim() || WORKER_IDENTITY.email,
+    date: match[3] ?? '',
+  };
+}
+
+async function readCommit(repoRoot: string, sha: string): Promise<ParsedCommit> {
+  const raw = await git(['cat-file', 'commit', sha], { cwd: repoRoot });
+  const split = raw.indexOf('\n\n');
+  const headers = (split === -1 ? raw : raw.slice(0, split)).split('\n');
+  const message = split === -1 ? '' : raw.slice(split + 2);
+  const parsed: ParsedCommit = {
+    tree: '',
+    parents: [],
+    author: parseIdentity(''),
+    committer: parseIdentity(''),
+    message,
+  };
+  for (const header of headers) {
+    const space = header.indexOf(' ');
+    const key = header.slice(0, space);
+    const value = header.slice(space + 1);
+    if (key === 'tree') parsed.tree = value;
+    else if (key === 'parent') parsed.parents.push(value);
+    else if (key === 'author') parsed.author = parseIdentity(value);
+    else if (key === 'committer') parsed.committer = parseIdentity(value);
+  }
+  return parsed;
+}
+
+async function replayCommit(
+  repoRoot: string,
+  commit: ParsedCommit,
+  parents: string[],
+  scope: ScopeMatcher,
+  baseExcluded: readonly TreeEntry[],
+): Promise<{ sha: string; excludedTouched: string[] }> {
+  const workerExcluded = (await listTree(repoRoot, commit.tree)).filter((entry) =>
+    scope.isExcluded(entry.path),
+  );
+  const baseBySha = new Map(baseExcluded.map((entry) => [entry.path, `${entry.mode} ${entry.sha}`]));
+  const excludedTouched = workerExcluded
+    .filter((entry) => baseBySha.get(entry.path) !== `${entry.mode} ${entry.sha}`)
+    .map((entry) => entry.path);
+  const edits: IndexEdit[] = [
+    ...workerExcluded.map((entry): IndexEdit => ({ kind: 'remove', path: entry.path })),
+    ...baseExcluded.map((entry): IndexEdit => ({ kind: 'add', entry })),
+  ];
+  const tree = edits.length === 0 ? commit.tree : await buildTree(repoRoot, commit.tree, edits);
+  const env = {
+    GIT_AUTHOR_NAME: commit.author.name,
+    GIT_AUTHOR_EMAIL: commit.author.email,
+    GIT_AUTHOR_DATE: commit.author.date,
+    GIT_COMMITTER_NAME: commit.committer.name,
+    GIT_COMMITTER_EMAIL: commit.committer.email,
+    GIT_COMMITTER_DATE: commit.committer.date,
+  };
+  const parentArgs = parents.flatMap((parent) => ['-p', parent]);
+  const sha = (
+    await git(['commit-tree', tree, ...parentArgs], { cwd: repoRoot, env, input: commit.message })
+  ).trim();
+  return { sha, excludedTouched };
+}
+
+async function isAncestor(repoRoot: string, ancestor: string, descendant: string): Promise<boolean> {
+  return (
+    (await tryGit(['merge-base', '--is-ancestor', ancestor, descendant], { cwd: repoRoot })).exitCode === 0
+  );
+}
+
+/**
+ * Copies one ref of the sandbox repository into the user's repository (`+source:target`, forced). The only
+ * way host git reads the sandbox repository: upload-pack only, after sandboxGitDir's checks, with every
+ * received object checked. Returns a problem in words instead of throwing.
+ */
+export async function fetchFromSandbox(options: {
+  repoRoot: string;
+  taskId: string;
+  sourceRef: string;
+  targetRef: string;
+}): Promise<{ problem: string | null }> {
+  const layout = taskLayout(options.repoRoot, options.taskId);
+  const checked = await sandboxGitDir(layout.sandboxRepoPath);
+  if (checked.gitDir === null) return { problem: checked.problem };
+  // safe.directory goes through a system config file because git drops `-c` settings (GIT_CONFIG_PARAMETERS)
+  // when it starts upload-pack for a local path; it names this one directory only.
+  const fetchConfig = path.join(layout.sandboxDir, 'host-fetch.gitconfig');
+  await writeFile(fetchConfig, `[safe]\n\tdirectory = ${checked.gitDir}\n`);
+  const fetched = await tryGit(
+    [
+      'fetch',
+      '-q',
+      '--no-tags',
+      '--no-write-fetch-head',
+      '--no-recurse-submodules',
+      checked.gitDir,
+      `+${options.sourceRef}:${options.targetRef}`,
+    ],
+    {
+      cwd: options.repoRoot,
+      env: { GIT_CONFIG_SYSTEM: fetchConfig },
+      config: {
+        'transfer.fsckObjects': 'true',
+        'protocol.file.allow': 'always',
+        'core.fsmonitor': 'false',
+        'gc.auto': '0',
+      },
+    },
+  );
+  return {
+    problem:
+      fetched.exitCode === 0
+        ? null
+        : `could not fetch ${options.sourceRef} from the sandbox: ${fetched.stderr.trim()}`,
+  };
+}
+
+/**
+ * Fetches and replays the worker's new commits, then moves the task branch (and the person's worktree, by a
+ * fast-forward merge) to them. Safe to call again: commit-map.json makes it incremental and idempotent.
+ */
+export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult> {
+  const { repoRoot, taskId } = options;
+  const layout = taskLayout(repoRoot, taskId);
+  const scope = compileScope(options.scope);
+  const state = await readWorkspaceState(layout.workspaceStatePath);
+  const branchHead = await resolveCommit(repoRoot, layout.branchRef);
+  if (state === null || branchHead === null) {
+    throw new AgentRunnerError(
+      'workspace_failed',
+      `Task ${taskId} has no prepared workspace in ${repoRoot}; prepare it first (prepareTaskWorkspace).`,
+    );
+  }
+  const unchanged = (problem: string | null): SyncBackResult => ({
+    sandboxHeadSha: null,
+    headSha: branchHead,
+    branchHeadSha: branchHead,
+    commits: [],
+    pendingRef: null,
+    pendingReason: null,
+    worktreeUpdated: false,
+    problem,
+  });
+
+  const fetched = await fetchFromSandbox({
+    repoRoot,
+    taskId,
+    sourceRef: `refs/heads/${layout.branch}`,
+    targetRef: layout.sandboxRef,
+  });
+  if (fetched.problem !== null) return unchanged(fetched.problem);
+  const sandboxHead = (await git(['rev-parse', layout.sandboxRef], { cwd: repoRoot })).trim();
+
+  const commitMap = await readCommitMap(layout.commitMapPath);
+  const known = Object.keys(commitMap.map);
+  const toReplay = (
+    await git(['rev-list', '--reverse', '--topo-order', '--ignore-missing', '--stdin'], {
+      cwd: repoRoot,
+      input: `${sandboxHead}\n${known.map((sha) => `^${sha}`).join('\n')}\n`,
+    })
+  )
+    .split('\n')
+    .filter((line) => line.length > 0);
+
+  const baseExcluded = toReplay.length > 0 ? await excludedEntriesOf(repoRoot, state.snapshotOf, scope) : [];
+  const commits: ReplayedCommit[] = [];
+  for (const sandboxSha of toReplay) {
+    const commit = await readCommit(repoRoot, sandboxSha);
+    const parents = commit.parents.map((parent) => {
+      const real = commitMap.map[parent];
+      if (real === undefined)
+        throw new AgentRunnerError(
+          'workspace_failed',
+          `Parent ${parent} of sandbox commit ${sandboxSha} was not replayed.`,
+        );
+      return real;
+    });
+    const replayed = await replayCommit(repoRoot, commit, parents, scope, baseExcluded);
+    commitMap.map[sandboxSha] = replayed.sha;
+    if (replayed.excludedTouched.length > 0)
+      commitMap.excludedTouched[replayed.sha] = replayed.excludedTouched;
+    commits.push({
+      sandboxSha,
+      sha: replayed.sha,
+      subject: commit.message.split('\n')[0] ?? '',
+      excludedTouched: replayed.excludedTouched,
+    });
+  }
+  if (commits.length > 0) await writeJsonAtomic(layout.commitMapPath, commitMap);
+
+  const headSha = commitMap.map[sandboxHead];
+  if (headSha === undefined)
+    throw new AgentRunnerError('workspace_failed', `Sandbox head ${sandboxHead} has no replayed commit.`);
+  const result: SyncBackResult = {
+    sandboxHeadSha: sandboxHead,
+    headSha,
+    branchHeadSha: branchHead,
+    commits,
+    pendingRef: null,
+    pendingReason: null,
+    worktreeUpdated: false,
+    problem: null,
+  };
+  if (headSha === branchHead) {
+    await tryGit(['update-ref', '-d', layout.pendingRef], { cwd: repoRoot });
+    return result;
+  }
+
+  let moved = false;
+  if (await isAncestor(repoRoot, branchHead, headSha)) {
+    const worktreeOnBranch =
+      existsSync(layout.worktreePath) &&
+      (await tryGit(['symbolic-ref', '-q', 'HEAD'], { cwd: layout.worktreePath })).stdout.trim() ===
+        layout.branchRef;
+    if (worktreeOnBranch) {
+      // Moves the branch and the files together; refuses when the person's edits would be overwritten.
+      const merged = await tryGit(['-c', 'core.hooksPath=/dev/null', 'merge', '--ff-only', '-q', headSha], {
+        cwd: layout.worktreePath,
+      });
+      moved = merged.exitCode === 0;
+      result.worktreeUpdated = moved;
+      if (!moved) result.pendingReason = 'worktree_conflict';
+    } else {
+      const updated = await tryGit(
+        ['update-ref', '-m', 'agent-runner: sync', layout.branchRef, headSha, branchHead],
+        {
+          cwd: repoRoot,
+        },
+      );
+      moved = updated.exitCode === 0;
+      if (!moved) result.pendingReason = 'not_fast_forward';
+    }
+  } else {
+    result.pendingReason = 'not_fast_forward';
+  }
+
+  if (moved) {
+    result.branchHeadSha = headSha;
+    await tryGit(['update-ref', '-d', layout.pendingRef], { cwd: repoRoot });
+  } else {
+    await git(['update-ref', '-m', 'agent-runner: pending', layout.pendingRef, headSha], { cwd: repoRoot });
+    result.pendingRef = layout.pendingRef;
+  }
+  return result;
+}

@@ -1,0 +1,189 @@
+/**
+ * Observable facts after a worker run: what the task branch holds (from host git on the user's repository,
+ * which the worker cannot touch), what is left uncommitted in the sandbox (from git inside it), scope
+ * violations, DoD results and the worker's exit. These decide completion, not the worker's words.
+ */
+import type { SandboxRuntime } from '../core/ports.js';
+import { git, splitNul } from './git-command.js';
+import { taskLayout } from './layout.js';
+import type { DodResult } from './dod-checks.js';
+import { dodIsEvidenceOfDone } from './dod-checks.js';
+import { sandboxGit, sandboxStatus, type UncommittedChange } from './sandbox-git.js';
+import { compileScope, type PathAccess, type Scope } from './scope.js';
+import type { SyncBackResult } from './sync-back.js';
+import { readCommitMap } from './workspace-state.js';
+
+/** How the worker's run ended; passed in by the caller (from WorkerRunResult). */
+export interface WorkerOutcome {
+  exitCode: number;
+  signal: string | null;
+  timedOut: boolean;
+  interrupted?: boolean;
+}
+
+export interface ChangedFile {
+  path: string;
+  /** A (added), M (modified), D (deleted), T (type changed). */
+  status: string;
+  /** Null for binary files. */
+  insertions: number | null;
+  deletions: number | null;
+}
+
+export interface ScopeViolation {
+  path: string;
+  /** Why the path may not change: excluded from the sandbox, read-only, or not matched by `write`. */
+  access: Exclude<PathAccess, 'write'>;
+  /** Committed (on the task branch) or left uncommitted in the sandbox. */
+  where: 'committed' | 'uncommitted';
+}
+
+export interface TaskFacts {
+  collectedAt: string;
+  branch: string;
+  baseSha: string;
+  /** Real commit id of the worker's head (the task branch, or the pending ref when it could not move). */
+  headSha: string;
+  branchHeadSha: string;
+  pendingRef: string | null;
+  commits: { count: number; list: { sha: string; subject: string }[] };
+  /** The sandbox working tree has uncommitted changes (untracked files included, ignored ones not). */
+  dirty: boolean;
+  uncommittedFiles: UncommittedChange[];
+  /** Committed changes base..head, with line counts. */
+  changedFiles: ChangedFile[];
+  diffStat: { files: number; insertions: number; deletions: number };
+  /** Uncommitted tracked changes against the sandbox HEAD (reported by git inside the sandbox). */
+  uncommittedDiffStat: { files: number; insertions: number; deletions: number };
+  scopeViolations: ScopeViolation[];
+  dod: DodResult[];
+  /** All DoD checks passed on a clean tree. */
+  dodPassed: boolean;
+  worker: WorkerOutcome | null;
+  /** Things that made facts incomplete (sync or sandbox git problems), in words. */
+  problems: string[];
+}
+
+export interface CollectFactsOptions {
+  repoRoot: string;
+  taskId: string;
+  branch: string;
+  baseSha: string;
+  scope: Scope;
+  sync: SyncBackResult;
+  dod?: DodResult[];
+  worker?: WorkerOutcome | null;
+}
+
+async function committedChanges(repoRoot: string, baseSha: string, headSha: string): Promise<ChangedFile[]> {
+  const names = splitNul(
+    await git(['diff', '--name-status', '-z', '--no-renames', baseSha, headSha], { cwd: repoRoot }),
+  );
+  const status = new Map<string, string>();
+  for (let index = 0; index + 1 < names.length; index += 2)
+    status.set(names[index + 1] as string, names[index] as string);
+  const numstat = splitNul(
+    await git(['diff', '--numstat', '-z', '--no-renames', baseSha, headSha], { cwd: repoRoot }),
+  );
+  return numstat.map((line) => {
+    const [insertions = '-', deletions = '-', ...rest] = line.split('\t');
+    const file = rest.join('\t');
+    return {
+      path: file,
+      status: status.get(file) ?? 'M',
+      insertions: insertions === '-' ? null : Number(insertions),
+      deletions: deletions === '-' ? null : Number(deletions),
+    };
+  });
+}
+
+function sumStat(files: { insertions: number | null; deletions: number | null }[]) {
+  return {
+    files: files.length,
+    insertions: files.reduce((sum, file) => sum + (file.insertions ?? 0), 0),
+    deletions: files.reduce((sum, file) => sum + (file.deletions ?? 0), 0),
+  };
+}
+
+/**
+ * Gathers the facts. Call after `syncBack` (it describes the synced head) and pass the DoD results of the
+ * same run; `runDodChecks` records on its own whether the tree was dirty.
+ */
+export async function collectFacts(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  options: CollectFactsOptions,
+): Promise<TaskFacts> {
+  const { repoRoot, baseSha, sync } = options;
+  const scope = compileScope(options.scope);
+  const problems: string[] = sync.problem ? [sync.problem] : [];
+  const headSha = sync.headSha;
+
+  const log = await git(['log', '--format=%H%x00%s%x00', '--topo-order', `${baseSha}..${headSha}`], {
+    cwd: repoRoot,
+  });
+  const parts = log.split('\0');
+  const list: { sha: string; subject: string }[] = [];
+  for (let index = 0; index + 1 < parts.length; index += 2) {
+    list.push({ sha: (parts[index] as string).trim(), subject: parts[index + 1] as string });
+  }
+  const changedFiles = await committedChanges(repoRoot, baseSha, headSha);
+
+  const status = await sandboxStatus(runtime, sandboxId);
+  if (status.error) problems.push(status.error);
+  const numstat = await sandboxGit(runtime, sandboxId, [
+    'diff',
+    '--numstat',
+    '-z',
+    '--no-renames',
+    '--no-ext-diff',
+    '--no-textconv',
+    'HEAD',
+  ]);
+  const uncommittedNumbers =
+    numstat.exitCode === 0
+      ? splitNul(numstat.stdoutTail).map((line) => {
+          const [insertions = '-', deletions = '-'] = line.split('\t');
+          return {
+            insertions: insertions === '-' ? null : Number(insertions),
+            deletions: deletions === '-' ? null : Number(deletions),
+          };
+        })
+      : [];
+
+  const violations: ScopeViolation[] = [];
+  const seen = new Set<string>();
+  const addViolation = (path: string, where: ScopeViolation['where']) => {
+    const access = scope.access(path);
+    if (access === 'write' || seen.has(`${where}:${path}`)) return;
+    seen.add(`${where}:${path}`);
+    violations.push({ path, access, where });
+  };
+  for (const file of changedFiles) addViolation(file.path, 'committed');
+  const commitMap = await readCommitMap(taskLayout(repoRoot, options.taskId).commitMapPath);
+  for (const commit of list) {
+    for (const path of commitMap.excludedTouched[commit.sha] ?? []) addViolation(path, 'committed');
+  }
+  for (const change of status.changes) addViolation(change.path, 'uncommitted');
+
+  const dod = options.dod ?? [];
+  return {
+    collectedAt: new Date().toISOString(),
+    branch: options.branch,
+    baseSha,
+    headSha,
+    branchHeadSha: sync.branchHeadSha,
+    pendingRef: sync.pendingRef,
+    commits: { count: list.length, list },
+    dirty: status.error !== null || status.changes.length > 0,
+    uncommittedFiles: status.changes,
+    changedFiles,
+    diffStat: sumStat(changedFiles),
+    uncommittedDiffStat: sumStat(uncommittedNumbers),
+    scopeViolations: violations,
+    dod,
+    dodPassed: dodIsEvidenceOfDone(dod),
+    worker: options.worker ?? null,
+    problems,
+  };
+}

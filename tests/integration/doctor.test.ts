@@ -1,0 +1,134 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { buildWorkerImage, resolveBaseImage } from '../../src/sandbox/image-builder.js';
+import { runCliCaptured } from '../support/cli.js';
+
+const HOST_CA = '/etc/ssl/certs/ca-certificates.crt';
+const API_KEY = 'sk-doctor-test-secret';
+
+async function tempDir(prefix: string): Promise<string> {
+  const directory = await mkdtemp(path.join(tmpdir(), prefix));
+  onTestFinished(() => rm(directory, { recursive: true, force: true }));
+  return directory;
+}
+
+async function repositoryWithCommit(): Promise<string> {
+  const repo = await tempDir('agent-runner-doctor-repo-');
+  await execa('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+  await writeFile(path.join(repo, 'README.md'), '# test\n');
+  await execa('git', ['add', '-A'], { cwd: repo });
+  await execa('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'first'], {
+    cwd: repo,
+  });
+  return repo;
+}
+
+let server: Server;
+let baseUrl: string;
+
+beforeAll(async () => {
+  // The doctor's check that the worker image exists needs it built; after scripts/setup.sh this is a reuse.
+  const docker = createDockerClient();
+  await buildWorkerImage(docker, {
+    baseImage: await resolveBaseImage(docker, 'node:22-bookworm-slim'),
+    ...(existsSync(HOST_CA) ? { extraCaCertPath: HOST_CA } : {}),
+  });
+  server = createServer((_request, response) => {
+    response.writeHead(404, { 'content-type': 'application/json' });
+    response.end('{"error":"not found"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}, 1_200_000);
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    OPENAI_BASE_URL: baseUrl,
+    OPENAI_API_KEY: API_KEY,
+    ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
+    ...extra,
+  };
+}
+
+describe('agent-runner doctor', () => {
+  it('passes every check when the engine, the image, the repository and the endpoint are there', async () => {
+    const repo = await repositoryWithCommit();
+    const result = await runCliCaptured(['doctor'], { cwd: repo, env: environment() });
+    expect(result.stdout).toMatch(/^Docker engine\s+ok\s+Docker \d/m);
+    expect(result.stdout).toMatch(/^Worker image\s+ok\s+agent-runner-worker:codex-0\.169\.0-[0-9a-f]{12}/m);
+    expect(result.stdout).toMatch(new RegExp(`^Git repository\\s+ok\\s+${repo}`, 'm'));
+    expect(result.stdout).toMatch(/^Meta endpoint\s+ok\s+.*answers HTTP 404; OPENAI_API_KEY is set/m);
+    expect(result.stdout).toMatch(/^Worker endpoint\s+ok\s/m);
+    expect(result.stdout).toContain('All checks passed.');
+    expect(result.stdout).not.toContain('FAIL');
+    expect(result.stdout + result.stderr).not.toContain(API_KEY);
+    expect(result.exitCode).toBe(0);
+  });
+
+  it('prints the checks as JSON with --json', async () => {
+    const repo = await repositoryWithCommit();
+    const result = await runCliCaptured(['doctor', '--json'], { cwd: repo, env: environment() });
+    const parsed = JSON.parse(result.stdout) as { ok: boolean; checks: { name: string; ok: boolean }[] };
+    expect(parsed.ok).toBe(true);
+    expect(parsed.checks.map((check) => check.name)).toEqual([
+      'Docker engine',
+      'Worker image',
+      'Git repository',
+      'Meta endpoint',
+      'Worker endpoint',
+    ]);
+    expect(result.exitCode).toBe(0);
+  });
+
+  it('fails the Docker check with its fix when the engine is not reachable', async () => {
+    const repo = await repositoryWithCommit();
+    const result = await runCliCaptured(['doctor'], {
+      cwd: repo,
+      env: environment({ DOCKER_HOST: 'unix:///tmp/nonexistent.sock' }),
+    });
+    expect(result.stdout).toMatch(
+      /^Docker engine\s+FAIL\s+Docker is not reachable at unix:\/\/\/tmp\/nonexistent\.sock/m,
+    );
+    expect(result.stdout).toMatch(/fix: Start it .*set DOCKER_HOST/);
+    expect(result.stdout).toMatch(/^Worker image\s+FAIL\s+not checked/m);
+    expect(result.stdout).toMatch(/^Git repository\s+ok/m);
+    expect(result.exitCode).toBe(4);
+  });
+
+  it('fails the repository check outside a git repository', async () => {
+    const directory = await tempDir('agent-runner-doctor-plain-');
+    const result = await runCliCaptured(['doctor'], { cwd: directory, env: environment() });
+    expect(result.stdout).toMatch(/^Git repository\s+FAIL\s+.* is not inside a git repository/m);
+    expect(result.stdout).toContain('fix: Run agent-runner from your project repository');
+    expect(result.stdout).toMatch(/^Docker engine\s+ok/m);
+    expect(result.exitCode).toBe(4);
+  });
+
+  it('fails the endpoint checks when the key is missing and the URL refuses connections', async () => {
+    const repo = await repositoryWithCommit();
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const result = await runCliCaptured(['doctor'], {
+      cwd: repo,
+      env: environment({ OPENAI_API_KEY: '', OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` }),
+    });
+    expect(result.stdout).toMatch(
+      /^Meta endpoint\s+FAIL\s+.*unreachable: ECONNREFUSED.*OPENAI_API_KEY is not set/m,
+    );
+    expect(result.stdout).toMatch(/fix: export OPENAI_API_KEY=<your key>/);
+    expect(result.exitCode).toBe(4);
+  });
+});

@@ -1,0 +1,179 @@
+/**
+ * A scripted OpenAI-compatible Chat Completions server on loopback, so the real `openai` SDK runs its real
+ * HTTP path in tests. Each POST /v1/chat/completions consumes the next scripted step: a reply (streamed as
+ * SSE when the request asks for `stream: true`), an HTTP status with headers (e.g. 429 + Retry-After), or a
+ * hang (the request is held open until the server closes). Every request is recorded. A request past the
+ * end of the script gets a 500 that says so, and is recorded too.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type ChatStep =
+  | { reply: string; usage?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number } }
+  | { status: number; headers?: Record<string, string>; body?: unknown }
+  | { hang: true }
+  /** Sends 200 and the start of a body, then stalls until the server closes. */
+  | { stall: true };
+
+export interface RecordedChatRequest {
+  at: number;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: {
+    model?: string;
+    stream?: boolean;
+    messages?: { role: string; content: string }[];
+    [key: string]: unknown;
+  };
+}
+
+export interface ScriptedChatServer {
+  /** Base URL including `/v1`, to give to the SDK or OPENAI_BASE_URL. */
+  url: string;
+  requests: RecordedChatRequest[];
+  /** Steps not consumed yet. */
+  remaining(): number;
+  /** Appends steps to the script. */
+  push(...steps: ChatStep[]): void;
+  close(): Promise<void>;
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify(body));
+}
+
+function completion(model: string, text: string, step: Extract<ChatStep, { reply: string }>) {
+  const prompt = step.usage?.prompt_tokens ?? 100;
+  const output = step.usage?.completion_tokens ?? Math.ceil(text.length / 4);
+  return {
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: output,
+      total_tokens: prompt + output,
+      prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? 0 },
+    },
+    model,
+  };
+}
+
+function reply(
+  response: ServerResponse,
+  body: RecordedChatRequest['body'],
+  step: Extract<ChatStep, { reply: string }>,
+) {
+  const model = body.model ?? 'scripted';
+  const created = Math.floor(Date.now() / 1000);
+  const { usage } = completion(model, step.reply, step);
+  if (!body.stream) {
+    sendJson(response, 200, {
+      id: 'chatcmpl-scripted',
+      object: 'chat.completion',
+      created,
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: step.reply }, finish_reason: 'stop' }],
+      usage,
+    });
+    return;
+  }
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const chunk = (
+    delta: Record<string, unknown>,
+    finish: string | null,
+    extra: Record<string, unknown> = {},
+  ) =>
+    response.write(
+      `data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`,
+    );
+  chunk({ role: 'assistant', content: '' }, null);
+  // Split the reply so clients really reassemble a stream.
+  for (let index = 0; index < step.reply.length; index += 16)
+    chunk({ content: step.reply.slice(index, index + 16) }, null);
+  chunk({}, 'stop');
+  const streamOptions = body.stream_options as { include_usage?: boolean } | undefined;
+  if (streamOptions?.include_usage)
+    response.write(
+      `data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+    );
+  response.end('data: [DONE]\n\n');
+}
+
+/** Starts the server on 127.0.0.1 with a free port. */
+export async function startScriptedChatServer(script: readonly ChatStep[] = []): Promise<ScriptedChatServer> {
+  const steps = [...script];
+  let next = 0;
+  const requests: RecordedChatRequest[] = [];
+  const hanging = new Set<ServerResponse>();
+
+  const server = createServer((request, response) => {
+    void (async () => {
+      const raw = await readBody(request);
+      let body: RecordedChatRequest['body'] = {};
+      try {
+        body = raw ? (JSON.parse(raw) as RecordedChatRequest['body']) : {};
+      } catch {
+        sendJson(response, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
+        return;
+      }
+      const path = request.url ?? '';
+      requests.push({ at: Date.now(), path, headers: request.headers, body });
+      if (request.method !== 'POST' || !path.endsWith('/chat/completions')) {
+        sendJson(response, 404, {
+          error: { message: `no route ${request.method} ${path}`, type: 'not_found' },
+        });
+        return;
+      }
+      const step = steps[next];
+      next += 1;
+      if (step === undefined) {
+        sendJson(response, 500, {
+          error: {
+            message: `scripted server: request ${next} is past the end of the script`,
+            type: 'script_exhausted',
+          },
+        });
+      } else if ('hang' in step || 'stall' in step) {
+        if ('stall' in step) {
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.write('{"id": "chatcmpl-stalled", ');
+        }
+        hanging.add(response);
+        response.on('close', () => hanging.delete(response));
+      } else if ('status' in step) {
+        sendJson(
+          response,
+          step.status,
+          step.body ?? { error: { message: `scripted status ${step.status}`, type: 'scripted_error' } },
+          step.headers,
+        );
+      } else {
+        reply(response, body, step);
+      }
+    })();
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    remaining: () => Math.max(0, steps.length - next),
+    push: (...more) => steps.push(...more),
+    close: async () => {
+      for (const response of hanging) response.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * A scripted OpenAI Responses API server for running the real codex binary in tests. `POST /v1/responses`
+ * answers with the next scripted reply as data-only SSE (what codex 0.169.0 needs, see
+ * /work/shared/reference/codex-cli.md), records every request (headers and JSON body) so tests can assert the
+ * history codex sent, and answers 500 "script exhausted" past the end of its script. It listens on 0.0.0.0 so
+ * containers reach it through `host.docker.internal` (ExtraHosts `host.docker.internal:host-gateway`).
+ */
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ScriptedUsage {
+  inputTokens: number;
+  cachedTokens?: number;
+  outputTokens: number;
+  reasoningTokens?: number;
+}
+
+/** One output item of a response, as the Responses API streams it in `response.output_item.done`. */
+export type ResponseOutputItem = Record<string, unknown>;
+
+export type ScriptedReply =
+  /** A streamed response: these output items, then `response.completed` with the usage. */
+  | { kind: 'output'; items: ResponseOutputItem[]; usage?: ScriptedUsage }
+  /** A stream that ends in `response.failed` (codex retries it `stream_max_retries` times). */
+  | { kind: 'failed'; code: string; message: string }
+  /** An HTTP error with an OpenAI-style JSON error body. */
+  | { kind: 'http_error'; status: number; message: string }
+  /** Headers are never sent: the request stays open until the server closes. */
+  | { kind: 'hang' };
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON body, or the raw text when it is not JSON. */
+  body: unknown;
+  /** Index of the reply given, or null when past the script (or not a /responses call). */
+  replyIndex: number | null;
+}
+
+let callCounter = 0;
+
+/** `exec_command` with `{"cmd": ...}`: the shell tool of codex's fallback tool set. */
+export function commandCall(cmd: string, callId = `call_${++callCounter}`): ResponseOutputItem {
+  return { type: 'function_call', call_id: callId, name: 'exec_command', arguments: JSON.stringify({ cmd }) };
+}
+
+/** An assistant message (becomes codex's `agent_message`). */
+export function assistantMessage(text: string, id = `msg_${++callCounter}`): ResponseOutputItem {
+  return { type: 'message', role: 'assistant', id, content: [{ type: 'output_text', text }] };
+}
+
+/** A freeform apply_patch call (offered only for a model codex knows, e.g. gpt-5.5). */
+export function applyPatchCall(patch: string, callId = `patch_${++callCounter}`): ResponseOutputItem {
+  return { type: 'custom_tool_call', call_id: callId, name: 'apply_patch', input: patch };
+}
+
+function usageJson(usage: ScriptedUsage | undefined): Record<string, unknown> {
+  const value = usage ?? { inputTokens: 100, outputTokens: 10 };
+  return {
+    input_tokens: value.inputTokens,
+    input_tokens_details: { cached_tokens: value.cachedTokens ?? 0 },
+    output_tokens: value.outputTokens,
+    output_tokens_details: { reasoning_tokens: value.reasoningTokens ?? 0 },
+    total_tokens: value.inputTokens + value.outputTokens,
+  };
+}
+
+function sse(response: ServerResponse, data: unknown): void {
+  response.write(`data: ${JSON.stringify(data)}\n\n`);
+}
+
+export class ScriptedResponsesServer {
+  readonly requests: RecordedRequest[] = [];
+  private readonly server: Server;
+  private readonly script: ScriptedReply[] = [];
+  private next = 0;
+  private port = 0;
+
+  constructor(script: ScriptedReply[] = []) {
+    this.script.push(...script);
+    this.server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () =>
+        this.answer(request.method ?? '', request.url ?? '', request.headers, chunks, response),
+      );
+    });
+  }
+
+  /** Listens on 0.0.0.0 on a random port. */
+  async start(): Promise<this> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, '0.0.0.0', () => resolve());
+    });
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  /** Base URL for codex's provider as seen from `host` (e.g. `host.docker.internal`, `127.0.0.1`). */
+  baseUrl(host: string): string {
+    return `http://${host}:${this.port}/v1`;
+  }
+
+  get listeningPort(): number {
+    return this.port;
+  }
+
+  /** Appends replies (for the next run of a test). */
+  enqueue(...replies: ScriptedReply[]): void {
+    this.script.push(...replies);
+  }
+
+  /** Requests to `/responses`, in order. */
+  responseRequests(): RecordedRequest[] {
+    return this.requests.filter(
+      (request) => request.method === 'POST' && request.path.endsWith('/responses'),
+    );
+  }
+
+  /** Throws when scripted replies were not consumed. */
+  assertComplete(): void {
+    if (this.next < this.script.length) {
+      throw new Error(
+        `scripted server: ${this.script.length - this.next} scripted replies were never requested`,
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    // Hanging replies keep their sockets open; end them so close() returns.
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private answer(
+    method: string,
+    url: string,
+    headers: IncomingHttpHeaders,
+    chunks: Buffer[],
+    response: ServerResponse,
+  ): void {
+    const raw = Buffer.concat(chunks).toString('utf8');
+    let body: unknown = raw;
+    try {
+      body = raw === '' ? null : JSON.parse(raw);
+    } catch {
+      // kept as text
+    }
+    const path = url.split('?')[0] ?? url;
+    const isResponses = method === 'POST' && path.endsWith('/responses');
+    const reply = isResponses ? this.script[this.next] : undefined;
+    const replyIndex = reply === undefined ? null : this.next;
+    if (reply !== undefined) this.next += 1;
+    this.requests.push({ method, path, headers, body, replyIndex });
+
+    if (!isResponses) {
+      response.writeHead(404, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ error: { message: `no route ${method} ${path}`, type: 'not_found' } }));
+      return;
+    }
+    if (reply === undefined) {
+      response.writeHead(500, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({ error: { message: 'scripted server: script exhausted', type: 'server_error' } }),
+      );
+      return;
+    }
+    const responseId = `resp_${replyIndex}`;
+    switch (reply.kind) {
+      case 'hang':
+        return;
+      case 'http_error':
+        response.writeHead(reply.status, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: { message: reply.message, type: 'server_error', code: null } }));
+        return;
+      case 'failed':
+        response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        sse(response, {
+          type: 'response.failed',
+          response: { id: responseId, error: { code: reply.code, message: reply.message } },
+        });
+        response.end();
+        return;
+      case 'output':
+        response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        sse(response, { type: 'response.created', response: { id: responseId } });
+        for (const item of reply.items) sse(response, { type: 'response.output_item.done', item });
+        sse(response, {
+          type: 'response.completed',
+          response: { id: responseId, usage: usageJson(reply.usage) },
+        });
+        response.end();
+        return;
+    }
+  }
+}

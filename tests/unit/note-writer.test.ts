@@ -1,0 +1,185 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { TaskRecord } from '../../src/core/task-runner.js';
+import { ZERO_USAGE } from '../../src/core/usage.js';
+import { readNoteMemory } from '../../src/notes/memory.js';
+import { writeTaskNote } from '../../src/notes/note-writer.js';
+
+function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
+  const usage = { ...ZERO_USAGE, inputTokens: 1000, outputTokens: 100, costUsd: 0.0123 };
+  return {
+    taskId: 'T-7',
+    prd: '# Slugify\n\nAdd a slugify(text) function | with tests.\n\nMore detail.',
+    state: 'COMPLETE',
+    reason: 'slugify done',
+    plan: {
+      title: 'Add slugify',
+      acceptanceCriteria: [
+        { id: 'AC1', description: 'slugify("A B") is "a-b"', type: 'functional', critical: true },
+        { id: 'AC2', description: 'tests cover it', type: 'quality', critical: false },
+      ],
+    },
+    task: {
+      branch: 'agent-runner/T-7',
+      baseSha: 'aaaaaaaaaaaa',
+      worktreePath: '/r/.agent-runner/worktrees/T-7',
+      dirtyStart: false,
+      scopeStatement: '',
+    },
+    runs: [
+      {
+        index: 1,
+        decision: {
+          action: 'run_worker',
+          reason: 'implement it',
+          usedPatterns: ['implement_feature', 'commit_work'],
+        },
+        startedAt: 0,
+        durationMs: 65_000,
+        mode: 'exec',
+        exitCode: 0,
+        timedOut: false,
+        failed: false,
+        threadId: 't',
+        commands: [
+          { command: "bash -lc 'npm test | tail'", exitCode: 0, status: 'completed', outputTail: '' },
+        ],
+        finalMessage: 'Added slugify and its test.',
+        errors: [],
+        usage,
+        facts: {
+          baseSha: 'aaaaaaaaaaaa',
+          headSha: 'bbbbbbbbbbbbbbbb',
+          commits: [{ sha: 'bbbbbbbbbbbbbbbb', subject: 'Add slugify' }],
+          dirty: false,
+          uncommitted: [],
+          changedFiles: ['src/slug.js'],
+          diffStat: ' src/slug.js | 5 +++++\n 1 file changed, 5 insertions(+)',
+          diff: '',
+          scopeViolations: [],
+        },
+        dod: {
+          status: 'failed',
+          ranOnDirtyTree: false,
+          source: 'package.json',
+          results: [
+            {
+              name: 'test',
+              command: 'npm test',
+              status: 'passed',
+              exitCode: 0,
+              durationMs: 1200,
+              outputTail: 'ok',
+            },
+            {
+              name: 'lint',
+              command: 'npm run lint',
+              status: 'failed',
+              exitCode: 1,
+              durationMs: 800,
+              outputTail: 'error: no-unused-vars',
+            },
+          ],
+        },
+        assessment: {
+          allCriteriaSatisfied: true,
+          summary: 'All good',
+          byCriterion: [
+            { id: 'AC1', status: 'passed', comment: 'test passes' },
+            { id: 'AC2', status: 'unknown', comment: '' },
+          ],
+          retrospective: ['Lint should run in the worker too.'],
+        },
+        refusals: ['DoD checks failing: lint'],
+      },
+    ],
+    metaCalls: 3,
+    usage: {
+      meta: usage,
+      worker: usage,
+      total: { ...usage, inputTokens: 2000, outputTokens: 200, costUsd: 0.0246 },
+    },
+    startedAt: Date.parse('2026-11-21T10:00:00Z'),
+    finishedAt: Date.parse('2026-11-21T10:02:05Z'),
+    question: null,
+    preservedRef: null,
+    workerType: 'codex',
+    runDir: '/r/.agent-runner/runs/T-7',
+    error: null,
+    ...overrides,
+  };
+}
+
+async function write(
+  rec: TaskRecord,
+  redact?: (text: string) => string,
+): Promise<{ dir: string; text: string }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'ar-note-'));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  const file = await writeTaskNote(rec, {
+    agentRunnerDir: dir,
+    repository: '/r',
+    prdPath: 'spec.md',
+    workerModel: 'gpt-5.5',
+    redact,
+  });
+  expect(file).toBe(path.join(dir, 'task-T-7.md'));
+  return { dir, text: await readFile(file, 'utf8') };
+}
+
+describe('task note', () => {
+  it('holds the state, the AC table, the evidence and the timeline', async () => {
+    const { text } = await write(record());
+    expect(text).toContain('# Task T-7: Add slugify');
+    expect(text).toContain('| **State** | **COMPLETE** (slugify done) |');
+    expect(text).toContain('| AC1 | slugify("A B") is "a-b" | yes | ✅ passed | test passes |');
+    expect(text).toContain('| Head | `bbbbbbbbbbbbbbbb` |');
+    expect(text).toContain('- `bbbbbbbbbb` Add slugify');
+    expect(text).toContain('| lint | `npm run lint` | ❌ failed (exit 1) | 800ms |');
+    expect(text).toContain('error: no-unused-vars');
+    expect(text).toContain('### Run 1 (exec, 1m5s, exit 0)');
+    expect(text).toContain('patterns: implement_feature, commit_work');
+    // A pipe inside a table cell is escaped so the table survives on GitHub.
+    expect(text).toContain("| `bash -lc 'npm test \\| tail'` | 0 | completed |");
+    expect(text).toContain('- Lint should run in the worker too.');
+    expect(text).toContain('$0.0246');
+    expect(text).toContain('Add a slugify(text) function | with tests.');
+  });
+
+  it('shows the question, the error and preserved work when there are any', async () => {
+    const { text } = await write(
+      record({
+        state: 'NEEDS_REVIEW',
+        question: 'Which locale?',
+        preservedRef: 'refs/agent-runner/wip/T-7',
+        error: { code: 'model_unreachable', message: 'cannot reach http://x' },
+      }),
+    );
+    expect(text).toContain('## Question for you\n> Which locale?');
+    expect(text).toContain('`model_unreachable`: cannot reach http://x');
+    expect(text).toContain('git show refs/agent-runner/wip/T-7');
+  });
+
+  it('applies redaction to the whole note', async () => {
+    const { text } = await write(record({ reason: 'key sk-secret123 leaked' }), (value) =>
+      value.replaceAll('sk-secret123', '[REDACTED]'),
+    );
+    expect(text).not.toContain('sk-secret123');
+    expect(text).toContain('[REDACTED]');
+  });
+
+  it('is read back as memory for later tasks', async () => {
+    const { dir } = await write(record());
+    const memory = await readNoteMemory(dir, 'OTHER');
+    expect(memory).toEqual([
+      {
+        title: 'Task T-7: Add slugify',
+        summary: expect.stringMatching(/^COMPLETE\. Add a slugify/),
+        path: path.join(dir, 'task-T-7.md'),
+      },
+    ]);
+    expect(await readNoteMemory(dir, 'T-7')).toEqual([]);
+  });
+});

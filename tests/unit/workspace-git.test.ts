@@ -1,0 +1,293 @@
+/**
+ * The git side of the workspace with real git in temporary repositories (no Docker): task branch, worktree,
+ * snapshot, sync-back with replay, DoD detection, repository preconditions.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { DEFAULT_EXCLUDE } from '../../src/config/schema.js';
+import { UserError } from '../../src/errors.js';
+import { detectDodChecks, resolveDodChecks } from '../../src/workspace/detect-dod-checks.js';
+import { inspectRepository } from '../../src/workspace/inspect-repository.js';
+import { prepareTaskWorkspace } from '../../src/workspace/prepare-task-workspace.js';
+import { removeTaskSandbox } from '../../src/workspace/remove-task-sandbox.js';
+import type { Scope } from '../../src/workspace/scope.js';
+import { syncBack } from '../../src/workspace/sync-back.js';
+import { createTempRepo, runGit } from '../support/git-repo.js';
+
+const SCOPE: Scope = { exclude: [...DEFAULT_EXCLUDE], read: [], write: [] };
+const SECRET = 'token-7f3a9c1e-unique-secret';
+
+/** Acts as the worker on the host (tests only): git in the sandbox repository, whoever owns it. */
+function worker(sandboxRepoPath: string, ...args: string[]): string {
+  return runGit(sandboxRepoPath, ['-c', 'safe.directory=*', ...args]);
+}
+
+async function repoWithSecret() {
+  const repo = await createTempRepo({
+    'README.md': '# demo\n',
+    'src/app.js': 'console.log(1);\n',
+    'secrets/token.txt': `${SECRET}\n`,
+  });
+  return repo;
+}
+
+describe('prepareTaskWorkspace (git side)', () => {
+  it('creates the task branch, worktree, .gitignore and a sandbox repository without excluded objects', async () => {
+    const repo = await repoWithSecret();
+    const base = repo.git('rev-parse', 'HEAD').trim();
+    await repo.write('notes.txt', 'uncommitted\n');
+    const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'T-1', scope: SCOPE });
+
+    expect(prepared.branch).toBe('agent-runner/T-1');
+    expect(prepared.baseSha).toBe(base);
+    expect(prepared.dirtyStart).toBe(true);
+    expect(prepared.dirtyPaths).toEqual(['notes.txt']);
+    expect(repo.git('rev-parse', 'agent-runner/T-1').trim()).toBe(base);
+    expect(existsSync(path.join(prepared.worktreePath, 'secrets/token.txt'))).toBe(true);
+    expect(prepared.mounts).toEqual([
+      { hostPath: prepared.sandboxRepoPath, containerPath: '/workspace', readOnly: false },
+    ]);
+    expect(await readFile(path.join(repo.root, '.agent-runner/.gitignore'), 'utf8')).toContain('worktrees/');
+    // .agent-runner content other than notes is ignored: the status only shows the person's own file + .gitignore.
+    expect(repo.git('status', '--porcelain', '--untracked-files=all')).not.toContain('worktrees');
+
+    expect(existsSync(path.join(prepared.sandboxRepoPath, 'src/app.js'))).toBe(true);
+    expect(existsSync(path.join(prepared.sandboxRepoPath, 'secrets'))).toBe(false);
+    expect(existsSync(path.join(prepared.sandboxRepoPath, 'notes.txt'))).toBe(false);
+    const objects = worker(prepared.sandboxRepoPath, 'cat-file', '--batch-all-objects', '--batch');
+    expect(objects).toContain('console.log(1);');
+    expect(objects).not.toContain(SECRET);
+    expect(worker(prepared.sandboxRepoPath, 'rev-list', '--all').trim().split('\n')).toEqual([
+      prepared.snapshotSha,
+    ]);
+    expect(worker(prepared.sandboxRepoPath, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(
+      'agent-runner/T-1',
+    );
+  });
+
+  it('reuses the branch and sandbox on a later run and re-creates a missing worktree', async () => {
+    const repo = await repoWithSecret();
+    const first = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'T-2', scope: SCOPE });
+    await writeFile(path.join(first.sandboxRepoPath, 'wip.txt'), 'work in progress\n');
+    repo.git('worktree', 'remove', '--force', first.worktreePath);
+    const second = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'T-2', scope: SCOPE });
+    expect(second.branchReused).toBe(true);
+    expect(second.sandboxReused).toBe(true);
+    expect(second.worktreeCreated).toBe(true);
+    expect(second.snapshotSha).toBe(first.snapshotSha);
+    expect(existsSync(path.join(second.worktreePath, 'README.md'))).toBe(true);
+    expect(await readFile(path.join(second.sandboxRepoPath, 'wip.txt'), 'utf8')).toBe('work in progress\n');
+  });
+
+  it('branches from --base', async () => {
+    const repo = await repoWithSecret();
+    const first = repo.git('rev-parse', 'HEAD').trim();
+    await repo.commit('second', { 'src/b.js': 'b\n' });
+    const prepared = await prepareTaskWorkspace({
+      repoRoot: repo.root,
+      taskId: 'T-3',
+      base: first,
+      scope: SCOPE,
+    });
+    expect(prepared.baseSha).toBe(first);
+    expect(existsSync(path.join(prepared.sandboxRepoPath, 'src/b.js'))).toBe(false);
+    const error = await prepareTaskWorkspace({
+      repoRoot: repo.root,
+      taskId: 'T-4',
+      base: 'nope',
+      scope: SCOPE,
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(UserError);
+  });
+});
+
+describe('syncBack (git side)', () => {
+  it('replays worker commits onto the real base with excluded files put back and updates the worktree', async () => {
+    const repo = await repoWithSecret();
+    const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'S-1', scope: SCOPE });
+    await writeFile(path.join(prepared.sandboxRepoPath, 'src/app.js'), 'console.log(2);\n');
+    await writeFile(path.join(prepared.sandboxRepoPath, '.env'), 'PLANTED=1\n');
+    worker(prepared.sandboxRepoPath, 'add', '-A');
+    worker(prepared.sandboxRepoPath, 'commit', '-q', '-m', 'change app', '-m', 'body line');
+    await writeFile(path.join(prepared.sandboxRepoPath, 'src/new.js'), 'new\n');
+    worker(prepared.sandboxRepoPath, 'add', '-A');
+    worker(prepared.sandboxRepoPath, 'commit', '-q', '-m', 'add new');
+
+    const synced = await syncBack({ repoRoot: repo.root, taskId: 'S-1', scope: SCOPE });
+    expect(synced.problem).toBeNull();
+    expect(synced.commits.map((commit) => commit.subject)).toEqual(['change app', 'add new']);
+    expect(synced.commits[0]?.excludedTouched).toEqual(['.env']);
+    expect(synced.pendingRef).toBeNull();
+    expect(synced.worktreeUpdated).toBe(true);
+    expect(repo.git('rev-parse', 'agent-runner/S-1').trim()).toBe(synced.headSha);
+    expect(repo.git('rev-parse', `${synced.headSha}~2`).trim()).toBe(prepared.baseSha);
+    expect(repo.git('show', `${synced.headSha}:secrets/token.txt`)).toBe(`${SECRET}\n`);
+    expect(repo.git('ls-tree', '-r', '--name-only', synced.headSha)).not.toContain('.env');
+    expect(repo.git('log', '-1', '--format=%B', `${synced.headSha}~1`)).toBe('change app\n\nbody line\n\n');
+    // Author, committer and their dates are the worker's own (the test helper's identity here).
+    const format = '--format=%an <%ae> %ad|%cn <%ce> %cd';
+    expect(repo.git('log', '-1', format, synced.headSha)).toBe(
+      worker(prepared.sandboxRepoPath, 'log', '-1', format, 'HEAD'),
+    );
+    expect(await readFile(path.join(prepared.worktreePath, 'src/new.js'), 'utf8')).toBe('new\n');
+    expect(await readFile(path.join(prepared.worktreePath, 'secrets/token.txt'), 'utf8')).toBe(`${SECRET}\n`);
+
+    const again = await syncBack({ repoRoot: repo.root, taskId: 'S-1', scope: SCOPE });
+    expect(again.commits).toEqual([]);
+    expect(again.headSha).toBe(synced.headSha);
+  });
+
+  it('keeps the commits under a pending ref when the person edited the worktree', async () => {
+    const repo = await repoWithSecret();
+    const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'S-2', scope: SCOPE });
+    await writeFile(path.join(prepared.worktreePath, 'README.md'), '# edited by the person\n');
+    await writeFile(path.join(prepared.sandboxRepoPath, 'README.md'), '# edited by the worker\n');
+    worker(prepared.sandboxRepoPath, 'commit', '-q', '-am', 'worker readme');
+    const synced = await syncBack({ repoRoot: repo.root, taskId: 'S-2', scope: SCOPE });
+    expect(synced.pendingRef).toBe('refs/agent-runner/pending/S-2');
+    expect(synced.pendingReason).toBe('worktree_conflict');
+    expect(repo.git('rev-parse', 'refs/agent-runner/pending/S-2').trim()).toBe(synced.headSha);
+    expect(repo.git('rev-parse', 'agent-runner/S-2').trim()).toBe(prepared.baseSha);
+    expect(await readFile(path.join(prepared.worktreePath, 'README.md'), 'utf8')).toBe(
+      '# edited by the person\n',
+    );
+  });
+
+  it('reports a deleted sandbox branch as a problem and changes nothing', async () => {
+    const repo = await repoWithSecret();
+    const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'S-3', scope: SCOPE });
+    worker(prepared.sandboxRepoPath, 'checkout', '-q', '--detach');
+    worker(prepared.sandboxRepoPath, 'branch', '-D', 'agent-runner/S-3');
+    const synced = await syncBack({ repoRoot: repo.root, taskId: 'S-3', scope: SCOPE });
+    expect(synced.problem).toMatch(/could not fetch/);
+    expect(synced.headSha).toBe(prepared.baseSha);
+  });
+
+  it('continues from the branch head when the sandbox repository was removed', async () => {
+    const repo = await repoWithSecret();
+    const first = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'S-4', scope: SCOPE });
+    await writeFile(path.join(first.sandboxRepoPath, 'a.txt'), 'a\n');
+    worker(first.sandboxRepoPath, 'add', '-A');
+    worker(first.sandboxRepoPath, 'commit', '-q', '-m', 'a');
+    const one = await syncBack({ repoRoot: repo.root, taskId: 'S-4', scope: SCOPE });
+    await rm(path.dirname(first.sandboxRepoPath), { recursive: true, force: true });
+    const second = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'S-4', scope: SCOPE });
+    expect(second.sandboxReused).toBe(false);
+    expect(second.snapshotOf).toBe(one.headSha);
+    expect(second.baseSha).toBe(first.baseSha);
+    await writeFile(path.join(second.sandboxRepoPath, 'b.txt'), 'b\n');
+    worker(second.sandboxRepoPath, 'add', '-A');
+    worker(second.sandboxRepoPath, 'commit', '-q', '-m', 'b');
+    const two = await syncBack({ repoRoot: repo.root, taskId: 'S-4', scope: SCOPE });
+    expect(repo.git('rev-parse', `${two.headSha}~1`).trim()).toBe(one.headSha);
+    expect(repo.git('show', `${two.headSha}:secrets/token.txt`)).toBe(`${SECRET}\n`);
+    expect(repo.git('log', '--format=%s', `${first.baseSha}..agent-runner/S-4`).trim().split('\n')).toEqual([
+      'b',
+      'a',
+    ]);
+  });
+});
+
+describe('inspectRepository', () => {
+  it('explains a directory that is not a repository, and one without commits', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'ar-norepo-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    await expect(inspectRepository(dir)).rejects.toThrow(/not inside a git repository.*git init/);
+    runGit(dir, ['init', '-q']);
+    await expect(inspectRepository(dir)).rejects.toMatchObject({ code: 'repository_invalid' });
+    await expect(inspectRepository(dir)).rejects.toThrow(/no commits yet/);
+  });
+
+  it('allows a detached HEAD and reports it', async () => {
+    const repo = await createTempRepo({ 'a.txt': 'a\n' });
+    repo.git('checkout', '-q', '--detach');
+    const info = await inspectRepository(path.join(repo.root));
+    expect(info.detached).toBe(true);
+    expect(info.branch).toBeNull();
+    expect(info.headSha).toBe(repo.git('rev-parse', 'HEAD').trim());
+  });
+});
+
+describe('detectDodChecks', () => {
+  it('finds npm test (and other scripts) with the package manager of the lockfile', async () => {
+    const repo = await createTempRepo({
+      'package.json': JSON.stringify({ scripts: { test: 'vitest run', lint: 'eslint .', start: 'node x' } }),
+      'package-lock.json': '{}',
+    });
+    const found = await detectDodChecks(repo.root);
+    expect(found.checks.map((check) => check.command)).toEqual(['npm run lint', 'npm test']);
+    expect(found.detectedFrom[1]).toBe('package.json scripts.test via npm (from package-lock.json)');
+    await writeFile(path.join(repo.root, 'pnpm-lock.yaml'), '');
+    expect((await detectDodChecks(repo.root)).checks.map((check) => check.command)).toEqual([
+      'pnpm run lint',
+      'pnpm test',
+    ]);
+  });
+
+  it('skips the npm placeholder test script', async () => {
+    const repo = await createTempRepo({
+      'package.json': JSON.stringify({ scripts: { test: 'echo "Error: no test specified" && exit 1' } }),
+    });
+    expect((await detectDodChecks(repo.root)).checks).toEqual([]);
+  });
+
+  it('finds go test, cargo test, make test and pytest', async () => {
+    const repo = await createTempRepo({
+      'go.mod': 'module example.test/x\n',
+      'Cargo.toml': '[package]\nname = "x"\n',
+      Makefile: 'build:\n\tcc x.c\ntest: build\n\t./run-tests\n',
+      'pyproject.toml': '[tool.pytest.ini_options]\n',
+    });
+    const found = await detectDodChecks(repo.root);
+    expect(found.checks.map((check) => check.command)).toEqual([
+      'make test',
+      'go test ./...',
+      'cargo test',
+      'python3 -m pytest',
+    ]);
+    expect(found.detectedFrom).toEqual(['Makefile target test', 'go.mod', 'Cargo.toml', 'pyproject.toml']);
+  });
+
+  it('prefers configured checks', async () => {
+    const repo = await createTempRepo({ 'go.mod': 'module x\n' });
+    const configured = [{ name: 'unit', command: 'make unit', timeout: 1000 }];
+    const resolved = await resolveDodChecks({ checks: configured, skip: false }, repo.root);
+    expect(resolved).toMatchObject({ source: 'config', checks: configured });
+    expect((await resolveDodChecks({ skip: true }, repo.root)).source).toBe('detected');
+  });
+});
+
+describe('removeTaskSandbox', () => {
+  it('removes the sandbox and its refs; the next prepare starts a new sandbox from the branch head', async () => {
+    const repo = await repoWithSecret();
+    const first = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'R-1', scope: SCOPE });
+    await removeTaskSandbox(repo.root, 'R-1');
+    expect(existsSync(first.sandboxRepoPath)).toBe(false);
+    expect(repo.git('for-each-ref', 'refs/agent-runner/')).toBe('');
+    expect(repo.git('rev-parse', 'agent-runner/R-1').trim()).toBe(first.baseSha);
+    const second = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'R-1', scope: SCOPE });
+    expect(second.sandboxReused).toBe(false);
+    expect(existsSync(path.join(second.sandboxRepoPath, 'README.md'))).toBe(true);
+  });
+});
+
+describe('syncBack refuses a planted git directory', () => {
+  it.each([
+    ['alternates', 'objects/info/alternates'],
+    ['commondir', 'commondir'],
+  ])('does not read a sandbox .git with %s', async (_name, relative) => {
+    const repo = await repoWithSecret();
+    const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'P-1', scope: SCOPE });
+    await writeFile(path.join(prepared.sandboxRepoPath, 'x.txt'), 'x\n');
+    worker(prepared.sandboxRepoPath, 'add', '-A');
+    worker(prepared.sandboxRepoPath, 'commit', '-q', '-m', 'x');
+    await writeFile(path.join(prepared.sandboxRepoPath, '.git', relative), `${repo.root}/.git/objects\n`);
+    const synced = await syncBack({ repoRoot: repo.root, taskId: 'P-1', scope: SCOPE });
+    expect(synced.problem).toContain(relative);
+    expect(synced.commits).toEqual([]);
+    expect(repo.git('rev-parse', 'agent-runner/P-1').trim()).toBe(prepared.baseSha);
+  });
+});
