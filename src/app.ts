@@ -12,6 +12,7 @@ import type { Clock, HumanPort, SandboxRuntime, WorkerAdapter } from './core/por
 import { TaskRunner } from './core/task-runner.js';
 import type { TaskSummary } from './core/types.js';
 import { EnvironmentError } from './errors.js';
+import { readModelScript, startScriptedModelServer } from './demo/scripted-model-server.js';
 import { createMetaAgent } from './meta/meta-agent.js';
 import { MetaAgentPortAdapter, titleOf } from './meta/meta-agent-port.js';
 import type { MetaModel } from './meta/meta-model.js';
@@ -66,6 +67,8 @@ export interface RunTaskRequest {
   signal?: AbortSignal;
   /** Answers ask_human on a terminal; absent when headless. */
   human?: HumanPort;
+  /** `--model-script FILE`: a scripted model served by agent-runner itself (demo, trying it without a key). */
+  modelScript?: string;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -126,6 +129,28 @@ export async function runTask(
   request: RunTaskRequest,
   dependencies: AppDependencies = {},
 ): Promise<TaskSummary> {
+  if (!request.modelScript) return runTaskWith(request, dependencies);
+  const taskId = request.taskId ?? newTaskId(request.prd);
+  const server = await startScriptedModelServer(await readModelScript(request.modelScript, taskId));
+  try {
+    const config: Config = {
+      ...request.config,
+      meta: { ...request.config.meta, baseUrl: server.baseUrl },
+      worker: { ...request.config.worker, baseUrl: server.baseUrl },
+    };
+    const env = {
+      ...request.env,
+      [config.meta.apiKeyEnv]: request.env[config.meta.apiKeyEnv] || 'scripted-model',
+    };
+    if (config.worker.apiKeyEnv)
+      env[config.worker.apiKeyEnv] = env[config.worker.apiKeyEnv] || 'scripted-model';
+    return await runTaskWith({ ...request, taskId, config, env }, dependencies);
+  } finally {
+    await server.close();
+  }
+}
+
+async function runTaskWith(request: RunTaskRequest, dependencies: AppDependencies): Promise<TaskSummary> {
   const { config, env, repoRoot } = request;
   const taskId = request.taskId ?? newTaskId(request.prd);
   const layout = taskLayout(repoRoot, taskId);

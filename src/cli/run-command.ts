@@ -26,6 +26,7 @@ export interface RunCommandOptions {
   headless?: boolean;
   keepSandbox?: boolean;
   config?: string;
+  modelScript?: string;
 }
 
 function flagsLayer(options: RunCommandOptions): Record<string, unknown> {
@@ -102,6 +103,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
       headless,
       keepSandbox: Boolean(options.keepSandbox),
       dodSkipped: Boolean(options.skipDod),
+      ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
       signal: controller.signal,
       onEvent: (event) => {
         if (options.json) output.out(JSON.stringify(event));
@@ -155,6 +157,10 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
     .option('--keep-sandbox', 'keep the container after the task, for debugging')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
+    .option(
+      '--model-script <file>',
+      'serve a scripted model from this YAML file instead of calling a real one (demo)',
+    )
     .action(async (options: RunCommandOptions) => {
       await runCommand(options, context);
     });

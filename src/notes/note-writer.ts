@@ -30,6 +30,13 @@ function createHandlebars(): typeof Handlebars {
       .replace(/\|/g, '\\|')
       .slice(0, 300),
   );
+  instance.registerHelper('clip', (value: unknown, max: unknown) => {
+    const text = String(value ?? '')
+      .replace(/\s+/g, ' ')
+      .replace(/\|/g, '\\|');
+    const limit = typeof max === 'number' ? max : 120;
+    return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
+  });
   instance.registerHelper('short', (value: unknown) => String(value ?? '').slice(0, 10));
   instance.registerHelper('statusIcon', (value: unknown) => STATUS_ICONS[String(value)] ?? '');
   return instance;
@@ -96,7 +103,7 @@ export function noteView(record: TaskRecord, context: NoteContext): Record<strin
     prdSummary: summarizePrd(record.prd),
     criteria,
     commits: lastFacts?.commits ?? [],
-    diffStat: lastFacts?.diffStat ?? '',
+    diffStat: (lastFacts?.diffStat ?? '').trimEnd(),
     dirty: lastFacts?.dirty ?? false,
     uncommitted: lastFacts?.uncommitted ?? [],
     scopeViolations: lastFacts?.scopeViolations ?? [],

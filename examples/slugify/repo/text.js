@@ -1,0 +1,2 @@
+// Small text helpers.
+exports.words = (text) => text.trim().split(/\s+/).filter(Boolean);

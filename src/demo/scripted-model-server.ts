@@ -1,0 +1,192 @@
+/**
+ * A scripted model served by agent-runner itself, for the demo and for trying the tool with no API key:
+ * `agent-runner run --model-script FILE`. It answers the Meta-agent's Chat Completions and the worker's
+ * Responses API from a YAML script, in order, ignoring what was asked. With a real key and no script the
+ * same command talks to the real model.
+ *
+ * Script format (YAML):
+ *   meta:            # Chat Completions replies, in order (constrained-YAML messages as text)
+ *     - |
+ *       type: plan_task
+ *       ...
+ *   worker:          # Responses turns, in order: a shell command for codex to run, or a final message
+ *     - run: echo hello > hello.txt
+ *     - message: Done.
+ * `{{taskId}}` in any text is replaced by the task id.
+ */
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { formatIssues } from '../config/load.js';
+import { UserError } from '../errors.js';
+
+const scriptSchema = z.strictObject({
+  meta: z.array(z.string().min(1)).min(1),
+  worker: z
+    .array(
+      z.union([z.strictObject({ run: z.string().min(1) }), z.strictObject({ message: z.string().min(1) })]),
+    )
+    .default([]),
+});
+export type ModelScript = z.infer<typeof scriptSchema>;
+
+export async function readModelScript(file: string, taskId: string): Promise<ModelScript> {
+  let raw: unknown;
+  try {
+    raw = parse((await readFile(file, 'utf8')).replaceAll('{{taskId}}', taskId));
+  } catch (error) {
+    throw new UserError(
+      'usage',
+      `Cannot read the model script ${file}: ${(error as Error).message.split('\n')[0]}`,
+    );
+  }
+  const result = scriptSchema.safeParse(raw);
+  if (!result.success)
+    throw new UserError('usage', `${file}: ${formatIssues(result.error.issues).join('; ')}`);
+  return result.data;
+}
+
+async function readBody(request: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+}
+
+const sse = (response: ServerResponse, events: unknown[]) => {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const event of events) response.write(`data: ${JSON.stringify(event)}\n\n`);
+  response.end();
+};
+
+/** A running scripted model. `baseUrl` includes `/v1`. */
+export interface ScriptedModelServer {
+  baseUrl: string;
+  port: number;
+  /** Replies not used yet, per side. */
+  remaining(): { meta: number; worker: number };
+  close(): Promise<void>;
+}
+
+export async function startScriptedModelServer(script: ModelScript): Promise<ScriptedModelServer> {
+  let metaIndex = 0;
+  let workerIndex = 0;
+  let sequence = 0;
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    const body = await readBody(request);
+    const url = request.url ?? '';
+    if (request.method === 'POST' && url.endsWith('/chat/completions')) {
+      const text = script.meta[metaIndex];
+      if (text === undefined) {
+        response.writeHead(500, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify({ error: { message: 'the model script has no more Meta-agent replies' } }),
+        );
+        return;
+      }
+      metaIndex += 1;
+      const usage = {
+        prompt_tokens: Math.ceil(JSON.stringify(body).length / 4),
+        completion_tokens: Math.ceil(text.length / 4),
+      };
+      const id = `chatcmpl-script-${(sequence += 1)}`;
+      const model = String(body.model ?? 'scripted');
+      if (body.stream) {
+        sse(response, [
+          {
+            id,
+            object: 'chat.completion.chunk',
+            model,
+            choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }],
+          },
+          {
+            id,
+            object: 'chat.completion.chunk',
+            model,
+            choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+            usage,
+          },
+        ]);
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created: Math.floor(Date.now() / 1000),
+          model,
+          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+          usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+        }),
+      );
+      return;
+    }
+    if (request.method === 'POST' && url.endsWith('/responses')) {
+      const turn = script.worker[workerIndex];
+      const id = `resp_script_${(sequence += 1)}`;
+      const usage = {
+        input_tokens: Math.ceil(JSON.stringify(body).length / 4),
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 20,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 0,
+      };
+      usage.total_tokens = usage.input_tokens + usage.output_tokens;
+      if (turn === undefined) {
+        response.writeHead(500, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: { message: 'the model script has no more worker turns' } }));
+        return;
+      }
+      workerIndex += 1;
+      const item =
+        'run' in turn
+          ? {
+              type: 'function_call',
+              call_id: `call_${sequence}`,
+              name: 'exec_command',
+              arguments: JSON.stringify({ cmd: turn.run }),
+            }
+          : {
+              type: 'message',
+              role: 'assistant',
+              id: `msg_${sequence}`,
+              content: [{ type: 'output_text', text: turn.message }],
+            };
+      sse(response, [
+        { type: 'response.output_item.done', item },
+        { type: 'response.completed', response: { id, usage } },
+      ]);
+      return;
+    }
+    response.writeHead(404, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ error: { message: `not scripted: ${request.method} ${url}` } }));
+  };
+  const server: Server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      response.writeHead(500);
+      response.end(String(error));
+    });
+  });
+  // 0.0.0.0 so the sandbox reaches it through host.docker.internal when the network policy allows.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '0.0.0.0', resolve);
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    port,
+    remaining: () => ({ meta: script.meta.length - metaIndex, worker: script.worker.length - workerIndex }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
