@@ -8,13 +8,12 @@ import type { PreparedTask, SandboxRuntime, TaskWorkspacePort } from '../core/po
 import type { DodOutcome, TaskFacts } from '../core/types.js';
 import { resolveDodChecks } from './detect-dod-checks.js';
 import { runDodChecks } from './dod-checks.js';
-import { sandboxGitDir } from './sandbox-repository.js';
 import { git, tryGit } from './git-command.js';
 import { taskLayout } from './layout.js';
 import { prepareTaskWorkspace, type PreparedWorkspace } from './prepare-task-workspace.js';
 import { scopeStatement } from './scope-statement.js';
 import type { Scope } from './scope.js';
-import { syncBack } from './sync-back.js';
+import { fetchFromSandbox, syncBack } from './sync-back.js';
 import { collectFacts } from './task-facts.js';
 
 /** The diff shown to the assessment is cut to this many characters. */
@@ -157,22 +156,15 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     const result = await this.runtime.exec(sandboxId, ['bash', '-c', PRESERVE_SCRIPT], { timeoutMs: 60_000 });
     if (result.exitCode === 3) return null;
     if (result.exitCode !== 0) return null;
-    const { gitDir } = await sandboxGitDir(workspace.sandboxRepoPath);
-    if (!gitDir) return null;
     const ref = `refs/agent-runner/wip/${workspace.taskId}`;
-    const fetched = await tryGit(
-      ['fetch', '-q', '--no-tags', '--no-write-fetch-head', gitDir, `+refs/agent-runner/wip:${ref}`],
-      {
-        cwd: workspace.repoRoot,
-        config: {
-          'safe.directory': '*',
-          'transfer.fsckObjects': 'true',
-          'protocol.file.allow': 'always',
-          'core.fsmonitor': 'false',
-        },
-      },
-    );
-    return fetched.exitCode === 0 ? ref : null;
+    // fetchFromSandbox: `-c safe.directory` does not reach upload-pack for a local path (git drops -c there).
+    const fetched = await fetchFromSandbox({
+      repoRoot: workspace.repoRoot,
+      taskId: workspace.taskId,
+      sourceRef: 'refs/agent-runner/wip',
+      targetRef: ref,
+    });
+    return fetched.problem === null ? ref : null;
   }
 
   /** Where the task keeps its files, for messages. */
