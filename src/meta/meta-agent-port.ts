@@ -96,10 +96,7 @@ function dodForMeta(dod: DodOutcome | undefined): FactsForAssessment['dodResults
 }
 
 export class MetaAgentPortAdapter implements MetaAgentPort {
-  constructor(
-    private readonly agent: MetaAgent,
-    private readonly workerTypes: readonly string[] = ['codex'],
-  ) {}
+  constructor(private readonly agent: MetaAgent) {}
 
   async plan(input: Parameters<MetaAgentPort['plan']>[0]): Promise<{ plan: Plan; usage: Usage }> {
     const result = await this.agent.plan(input.prd, {
@@ -206,9 +203,5 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
       ...(lastFacts ? { lastFacts } : {}),
       canResume: view.history.some((run) => run.threadId !== null),
     };
-  }
-
-  get workers(): readonly string[] {
-    return this.workerTypes;
   }
 }
