@@ -257,4 +257,30 @@ describe('agent-runner run (end to end)', () => {
     expect(events.filter((event) => event.type === 'summary')).toHaveLength(1);
     expect(chat.remaining()).toBe(0);
   });
+
+  it('--keep-sandbox keeps the container and says how to enter it', async () => {
+    const id = 'E2E-KEEP';
+    chat.push(
+      { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
+      { reply: decisionReply('abort', 'Stop here; the container is what we want to look at.') },
+    );
+    const repo = createNodeRepo();
+    onTestFinished(repo.remove);
+    const result = await runCliCaptured(['run', '--prd', 'PRD.md', '--task-id', id, '--keep-sandbox'], {
+      cwd: repo.root,
+      env: {
+        ...process.env,
+        OPENAI_BASE_URL: chat.url,
+        OPENAI_API_KEY: 'sk-test-e2e-key-000000000000',
+        CI: 'true',
+      },
+    });
+    const kept = await docker.listContainers({ filters: { label: [`agent-runner.task=${id}`] } });
+    onTestFinished(async () => {
+      for (const container of kept) await docker.getContainer(container.Id).remove({ force: true });
+    });
+    expect(result.exitCode).toBe(1);
+    expect(kept).toHaveLength(1);
+    expect(result.stderr).toContain(`docker exec -it ${kept[0]?.Id}`);
+  });
 });
