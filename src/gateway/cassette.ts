@@ -43,14 +43,26 @@ export class ReplayDivergenceError extends UserError {
   }
 }
 
-/** Fields that change on every run without changing what was asked (codex's cache key is its thread id). */
-const VOLATILE_FIELDS = new Set(['prompt_cache_key']);
-const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
-const ISO_TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g;
+/**
+ * Fields that change on every run without changing what was asked: codex's cache key (its thread id) and its
+ * telemetry (`client_metadata`: installation, session and turn ids, timestamps).
+ */
+const VOLATILE_FIELDS = new Set(['prompt_cache_key', 'client_metadata']);
+/** Volatile text inside the conversation, replaced by placeholders (measured with codex 0.169.0). */
+const VOLATILE_TEXT: readonly [RegExp, string][] = [
+  [/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<uuid>'],
+  [/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g, '<time>'],
+  // codex's environment context and exec_command results.
+  [/<current_date>[^<]*<\/current_date>/g, '<current_date>-</current_date>'],
+  [/Chunk ID: [0-9a-f]+/g, 'Chunk ID: -'],
+  [/Wall time: [0-9.]+ seconds/g, 'Wall time: - seconds'],
+];
 
-/** What is compared under replay: volatile fields dropped, UUIDs and timestamps replaced by placeholders. */
+/** What is compared under replay: volatile fields dropped, volatile text replaced by placeholders. */
 export function normalizeForMatch(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(UUID, '<uuid>').replace(ISO_TIME, '<time>');
+  if (typeof value === 'string') {
+    return VOLATILE_TEXT.reduce((text, [pattern, placeholder]) => text.replace(pattern, placeholder), value);
+  }
   if (Array.isArray(value)) return value.map(normalizeForMatch);
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};

@@ -51,7 +51,8 @@ export interface GatewayUpstream {
   apiKey: string | undefined;
 }
 
-export type GatewayMode = { kind: 'live' } | { kind: 'record'; file: string } | { kind: 'replay'; file: string };
+export type GatewayMode =
+  { kind: 'live' } | { kind: 'record'; file: string } | { kind: 'replay'; file: string };
 
 export interface ModelGatewayOptions {
   worker: GatewayUpstream;
@@ -259,7 +260,8 @@ export class ModelGateway {
     if (/^[a-z]+:\/\//i.test(url)) {
       const target = new URL(url);
       // A tool that proxies everything (no NO_PROXY) still reaches the gateway itself.
-      const local = ['127.0.0.1', 'localhost'].includes(target.hostname) && target.port === String(RELAY_PORT);
+      const local =
+        ['127.0.0.1', 'localhost'].includes(target.hostname) && target.port === String(RELAY_PORT);
       if (!local) {
         await handlePlainProxy(
           { allowlist: () => this.allowlist, log: (line) => this.log(line) },
@@ -326,7 +328,12 @@ export class ModelGateway {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.log(`${kind} #${index + 1} ${method} ${subPath}: upstream ${url.origin} unreachable: ${message}`);
-      jsonError(response, 502, `agent-runner gateway: upstream ${url.origin} unreachable: ${message}`, 'upstream_unreachable');
+      jsonError(
+        response,
+        502,
+        `agent-runner gateway: upstream ${url.origin} unreachable: ${message}`,
+        'upstream_unreachable',
+      );
       return;
     }
     const status = upstream.statusCode ?? 502;
@@ -344,7 +351,9 @@ export class ModelGateway {
     response.end();
     const usage = meter?.end() ?? null;
     if (usage !== null) this.workerUsage = addTokenUsage(this.workerUsage, usage);
-    this.log(`${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`);
+    this.log(
+      `${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`,
+    );
     await this.recorder?.add({
       kind,
       index,
@@ -368,7 +377,12 @@ export class ModelGateway {
   ): void {
     let recorded: CassetteExchange;
     try {
-      recorded = (this.player as CassettePlayer).match(kind, method, subPath, this.redact(body.toString('utf8')));
+      recorded = (this.player as CassettePlayer).match(
+        kind,
+        method,
+        subPath,
+        this.redact(body.toString('utf8')),
+      );
     } catch (error) {
       if (!(error instanceof ReplayDivergenceError)) throw error;
       this.divergences.push(error);

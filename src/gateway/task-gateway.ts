@@ -1,0 +1,126 @@
+/**
+ * One call that gives the composition root everything the gateway brings to a task: the running gateway,
+ * the network plan, what the sandbox spec needs, codex's provider, the Meta-agent's route, and the setup
+ * phase. app.ts wires these into DockerSandboxProvider, CodexWorkerAdapter and the Meta-agent's model.
+ */
+import type { Config } from '../config/schema.js';
+import type { MountSpec, SandboxNetwork, SandboxRuntime } from '../core/ports.js';
+import { EnvironmentError, UserError } from '../errors.js';
+import { ModelGateway } from './model-gateway.js';
+import { detectPackageRegistries } from './package-registries.js';
+import {
+  codexProxyOverrides,
+  gatewaySandboxSpec,
+  planSandboxNetwork,
+  prepareSandboxNetwork,
+  type SandboxNetworkPlan,
+} from './sandbox-network.js';
+
+export interface TaskGatewayInput {
+  config: Pick<Config, 'meta' | 'worker' | 'sandbox' | 'redact'>;
+  env: NodeJS.ProcessEnv;
+  /** The user's repository root, where the package manifests are looked for. */
+  repoRoot: string;
+  /** `--record FILE` / `--replay FILE` (at most one). */
+  record?: string;
+  replay?: string;
+  /** Gateway log lines, already redacted. */
+  onLog?: (line: string) => void;
+}
+
+export interface TaskGateway {
+  gateway: ModelGateway;
+  plan: SandboxNetworkPlan;
+  /** For SandboxModelAccess: merge env, append mounts, use network and keeper; no extra hosts are needed. */
+  access: {
+    env: Record<string, string>;
+    mounts: MountSpec[];
+    network: SandboxNetwork;
+    extraHosts: string[];
+    keeper: string[];
+  };
+  /** For CodexWorkerAdapter's provider (add the retry settings). */
+  codexProvider: { baseUrl: string; envKey: string };
+  /** For CodexWorkerAdapter's `configOverrides`: the proxy variables for codex's commands under allowlist. */
+  codexConfigOverrides: string[];
+  /** For the Meta-agent's OpenAI SDK: baseURL and apiKey (the gateway adds the real key). */
+  meta: { baseUrl: string; apiKey: string };
+  /**
+   * Runs `sandbox.setup` under `sandbox.setupNetwork`, then locks the sandbox into `sandbox.network`. Throws
+   * EnvironmentError('sandbox_failed') naming the failed command, its exit code and the policy.
+   */
+  setup(
+    runtime: SandboxRuntime,
+    sandboxId: string,
+    options: { workdir: string; logDir?: string; signal?: AbortSignal },
+  ): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts the task's gateway from the validated config. */
+export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGateway> {
+  const { config, env } = input;
+  if (input.record !== undefined && input.replay !== undefined) {
+    throw new UserError('usage', 'Give either --record or --replay, not both.');
+  }
+  const workerKeyEnv = config.worker.apiKeyEnv ?? config.meta.apiKeyEnv;
+  const gateway = await ModelGateway.start({
+    worker: { baseUrl: config.worker.baseUrl ?? config.meta.baseUrl, apiKey: env[workerKeyEnv] || undefined },
+    meta: { baseUrl: config.meta.baseUrl, apiKey: env[config.meta.apiKeyEnv] || undefined },
+    mode:
+      input.replay !== undefined
+        ? { kind: 'replay', file: input.replay }
+        : input.record !== undefined
+          ? { kind: 'record', file: input.record }
+          : { kind: 'live' },
+    redactPatterns: config.redact.patterns,
+    onLog: input.onLog,
+  });
+  const registries =
+    config.sandbox.setupNetwork === undefined ? await detectPackageRegistries(input.repoRoot) : [];
+  const plan = planSandboxNetwork(config.sandbox, registries);
+  const spec = gatewaySandboxSpec(gateway, plan);
+  return {
+    gateway,
+    plan,
+    access: {
+      env: spec.env,
+      mounts: spec.mounts,
+      network: spec.network,
+      extraHosts: [],
+      keeper: spec.keeper,
+    },
+    codexProvider: gateway.codexProvider(),
+    codexConfigOverrides: codexProxyOverrides(plan.worker.policy),
+    meta: { baseUrl: gateway.metaBaseUrl, apiKey: gateway.metaToken },
+    async setup(runtime, sandboxId, options) {
+      const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
+        setup: config.sandbox.setup,
+        workdir: options.workdir,
+        timeoutMs: config.sandbox.setupTimeout,
+        logDir: options.logDir,
+        signal: options.signal,
+      });
+      const failed = results.find((entry) => entry.result.exitCode !== 0);
+      if (failed === undefined) return;
+      const policy =
+        plan.setup.policy === 'allowlist'
+          ? `allowlist (${plan.setup.allowlist.join(', ') || 'no host'})`
+          : plan.setup.policy;
+      const tail = gateway.redact(
+        `${failed.result.stderrTail}${failed.result.stdoutTail}`.trim().slice(-1_500),
+      );
+      throw new EnvironmentError(
+        'sandbox_failed',
+        `sandbox.setup command \`${failed.command}\` ${
+          failed.result.timedOut
+            ? 'did not finish within sandbox.setupTimeout'
+            : `exited ${failed.result.exitCode}`
+        } under network policy ${policy}. Fix the command, or allow what it needs with sandbox.setupNetwork ` +
+          `(gateway-only | allowlist | open) and sandbox.allowlist.${tail === '' ? '' : `\n${tail}`}`,
+        { details: { command: failed.command, exitCode: failed.result.exitCode } },
+      );
+    },
+    close: () => gateway.close(),
+  };
+}

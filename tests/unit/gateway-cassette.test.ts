@@ -1,0 +1,136 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import {
+  CassettePlayer,
+  CassetteRecorder,
+  ReplayDivergenceError,
+  firstDifference,
+  normalizeForMatch,
+} from '../../src/gateway/cassette.js';
+import { createRedactor } from '../../src/notes/redact.js';
+
+function tempFile(name: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gw-cassette-unit-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return path.join(dir, name);
+}
+
+describe('firstDifference', () => {
+  it.each([
+    [{ a: 1 }, { a: 1 }, null],
+    [{ a: [1, 2] }, { a: [1, 3] }, 'a[1]: recorded 2, now 3'],
+    [{ a: [1] }, { a: [1, 2] }, 'a[1]: recorded nothing, now 2'],
+    [{ a: { b: 'x' } }, { a: {} }, 'a.b: recorded "x", now nothing'],
+    ['text', { a: 1 }, '(body): recorded "text", now {"a":1}'],
+  ])('%j vs %j', (expected, actual, difference) => {
+    expect(firstDifference(expected, actual)).toBe(difference);
+  });
+});
+
+describe('normalizeForMatch', () => {
+  it('drops codex telemetry and masks ids, dates and timings, nothing else', () => {
+    expect(
+      normalizeForMatch({
+        prompt_cache_key: 'abc',
+        client_metadata: { turn_id: 'x' },
+        input: [
+          { id: 'msg_01a1ffa4-28bb-7970-a91e-dae9ca2e96f4', text: '<current_date>2026-11-21</current_date>' },
+          { output: 'Chunk ID: 703c33\nWall time: 0.0123 seconds\nProcess exited with code 0' },
+          { at: '2026-01-02T03:04:05.678Z', keep: 'Write out.txt.' },
+        ],
+      }),
+    ).toEqual({
+      input: [
+        { id: 'msg_<uuid>', text: '<current_date>-</current_date>' },
+        { output: 'Chunk ID: -\nWall time: - seconds\nProcess exited with code 0' },
+        { at: '<time>', keep: 'Write out.txt.' },
+      ],
+    });
+  });
+});
+
+describe('CassetteRecorder and CassettePlayer', () => {
+  it('records redacted exchanges and replays them in order per kind', async () => {
+    const file = tempFile('c.json');
+    const redact = createRedactor(['super-secret-key-123'], ['token-\\d{4}']);
+    const recorder = new CassetteRecorder(file, redact);
+    await recorder.add({
+      kind: 'meta',
+      index: 0,
+      method: 'POST',
+      path: '/chat/completions',
+      requestText: '{"messages":[{"content":"hi token-1234"}]}',
+      response: { status: 200, contentType: 'application/json', body: '{"reply":"super-secret-key-123"}' },
+    });
+    await recorder.add({
+      kind: 'worker',
+      index: 0,
+      method: 'POST',
+      path: '/responses',
+      requestText: '{"input":"a"}',
+      response: { status: 200, contentType: 'text/event-stream', body: 'data: {}\n\n' },
+    });
+    const player = await CassettePlayer.load(file);
+    expect(player.remaining()).toEqual({ worker: 1, meta: 1 });
+    // Worker first although meta was recorded first: order is per kind.
+    expect(player.match('worker', 'POST', '/responses', '{"input":"a"}').response.body).toBe('data: {}\n\n');
+    const meta = player.match(
+      'meta',
+      'POST',
+      '/chat/completions',
+      redact('{"messages":[{"content":"hi token-9999"}]}'),
+    );
+    expect(meta.response.body).toBe('{"reply":"[REDACTED]"}');
+    expect(player.remaining()).toEqual({ worker: 0, meta: 0 });
+    expect(() => player.match('worker', 'POST', '/responses', '{"input":"a"}')).toThrow(
+      /diverged at worker call #2 \(POST \/responses\): the recording has only 1 worker calls/,
+    );
+  });
+
+  it('names the call, the kind and what differed', async () => {
+    const file = tempFile('c.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        version: 1,
+        exchanges: [
+          {
+            kind: 'worker',
+            index: 0,
+            method: 'POST',
+            path: '/responses',
+            request: { model: 'm', input: ['a'] },
+            response: { status: 200, contentType: 'text/event-stream', body: '' },
+          },
+        ],
+      }),
+    );
+    const player = await CassettePlayer.load(file);
+    let caught: unknown;
+    try {
+      player.match('worker', 'POST', '/responses', '{"model":"m","input":["b"]}');
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ReplayDivergenceError);
+    expect((caught as ReplayDivergenceError).message).toContain(
+      'diverged at worker call #1 (POST /responses): input[0]: recorded "a", now "b"',
+    );
+    expect((caught as ReplayDivergenceError).divergence).toEqual({
+      kind: 'worker',
+      index: 0,
+      difference: 'input[0]: recorded "a", now "b"',
+    });
+    // A failed match does not advance: the same call can still match.
+    expect(player.match('worker', 'POST', '/responses', '{"model":"m","input":["a"]}').index).toBe(0);
+  });
+
+  it('refuses a file that is not a cassette, saying how to make one', async () => {
+    const file = tempFile('bad.json');
+    writeFileSync(file, '{"hello":1}');
+    await expect(CassettePlayer.load(file)).rejects.toThrow(/not an agent-runner cassette.*--record/);
+    await expect(CassettePlayer.load(`${file}.missing`)).rejects.toThrow(/Cannot read the cassette/);
+  });
+});
