@@ -1,0 +1,217 @@
+/** The results file's shape, the targets, and the Markdown rendering of both. */
+import {
+  marginalCosts,
+  type LoopOverhead,
+  type ParallelResult,
+  type PromptGrowth,
+} from './loop-benchmarks.js';
+import type { MachineInfo } from './machine.js';
+import type { Comparison } from './sandbox-comparison.js';
+import type { SampleSummary } from './stats.js';
+
+export interface TargetCheck {
+  name: string;
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
+export interface BenchResults {
+  machine: MachineInfo;
+  image: string;
+  durationSeconds: number;
+  dockerCliStart: SampleSummary;
+  /** What `docker inspect` showed on both sides (checked equal before timing). */
+  hardening: Record<string, unknown>;
+  sandbox: { create: Comparison; remove: Comparison; exec: Comparison };
+  loop: LoopOverhead[];
+  parallel: ParallelResult[];
+  prompt: PromptGrowth;
+  targets: TargetCheck[];
+  /** Bench containers still present at the end (removed then); 0 when every path cleaned up. */
+  leftoverContainers: number;
+}
+
+/** The issue's targets against the figures. */
+export function checkTargets(results: Omit<BenchResults, 'targets'>): TargetCheck[] {
+  const { create, exec } = results.sandbox;
+  const checks: TargetCheck[] = [
+    {
+      name: '1. create + start vs docker run -d',
+      target: '≤ 1.3×',
+      measured: `${create.ratio}×`,
+      met: create.ratio <= 1.3,
+    },
+    {
+      name: '2. exec `true` vs docker exec',
+      target: '≤ 1.3×',
+      measured: `${exec.ratio}×`,
+      met: exec.ratio <= 1.3,
+    },
+  ];
+  for (const loop of results.loop) {
+    checks.push({
+      name: `3. loop overhead beyond Docker, ${loop.iterations} iteration(s)`,
+      target: '≤ 50 ms/iteration',
+      measured: `${loop.overheadPerIterationMs} ms`,
+      met: loop.overheadPerIterationMs <= 50,
+    });
+  }
+  const eight = results.parallel.find((result) => result.tasks === 8);
+  if (eight) {
+    const peak = Math.max(eight.memory.sampledPeakMiB, eight.memory.kernelPeakMiB ?? 0);
+    checks.push({
+      name: '4. peak RSS at N = 8',
+      target: '≤ 150 MB',
+      measured: `${peak} MiB`,
+      met: peak * 1.048576 <= 150,
+    });
+  }
+  checks.push({
+    name: '5. Meta-agent prompt at 50 runs',
+    target: `≤ budget (${results.prompt.budgetTokens} tokens)`,
+    measured: `max ${results.prompt.maxTokens} tokens (unbounded: ${results.prompt.maxUnboundedTokens})`,
+    met: results.prompt.withinBudget,
+  });
+  return checks;
+}
+
+function table(header: string[], rows: (string | number)[][]): string {
+  return [
+    `| ${header.join(' | ')} |`,
+    `| ${header.map(() => '---').join(' | ')} |`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ].join('\n');
+}
+
+function comparisonRow(comparison: Comparison): (string | number)[] {
+  return [
+    comparison.name,
+    comparison.agentRunner.medianMs,
+    comparison.raw.medianMs,
+    `${comparison.ratio}×`,
+    `${comparison.agentRunner.p90Ms} / ${comparison.raw.p90Ms}`,
+    `${comparison.warmup} + ${comparison.agentRunner.count}`,
+  ];
+}
+
+/** One line saying what both sides' containers were started with (from docker inspect). */
+function hardeningLine(hardening: Record<string, unknown>): string {
+  const value = (key: string) => JSON.stringify(hardening[key]);
+  const mounts = (hardening.mounts as { destination?: string; rw?: boolean }[] | undefined) ?? [];
+  const labels = (hardening.labels as string[] | undefined) ?? [];
+  return (
+    `Checked equal on both sides with \`docker inspect\` before timing: init ${value('init')}, cap-drop ${value('capDrop')}, ` +
+    `security-opt ${value('securityOpt')}, read-only root ${value('readonlyRootfs')}, tmpfs ${Object.keys((hardening.tmpfs as object | undefined) ?? {}).join(' and ')}, ` +
+    `memory ${value('memory')} B (swap ${value('memorySwap')}), pids ${value('pidsLimit')}, NanoCpus ${value('nanoCpus')}, ` +
+    `network ${value('networkMode')}, user ${value('user')}, ${labels.length} labels (${labels.join(', ')}), ` +
+    `bind mounts ${mounts.map((mount) => `${mount.destination}${mount.rw ? ' (rw)' : ' (ro)'}`).join(', ')}.`
+  );
+}
+
+/** Rows of the prompt-growth table: the calls at these history lengths. */
+const PROMPT_ROWS = [0, 1, 2, 5, 10, 20, 30, 40, 50];
+
+export function renderMarkdown(results: BenchResults): string {
+  const { machine } = results;
+  const lines: string[] = [
+    `# agent-runner benchmark: ${machine.date}`,
+    '',
+    `Machine: ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os} (kernel ${machine.kernel}), ` +
+      `Docker ${machine.dockerServer} (CLI ${machine.dockerClient}), Node ${machine.node}. Image: \`${results.image}\`. ` +
+      `Load average (1/5/15 min) at start ${machine.loadAverageAtStart.join(' / ')}, at end ${machine.loadAverageAtEnd?.join(' / ') ?? 'n/a'}. ` +
+      `Whole run: ${results.durationSeconds} s. Leftover bench containers: ${results.leftoverContainers}.`,
+    '',
+    '## Targets',
+    '',
+    table(
+      ['Measure', 'Target', 'Measured', 'Met'],
+      results.targets.map((check) => [check.name, check.target, check.measured, check.met ? 'yes' : 'NO']),
+    ),
+    '',
+    '## 1–2. Runtime against the raw Docker CLI (medians, ms)',
+    '',
+    table(
+      ['Operation', 'agent-runner', 'docker CLI', 'ratio', 'p90 (ar / cli)', 'warm-up + counted'],
+      [results.sandbox.create, results.sandbox.exec, results.sandbox.remove].map(comparisonRow),
+    ),
+    '',
+    hardeningLine(results.hardening),
+    '',
+    `Docker CLI start-up alone (\`docker --version\`, no engine call): median ${results.dockerCliStart.medianMs} ms.`,
+    '',
+    '## 3. Loop iteration: agent-runner beyond its Docker calls (medians)',
+    '',
+    table(
+      [
+        'Iterations',
+        'Runs',
+        'Overhead / iteration (ms)',
+        'Docker / iteration (ms)',
+        'Task overhead total (ms)',
+        'CPU / iteration (ms)',
+        'Task wall (ms)',
+        'Same task, no Docker: ms / iteration',
+        'Max prompt (tokens)',
+      ],
+      results.loop.map((loop) => [
+        loop.iterations,
+        loop.repetitions,
+        loop.overheadPerIterationMs,
+        loop.dockerPerIterationMs,
+        loop.overheadTotalMs,
+        loop.cpuPerIterationMs,
+        loop.wallMedianMs,
+        loop.noDockerPerIterationMs,
+        loop.maxPromptTokens,
+      ]),
+    ),
+    '',
+    `What one more iteration adds (slope of the task overhead): ${marginalCosts(results.loop)
+      .map((pair) => `${pair.from}→${pair.to} iterations: ${pair.perIterationMs} ms`)
+      .join('; ')}. The rest of the 1-iteration figure is fixed per task (set-up, plan call, note).`,
+    '',
+    '## 4. Tasks in parallel',
+    '',
+    table(
+      [
+        'Tasks',
+        'Iterations each',
+        'Wall (ms)',
+        'Tasks / min',
+        'Iterations / s',
+        'Outside Docker (ms)',
+        'Peak RSS sampled (MiB)',
+        'VmHWM (MiB)',
+      ],
+      results.parallel.map((result) => [
+        result.tasks,
+        result.iterationsPerTask,
+        result.wallMs,
+        result.tasksPerMinute,
+        result.iterationsPerSecond,
+        result.outsideDockerMs,
+        result.memory.sampledPeakMiB,
+        result.memory.kernelPeakMiB ?? 'n/a',
+      ]),
+    ),
+    '',
+    `## 5. Meta-agent prompt size (estimated tokens, chars / 4; budget ${results.prompt.budgetTokens})`,
+    '',
+    table(
+      ['Runs in history', 'next_action', 'completion_assessment', 'next_action with no budget'],
+      PROMPT_ROWS.flatMap((runs) => {
+        const next = results.prompt.calls.find(
+          (call) => call.purpose === 'next_action' && call.runsInHistory === runs,
+        );
+        const assess = results.prompt.calls.find(
+          (call) => call.purpose === 'completion_assessment' && call.runsInHistory === runs,
+        );
+        if (!next && !assess) return [];
+        return [[runs, next?.tokens ?? '–', assess?.tokens ?? '–', next?.shadowTokens ?? '–']];
+      }),
+    ),
+    '',
+  ];
+  return lines.join('\n');
+}

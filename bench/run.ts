@@ -1,0 +1,115 @@
+/**
+ * `npm run bench`: agent-runner's own overhead against raw Docker (see docs/benchmarks.md). Not part of
+ * `npm test`. Writes bench/results/latest.json and latest.md and prints the Markdown.
+ *
+ * Environment: AGENT_RUNNER_BENCH_IMAGE (default agent-runner-base:bookworm), AGENT_RUNNER_BENCH_DOCKER_CLI
+ * (default /usr/local/bin/docker).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { format, resolveConfig } from 'prettier';
+import { validateConfig } from '../src/config/load.js';
+import { createDockerClient } from '../src/sandbox/docker-client.js';
+import { DockerSandboxRuntime } from '../src/sandbox/docker-runtime.js';
+import { VERSION } from '../src/version.js';
+import { benchSandboxes } from './bench-sandbox.js';
+import { docker } from './docker-cli.js';
+import { measureLoopOverhead, measureParallel, measurePromptGrowth } from './loop-benchmarks.js';
+import { loadAverage, machineInfo } from './machine.js';
+import { checkTargets, renderMarkdown, type BenchResults } from './report.js';
+import { assertSameHardening, cliStartFloor, compareCreate, compareExec } from './sandbox-comparison.js';
+import { round } from './stats.js';
+
+const IMAGE = process.env.AGENT_RUNNER_BENCH_IMAGE ?? 'agent-runner-base:bookworm';
+const RESULTS_DIR = path.join(import.meta.dirname, 'results');
+
+function progress(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+async function main(): Promise<void> {
+  const startedAt = performance.now();
+  const runId = randomBytes(3).toString('hex');
+  await docker(['image', 'inspect', '--format', '{{.Id}}', IMAGE]).catch((error: unknown) => {
+    throw new Error(
+      `The bench image ${IMAGE} is not on this engine (${(error as Error).message}). ` +
+        'Build it (scripts/setup.sh) or set AGENT_RUNNER_BENCH_IMAGE.',
+    );
+  });
+  const client = createDockerClient();
+  const runtime = new DockerSandboxRuntime(client, { version: VERSION });
+  const config = validateConfig([]);
+  const sandboxes = await benchSandboxes(runId, IMAGE);
+  const scratch = await mkdtemp(path.join(tmpdir(), 'agent-runner-bench-state-'));
+  let leftoverContainers = -1;
+  try {
+    const machine = await machineInfo();
+    progress(`run ${runId} on ${machine.cores} cores, Docker ${machine.dockerServer}, ${IMAGE}`);
+    const dockerCliStart = await cliStartFloor(10);
+
+    const hardening = await assertSameHardening(runtime, sandboxes);
+    progress(
+      '1. sandbox create + start: runtime vs docker run -d (same hardening, checked with docker inspect)',
+    );
+    const { create, remove } = await compareCreate(runtime, sandboxes, { warmup: 2, counted: 15 });
+    progress(`   ${create.agentRunner.medianMs} ms vs ${create.raw.medianMs} ms (${create.ratio}x)`);
+
+    progress('2. exec `true`: runtime vs docker exec');
+    const exec = await compareExec(runtime, sandboxes, { warmup: 5, counted: 40 });
+    progress(`   ${exec.agentRunner.medianMs} ms vs ${exec.raw.medianMs} ms (${exec.ratio}x)`);
+
+    const loopContext = { runtime, sandboxes, config, scratch };
+    progress('3. loop iterations (1, 10, 50) with a scripted model and a no-op worker');
+    const loop = await measureLoopOverhead(loopContext);
+    for (const item of loop) {
+      progress(`   ${item.iterations}: ${item.overheadPerIterationMs} ms/iteration beyond Docker`);
+    }
+
+    progress('4. tasks in parallel (1, 2, 4, 8)');
+    const parallel = await measureParallel({ image: IMAGE, runId }, [1, 2, 4, 8], 5);
+    for (const item of parallel) {
+      progress(`   N=${item.tasks}: ${item.wallMs} ms, peak RSS ${item.memory.sampledPeakMiB} MiB`);
+    }
+
+    progress('5. Meta-agent prompt size up to 50 runs');
+    const prompt = await measurePromptGrowth({ sandboxes, config, scratch }, 50);
+    progress(`   max ${prompt.maxTokens} tokens (budget ${prompt.budgetTokens})`);
+
+    leftoverContainers =
+      (await sandboxes.cleanup(client)) + parallel.reduce((sum, item) => sum + item.leftoverContainers, 0);
+    const partial: Omit<BenchResults, 'targets'> = {
+      machine: { ...machine, loadAverageAtEnd: loadAverage() },
+      image: IMAGE,
+      durationSeconds: round((performance.now() - startedAt) / 1000, 1),
+      dockerCliStart,
+      hardening,
+      sandbox: { create, remove, exec },
+      loop,
+      parallel,
+      prompt,
+      leftoverContainers,
+    };
+    const results: BenchResults = { ...partial, targets: checkTargets(partial) };
+    const markdown = renderMarkdown(results);
+    await mkdir(RESULTS_DIR, { recursive: true });
+    // Formatted as the repository's formatter would, so `npm run lint` stays clean after a bench run.
+    const jsonFile = path.join(RESULTS_DIR, 'latest.json');
+    const markdownFile = path.join(RESULTS_DIR, 'latest.md');
+    const formatting = (await resolveConfig(jsonFile)) ?? {};
+    await writeFile(jsonFile, await format(JSON.stringify(results), { ...formatting, parser: 'json' }));
+    await writeFile(markdownFile, markdown);
+    process.stdout.write(`${markdown}\n`);
+  } finally {
+    if (leftoverContainers < 0) await sandboxes.cleanup(client).catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exitCode = 1;
+});
