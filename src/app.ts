@@ -9,9 +9,13 @@ import type Docker from 'dockerode';
 import type { Config } from './config/schema.js';
 import type { StampedEvent } from './core/events.js';
 import type { Clock, HumanPort, SandboxRuntime, WorkerAdapter } from './core/ports.js';
-import { TaskRunner } from './core/task-runner.js';
+import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
 import type { TaskSummary } from './core/types.js';
 import { EnvironmentError } from './errors.js';
+import { EngineWatchRuntime } from './lifecycle/engine-watch.js';
+import { hurryKillArgv } from './lifecycle/hurry-kill.js';
+import { findOrphanSandboxes, removeSandboxes } from './lifecycle/orphan-sandboxes.js';
+import { acquireTaskLock } from './lifecycle/task-lock.js';
 import { readModelScript, startScriptedModelServer } from './demo/scripted-model-server.js';
 import { createMetaAgent } from './meta/meta-agent.js';
 import { MetaAgentPortAdapter, titleOf } from './meta/meta-agent-port.js';
@@ -22,7 +26,7 @@ import { readNoteMemory } from './notes/memory.js';
 import { writeTaskNote } from './notes/note-writer.js';
 import { createRedactor, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
-import { createDockerClient, pingDocker } from './sandbox/docker-client.js';
+import { createDockerClient, describeDockerHost, pingDocker } from './sandbox/docker-client.js';
 import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
 import {
   CODEX_HOME_IN_SANDBOX,
@@ -67,6 +71,12 @@ export interface RunTaskRequest {
   signal?: AbortSignal;
   /** Answers ask_human on a terminal; absent when headless. */
   human?: HumanPort;
+  /** Aborted on a second Ctrl-C: the worker's processes are killed at once instead of after the grace. */
+  hurry?: AbortSignal;
+  /** One-line notices for the person (orphaned containers removed, a stale lock taken over). */
+  onNotice?: (text: string) => void;
+  /** `resume`: continue from an earlier attempt rebuilt from the journal. */
+  resume?: { previous: NonNullable<TaskRunnerOptions['previous']> };
   /** `--model-script FILE`: a scripted model served by agent-runner itself (demo, trying it without a key). */
   modelScript?: string;
 }
@@ -151,14 +161,45 @@ export async function runTask(
 }
 
 async function runTaskWith(request: RunTaskRequest, dependencies: AppDependencies): Promise<TaskSummary> {
-  const { config, env, repoRoot } = request;
   const taskId = request.taskId ?? newTaskId(request.prd);
-  const layout = taskLayout(repoRoot, taskId);
+  const layout = taskLayout(request.repoRoot, taskId);
   await mkdir(layout.runDir, { recursive: true });
+  // One task, one runner: refuses (exit 2) while another live process works on this task id.
+  const lock = acquireTaskLock(layout.runDir, { taskId, command: request.resume ? 'resume' : 'run' });
+  try {
+    if (lock.tookOver) {
+      request.onNotice?.(
+        `took over the lock of task ${taskId} left by pid ${lock.tookOver.pid} (${lock.tookOver.command}, started ${lock.tookOver.startedAt}), which is no longer running`,
+      );
+    }
+    return await runLockedTask(request, dependencies, taskId);
+  } finally {
+    lock.release();
+  }
+}
 
+async function runLockedTask(
+  request: RunTaskRequest,
+  dependencies: AppDependencies,
+  taskId: string,
+): Promise<TaskSummary> {
+  const { config, env, repoRoot } = request;
+  const layout = taskLayout(repoRoot, taskId);
   const docker = dependencies.docker ?? createDockerClient(env);
-  const runtime = dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env });
+  const runtime = new EngineWatchRuntime(
+    dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env }),
+    { taskId, dockerHost: describeDockerHost(env) },
+  );
   await pingDocker(docker, env);
+  // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
+  const orphans = await findOrphanSandboxes(runtime, { repoRoot });
+  if (orphans.length > 0) {
+    const swept = await removeSandboxes(runtime, orphans);
+    for (const sandbox of swept.removed)
+      request.onNotice?.(
+        `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
+      );
+  }
   const image = await resolveWorkerImage(config);
   await ensureImage(docker, image);
 
@@ -217,6 +258,14 @@ async function runTaskWith(request: RunTaskRequest, dependencies: AppDependencie
     {
       taskId,
       prd: request.prd,
+      startOptions: {
+        prdPath: request.prdPath,
+        prd: request.prd,
+        ...(request.base !== undefined ? { base: request.base } : {}),
+        dodSkipped: request.dodSkipped,
+        ...(request.resume ? { resumed: true } : {}),
+      },
+      ...(request.resume ? { previous: request.resume.previous } : {}),
       limits: {
         maxIterations: config.limits.maxIterations,
         maxMetaCalls: config.limits.maxMetaCalls,
@@ -254,10 +303,26 @@ async function runTaskWith(request: RunTaskRequest, dependencies: AppDependencie
           ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
         }),
       onEvent: (event) => {
-        journal.append(event);
+        if (event.type === 'sandbox_started') sandboxId = event.sandboxId;
+        if (event.type === 'worker_started') workerRunning = true;
+        if (event.type === 'worker_finished') workerRunning = false;
         request.onEvent?.(event);
+        // Last, so the person still sees the event when the journal cannot be written (it then throws).
+        journal.append(event);
       },
     },
   );
-  return runner.run(request.signal);
+  let sandboxId: string | null = null;
+  let workerRunning = false;
+  const onHurry = () => {
+    // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
+    if (sandboxId && workerRunning)
+      void runtime.exec(sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 }).catch(() => {});
+  };
+  request.hurry?.addEventListener('abort', onHurry, { once: true });
+  try {
+    return await runner.run(request.signal);
+  } finally {
+    request.hurry?.removeEventListener('abort', onHurry);
+  }
 }

@@ -11,6 +11,9 @@ import { registerPlanCommand } from './plan-command.js';
 import { registerDoctorCommand } from './doctor-command.js';
 import { registerImageCommand } from './image-command.js';
 import { registerRunCommand } from './run-command.js';
+import { registerResumeCommand } from './resume-command.js';
+import { registerStatusCommand } from './status-command.js';
+import { registerGcCommand } from './gc-command.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
@@ -34,6 +37,9 @@ export function createProgram(context: CommandContext): Command {
     })
     .exitOverride();
   registerRunCommand(program, context);
+  registerResumeCommand(program, context);
+  registerStatusCommand(program, context);
+  registerGcCommand(program, context);
   registerImageCommand(program, context);
   registerDoctorCommand(program, context);
   registerPlanCommand(program, context);

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { runTask } from '../app.js';
+import { runTask, type RunTaskRequest } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
 import { loadPrd } from '../prd/load-prd.js';
@@ -29,7 +29,10 @@ export interface RunCommandOptions {
   modelScript?: string;
 }
 
-function flagsLayer(options: RunCommandOptions): Record<string, unknown> {
+/** The config layer of the flags `run` and `resume` share. */
+export function flagsLayer(
+  options: Pick<RunCommandOptions, 'model' | 'worker' | 'maxIterations' | 'timeout'>,
+): Record<string, unknown> {
   const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
   return {
     meta: { model: options.model },
@@ -64,7 +67,7 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
 }
 
 export async function runCommand(options: RunCommandOptions, context: CommandContext): Promise<TaskSummary> {
-  const { output, env } = context;
+  const { env } = context;
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);
   const repository = await inspectRepository(context.cwd);
@@ -74,9 +77,44 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
     flags: flagsLayer(options),
     ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
   });
+  return driveTask(
+    {
+      repoRoot: repository.root,
+      prd,
+      prdPath,
+      taskId: options.taskId,
+      base: options.base,
+      config,
+      env,
+      keepSandbox: Boolean(options.keepSandbox),
+      dodSkipped: Boolean(options.skipDod),
+      ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
+    },
+    options,
+    context,
+  );
+}
+
+/** What `run` and `resume` decide before the task is driven the same way. */
+export type DrivenTaskRequest = Omit<
+  RunTaskRequest,
+  'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human'
+>;
+
+/**
+ * Runs a task with live progress (or `--json`), Ctrl-C handling (first: stop and save; second: kill the
+ * worker at once; the note is written either way) and the summary; sets the exit code. Shared by `resume`.
+ */
+export async function driveTask(
+  request: DrivenTaskRequest,
+  options: { json?: boolean; headless?: boolean },
+  context: CommandContext,
+): Promise<TaskSummary> {
+  const { output, env } = context;
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
   const progress = createProgressPrinter((line) => output.err(line));
   const controller = new AbortController();
+  const hurry = new AbortController();
   let interrupts = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     interrupts += 1;
@@ -86,25 +124,19 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
       );
       controller.abort();
     } else {
-      output.err('agent-runner: stopping now; the note is still written');
+      output.err('agent-runner: stopping now (worker killed without grace); the note is still written');
+      hurry.abort();
     }
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
     const summary = await runTask({
-      repoRoot: repository.root,
-      prd,
-      prdPath,
-      taskId: options.taskId,
-      base: options.base,
-      config,
-      env,
+      ...request,
       headless,
-      keepSandbox: Boolean(options.keepSandbox),
-      dodSkipped: Boolean(options.skipDod),
-      ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
       signal: controller.signal,
+      hurry: hurry.signal,
+      onNotice: (text) => output.err(`agent-runner: ${text}`),
       onEvent: (event) => {
         if (options.json) output.out(JSON.stringify(event));
         else progress(event);

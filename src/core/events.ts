@@ -4,7 +4,27 @@
  */
 import type { WorkerEvent } from './ports.js';
 import type { TaskState } from './task-state.js';
-import type { Assessment, DodOutcome, MetaDecision, Plan, TaskFacts, TaskSummary, Usage } from './types.js';
+import type {
+  Assessment,
+  DodOutcome,
+  MetaDecision,
+  Plan,
+  RunRecord,
+  TaskFacts,
+  TaskSummary,
+  Usage,
+} from './types.js';
+
+/** How the task was started, recorded in `task_started` so `resume` can start it again the same way. */
+export interface TaskStartOptions {
+  prdPath: string;
+  /** The PRD text as it was when the task started (a resumed task keeps working on the same PRD). */
+  prd: string;
+  base?: string;
+  dodSkipped: boolean;
+  /** Set on a resumed attempt. */
+  resumed?: boolean;
+}
 
 export type RunnerEvent =
   | {
@@ -14,6 +34,7 @@ export type RunnerEvent =
       baseSha: string;
       worktreePath: string;
       dirtyStart: boolean;
+      options?: TaskStartOptions;
     }
   | { type: 'transition'; from: TaskState; to: TaskState; reason?: string }
   | { type: 'sandbox_started'; sandboxId: string }
@@ -29,6 +50,8 @@ export type RunnerEvent =
       failed: boolean;
       durationMs: number;
     }
+  /** The whole RunRecord, after the run and again once facts, DoD and assessment are in (resume reads it). */
+  | { type: 'run_recorded'; run: number; record: RunRecord }
   | { type: 'facts'; run: number; facts: TaskFacts }
   | { type: 'dod'; run: number; dod: DodOutcome }
   | { type: 'assessment'; run: number; assessment: Assessment; usage: Usage }

@@ -3,11 +3,11 @@
  * runner decides completion from facts it observes itself. Every terminal path writes the note and stops
  * the sandbox.
  */
-import { AgentRunnerError, EXIT_CODES } from '../errors.js';
+import { AgentRunnerError, EnvironmentError, EXIT_CODES } from '../errors.js';
 import type { PatternLibrary } from '../patterns/pattern-library.js';
 import { renderWorkerPrompt } from '../patterns/worker-prompt.js';
 import { completionRefusals } from './completion-gate.js';
-import type { RunnerEvent, StampedEvent } from './events.js';
+import type { RunnerEvent, StampedEvent, TaskStartOptions } from './events.js';
 import type {
   Clock,
   HumanPort,
@@ -42,7 +42,19 @@ export interface TaskRunnerOptions {
   patterns: PatternLibrary;
   runDir: string;
   /** Runs of an earlier, interrupted attempt of this task (resume). */
-  previous?: { plan: Plan; runs: RunRecord[]; threadId: string | null; metaCalls: number; usage: Usage };
+  previous?: {
+    plan: Plan;
+    runs: RunRecord[];
+    threadId: string | null;
+    metaCalls: number;
+    usage: Usage;
+    /** Worker usage of the earlier attempts (meta usage is `usage`). */
+    workerUsage?: Usage;
+    /** What the Meta-agent should know about the earlier attempt (a run cut short by a crash...). */
+    feedback?: string[];
+  };
+  /** Recorded in `task_started` so `resume` can start the task again the same way. */
+  startOptions?: TaskStartOptions;
 }
 
 /** Everything the note is written from. */
@@ -77,6 +89,23 @@ export interface TaskRunnerDeps {
   onEvent?: (event: StampedEvent) => void;
 }
 
+/** An error whose cause chain says the disk is full: the task stops with `disk_full` (exit 4), not a bug. */
+function diskFullError(error: unknown, runDir: string): EnvironmentError | null {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && current; depth += 1) {
+    if ((current as { code?: unknown }).code === 'ENOSPC') {
+      return new EnvironmentError(
+        'disk_full',
+        `The disk is full: agent-runner could not write the task's logs under ${runDir} (${(current as Error).message}). ` +
+          'Free some space (or move .agent-runner/runs to a larger disk), then continue with `agent-runner resume`.',
+        { cause: error },
+      );
+    }
+    current = (current as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
 /** Ends the loop from deep inside it with a terminal state. */
 class Stop extends Error {
   constructor(
@@ -103,6 +132,11 @@ export class TaskRunner {
   private question: string | null = null;
   private preservedRef: string | null = null;
   private startedAt = 0;
+  /** Set when an event could not be recorded (the journal's disk is full...): the task stops with it. */
+  private fatal: AgentRunnerError | null = null;
+  private readonly fatalAbort = new AbortController();
+  /** A worker ran since the last observation: its commits may not be on the task branch yet. */
+  private unobservedRun: number | null = null;
 
   constructor(
     private readonly options: TaskRunnerOptions,
@@ -115,19 +149,30 @@ export class TaskRunner {
       this.threadId = previous.threadId;
       this.metaCalls = previous.metaCalls;
       this.metaUsage = previous.usage;
+      if (previous.workerUsage) this.workerUsage = previous.workerUsage;
+      if (previous.feedback) this.feedback.push(...previous.feedback);
     }
   }
 
   /** Runs the task to a terminal state. Never throws for task-level failures: they end in the summary. */
-  async run(signal?: AbortSignal): Promise<TaskSummary> {
+  async run(outerSignal?: AbortSignal): Promise<TaskSummary> {
     this.startedAt = this.deps.clock.now();
+    // A fatal recording error stops the worker like an interrupt does, but ends the task FAILED with it.
+    const signal = outerSignal
+      ? AbortSignal.any([outerSignal, this.fatalAbort.signal])
+      : this.fatalAbort.signal;
     let stop: Stop;
     let error: AgentRunnerError | null = null;
     try {
       stop = await this.loop(signal);
     } catch (caught) {
-      if (caught instanceof Stop) stop = caught;
-      else if (signal?.aborted) stop = new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
+      const fatal =
+        this.fatal ?? (caught instanceof Stop ? null : diskFullError(caught, this.options.runDir));
+      if (fatal) {
+        error = fatal;
+        stop = new Stop('FAILED', fatal.message, fatal.exitCode);
+      } else if (caught instanceof Stop) stop = caught;
+      else if (signal.aborted) stop = new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
       else {
         error =
           caught instanceof AgentRunnerError
@@ -155,6 +200,7 @@ export class TaskRunner {
       baseSha: this.task.baseSha,
       worktreePath: this.task.worktreePath,
       dirtyStart: this.task.dirtyStart,
+      ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
     });
     this.memory = await this.deps.notes.readMemory(this.options.taskId);
     this.sandboxId = await this.deps.sandboxes.start(this.task);
@@ -249,6 +295,7 @@ export class TaskRunner {
     const index = this.runs.length + 1;
     const mode = call.mode === 'resume' && this.threadId ? 'resume' : 'exec';
     this.emit({ type: 'worker_started', run: index, mode, prompt });
+    this.unobservedRun = index;
     const remaining = this.startedAt + limits.wallClockMs - this.deps.clock.now();
     const result = await this.deps.worker.run({
       sandboxId: this.sandboxId,
@@ -292,10 +339,12 @@ export class TaskRunner {
       refusals: [],
     };
     this.runs.push(record);
+    this.emit({ type: 'run_recorded', run: index, record: structuredClone(record) });
     if (signal?.aborted) throw new Error('interrupted');
 
     this.move({ type: 'validate' });
     const facts: TaskFacts = await this.deps.workspace.observe(this.sandboxId);
+    this.unobservedRun = null;
     record.facts = facts;
     this.emit({ type: 'facts', run: index, facts });
     let dod: DodOutcome | undefined;
@@ -320,8 +369,12 @@ export class TaskRunner {
       dod,
       dodSkipped: this.options.dodSkipped,
     });
-    if (refusals.length === 0) throw new Stop('COMPLETE', assessment.summary, EXIT_CODES.complete);
+    if (refusals.length === 0) {
+      this.emit({ type: 'run_recorded', run: index, record: structuredClone(record) });
+      throw new Stop('COMPLETE', assessment.summary, EXIT_CODES.complete);
+    }
     record.refusals = refusals;
+    this.emit({ type: 'run_recorded', run: index, record: structuredClone(record) });
     this.refuse(refusals);
   }
 
@@ -334,6 +387,7 @@ export class TaskRunner {
   }
 
   private checkLimits(signal?: AbortSignal): void {
+    if (this.fatal) throw this.fatal;
     if (signal?.aborted) throw new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
     const { limits } = this.options;
     const elapsed = this.deps.clock.now() - this.startedAt;
@@ -395,7 +449,21 @@ export class TaskRunner {
   }
 
   private emit(event: RunnerEvent): void {
-    this.deps.onEvent?.({ ...event, at: new Date(this.deps.clock.now()).toISOString() });
+    try {
+      this.deps.onEvent?.({ ...event, at: new Date(this.deps.clock.now()).toISOString() });
+    } catch (caught) {
+      // A listener that cannot record the event (the journal's disk is full) stops the task: resume and the
+      // person both depend on that record. The first such error is the one reported.
+      if (this.fatal) return;
+      this.fatal =
+        diskFullError(caught, this.options.runDir) ??
+        (caught instanceof AgentRunnerError
+          ? caught
+          : new AgentRunnerError('internal', `could not record an event: ${(caught as Error)?.message}`, {
+              cause: caught,
+            }));
+      this.fatalAbort.abort(this.fatal);
+    }
   }
 
   private async finish(stop: Stop, error: AgentRunnerError | null): Promise<TaskSummary> {
@@ -409,6 +477,19 @@ export class TaskRunner {
             ? { type: 'fail', reason: stop.reason }
             : { type: 'needs_review', reason: stop.reason };
       this.move(event);
+    }
+    const unobserved = this.unobservedRun;
+    if (this.sandboxId && stop.state !== 'COMPLETE' && unobserved !== null) {
+      // A run cut short (interrupt, error) was never observed: bring its commits to the task branch now, so
+      // the note and the branch show them. Best effort: the Docker engine may be what failed (the commits
+      // are still brought back then, from the sandbox repository on the host, before the facts fail).
+      const facts = await this.deps.workspace.observe(this.sandboxId).catch(() => null);
+      const record = this.runs.find((run) => run.index === unobserved);
+      if (facts) this.emit({ type: 'facts', run: unobserved, facts });
+      if (facts && record) {
+        record.facts = facts;
+        this.emit({ type: 'run_recorded', run: unobserved, record: structuredClone(record) });
+      }
     }
     if (this.sandboxId && stop.state !== 'COMPLETE') {
       // Uncommitted work is never discarded: it goes to a WIP ref before the sandbox goes away.

@@ -12,7 +12,10 @@ export const EVENTS_FILE = 'events.jsonl';
 
 export class EventJournal {
   readonly file: string;
-  /** Set when a write failed (disk full...): the run goes on, and the failure is reported once. */
+  /**
+   * Set when a write failed (disk full...). The first failure is thrown, so the runner stops the task with
+   * it (the journal is what `resume` rebuilds from); later appends are skipped quietly.
+   */
   writeError: Error | null = null;
 
   constructor(
@@ -29,6 +32,7 @@ export class EventJournal {
       appendFileSync(this.file, `${this.redact(JSON.stringify(event))}\n`);
     } catch (error) {
       this.writeError = error as Error;
+      throw error;
     }
   }
 }

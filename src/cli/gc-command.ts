@@ -1,0 +1,81 @@
+/**
+ * `agent-runner gc`: removes what dead runners left behind. Containers labelled by agent-runner whose runner
+ * is gone (this repository's; `--all` for every repository on this engine). Worktrees (and sandbox
+ * repositories) of finished tasks, only when nothing would be lost: no uncommitted change, no commit that is
+ * on no other branch or remote (`--force` overrides; the task branch always stays). Running and stale tasks
+ * are never touched. Exit 0, or 4 when Docker could not be asked.
+ */
+import type { Command } from 'commander';
+import { EXIT_CODES } from '../errors.js';
+import { findOrphanSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
+import { listTasks } from '../lifecycle/task-inventory.js';
+import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
+import { createDockerClient, describeDockerHost } from '../sandbox/docker-client.js';
+import { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
+import { VERSION } from '../version.js';
+import { inspectRepository } from '../workspace/inspect-repository.js';
+import type { CommandContext } from './program.js';
+
+export interface GcCommandOptions {
+  all?: boolean;
+  force?: boolean;
+  dryRun?: boolean;
+}
+
+export async function gcCommand(options: GcCommandOptions, context: CommandContext): Promise<void> {
+  const { output, env } = context;
+  const repository = await inspectRepository(context.cwd);
+  const runtime = new DockerSandboxRuntime(createDockerClient(env), { version: VERSION, env });
+  const dryRun = Boolean(options.dryRun);
+  const verb = dryRun ? 'would remove' : 'removed';
+
+  try {
+    const orphans = await findOrphanSandboxes(runtime, options.all ? {} : { repoRoot: repository.root });
+    const swept = dryRun ? { removed: orphans, failed: [] } : await removeSandboxes(runtime, orphans);
+    for (const sandbox of swept.removed)
+      output.out(
+        `${verb} container ${sandbox.name} (task ${sandbox.taskId}, runner pid ${sandbox.pid} is gone)`,
+      );
+    for (const failure of swept.failed)
+      output.err(`agent-runner: could not remove container ${failure.sandbox.name}: ${failure.message}`);
+  } catch (error) {
+    output.err(
+      `agent-runner: containers not checked: Docker is not reachable at ${describeDockerHost(env)} (${(error as Error).message}). ` +
+        'Start it and run `agent-runner gc` again.',
+    );
+    context.setExitCode(EXIT_CODES.environment);
+  }
+
+  const { tasks } = await listTasks(repository.root);
+  for (const task of tasks) {
+    if (task.status !== 'finished' || (!task.worktreePath && !task.sandboxRepoPath)) continue;
+    const verdict = await cleanFinishedTask(repository.root, task, {
+      force: Boolean(options.force),
+      dryRun,
+    });
+    if (verdict.error)
+      output.err(`agent-runner: could not remove the worktree of ${task.taskId}: ${verdict.error}`);
+    else if (verdict.keep.length > 0 && !options.force)
+      output.out(
+        `kept ${task.taskId}: ${verdict.keep.join('; ')} (--force removes the worktree; the branch stays)`,
+      );
+    else
+      output.out(
+        `${verb} the worktree and sandbox of ${task.taskId} (${task.state}); branch ${task.branch} kept`,
+      );
+  }
+}
+
+export function registerGcCommand(program: Command, context: CommandContext): void {
+  program
+    .command('gc')
+    .description(
+      'Remove containers of dead runners and the worktrees of finished tasks that hold no unsaved work',
+    )
+    .option('--all', "containers of every repository on this engine, not only this one's")
+    .option('--force', 'also remove worktrees with uncommitted or unpushed work (task branches always stay)')
+    .option('--dry-run', 'say what would be removed, remove nothing')
+    .action(async (options: GcCommandOptions) => {
+      await gcCommand(options, context);
+    });
+}

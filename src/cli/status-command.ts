@@ -1,0 +1,84 @@
+/**
+ * `agent-runner status`: the tasks of this repository, running (a live runner holds the lock), stale (the
+ * runner died: `resume` it, `gc` removes its container) or finished, with their containers.
+ */
+import type { Command } from 'commander';
+import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
+import { createDockerClient } from '../sandbox/docker-client.js';
+import { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
+import { VERSION } from '../version.js';
+import { inspectRepository } from '../workspace/inspect-repository.js';
+import type { CommandContext } from './program.js';
+
+/** One line per task, plus hints for stale tasks and orphaned containers. */
+export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
+  if (tasks.length === 0) return ['No tasks in this repository.'];
+  const rows = tasks.map((task) => [
+    task.taskId,
+    task.status,
+    task.state ?? '-',
+    task.lastEventAt ?? '-',
+    task.status === 'running' || task.status === 'unknown'
+      ? task.lock
+        ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
+        : '-'
+      : (task.reason ?? (task.status === 'stale' ? 'the runner stopped without finishing' : '-')),
+    task.containers.length
+      ? task.containers
+          .map(
+            (container) =>
+              `${container.name} ${container.state}${container.owner === 'dead' ? ' (orphan)' : ''}`,
+          )
+          .join(', ')
+      : '-',
+  ]);
+  const header = ['TASK', 'STATUS', 'STATE', 'LAST EVENT', 'HOLDER / REASON', 'CONTAINERS'];
+  const widths = header.map((title, column) =>
+    Math.min(60, Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length))),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .join('  ');
+  const lines = [line(header), ...rows.map(line)];
+  const stale = tasks.filter((task) => task.status === 'stale');
+  if (stale.length)
+    lines.push(
+      '',
+      `Stale: ${stale.map((task) => task.taskId).join(', ')}. Continue with \`agent-runner resume <TASK-ID>\`.`,
+    );
+  if (tasks.some((task) => task.containers.some((container) => container.owner === 'dead')))
+    lines.push('Orphaned containers: remove them with `agent-runner gc`.');
+  return lines;
+}
+
+export function registerStatusCommand(program: Command, context: CommandContext): void {
+  program
+    .command('status')
+    .description('List the tasks of this repository: running, stale (resumable) and finished')
+    .option('--json', 'print the tasks as JSON')
+    .action(async (options: { json?: boolean }) => {
+      const repository = await inspectRepository(context.cwd);
+      const runtime = new DockerSandboxRuntime(createDockerClient(context.env), {
+        version: VERSION,
+        env: context.env,
+      });
+      const { tasks, dockerError } = await listTasks(repository.root, runtime);
+      if (options.json) {
+        context.output.out(
+          JSON.stringify(
+            {
+              tasks: tasks.map(({ journal, ...task }) => ({ ...task, runs: journal?.runs.length ?? 0 })),
+              dockerError,
+            },
+            null,
+            2,
+          ),
+        );
+        return;
+      }
+      for (const line of formatStatusTable(tasks)) context.output.out(line);
+      if (dockerError)
+        context.output.err(`agent-runner: containers not listed: Docker did not answer (${dockerError}).`);
+    });
+}

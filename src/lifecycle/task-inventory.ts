@@ -1,0 +1,99 @@
+/**
+ * The tasks of a repository as `status` and `gc` see them: from the run directories (journal, lock), the
+ * worktrees and the labelled containers. A task is `running` while a live process holds its lock, `stale`
+ * when its last attempt never ended (the runner died: resume it), `finished` when it ended.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import type { SandboxRuntime } from '../core/ports.js';
+import type { TaskState } from '../core/task-state.js';
+import { taskLayout } from '../workspace/layout.js';
+import { listLabelledSandboxes, type LabelledSandbox } from './orphan-sandboxes.js';
+import type { Liveness } from './process-liveness.js';
+import { readTaskJournal, type JournalTaskState } from './task-journal-state.js';
+import { inspectTaskLock, type LockHolder } from './task-lock.js';
+
+export type TaskStatus = 'running' | 'stale' | 'finished' | 'unknown';
+
+export interface TaskEntry {
+  taskId: string;
+  status: TaskStatus;
+  /** The state the task reached (terminal when finished). */
+  state: TaskState | null;
+  reason: string | null;
+  lock: { holder: LockHolder; liveness: Liveness } | null;
+  lastEventAt: string | null;
+  branch: string;
+  worktreePath: string | null;
+  sandboxRepoPath: string | null;
+  containers: LabelledSandbox[];
+  journal: JournalTaskState | null;
+}
+
+function subdirectories(directory: string): string[] {
+  try {
+    return readdirSync(directory, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+  } catch {
+    return [];
+  }
+}
+
+function statusOf(entry: Pick<TaskEntry, 'lock' | 'journal'>): TaskStatus {
+  if (entry.lock?.liveness === 'alive') return 'running';
+  if (entry.lock?.liveness === 'unknown') return 'unknown';
+  if (entry.journal === null || entry.journal.attempts === 0) return entry.lock ? 'stale' : 'unknown';
+  return entry.journal.finished ? 'finished' : 'stale';
+}
+
+/**
+ * Every task of `repoRoot`. `runtime` adds the containers (labelled with this repository); without it, or
+ * when the engine does not answer, `containers` is empty and `dockerError` says why.
+ */
+export async function listTasks(
+  repoRoot: string,
+  runtime?: SandboxRuntime,
+): Promise<{ tasks: TaskEntry[]; dockerError: string | null }> {
+  const stateDir = path.join(repoRoot, '.agent-runner');
+  let containers: LabelledSandbox[] = [];
+  let dockerError: string | null = null;
+  if (runtime) {
+    try {
+      containers = await listLabelledSandboxes(runtime, { repoRoot });
+    } catch (error) {
+      dockerError = (error as Error).message;
+    }
+  }
+  const ids = new Set([
+    ...subdirectories(path.join(stateDir, 'runs')),
+    ...subdirectories(path.join(stateDir, 'worktrees')),
+    ...containers.map((container) => container.taskId),
+  ]);
+  const tasks: TaskEntry[] = [];
+  for (const taskId of [...ids].sort()) {
+    let layout;
+    try {
+      layout = taskLayout(repoRoot, taskId);
+    } catch {
+      continue; // not a task directory of ours
+    }
+    const journal = readTaskJournal(layout.runDir, taskId);
+    const lock = inspectTaskLock(layout.runDir);
+    const finished = journal?.finished ?? null;
+    tasks.push({
+      taskId,
+      status: statusOf({ lock, journal }),
+      state: finished?.state ?? journal?.lastState ?? null,
+      reason: finished?.reason ?? null,
+      lock,
+      lastEventAt: journal?.lastEventAt ?? null,
+      branch: journal?.branch ?? layout.branch,
+      worktreePath: existsSync(layout.worktreePath) ? layout.worktreePath : null,
+      sandboxRepoPath: existsSync(layout.sandboxDir) ? layout.sandboxDir : null,
+      containers: containers.filter((container) => container.taskId === taskId),
+      journal,
+    });
+  }
+  return { tasks, dockerError };
+}

@@ -1,0 +1,212 @@
+/**
+ * Rebuilding a task from its event journal (`.agent-runner/runs/<TASK-ID>/events.jsonl`), for `resume` and
+ * `status`. The journal may hold several attempts (run, interrupted, resumed...) and may end mid-run (the
+ * runner was killed with -9): the last record of each run wins, facts/DoD/assessment events written after it
+ * are laid over it, and a run that started but never finished is reported so the Meta-agent hears of it.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { StampedEvent, TaskStartOptions } from '../core/events.js';
+import type { TaskState } from '../core/task-state.js';
+import type { MetaDecision, Plan, RunRecord, TaskSummary, Usage } from '../core/types.js';
+import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import { EVENTS_FILE, readJournal } from '../notes/event-journal.js';
+
+/** What the journal says about a task. */
+export interface JournalTaskState {
+  taskId: string;
+  /** From the first `task_started` that recorded them (absent in journals of older versions). */
+  options: TaskStartOptions | null;
+  branch: string | null;
+  baseSha: string | null;
+  plan: Plan | null;
+  runs: RunRecord[];
+  /** The worker thread to continue: the last one any run (finished or not) reported. */
+  threadId: string | null;
+  metaCalls: number;
+  metaUsage: Usage;
+  workerUsage: Usage;
+  /** Last state the task moved to. */
+  lastState: TaskState | null;
+  /** The last attempt's summary, when that attempt ended (null: it is running, or the runner died). */
+  finished: TaskSummary | null;
+  /** A worker run that started and never finished (the runner died during it). */
+  unfinishedRun: { run: number; mode: string; startedAt: string } | null;
+  attempts: number;
+  events: number;
+  lastEventAt: string | null;
+}
+
+/** Folds journal events into the task's state. Pure. */
+export function foldJournal(taskId: string, events: readonly StampedEvent[]): JournalTaskState {
+  const state: JournalTaskState = {
+    taskId,
+    options: null,
+    branch: null,
+    baseSha: null,
+    plan: null,
+    runs: [],
+    threadId: null,
+    metaCalls: 0,
+    metaUsage: ZERO_USAGE,
+    workerUsage: ZERO_USAGE,
+    lastState: null,
+    finished: null,
+    unfinishedRun: null,
+    attempts: 0,
+    events: events.length,
+    lastEventAt: events.at(-1)?.at ?? null,
+  };
+  const records = new Map<number, RunRecord>();
+  let lastDecision: MetaDecision | null = null;
+  // The run in progress, as far as its events tell: a crash leaves it without worker_finished/run_recorded.
+  let pending: RunRecord | null = null;
+  // A run the runner died in counts as a run (it consumed an iteration, and its thread can be resumed).
+  const settlePending = () => {
+    if (pending && !records.has(pending.index)) records.set(pending.index, pending);
+    pending = null;
+  };
+  const countMeta = (usage: Usage | undefined) => {
+    state.metaCalls += 1;
+    if (usage) state.metaUsage = addUsage(state.metaUsage, usage);
+  };
+  for (const event of events) {
+    switch (event.type) {
+      case 'task_started':
+        settlePending();
+        state.attempts += 1;
+        state.finished = null;
+        state.options ??= event.options ?? null;
+        state.branch = event.branch;
+        state.baseSha = event.baseSha;
+        break;
+      case 'transition':
+        state.lastState = event.to;
+        break;
+      case 'plan':
+        state.plan = event.plan;
+        countMeta(event.usage);
+        break;
+      case 'decision':
+        countMeta(event.usage);
+        lastDecision = event.decision;
+        break;
+      case 'assessment': {
+        countMeta(event.usage);
+        const record = records.get(event.run);
+        if (record) record.assessment = event.assessment;
+        break;
+      }
+      case 'worker_started':
+        settlePending();
+        state.unfinishedRun = { run: event.run, mode: event.mode, startedAt: event.at };
+        pending = {
+          index: event.run,
+          decision: lastDecision ?? { action: 'run_worker', reason: '(unknown)', usedPatterns: [] },
+          startedAt: Date.parse(event.at),
+          durationMs: 0,
+          mode: event.mode === 'resume' ? 'resume' : 'exec',
+          exitCode: -1,
+          timedOut: false,
+          failed: true,
+          threadId: null,
+          commands: [],
+          finalMessage: null,
+          errors: ['agent-runner stopped during this run (killed or crashed); the run has no result'],
+          usage: ZERO_USAGE,
+          refusals: [],
+        };
+        break;
+      case 'worker_event':
+        if (event.event.kind === 'thread_started') {
+          state.threadId = event.event.threadId;
+          if (pending) pending.threadId = event.event.threadId;
+        } else if (event.event.kind === 'command_finished' && pending) {
+          pending.commands.push({
+            command: event.event.command,
+            exitCode: event.event.exitCode,
+            status: event.event.status,
+            outputTail: '',
+          });
+        } else if (event.event.kind === 'command_started' && pending) {
+          pending.durationMs = Math.max(0, Date.parse(event.at) - pending.startedAt);
+        }
+        break;
+      case 'worker_finished':
+        state.unfinishedRun = null;
+        pending = null;
+        break;
+      case 'run_recorded':
+        // A later record of the same run (with facts, DoD, assessment) replaces the earlier one.
+        records.set(event.run, structuredClone(event.record));
+        if (event.record.threadId) state.threadId = event.record.threadId;
+        break;
+      case 'facts': {
+        const record = records.get(event.run);
+        if (record) record.facts = event.facts;
+        break;
+      }
+      case 'dod': {
+        const record = records.get(event.run);
+        if (record) record.dod = event.dod;
+        break;
+      }
+      case 'task_finished':
+        state.finished = event.summary;
+        state.unfinishedRun = null;
+        pending = null;
+        break;
+      default:
+        break;
+    }
+  }
+  settlePending();
+  state.runs = [...records.values()].sort((left, right) => left.index - right.index);
+  state.workerUsage = state.runs.reduce((sum, run) => addUsage(sum, run.usage), ZERO_USAGE);
+  return state;
+}
+
+/** The journal file of a task. */
+export function journalPath(runDir: string): string {
+  return path.join(runDir, EVENTS_FILE);
+}
+
+/** Reads and folds a task's journal; null when the task has none. */
+export function readTaskJournal(runDir: string, taskId: string): JournalTaskState | null {
+  const file = journalPath(runDir);
+  if (!existsSync(file)) return null;
+  return foldJournal(taskId, readJournal(file));
+}
+
+/** The `previous` a resumed TaskRunner starts from, with what the Meta-agent must hear about the gap. */
+export function previousAttempt(state: JournalTaskState): {
+  plan: Plan;
+  runs: RunRecord[];
+  threadId: string | null;
+  metaCalls: number;
+  usage: Usage;
+  workerUsage: Usage;
+  feedback: string[];
+} | null {
+  if (!state.plan) return null;
+  const feedback = [
+    `This task was resumed after ${state.finished ? `it ended ${state.finished.state} (${state.finished.reason})` : 'the runner stopped unexpectedly'}; ` +
+      'the history above is from the earlier attempt(s). Commits the worker made are on the task branch and its ' +
+      'uncommitted files are still in the sandbox repository.',
+  ];
+  if (state.unfinishedRun) {
+    feedback.push(
+      `Worker run ${state.unfinishedRun.run} (${state.unfinishedRun.mode}) was cut short when the runner died; ` +
+        'it has no result and its worker was stopped. Its thread can be resumed; check what it left before deciding.',
+    );
+  }
+  return {
+    plan: state.plan,
+    runs: state.runs,
+    threadId: state.threadId,
+    metaCalls: state.metaCalls,
+    usage: state.metaUsage,
+    workerUsage: state.workerUsage,
+    feedback,
+  };
+}

@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import type { StampedEvent } from '../../src/core/events.js';
+import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
+import type { Plan } from '../../src/core/types.js';
+import { foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
+import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import {
+  FakeHuman,
+  FakeSandboxes,
+  FakeWorker,
+  FakeWorkspace,
+  ManualClock,
+  NoMemory,
+  ScriptedMetaAgent,
+  fakeRepo,
+  type MetaStep,
+  type WorkerEffect,
+} from '../support/core-fakes.js';
+
+const plan: Plan = {
+  title: 'Add slugify',
+  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
+};
+const runWorker = (mode: 'exec' | 'resume' = 'exec'): MetaStep => ({
+  kind: 'decide',
+  decision: {
+    action: 'run_worker',
+    reason: 'work',
+    usedPatterns: [],
+    workerCall: { workerType: 'codex', mode, prompt: 'Implement slugify' },
+  },
+});
+const assess = (satisfied: boolean): MetaStep => ({
+  kind: 'assess',
+  assessment: {
+    allCriteriaSatisfied: satisfied,
+    summary: satisfied ? 'done' : 'test fails',
+    byCriterion: [{ id: 'AC1', status: satisfied ? 'passed' : 'failed', comment: '' }],
+    retrospective: [],
+  },
+});
+const commit =
+  (passing: boolean): WorkerEffect =>
+  (repo) => {
+    repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Add slugify' });
+    repo.testsPass = passing;
+  };
+
+async function runTask(
+  script: MetaStep[],
+  effects: WorkerEffect[],
+  options: Partial<TaskRunnerOptions> = {},
+) {
+  const repo = fakeRepo();
+  const events: StampedEvent[] = [];
+  const notes: TaskRecord[] = [];
+  const meta = new ScriptedMetaAgent(options.previous ? script : [{ kind: 'plan', plan }, ...script]);
+  const worker = new FakeWorker(repo, effects);
+  const runner = new TaskRunner(
+    {
+      taskId: 'T-1',
+      prd: '# Slugify',
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000 },
+      worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
+      prices: { m: { input: 1, output: 10 } },
+      dodSkipped: false,
+      headless: true,
+      patterns: await loadPatternLibrary(),
+      runDir: '/tmp/runs/T-1',
+      startOptions: { prdPath: '/repo/PRD.md', prd: '# Slugify', dodSkipped: false },
+      ...options,
+    },
+    {
+      meta,
+      workspace: new FakeWorkspace(repo),
+      sandboxes: new FakeSandboxes(),
+      worker,
+      human: new FakeHuman([]),
+      notes: new NoMemory(),
+      clock: new ManualClock(),
+      writeNote: async (record) => {
+        notes.push(structuredClone(record));
+        return '/repo/.agent-runner/task-T-1.md';
+      },
+      onEvent: (event) => events.push(structuredClone(event)),
+    },
+  );
+  // Journals are JSON lines: what resume reads has been through JSON.
+  const summary = await runner.run();
+  return { summary, events: JSON.parse(JSON.stringify(events)) as StampedEvent[], notes, worker, meta };
+}
+
+describe('journal → task state', () => {
+  it('rebuilds plan, runs (with facts, DoD, assessment), Meta-agent calls and usage of a finished attempt', async () => {
+    const first = await runTask(
+      [
+        runWorker(),
+        assess(false),
+        { kind: 'decide', decision: { action: 'abort', reason: 'stop', usedPatterns: [] } },
+      ],
+      [commit(false)],
+    );
+    const state = foldJournal('T-1', first.events);
+    const record = first.notes[0];
+    expect(state.options).toEqual({ prdPath: '/repo/PRD.md', prd: '# Slugify', dodSkipped: false });
+    expect(state.plan).toEqual(plan);
+    expect(state.runs).toEqual(JSON.parse(JSON.stringify(record?.runs)));
+    expect(state.runs[0]?.facts).toBeDefined();
+    expect(state.runs[0]?.assessment?.summary).toBe('test fails');
+    expect(state.runs[0]?.refusals.length).toBeGreaterThan(0);
+    expect(state.metaCalls).toBe(record?.metaCalls);
+    expect(state.metaUsage).toEqual(record?.usage.meta);
+    expect(state.workerUsage).toEqual(record?.usage.worker);
+    expect(state.threadId).toBe('thread-1');
+    expect(state.finished?.state).toBe('FAILED');
+    expect(state.unfinishedRun).toBeNull();
+  });
+
+  it('a journal cut mid-run (kill -9) yields the cut run with its thread, and resume continues it', async () => {
+    const first = await runTask([runWorker(), assess(true)], [commit(true)]);
+    // Everything up to the worker's start and its thread: what a runner killed during the run leaves.
+    const cut = first.events.findIndex((event) => event.type === 'worker_started');
+    expect(cut).toBeGreaterThan(0);
+    const events: StampedEvent[] = [
+      ...first.events.slice(0, cut + 1),
+      {
+        type: 'worker_event',
+        run: 1,
+        event: { kind: 'thread_started', threadId: 'thread-1' },
+        at: '2026-01-01T00:00:01.000Z',
+      },
+    ];
+    const state = foldJournal('T-1', events);
+    expect(state.finished).toBeNull();
+    expect(state.unfinishedRun?.run).toBe(1);
+    expect(state.runs).toHaveLength(1);
+    expect(state.runs[0]).toMatchObject({ index: 1, threadId: 'thread-1', failed: true, exitCode: -1 });
+    expect(state.runs[0]?.errors[0]).toContain('agent-runner stopped during this run');
+    const previous = previousAttempt(state);
+    expect(previous?.feedback.join(' ')).toContain('Worker run 1 (exec) was cut short');
+
+    // Resume: no plan call, the thread is continued, the cut run counts as run 1.
+    const resumed = await runTask([runWorker('resume'), assess(true)], [commit(true)], {
+      previous: previous ?? undefined,
+    });
+    expect(resumed.summary.state).toBe('COMPLETE');
+    expect(resumed.worker.requests[0]).toMatchObject({ mode: 'resume', threadId: 'thread-1' });
+    expect(resumed.summary.runs).toBe(2);
+    expect(resumed.summary.metaCalls).toBe(state.metaCalls + 2);
+    // Both attempts in one journal fold into one history.
+    const both = foldJournal('T-1', [...events, ...resumed.events]);
+    expect(both.attempts).toBe(2);
+    expect(both.runs.map((run) => run.index)).toEqual([1, 2]);
+    expect(both.finished?.state).toBe('COMPLETE');
+  });
+
+  it('a journal without a plan gives no previous attempt (resume starts over)', () => {
+    const state = foldJournal('T-1', [
+      {
+        type: 'task_started',
+        taskId: 'T-1',
+        branch: 'agent-runner/T-1',
+        baseSha: 'abc',
+        worktreePath: '/w',
+        dirtyStart: false,
+        at: '2026-01-01T00:00:00.000Z',
+      },
+    ]);
+    expect(state.attempts).toBe(1);
+    expect(previousAttempt(state)).toBeNull();
+  });
+});
