@@ -28,16 +28,15 @@ import { createRedactor, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
 import { createDockerClient, describeDockerHost, pingDocker } from './sandbox/docker-client.js';
 import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
-import {
-  CODEX_HOME_IN_SANDBOX,
-  DockerSandboxProvider,
-  type SandboxModelAccess,
-} from './sandbox/docker-sandbox-provider.js';
+import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-sandbox-provider.js';
+import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
+import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
+import { StateRedactingWorker } from './worker/state-redacting-worker.js';
 import { GitTaskWorkspace } from './workspace/git-task-workspace.js';
-import { taskLayout } from './workspace/layout.js';
+import { SANDBOX_WORKDIR, taskLayout } from './workspace/layout.js';
 import { defaultScope, mergeScope } from './workspace/scope.js';
 
 export const systemClock: Clock = {
@@ -51,9 +50,6 @@ export const systemClock: Clock = {
       });
     }),
 };
-
-/** Name of the container variable holding the worker's model credential. */
-export const WORKER_KEY_VARIABLE = 'AGENT_RUNNER_MODEL_KEY';
 
 export interface RunTaskRequest {
   repoRoot: string;
@@ -79,6 +75,10 @@ export interface RunTaskRequest {
   resume?: { previous: NonNullable<TaskRunnerOptions['previous']> };
   /** `--model-script FILE`: a scripted model served by agent-runner itself (demo, trying it without a key). */
   modelScript?: string;
+  /** `--record FILE`: store every model exchange in a cassette. */
+  record?: string;
+  /** `--replay FILE`: answer every model call from a cassette, with no upstream. */
+  replay?: string;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -100,14 +100,6 @@ export function newTaskId(prd: string): string {
     .slice(0, 40)
     .replace(/-+$/, '');
   return `${slug || 'task'}-${randomBytes(3).toString('hex')}`;
-}
-
-/** A loopback URL as the sandbox must write it: the host is `host.docker.internal` from inside. */
-export function sandboxReachableUrl(url: string): string {
-  const parsed = new URL(url);
-  if (['localhost', '127.0.0.1', '0.0.0.0', '[::1]'].includes(parsed.hostname))
-    parsed.hostname = 'host.docker.internal';
-  return parsed.toString().replace(/\/$/, '');
 }
 
 /** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
@@ -185,9 +177,12 @@ async function runLockedTask(
 ): Promise<TaskSummary> {
   const { config, env, repoRoot } = request;
   const layout = taskLayout(repoRoot, taskId);
+  const metaKey = env[config.meta.apiKeyEnv];
+  const workerKey = env[config.worker.apiKeyEnv ?? config.meta.apiKeyEnv];
+  const redact: Redactor = createRedactor([metaKey, workerKey], config.redact.patterns);
   const docker = dependencies.docker ?? createDockerClient(env);
   const runtime = new EngineWatchRuntime(
-    dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env }),
+    dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
     { taskId, dockerHost: describeDockerHost(env) },
   );
   await pingDocker(docker, env);
@@ -203,56 +198,127 @@ async function runLockedTask(
   const image = await resolveWorkerImage(config);
   await ensureImage(docker, image);
 
-  const metaKey = env[config.meta.apiKeyEnv];
-  const workerKeyEnv = config.worker.apiKeyEnv ?? config.meta.apiKeyEnv;
-  const workerKey = env[workerKeyEnv];
-  const redact: Redactor = createRedactor([metaKey, workerKey], config.redact.patterns);
-  const metaModel = dependencies.metaModel ?? createOpenAiChatModel(config, env);
-  const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
-  const metaAgent = createMetaAgent({ model: metaModel, config, logDir: path.join(layout.runDir, 'meta') });
-
-  const scope = mergeScope(defaultScope(), config.scope);
-  const workspace = new GitTaskWorkspace(runtime, {
-    repoRoot,
-    taskId,
-    base: request.base,
-    scope,
-    dod: config.dod,
-    dodSkipped: request.dodSkipped,
-    graceMs: config.worker.grace,
-  });
-  const workerModel = config.worker.model ?? config.meta.model;
-  const access: SandboxModelAccess = {
-    env: workerKey ? { [WORKER_KEY_VARIABLE]: workerKey } : {},
-    mounts: [],
-    network: { mode: 'bridge' },
-    extraHosts: ['host.docker.internal:host-gateway'],
-  };
-  const sandboxes = new DockerSandboxProvider({
-    runtime,
+  // The gateway holds the real keys; the sandbox gets a per-task token and only the network its policy allows.
+  const gateway = await startTaskGateway({
     config,
-    image,
+    env,
     repoRoot,
-    taskId,
-    workspace: () => workspace.workspace,
-    access,
-    keep: request.keepSandbox,
-    onKept: request.onKept,
+    ...(request.record ? { record: request.record } : {}),
+    ...(request.replay ? { replay: request.replay } : {}),
   });
-  const worker =
-    dependencies.worker ??
-    new CodexWorkerAdapter(runtime, {
-      model: workerModel,
-      provider: {
-        baseUrl: sandboxReachableUrl(config.worker.baseUrl ?? config.meta.baseUrl),
-        envKey: WORKER_KEY_VARIABLE,
-        requestMaxRetries: 2,
-        streamMaxRetries: 2,
-      },
-      codexHome: CODEX_HOME_IN_SANDBOX,
-      codexHomeHostPath: path.join(layout.runDir, 'codex-home'),
+  try {
+    const metaModel = new GatewayCheckedMetaModel(
+      dependencies.metaModel ??
+        // Under --replay no key is needed: the gateway answers from the cassette.
+        createOpenAiChatModel(
+          config,
+          request.replay ? { ...env, [config.meta.apiKeyEnv]: metaKey || 'replay' } : env,
+          { baseUrl: gateway.meta.baseUrl, apiKey: gateway.meta.apiKey, displayUrl: config.meta.baseUrl },
+        ),
+      gateway.gateway,
+    );
+    const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
+    const metaAgent = createMetaAgent({
+      model: metaModel,
+      config,
+      logDir: path.join(layout.runDir, 'meta'),
+      redact,
     });
 
+    const scope = mergeScope(defaultScope(), config.scope);
+    const workspace = new GitTaskWorkspace(runtime, {
+      repoRoot,
+      taskId,
+      base: request.base,
+      scope,
+      dod: config.dod,
+      dodSkipped: request.dodSkipped,
+      graceMs: config.worker.grace,
+    });
+    const workerModel = config.worker.model ?? config.meta.model;
+    const sandboxes = new DockerSandboxProvider({
+      runtime,
+      config,
+      image,
+      repoRoot,
+      taskId,
+      workspace: () => workspace.workspace,
+      access: gateway.access,
+      setup: (sandboxId) =>
+        gateway.setup(runtime, sandboxId, {
+          workdir: SANDBOX_WORKDIR,
+          logDir: layout.runDir,
+          signal: request.signal,
+        }),
+      keep: request.keepSandbox,
+      onKept: request.onKept,
+    });
+    const codexHomeHostPath = path.join(layout.runDir, 'codex-home');
+    const worker = new GatewayMeteredWorker(
+      dependencies.worker ??
+        new StateRedactingWorker(
+          new CodexWorkerAdapter(runtime, {
+            model: workerModel,
+            provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
+            configOverrides: gateway.codexConfigOverrides,
+            codexHome: CODEX_HOME_IN_SANDBOX,
+            codexHomeHostPath,
+          }),
+          codexHomeHostPath,
+          redact,
+        ),
+      gateway.gateway,
+    );
+    return await runWithPorts({
+      request,
+      dependencies,
+      taskId,
+      layout,
+      runtime,
+      redact,
+      metaAgent,
+      patterns,
+      workspace,
+      sandboxes,
+      worker,
+      workerModel,
+    });
+  } finally {
+    await gateway.close();
+  }
+}
+
+interface WiredTask {
+  request: RunTaskRequest;
+  dependencies: AppDependencies;
+  taskId: string;
+  layout: ReturnType<typeof taskLayout>;
+  runtime: SandboxRuntime;
+  redact: Redactor;
+  metaAgent: ReturnType<typeof createMetaAgent>;
+  patterns: Awaited<ReturnType<typeof loadPatternLibrary>>;
+  workspace: GitTaskWorkspace;
+  sandboxes: DockerSandboxProvider;
+  worker: WorkerAdapter;
+  workerModel: string;
+}
+
+async function runWithPorts(wired: WiredTask): Promise<TaskSummary> {
+  const {
+    request,
+    dependencies,
+    taskId,
+    layout,
+    runtime,
+    redact,
+    metaAgent,
+    patterns,
+    workspace,
+    sandboxes,
+    worker,
+    workerModel,
+  } = wired;
+  const { config, repoRoot } = request;
   const journal = new EventJournal(layout.runDir, redact);
   const runner = new TaskRunner(
     {

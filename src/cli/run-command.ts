@@ -27,6 +27,8 @@ export interface RunCommandOptions {
   keepSandbox?: boolean;
   config?: string;
   modelScript?: string;
+  record?: string;
+  replay?: string;
 }
 
 /** The config layer of the flags `run` and `resume` share. */
@@ -89,6 +91,8 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
       keepSandbox: Boolean(options.keepSandbox),
       dodSkipped: Boolean(options.skipDod),
       ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
+      ...(options.record ? { record: path.resolve(context.cwd, options.record) } : {}),
+      ...(options.replay ? { replay: path.resolve(context.cwd, options.replay) } : {}),
     },
     options,
     context,
@@ -192,6 +196,11 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option(
       '--model-script <file>',
       'serve a scripted model from this YAML file instead of calling a real one (demo)',
+    )
+    .option('--record <file>', 'store every model exchange (Meta-agent and worker) in this cassette')
+    .option(
+      '--replay <file>',
+      'answer every model call from this cassette, with no upstream (deterministic re-run)',
     )
     .action(async (options: RunCommandOptions) => {
       await runCommand(options, context);

@@ -38,8 +38,7 @@ export class ReplayDivergenceError extends UserError {
     message: string,
     readonly divergence: { kind: ExchangeKind; index: number; difference: string },
   ) {
-    // TODO(lead): a dedicated 'replay_diverged' ErrorCode would be clearer than 'usage'.
-    super('usage', message, { details: divergence });
+    super('replay_diverged', message, { details: divergence });
   }
 }
 
@@ -57,6 +56,42 @@ const VOLATILE_TEXT: readonly [RegExp, string][] = [
   [/Chunk ID: [0-9a-f]+/g, 'Chunk ID: -'],
   [/Wall time: [0-9.]+ seconds/g, 'Wall time: - seconds'],
 ];
+
+/**
+ * What a request asks, as opposed to what it reports. A run replayed later legitimately observes other
+ * commit ids, durations and test timings (they flow into the facts the Meta-agent sees and into the command
+ * outputs codex sends back), so replay compares only the asking part:
+ *   meta (Chat Completions): the model, the system prompt and the first user message (PRD, criteria), and
+ *     how many messages there are;
+ *   worker (Responses): the model, the instructions and the user messages (the task prompt), not the
+ *     function call outputs.
+ * A changed PRD, prompt template, criterion or worker instruction diverges; a different clock does not.
+ */
+export function requestSignature(kind: ExchangeKind, body: unknown): unknown {
+  if (typeof body !== 'object' || body === null) return body;
+  const request = body as Record<string, unknown>;
+  if (kind === 'meta' && Array.isArray(request.messages)) {
+    const messages = request.messages as { role?: string; content?: unknown }[];
+    const firstUser = messages.find((message) => message.role === 'user');
+    return {
+      model: request.model,
+      system: messages.filter((message) => message.role === 'system').map((message) => message.content),
+      firstUser: firstUser?.content,
+      messageCount: messages.length,
+    };
+  }
+  if (kind === 'worker' && Array.isArray(request.input)) {
+    const items = request.input as { type?: string; role?: string; content?: unknown }[];
+    return {
+      model: request.model,
+      instructions: request.instructions,
+      userMessages: items
+        .filter((item) => (item.type === undefined || item.type === 'message') && item.role === 'user')
+        .map((item) => item.content),
+    };
+  }
+  return body;
+}
 
 /** What is compared under replay: volatile fields dropped, volatile text replaced by placeholders. */
 export function normalizeForMatch(value: unknown): unknown {
@@ -207,8 +242,8 @@ export class CassettePlayer {
       throw diverge(`recorded ${recorded.method} ${recorded.path}`);
     }
     const difference = firstDifference(
-      normalizeForMatch(recorded.request),
-      normalizeForMatch(parseBody(requestText)),
+      normalizeForMatch(requestSignature(kind, recorded.request)),
+      normalizeForMatch(requestSignature(kind, parseBody(requestText))),
     );
     if (difference !== null) throw diverge(difference);
     this.next[kind] = index + 1;

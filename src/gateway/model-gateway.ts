@@ -112,6 +112,8 @@ export class ModelGateway {
   readonly redact: Redactor;
 
   private readonly sockets = new Set<Socket>();
+  /** Aborted by close(): every upstream request still in flight ends with it. */
+  private readonly closing = new AbortController();
   private readonly servers: Server[] = [];
   private allowlist: EgressAllowlist = null;
   private workerUsage: TokenUsage = ZERO_TOKEN_USAGE;
@@ -199,6 +201,8 @@ export class ModelGateway {
 
   /** Stops listening, cuts open connections, writes the cassette, removes the directory. */
   async close(): Promise<void> {
+    // In-flight upstream requests (a hanging model) must not keep the process alive after the task.
+    this.closing.abort();
     for (const socket of this.sockets) socket.destroy();
     await Promise.all(
       this.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
@@ -323,8 +327,20 @@ export class ModelGateway {
     if (upstreamConfig.apiKey !== undefined) headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
     const started = performance.now();
     let upstream: IncomingMessage;
+    // Ends the upstream request when the task's gateway closes or the client gave up (an SDK timeout).
+    const abandoned = new AbortController();
+    const onClientGone = () => {
+      if (!response.writableFinished) abandoned.abort();
+    };
+    response.on('close', onClientGone);
     try {
-      upstream = await sendUpstream(url, method, headers, body);
+      upstream = await sendUpstream(
+        url,
+        method,
+        headers,
+        body,
+        AbortSignal.any([this.closing.signal, abandoned.signal]),
+      );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.log(`${kind} #${index + 1} ${method} ${subPath}: upstream ${url.origin} unreachable: ${message}`);

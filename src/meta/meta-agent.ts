@@ -32,6 +32,8 @@ export interface CreateMetaAgentOptions {
   protocolsDir?: string;
   /** When given, every call is written there (e.g. `.agent-runner/runs/<TASK-ID>/meta`). */
   logDir?: string;
+  /** Applied to what the call log writes (keys and configured secrets). */
+  redact?: (text: string) => string;
   /** Worker types the model may call; default `['codex']`. */
   workerTypes?: string[];
   signal?: AbortSignal;
@@ -79,7 +81,7 @@ function repairRequest(type: MessageType, issues: string[]): string {
 
 /** Creates the Meta-agent the loop calls. Templates are loaded on first use. */
 export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
-  const log = options.logDir ? new MetaCallLog(options.logDir) : undefined;
+  const log = options.logDir ? new MetaCallLog(options.logDir, options.redact) : undefined;
   const workerTypes = options.workerTypes ?? ['codex'];
   let renderer: Promise<SystemPromptRenderer> | undefined;
   const systemPrompts = () =>

@@ -32,7 +32,10 @@ export class MetaCallLog {
   readonly directory: string;
   #next: number | undefined;
 
-  constructor(directory: string) {
+  constructor(
+    directory: string,
+    private readonly redact: (text: string) => string = (text) => text,
+  ) {
     this.directory = directory;
   }
 
@@ -73,7 +76,7 @@ export class MetaCallLog {
     if (entry.issues?.length)
       lines.push('', '## protocol errors', '', ...entry.issues.map((issue) => `- ${issue}`));
     if (entry.error) lines.push('', '## error', '', entry.error);
-    await writeFile(file, `${lines.join('\n')}\n`, 'utf8');
+    await writeFile(file, this.redact(`${lines.join('\n')}\n`), 'utf8');
     return file;
   }
 
@@ -84,7 +87,7 @@ export class MetaCallLog {
     const body = replies
       .map((reply, index) => `===== reply ${index + 1} of ${replies.length} =====\n${reply}\n`)
       .join('\n');
-    await writeFile(file, body, 'utf8');
+    await writeFile(file, this.redact(body), 'utf8');
     return file;
   }
 }

@@ -21,6 +21,8 @@ import {
 
 export interface OpenAiChatModelOptions {
   baseUrl: string;
+  /** The URL named in messages when `baseUrl` is a local relay (the gateway) to the real endpoint. */
+  displayUrl?: string;
   apiKey: string;
   model: string;
   /** Per HTTP attempt. */
@@ -183,7 +185,7 @@ export class OpenAiChatModel implements MetaModel {
   }
 
   #translate(error: unknown, attempt: number, maxDelay: number): AgentRunnerError {
-    const url = this.#options.baseUrl;
+    const url = this.#options.displayUrl ?? this.#options.baseUrl;
     if (error instanceof OpenAI.APIUserAbortError) {
       return new AgentRunnerError(
         'interrupted',
@@ -205,6 +207,22 @@ export class OpenAiChatModel implements MetaModel {
     if (error instanceof OpenAI.APIConnectionError) {
       const code = causeCode(error);
       const reason = code ? UNREACHABLE_CODES[code] : error.message;
+      return new ModelBehaviorError(
+        'model_unreachable',
+        `Cannot reach the Meta-agent model at ${url} (${reason}). ` +
+          'Check meta.baseUrl in agent-runner.yaml or OPENAI_BASE_URL, and that the server is running and reachable from this machine.',
+        { cause: error, retryable: true, details: { baseUrl: url, code } },
+      );
+    }
+    if (error instanceof OpenAI.APIError && error.status === 502 && error.type === 'upstream_unreachable') {
+      // The gateway could not reach the real endpoint: the same failure as reaching it directly.
+      const detail = error.message.replace(/^.*unreachable: /, '');
+      const code = Object.keys(UNREACHABLE_CODES).find((key) => detail.includes(key));
+      const reason = code
+        ? UNREACHABLE_CODES[code]
+        : /socket hang up/.test(detail)
+          ? UNREACHABLE_CODES.UND_ERR_SOCKET
+          : detail;
       return new ModelBehaviorError(
         'model_unreachable',
         `Cannot reach the Meta-agent model at ${url} (${reason}). ` +

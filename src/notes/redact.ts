@@ -4,6 +4,10 @@
  * patterns (`redact.patterns` in the config, plus common key shapes) catch keys it was not given.
  */
 
+import type { Dirent } from 'node:fs';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
 export const REDACTED = '[REDACTED]';
 
 /** Shapes of well-known credentials. Conservative: long, distinctive prefixes only. */
@@ -31,4 +35,36 @@ export function createRedactor(
     for (const pattern of compiled) out = out.replace(pattern, REDACTED);
     return out;
   };
+}
+
+/**
+ * Redacts every regular file under `dir` in place (files over `maxBytes` are left as they are). Used on the
+ * worker's own state (codex's session files) after each run; replacing text inside JSON strings keeps them
+ * valid, so `codex exec resume` still reads them.
+ */
+export async function redactFilesIn(
+  dir: string,
+  redact: Redactor,
+  maxBytes = 64 * 1024 * 1024,
+): Promise<number> {
+  let changed = 0;
+  let entries: Dirent[];
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) changed += await redactFilesIn(full, redact, maxBytes);
+    else if (entry.isFile() && (await stat(full)).size <= maxBytes) {
+      const text = await readFile(full, 'utf8');
+      const redacted = redact(text);
+      if (redacted !== text) {
+        await writeFile(full, redacted);
+        changed += 1;
+      }
+    }
+  }
+  return changed;
 }

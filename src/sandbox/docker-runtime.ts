@@ -45,6 +45,8 @@ export interface DockerSandboxRuntimeOptions {
   /** Recorded as `agent-runner.pid` / `agent-runner.hostname` so a later run can tell orphans. Defaults: this process. */
   pid?: number;
   hostname?: string;
+  /** Applied to output written to files (stdoutPath/stderrPath): keys and secrets stay out of the logs. */
+  redact?: (text: string) => string;
   /** Seconds `remove` lets the container stop before it is killed (default 1). */
   stopTimeoutSeconds?: number;
 }
@@ -86,6 +88,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   private readonly env: NodeJS.ProcessEnv;
   private readonly owner: SandboxOwner;
   private readonly stopTimeoutSeconds: number;
+  private readonly redact: ((text: string) => string) | undefined;
   /** OOM kills seen in each sandbox so far, to tell whether the last exit 137 was one of them. */
   private readonly oomKills = new Map<string, number>();
 
@@ -100,6 +103,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       hostname: options.hostname ?? hostname(),
     };
     this.stopTimeoutSeconds = options.stopTimeoutSeconds ?? 1;
+    this.redact = options.redact;
   }
 
   ping(): Promise<{ version: string }> {
@@ -148,15 +152,18 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     const startedAt = performance.now();
     const tailBytes = options.tailBytes ?? DEFAULT_TAIL_BYTES;
     const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    const redact = this.redact;
     const stdout = await OutputSink.open({
       filePath: options.stdoutPath,
       onLine: options.onStdoutLine,
       tailBytes,
+      ...(redact ? { redact } : {}),
     });
     const stderr = await OutputSink.open({
       filePath: options.stderrPath,
       onLine: options.onStderrLine,
       tailBytes,
+      ...(redact ? { redact } : {}),
     });
     const closeSinks = async (): Promise<void> => {
       await Promise.all([stdout.close(), stderr.close()]);

@@ -7,6 +7,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
 import { EnvironmentError } from '../errors.js';
 import { LineSplitter, OutputTail } from './output-tail.js';
@@ -15,7 +16,12 @@ export interface OutputSinkOptions {
   filePath?: string;
   onLine?: (line: string) => void;
   tailBytes: number;
+  /** Applied to whole lines before they reach the file (keys and secrets out of the logs). */
+  redact?: (text: string) => string;
 }
+
+/** Above this, a line without a newline is written (redacted) anyway, so memory stays bounded. */
+const MAX_PENDING_CHARS = 1024 * 1024;
 
 /** One stream's destinations (stdout or stderr). */
 export class OutputSink {
@@ -24,6 +30,8 @@ export class OutputSink {
   private file: WriteStream | null = null;
   private fileError: Error | null = null;
   private callbackError: unknown = null;
+  private readonly decoder = new StringDecoder('utf8');
+  private pending = '';
 
   private constructor(private readonly options: OutputSinkOptions) {
     this.tail = new OutputTail(options.tailBytes);
@@ -61,16 +69,31 @@ export class OutputSink {
   async write(chunk: Buffer): Promise<void> {
     this.tail.write(chunk);
     this.lines?.write(chunk);
-    if (this.file !== null && this.fileError === null && !this.file.write(chunk)) {
+    if (this.file !== null && this.fileError === null && !this.file.write(this.forFile(chunk))) {
       // once() rejects on 'error' too, so a failing file cannot leave the pump waiting for a drain.
       await once(this.file, 'drain').catch(() => undefined);
     }
+  }
+
+  /** The bytes for the file: as they came, or whole lines redacted (a secret split across chunks is caught). */
+  private forFile(chunk: Buffer): Buffer | string {
+    const redact = this.options.redact;
+    if (!redact) return chunk;
+    const text = this.pending + this.decoder.write(chunk);
+    const cut = text.length > MAX_PENDING_CHARS ? text.length : text.lastIndexOf('\n') + 1;
+    this.pending = text.slice(cut);
+    return redact(text.slice(0, cut));
   }
 
   /** Flushes the last line and closes the file; throws what went wrong with the file or a callback. */
   async close(): Promise<void> {
     this.lines?.end();
     const file = this.file;
+    if (file !== null && this.options.redact && this.fileError === null) {
+      const rest = this.pending + this.decoder.end();
+      this.pending = '';
+      if (rest) file.write(this.options.redact(rest));
+    }
     if (file !== null) {
       this.file = null;
       if (!file.destroyed) await new Promise<void>((resolve) => file.end(resolve));

@@ -131,6 +131,10 @@ export function buildCodexArgv(input: CodexArgvInput): string[] {
     `model_provider=${CODEX_PROVIDER_ID}`,
     '-c',
     `model_providers.${CODEX_PROVIDER_ID}=${codexProviderToml(input.provider)}`,
+    // Codex sends analytics when it exits; with the sandbox cut off from the network (gateway-only) that
+    // send waits about 5 s for nothing on every run. Measured: 6.5 s → 1.4 s for the demo's run.
+    '-c',
+    'analytics.enabled=false',
   ];
   for (const override of input.configOverrides ?? []) argv.push('-c', override);
   if (input.lastMessagePath !== undefined) argv.push('-o', input.lastMessagePath);

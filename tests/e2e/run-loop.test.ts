@@ -2,6 +2,7 @@
  * The whole product end to end: `agent-runner run` with the real CLI, real git, a real Docker sandbox and the
  * real codex binary; only the models are scripted (Chat Completions for the Meta-agent, Responses for codex).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -25,6 +26,8 @@ import {
 } from '../support/task-repo.js';
 
 const docker = createDockerClient();
+/** Not shaped like any well-known key, so only the known-value redaction can catch it. */
+const KEY = 'e2e-secret-key-value-7f3a9c21';
 let chat: ScriptedChatServer;
 let responses: ScriptedResponsesServer;
 
@@ -75,10 +78,9 @@ async function run(taskId: string, extraArgs: string[] = []) {
       env: {
         ...process.env,
         OPENAI_BASE_URL: chat.url,
-        OPENAI_API_KEY: 'sk-test-e2e-key-000000000000',
+        OPENAI_API_KEY: KEY,
         AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
         AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
-        AGENT_RUNNER_NETWORK: 'open',
         CI: 'true',
       },
     },
@@ -152,7 +154,37 @@ describe('agent-runner run (end to end)', () => {
     expect(note).toContain('git add -A');
     expect(note).toMatch(/\| test \| `npm test` \| ✅ passed/);
     expect(note).toContain(summary.headSha);
-    expect(note).not.toContain('sk-test-e2e-key');
+    // Worker usage is what the scripted upstream sent through the gateway: 2 × (200 + 20) + (300 + 30).
+    expect(note).toMatch(/\| Tokens \| \d+ in total: Meta-agent \d+, worker 770 \|/);
+    // The upstream saw the real key; the sandbox only had the gateway's per-task token.
+    const auth = responses.requests.map((request) => request.headers.authorization);
+    expect(auth.length).toBeGreaterThan(0);
+    expect(auth).toEqual(auth.map(() => `Bearer ${KEY}`));
+  });
+
+  it('redacts a key that shows up in the worker output from logs, events and the note', async () => {
+    const id = 'E2E-REDACT';
+    chat.push(
+      { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
+      { reply: runWorkerReply('Implement slugify with a test and commit.') },
+      { reply: assessmentReply(true, ['AC-1'], 'Done.') },
+    );
+    responses.enqueue(
+      ...codexTurn([`echo "the key is ${KEY}"`], 'Printed it.').slice(0, 1),
+      ...commitSlug(SLUG_JS, 'Add slugify'),
+    );
+    const { repo, summary, note } = await run(id);
+    expect(summary.state).toBe('COMPLETE');
+    expect(note).toContain("the key is [REDACTED]");
+    const stateDir = path.join(repo.root, '.agent-runner');
+    // Everything agent-runner keeps: events, worker JSONL and stderr, Meta-agent call logs, codex's sessions, the note.
+    const search = spawnSync('grep', ['-rl', KEY, stateDir], { encoding: 'utf8' });
+    expect(search.stdout).toBe('');
+    expect(search.status).toBe(1);
+    const control = spawnSync('grep', ['-rl', 'REDACTED', path.join(stateDir, 'runs', id)], {
+      encoding: 'utf8',
+    });
+    expect(control.stdout).toContain('codex.jsonl');
   });
 
   it('fix loop: a failing test → FIXING → second run fixes it → COMPLETE with two runs', async () => {
@@ -271,7 +303,7 @@ describe('agent-runner run (end to end)', () => {
       env: {
         ...process.env,
         OPENAI_BASE_URL: chat.url,
-        OPENAI_API_KEY: 'sk-test-e2e-key-000000000000',
+        OPENAI_API_KEY: KEY,
         CI: 'true',
       },
     });

@@ -191,9 +191,7 @@ describe('meta route', () => {
     await expect(changed).rejects.toBeInstanceOf(ModelBehaviorError);
     await expect(changed).rejects.toThrow(/diverged at meta call #1 \(POST \/chat\/completions\)/);
     const divergence = diverging.takeDivergence();
-    expect(divergence?.message).toContain(
-      'messages[1].content: recorded "Plan the task.", now "Plan another task."',
-    );
+    expect(divergence?.message).toContain('firstUser: recorded "Plan the task.", now "Plan another task."');
   });
 
   it('refuses a caller without the meta token', async () => {

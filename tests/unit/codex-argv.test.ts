@@ -38,6 +38,8 @@ describe('buildCodexArgv', () => {
       'model_providers.agentrunner={name="agentrunner",base_url="http://host.docker.internal:4000/v1",' +
         'env_key="AGENT_RUNNER_WORKER_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=1,' +
         'stream_idle_timeout_ms=60000}',
+      '-c',
+      'analytics.enabled=false',
       '-o',
       '/codex-home/last.txt',
       '--',

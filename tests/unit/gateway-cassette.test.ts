@@ -8,6 +8,7 @@ import {
   ReplayDivergenceError,
   firstDifference,
   normalizeForMatch,
+  requestSignature,
 } from '../../src/gateway/cassette.js';
 import { createRedactor } from '../../src/notes/redact.js';
 
@@ -101,7 +102,7 @@ describe('CassetteRecorder and CassettePlayer', () => {
             index: 0,
             method: 'POST',
             path: '/responses',
-            request: { model: 'm', input: ['a'] },
+            request: { model: 'm', input: [{ type: 'message', role: 'user', content: 'a' }] },
             response: { status: 200, contentType: 'text/event-stream', body: '' },
           },
         ],
@@ -110,21 +111,65 @@ describe('CassetteRecorder and CassettePlayer', () => {
     const player = await CassettePlayer.load(file);
     let caught: unknown;
     try {
-      player.match('worker', 'POST', '/responses', '{"model":"m","input":["b"]}');
+      player.match(
+        'worker',
+        'POST',
+        '/responses',
+        '{"model":"m","input":[{"type":"message","role":"user","content":"b"}]}',
+      );
     } catch (error) {
       caught = error;
     }
     expect(caught).toBeInstanceOf(ReplayDivergenceError);
     expect((caught as ReplayDivergenceError).message).toContain(
-      'diverged at worker call #1 (POST /responses): input[0]: recorded "a", now "b"',
+      'diverged at worker call #1 (POST /responses): userMessages[0]: recorded "a", now "b"',
     );
     expect((caught as ReplayDivergenceError).divergence).toEqual({
       kind: 'worker',
       index: 0,
-      difference: 'input[0]: recorded "a", now "b"',
+      difference: 'userMessages[0]: recorded "a", now "b"',
     });
     // A failed match does not advance: the same call can still match.
-    expect(player.match('worker', 'POST', '/responses', '{"model":"m","input":["a"]}').index).toBe(0);
+    const same = '{"model":"m","input":[{"type":"message","role":"user","content":"a"}]}';
+    expect(player.match('worker', 'POST', '/responses', same).index).toBe(0);
+  });
+
+  it('matches what a request asks, not what it reports (commit ids, timings, command outputs)', () => {
+    const worker = (output: string) => ({
+      model: 'm',
+      instructions: 'be a coder',
+      input: [
+        { type: 'message', role: 'user', content: 'Add slugify.' },
+        { type: 'function_call', call_id: 'c1', name: 'exec_command', arguments: '{"cmd":"npm test"}' },
+        { type: 'function_call_output', call_id: 'c1', output },
+      ],
+    });
+    const meta = (facts: string, prd: string) => ({
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'You are the Meta-agent.' },
+        { role: 'user', content: prd },
+        { role: 'user', content: facts },
+      ],
+    });
+    expect(
+      firstDifference(
+        normalizeForMatch(requestSignature('worker', worker('duration_ms 51.2'))),
+        normalizeForMatch(requestSignature('worker', worker('duration_ms 48.9'))),
+      ),
+    ).toBeNull();
+    expect(
+      firstDifference(
+        normalizeForMatch(requestSignature('meta', meta('head 1a2b3c4d5e6f', '# PRD'))),
+        normalizeForMatch(requestSignature('meta', meta('head 9f8e7d6c5b4a', '# PRD'))),
+      ),
+    ).toBeNull();
+    expect(
+      firstDifference(
+        normalizeForMatch(requestSignature('meta', meta('head 1a2b3c4d5e6f', '# PRD'))),
+        normalizeForMatch(requestSignature('meta', meta('head 1a2b3c4d5e6f', '# Another PRD'))),
+      ),
+    ).toBe('firstUser: recorded "# PRD", now "# Another PRD"');
   });
 
   it('refuses a file that is not a cassette, saying how to make one', async () => {
