@@ -175,7 +175,7 @@ describe('agent-runner run (end to end)', () => {
     );
     const { repo, summary, note } = await run(id);
     expect(summary.state).toBe('COMPLETE');
-    expect(note).toContain("the key is [REDACTED]");
+    expect(note).toContain('the key is [REDACTED]');
     const stateDir = path.join(repo.root, '.agent-runner');
     // Everything agent-runner keeps: events, worker JSONL and stderr, Meta-agent call logs, codex's sessions, the note.
     const search = spawnSync('grep', ['-rl', KEY, stateDir], { encoding: 'utf8' });
