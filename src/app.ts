@@ -269,126 +269,79 @@ async function runLockedTask(
         ),
       gateway.gateway,
     );
-    return await runWithPorts({
-      request,
-      dependencies,
-      taskId,
-      layout,
-      runtime,
-      redact,
-      metaAgent,
-      patterns,
-      workspace,
-      sandboxes,
-      worker,
-      workerModel,
-    });
+    const journal = new EventJournal(layout.runDir, redact);
+    const runner = new TaskRunner(
+      {
+        taskId,
+        prd: request.prd,
+        startOptions: {
+          prdPath: request.prdPath,
+          prd: request.prd,
+          ...(request.base !== undefined ? { base: request.base } : {}),
+          dodSkipped: request.dodSkipped,
+          ...(request.resume ? { resumed: true } : {}),
+        },
+        ...(request.resume ? { previous: request.resume.previous } : {}),
+        limits: {
+          maxIterations: config.limits.maxIterations,
+          maxMetaCalls: config.limits.maxMetaCalls,
+          wallClockMs: config.limits.wallClock,
+          ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
+          ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
+        },
+        worker: {
+          type: config.worker.type,
+          model: workerModel,
+          timeoutMs: config.worker.timeout,
+          graceMs: config.worker.grace,
+        },
+        prices: config.prices,
+        dodSkipped: request.dodSkipped || config.dod.skip,
+        headless: request.headless,
+        patterns,
+        runDir: layout.runDir,
+      },
+      {
+        meta: new MetaAgentPortAdapter(metaAgent),
+        workspace,
+        sandboxes,
+        worker,
+        human: dependencies.human ?? request.human ?? { ask: async () => null },
+        notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
+        clock: dependencies.clock ?? systemClock,
+        writeNote: (record) =>
+          writeTaskNote(record, {
+            agentRunnerDir: layout.stateDir,
+            repository: repoRoot,
+            prdPath: request.prdPath,
+            workerModel,
+            redact,
+            ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
+          }),
+        onEvent: (event) => {
+          if (event.type === 'sandbox_started') sandboxId = event.sandboxId;
+          if (event.type === 'worker_started') workerRunning = true;
+          if (event.type === 'worker_finished') workerRunning = false;
+          request.onEvent?.(event);
+          // Last, so the person still sees the event when the journal cannot be written (it then throws).
+          journal.append(event);
+        },
+      },
+    );
+    let sandboxId: string | null = null;
+    let workerRunning = false;
+    const onHurry = () => {
+      // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
+      if (sandboxId && workerRunning)
+        void runtime.exec(sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 }).catch(() => {});
+    };
+    request.hurry?.addEventListener('abort', onHurry, { once: true });
+    try {
+      return await runner.run(request.signal);
+    } finally {
+      request.hurry?.removeEventListener('abort', onHurry);
+    }
   } finally {
     await gateway.close();
-  }
-}
-
-interface WiredTask {
-  request: RunTaskRequest;
-  dependencies: AppDependencies;
-  taskId: string;
-  layout: ReturnType<typeof taskLayout>;
-  runtime: SandboxRuntime;
-  redact: Redactor;
-  metaAgent: ReturnType<typeof createMetaAgent>;
-  patterns: Awaited<ReturnType<typeof loadPatternLibrary>>;
-  workspace: GitTaskWorkspace;
-  sandboxes: DockerSandboxProvider;
-  worker: WorkerAdapter;
-  workerModel: string;
-}
-
-async function runWithPorts(wired: WiredTask): Promise<TaskSummary> {
-  const {
-    request,
-    dependencies,
-    taskId,
-    layout,
-    runtime,
-    redact,
-    metaAgent,
-    patterns,
-    workspace,
-    sandboxes,
-    worker,
-    workerModel,
-  } = wired;
-  const { config, repoRoot } = request;
-  const journal = new EventJournal(layout.runDir, redact);
-  const runner = new TaskRunner(
-    {
-      taskId,
-      prd: request.prd,
-      startOptions: {
-        prdPath: request.prdPath,
-        prd: request.prd,
-        ...(request.base !== undefined ? { base: request.base } : {}),
-        dodSkipped: request.dodSkipped,
-        ...(request.resume ? { resumed: true } : {}),
-      },
-      ...(request.resume ? { previous: request.resume.previous } : {}),
-      limits: {
-        maxIterations: config.limits.maxIterations,
-        maxMetaCalls: config.limits.maxMetaCalls,
-        wallClockMs: config.limits.wallClock,
-        ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
-        ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
-      },
-      worker: {
-        type: config.worker.type,
-        model: workerModel,
-        timeoutMs: config.worker.timeout,
-        graceMs: config.worker.grace,
-      },
-      prices: config.prices,
-      dodSkipped: request.dodSkipped || config.dod.skip,
-      headless: request.headless,
-      patterns,
-      runDir: layout.runDir,
-    },
-    {
-      meta: new MetaAgentPortAdapter(metaAgent),
-      workspace,
-      sandboxes,
-      worker,
-      human: dependencies.human ?? request.human ?? { ask: async () => null },
-      notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
-      clock: dependencies.clock ?? systemClock,
-      writeNote: (record) =>
-        writeTaskNote(record, {
-          agentRunnerDir: layout.stateDir,
-          repository: repoRoot,
-          prdPath: request.prdPath,
-          workerModel,
-          redact,
-          ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
-        }),
-      onEvent: (event) => {
-        if (event.type === 'sandbox_started') sandboxId = event.sandboxId;
-        if (event.type === 'worker_started') workerRunning = true;
-        if (event.type === 'worker_finished') workerRunning = false;
-        request.onEvent?.(event);
-        // Last, so the person still sees the event when the journal cannot be written (it then throws).
-        journal.append(event);
-      },
-    },
-  );
-  let sandboxId: string | null = null;
-  let workerRunning = false;
-  const onHurry = () => {
-    // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
-    if (sandboxId && workerRunning)
-      void runtime.exec(sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 }).catch(() => {});
-  };
-  request.hurry?.addEventListener('abort', onHurry, { once: true });
-  try {
-    return await runner.run(request.signal);
-  } finally {
-    request.hurry?.removeEventListener('abort', onHurry);
   }
 }
