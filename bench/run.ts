@@ -2,7 +2,7 @@
  * `npm run bench`: agent-runner's own overhead against raw Docker (see docs/benchmarks.md). Not part of
  * `npm test`. Writes bench/results/latest.json and latest.md and prints the Markdown.
  *
- * Environment: AGENT_RUNNER_BENCH_IMAGE (default agent-runner-base:bookworm), AGENT_RUNNER_BENCH_DOCKER_CLI
+ * Environment: AGENT_RUNNER_BENCH_IMAGE (default: the worker image, which scripts/setup.sh builds), AGENT_RUNNER_BENCH_DOCKER_CLI
  * (default /usr/local/bin/docker).
  */
 import { randomBytes } from 'node:crypto';
@@ -21,8 +21,8 @@ import { loadAverage, machineInfo } from './machine.js';
 import { checkTargets, renderMarkdown, type BenchResults } from './report.js';
 import { assertSameHardening, cliStartFloor, compareCreate, compareExec } from './sandbox-comparison.js';
 import { round } from './stats.js';
+import { resolveWorkerImage } from '../src/app.js';
 
-const IMAGE = process.env.AGENT_RUNNER_BENCH_IMAGE ?? 'agent-runner-base:bookworm';
 const RESULTS_DIR = path.join(import.meta.dirname, 'results');
 
 function progress(message: string): void {
@@ -32,21 +32,24 @@ function progress(message: string): void {
 async function main(): Promise<void> {
   const startedAt = performance.now();
   const runId = randomBytes(3).toString('hex');
-  await docker(['image', 'inspect', '--format', '{{.Id}}', IMAGE]).catch((error: unknown) => {
+  const config = validateConfig([]);
+  // The worker image exists wherever the README's set-up ran (agent-runner-base:bookworm only where no
+  // registry could be reached).
+  const image = process.env.AGENT_RUNNER_BENCH_IMAGE ?? (await resolveWorkerImage(config));
+  await docker(['image', 'inspect', '--format', '{{.Id}}', image]).catch((error: unknown) => {
     throw new Error(
-      `The bench image ${IMAGE} is not on this engine (${(error as Error).message}). ` +
+      `The bench image ${image} is not on this engine (${(error as Error).message}). ` +
         'Build it (scripts/setup.sh) or set AGENT_RUNNER_BENCH_IMAGE.',
     );
   });
   const client = createDockerClient();
   const runtime = new DockerSandboxRuntime(client, { version: VERSION });
-  const config = validateConfig([]);
-  const sandboxes = await benchSandboxes(runId, IMAGE);
+  const sandboxes = await benchSandboxes(runId, image);
   const scratch = await mkdtemp(path.join(tmpdir(), 'agent-runner-bench-state-'));
   let leftoverContainers = -1;
   try {
     const machine = await machineInfo();
-    progress(`run ${runId} on ${machine.cores} cores, Docker ${machine.dockerServer}, ${IMAGE}`);
+    progress(`run ${runId} on ${machine.cores} cores, Docker ${machine.dockerServer}, ${image}`);
     const dockerCliStart = await cliStartFloor(10);
 
     const hardening = await assertSameHardening(runtime, sandboxes);
@@ -68,7 +71,7 @@ async function main(): Promise<void> {
     }
 
     progress('4. tasks in parallel (1, 2, 4, 8)');
-    const parallel = await measureParallel({ image: IMAGE, runId }, [1, 2, 4, 8], 5);
+    const parallel = await measureParallel({ image: image, runId }, [1, 2, 4, 8], 5);
     for (const item of parallel) {
       progress(`   N=${item.tasks}: ${item.wallMs} ms, peak RSS ${item.memory.sampledPeakMiB} MiB`);
     }
@@ -81,7 +84,7 @@ async function main(): Promise<void> {
       (await sandboxes.cleanup(client)) + parallel.reduce((sum, item) => sum + item.leftoverContainers, 0);
     const partial: Omit<BenchResults, 'targets'> = {
       machine: { ...machine, loadAverageAtEnd: loadAverage() },
-      image: IMAGE,
+      image: image,
       durationSeconds: round((performance.now() - startedAt) / 1000, 1),
       dockerCliStart,
       hardening,
