@@ -252,6 +252,15 @@ export class OpenAiChatModel implements MetaModel {
       );
     }
     if (error instanceof AgentRunnerError) return error;
+    if (error instanceof SyntaxError) {
+      return new ModelBehaviorError(
+        'model_http_error',
+        `The Meta-agent model at ${url} answered something that is not a Chat Completions response ` +
+          `(${error.message}). Check that meta.baseUrl (or OPENAI_BASE_URL) is an OpenAI-compatible endpoint ` +
+          'ending in /v1, not a web page or a proxy error page.',
+        { cause: error, details: { baseUrl: url } },
+      );
+    }
     return new ModelBehaviorError(
       'model_http_error',
       `The request to the Meta-agent model at ${url} failed: ${String(error)}`,

@@ -84,7 +84,10 @@ describe('Meta-agent endpoint faults (exit 5)', () => {
       'drop',
       /Cannot reach the Meta-agent model at .* \(connection closed by the server\)\. Check meta\.baseUrl/,
     ],
-    ['garbage', /The request to the Meta-agent model at .* failed: SyntaxError.*not valid JSON/],
+    [
+      'garbage',
+      /answered something that is not a Chat Completions response \(.*not valid JSON.*\)\. Check that meta\.baseUrl/,
+    ],
   ])('%s', async (mode, message) => {
     const id = `FAULT-META-${mode.toUpperCase()}`;
     const root = setupRepo(id);
