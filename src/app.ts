@@ -8,7 +8,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Config } from './config/schema.js';
 import type { StampedEvent } from './core/events.js';
-import type { Clock, HumanPort, SandboxRuntime, WorkerAdapter } from './core/ports.js';
+import type { Clock, HumanPort, OwnershipEntry, SandboxRuntime, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
 import type { TaskSummary } from './core/types.js';
 import { EnvironmentError } from './errors.js';
@@ -234,6 +234,13 @@ async function runLockedTask(
       dod: config.dod,
       dodSkipped: request.dodSkipped,
       graceMs: config.worker.grace,
+      // A runner that is not root cannot chown: a helper container applies the read-only ownership.
+      ...(runtime.applyOwnership
+        ? {
+            applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
+              runtime.applyOwnership!({ taskId, repoPath: repoRoot, image, hostDir, entries }),
+          }
+        : {}),
     });
     const workerModel = config.worker.model ?? config.meta.model;
     const sandboxes = new DockerSandboxProvider({

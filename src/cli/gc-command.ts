@@ -10,6 +10,9 @@ import { EXIT_CODES } from '../errors.js';
 import { findOrphanSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
 import { listTasks } from '../lifecycle/task-inventory.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
+import { resolveWorkerImage } from '../app.js';
+import { loadConfig } from '../config/load.js';
+import { runnerIsRoot, type OwnershipApplier } from '../workspace/permissions.js';
 import { createDockerClient, describeDockerHost } from '../sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
 import { VERSION } from '../version.js';
@@ -46,12 +49,15 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
     context.setExitCode(EXIT_CODES.environment);
   }
 
+  // Not root: sandboxes hold files of the guard uid that only a helper container can give back.
+  const applier = runnerIsRoot() ? undefined : await ownershipApplier(runtime, repository.root, env);
   const { tasks } = await listTasks(repository.root);
   for (const task of tasks) {
     if (task.status !== 'finished' || (!task.worktreePath && !task.sandboxRepoPath)) continue;
     const verdict = await cleanFinishedTask(repository.root, task, {
       force: Boolean(options.force),
       dryRun,
+      ...(applier ? { applier } : {}),
     });
     if (verdict.error)
       output.err(`agent-runner: could not remove the worktree of ${task.taskId}: ${verdict.error}`);
@@ -63,6 +69,20 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
       output.out(
         `${verb} the worktree and sandbox of ${task.taskId} (${task.state}); branch ${task.branch} kept`,
       );
+  }
+}
+
+async function ownershipApplier(
+  runtime: DockerSandboxRuntime,
+  repoRoot: string,
+  env: NodeJS.ProcessEnv,
+): Promise<OwnershipApplier | undefined> {
+  try {
+    const image = await resolveWorkerImage(await loadConfig({ repoRoot, env }));
+    return (hostDir, entries) =>
+      runtime.applyOwnership({ taskId: 'gc', repoPath: repoRoot, image, hostDir, entries });
+  } catch {
+    return undefined;
   }
 }
 

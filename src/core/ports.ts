@@ -88,6 +88,14 @@ export interface SandboxSummary {
   labels: Record<string, string>;
 }
 
+/** One step of an ownership plan: a path relative to the planned directory, its owner, its mode (null: leave). */
+export interface OwnershipEntry {
+  path: string;
+  uid: number;
+  gid: number;
+  mode: number | null;
+}
+
 export interface SandboxRuntime {
   /** Engine reachable? Returns its version; throws EnvironmentError('docker_unavailable') with the fix. */
   ping(): Promise<{ version: string }>;
@@ -97,6 +105,17 @@ export interface SandboxRuntime {
   remove(sandboxId: string): Promise<void>;
   /** Containers whose labels include all of `labels`. */
   list(labels: Record<string, string>): Promise<SandboxSummary[]>;
+  /**
+   * Applies an ownership plan to a host directory with privileges the runner may lack (a runner that is not
+   * root cannot chown). Paths of `entries` are relative to `hostDir`.
+   */
+  applyOwnership?(request: {
+    taskId: string;
+    repoPath: string;
+    image: string;
+    hostDir: string;
+    entries: readonly OwnershipEntry[];
+  }): Promise<void>;
   /**
    * Moves a running sandbox to `network`: leaves every network it is on, then joins `network` (nothing for
    * `none`, which leaves only loopback). Only for a sandbox created on `bridge` or a named network: Docker

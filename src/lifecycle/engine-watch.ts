@@ -28,6 +28,7 @@ export interface EngineWatchOptions {
 
 export class EngineWatchRuntime implements SandboxRuntime {
   readonly setNetwork?: (sandboxId: string, network: SandboxNetwork) => Promise<void>;
+  readonly applyOwnership?: SandboxRuntime['applyOwnership'];
 
   constructor(
     private readonly inner: SandboxRuntime,
@@ -37,6 +38,8 @@ export class EngineWatchRuntime implements SandboxRuntime {
     if (setNetwork) {
       this.setNetwork = (sandboxId, network) => this.watch(() => setNetwork(sandboxId, network), sandboxId);
     }
+    const applyOwnership = inner.applyOwnership?.bind(inner);
+    if (applyOwnership) this.applyOwnership = (request) => this.watch(() => applyOwnership(request), null);
   }
 
   ping(): Promise<{ version: string }> {

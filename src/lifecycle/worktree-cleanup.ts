@@ -7,6 +7,7 @@
 import { rm } from 'node:fs/promises';
 import { tryGit } from '../workspace/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
+import type { OwnershipApplier } from '../workspace/permissions.js';
 import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
 import type { TaskEntry } from './task-inventory.js';
 
@@ -61,7 +62,7 @@ export async function reasonsToKeep(repoRoot: string, task: TaskEntry): Promise<
 export async function cleanFinishedTask(
   repoRoot: string,
   task: TaskEntry,
-  options: { force: boolean; dryRun: boolean },
+  options: { force: boolean; dryRun: boolean; applier?: OwnershipApplier },
 ): Promise<WorktreeVerdict> {
   const keep = await reasonsToKeep(repoRoot, task);
   const verdict: WorktreeVerdict = { taskId: task.taskId, keep, removed: false, error: null };
@@ -77,7 +78,9 @@ export async function cleanFinishedTask(
       return verdict;
     }
   }
-  if (task.sandboxRepoPath) await removeTaskSandbox(repoRoot, task.taskId);
+  if (task.sandboxRepoPath) {
+    await removeTaskSandbox(repoRoot, task.taskId, options.applier ? { applier: options.applier } : {});
+  }
   await rm(`${layout.runDir}/lock`, { force: true });
   verdict.removed = true;
   return verdict;

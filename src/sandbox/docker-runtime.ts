@@ -20,6 +20,7 @@ import type {
 import { EnvironmentError, InternalError } from '../errors.js';
 import { containerCreateOptions, dockerSocketPaths, type SandboxOwner } from './container-options.js';
 import { pingDocker } from './docker-client.js';
+import { applyOwnershipInContainer, type OwnershipHelperRequest } from './ownership-helper.js';
 import { EXEC_MARKER_VARIABLE, killerArgv } from './exec-killer.js';
 import { OutputSink, pumpDockerStream } from './exec-output.js';
 
@@ -284,6 +285,11 @@ export class DockerSandboxRuntime implements SandboxRuntime {
         },
       );
     }
+  }
+
+  /** See SandboxRuntime.applyOwnership: a short-lived helper container that may chown, nothing more. */
+  applyOwnership(request: OwnershipHelperRequest): Promise<void> {
+    return applyOwnershipInContainer(this.docker, this.owner, request);
   }
 
   async list(labels: Record<string, string>): Promise<SandboxSummary[]> {

@@ -10,6 +10,7 @@ import { resolveDodChecks } from './detect-dod-checks.js';
 import { runDodChecks } from './dod-checks.js';
 import { git, tryGit } from './git-command.js';
 import { taskLayout } from './layout.js';
+import type { OwnershipApplier } from './permissions.js';
 import { prepareTaskWorkspace, type PreparedWorkspace } from './prepare-task-workspace.js';
 import { scopeStatement } from './scope-statement.js';
 import type { Scope } from './scope.js';
@@ -27,6 +28,8 @@ export interface GitTaskWorkspaceOptions {
   dod: Config['dod'];
   dodSkipped: boolean;
   graceMs: number;
+  /** Applies the read-only ownership when the runner is not root (see permissions.ts). */
+  applier?: OwnershipApplier;
 }
 
 // Saves the sandbox's uncommitted work (tracked and untracked, ignored files aside) as a commit on
@@ -65,6 +68,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       taskId: this.options.taskId,
       base: this.options.base,
       scope: this.options.scope,
+      ...(this.options.applier ? { applier: this.options.applier } : {}),
     });
     return {
       branch: this.prepared.branch,

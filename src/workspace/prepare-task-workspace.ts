@@ -11,7 +11,7 @@ import { UserError } from '../errors.js';
 import { git, splitNul, tryGit } from './git-command.js';
 import { inspectRepository } from './inspect-repository.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment, taskLayout, type TaskLayout } from './layout.js';
-import { applyScopePermissions, guardIdsFor, type UserIds } from './permissions.js';
+import { applyScopePermissions, guardIdsFor, type OwnershipApplier, type UserIds } from './permissions.js';
 import { createSandboxRepository, sandboxGitDir } from './sandbox-repository.js';
 import { compileScope, type Scope } from './scope.js';
 import { createSnapshot } from './snapshot.js';
@@ -32,6 +32,10 @@ export interface PrepareTaskWorkspaceOptions {
   scope: Scope;
   /** Override the worker's uid/gid (default: the repository owner's, or 10001 when that is root). */
   workerUser?: UserIds;
+  /** Applies the read-only ownership when the runner is not root (a privileged helper container). */
+  applier?: OwnershipApplier;
+  /** Use `applier` even as root (tests of the non-root path). */
+  preferApplier?: boolean;
 }
 
 /** Everything the runner needs to start the sandbox and, later, to sync and gather facts. */
@@ -240,6 +244,8 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     scope,
     worker: workerUser,
     guard: guardUser,
+    ...(options.applier ? { applier: options.applier } : {}),
+    ...(options.preferApplier ? { preferApplier: true } : {}),
   });
 
   return {

@@ -6,15 +6,29 @@
 import { rm } from 'node:fs/promises';
 import { tryGit } from './git-command.js';
 import { taskLayout } from './layout.js';
+import { giveBackPlan, type OwnershipApplier } from './permissions.js';
 
 /**
  * Deletes `.agent-runner/sandboxes/<TASK-ID>` and the runner's snapshot/sandbox refs. Uncommitted files in the
  * sandbox are lost: call `syncBack` first and look at `TaskFacts.dirty`. The next prepare makes a new sandbox
  * from the task branch's head.
  */
-export async function removeTaskSandbox(repoRoot: string, taskId: string): Promise<void> {
+export async function removeTaskSandbox(
+  repoRoot: string,
+  taskId: string,
+  options: { applier?: OwnershipApplier } = {},
+): Promise<void> {
   const layout = taskLayout(repoRoot, taskId);
-  await rm(layout.sandboxDir, { recursive: true, force: true });
+  try {
+    await rm(layout.sandboxDir, { recursive: true, force: true });
+  } catch (error) {
+    // Not root: files of the guard uid in its sticky directories cannot be deleted (node reports EPERM,
+    // EACCES or, from its recursive walk, ENOTDIR). Give them back to this user, then delete.
+    if (!options.applier) throw error;
+    const me = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    await options.applier(layout.sandboxDir, await giveBackPlan(layout.sandboxDir, me));
+    await rm(layout.sandboxDir, { recursive: true, force: true });
+  }
   for (const ref of [layout.snapshotRef, layout.sandboxRef]) {
     await tryGit(['update-ref', '-d', ref], { cwd: repoRoot });
   }
