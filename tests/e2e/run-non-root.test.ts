@@ -3,7 +3,7 @@
  * runs as uid 1000 (with the docker group) on a repository that uid owns; the ownership of read-only files
  * is applied by the privileged helper container, the worker (also uid 1000, the repository's owner) tries to
  * change a read-only file and is refused by the kernel, and `gc` can still delete the sandbox afterwards.
- * Needs root to switch users (setpriv), as CI here has.
+ * Needs root to switch users (setpriv) and an account with uid 1000, as this kind of machine (and its CI) has.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -31,6 +31,14 @@ const dockerGroup = (() => {
     return execFileSync('getent', ['group', 'docker'], { encoding: 'utf8' }).split(':')[2] ?? '';
   } catch {
     return '';
+  }
+})();
+const userExists = (() => {
+  try {
+    execFileSync('getent', ['passwd', String(USER)]);
+    return true;
+  } catch {
+    return false;
   }
 })();
 const docker = createDockerClient();
@@ -78,7 +86,7 @@ function runAsUser(
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-describe.skipIf(!isRoot || !dockerGroup)('a runner that is not root', () => {
+describe.skipIf(!isRoot || !dockerGroup || !userExists)('a runner that is not root', () => {
   it('keeps read-only paths read-only for the worker, and gc can still remove the sandbox', async () => {
     const id = 'E2E-NONROOT';
     const repo = createNodeRepo();
