@@ -5,10 +5,9 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   commandStarted,
-  forceRemoveContainers,
   journalEvents,
   labelledContainers,
   readNote,
@@ -16,47 +15,29 @@ import {
   SHORT_TIMEOUTS_YAML,
   startRunner,
   waitForJournalEvent,
-  writeFaultConfig,
+  setupFaultTask,
+  command,
+  COMMIT_SLUG,
 } from '../support/faults-harness.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
-import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
+import type { ScriptedChatServer } from '../support/scripted-chat-server.js';
 import {
-  ScriptedResponsesServer,
+  type ScriptedResponsesServer,
   assistantMessage,
-  commandCall,
   type ScriptedReply,
 } from '../support/scripted-responses-server.js';
-import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { git } from '../support/task-repo.js';
 
 // Fresh scripted servers per test, so a failed test cannot leave script steps to the next one.
 let chat: ScriptedChatServer;
 let responses: ScriptedResponsesServer;
 
-const command = (cmd: string): ScriptedReply => ({ kind: 'output', items: [commandCall(cmd)] });
 const say = (text: string): ScriptedReply => ({ kind: 'output', items: [assistantMessage(text)] });
-const COMMIT_SLUG = `${writeFileCommand('slug.js', SLUG_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}\ngit add -A && git commit -q -m 'Add slugify'`;
 
 async function setupRepo(taskId: string, yaml = SHORT_TIMEOUTS_YAML) {
-  chat = await startScriptedChatServer();
-  responses = await new ScriptedResponsesServer().start();
-  onTestFinished(() => chat.close());
-  onTestFinished(() => responses.close());
-  const repo = createNodeRepo();
-  writeFaultConfig(repo.root, yaml);
-  git(repo.root, 'add', 'agent-runner.yaml');
-  git(repo.root, 'commit', '-q', '-m', 'config');
-  onTestFinished(repo.remove);
-  onTestFinished(() => forceRemoveContainers(taskId));
-  const env = {
-    ...process.env,
-    OPENAI_BASE_URL: chat.url,
-    OPENAI_API_KEY: 'sk-test-faults-key-000000000000',
-    AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
-    AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
-    AGENT_RUNNER_NETWORK: 'open',
-    CI: 'true',
-  };
-  return { repo, env, root: repo.root };
+  const task = await setupFaultTask(taskId, yaml);
+  ({ chat, responses } = task);
+  return task;
 }
 
 describe('interrupts, crashes and resume', () => {

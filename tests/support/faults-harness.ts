@@ -7,7 +7,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { startScriptedChatServer, type ScriptedChatServer } from './scripted-chat-server.js';
+import { ScriptedResponsesServer, commandCall, type ScriptedReply } from './scripted-responses-server.js';
+import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from './task-repo.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MAIN = path.join(REPO_ROOT, 'src', 'cli', 'main.ts');
@@ -135,3 +139,43 @@ export const SHORT_TIMEOUTS_YAML = [
   '  network: open',
   '',
 ].join('\n');
+
+/** A codex turn that runs one shell command. */
+export const command = (cmd: string): ScriptedReply => ({ kind: 'output', items: [commandCall(cmd)] });
+
+/** Writes slug.js and its test, then commits them. */
+export const COMMIT_SLUG = `${writeFileCommand('slug.js', SLUG_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}\ngit add -A && git commit -q -m 'Add slugify'`;
+
+export interface FaultTask {
+  root: string;
+  env: NodeJS.ProcessEnv;
+  chat: ScriptedChatServer;
+  responses: ScriptedResponsesServer;
+}
+
+/**
+ * A repository with `yaml` committed as agent-runner.yaml, fresh scripted servers (so a failed test cannot
+ * leave script steps to the next one) and the runner's environment; everything is removed when the test ends.
+ */
+export async function setupFaultTask(taskId: string, yaml = SHORT_TIMEOUTS_YAML): Promise<FaultTask> {
+  const chat = await startScriptedChatServer();
+  const responses = await new ScriptedResponsesServer().start();
+  onTestFinished(() => chat.close());
+  onTestFinished(() => responses.close());
+  const repo = createNodeRepo();
+  writeFaultConfig(repo.root, yaml);
+  git(repo.root, 'add', 'agent-runner.yaml');
+  git(repo.root, 'commit', '-q', '-m', 'config');
+  onTestFinished(repo.remove);
+  onTestFinished(() => forceRemoveContainers(taskId));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    OPENAI_BASE_URL: chat.url,
+    OPENAI_API_KEY: 'sk-test-faults-key-000000000000',
+    AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
+    AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
+    AGENT_RUNNER_NETWORK: 'open',
+    CI: 'true',
+  };
+  return { root: repo.root, env, chat, responses };
+}
