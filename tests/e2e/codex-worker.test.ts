@@ -14,7 +14,6 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import type { WorkerEvent, WorkerRunRequest } from '../../src/core/ports.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
-import { readWorkerImageInputs, workerImageTag } from '../../src/sandbox/worker-image.js';
 import { VERSION } from '../../src/version.js';
 import { CodexWorkerAdapter, type CodexProvider } from '../../src/worker/codex-adapter.js';
 import {
@@ -23,6 +22,7 @@ import {
   assistantMessage,
   commandCall,
 } from '../support/scripted-responses-server.js';
+import { builtWorkerImage } from '../support/worker-image.js';
 
 const UID = 10001;
 const KEY_VARIABLE = 'AGENT_RUNNER_WORKER_KEY';
@@ -36,23 +36,9 @@ const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
 let image = '';
 const servers: ScriptedResponsesServer[] = [];
 
-/** The computed worker image tag when it is built here, else the pre-built copy. */
-async function resolveImage(): Promise<string> {
-  const tag = workerImageTag(await readWorkerImageInputs({ codexVersion: '0.169.0', baseImage: 'ignored' }));
-  for (const candidate of [tag, 'agent-runner-worker:prebuild']) {
-    try {
-      await docker.getImage(candidate).inspect();
-      return candidate;
-    } catch {
-      // next candidate
-    }
-  }
-  throw new Error(`No worker image: build ${tag} (or agent-runner-worker:prebuild) first.`);
-}
-
 beforeAll(async () => {
   await runtime.ping();
-  image = await resolveImage();
+  image = await builtWorkerImage(docker);
 });
 
 afterAll(async () => {

@@ -22,7 +22,8 @@ import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { VERSION } from '../../src/version.js';
 import { CodexWorkerAdapter } from '../../src/worker/codex-adapter.js';
-import { SANDBOX_UID, resolveWorkerImage, startGatewaySandbox } from '../support/gateway-sandbox.js';
+import { SANDBOX_UID, startGatewaySandbox } from '../support/gateway-sandbox.js';
+import { builtWorkerImage } from '../support/worker-image.js';
 import {
   ScriptedResponsesServer,
   assistantMessage,
@@ -40,7 +41,7 @@ const servers: ScriptedResponsesServer[] = [];
 
 beforeAll(async () => {
   await runtime.ping();
-  image = await resolveWorkerImage(docker);
+  image = await builtWorkerImage(docker);
 });
 
 afterAll(async () => {

@@ -19,12 +19,8 @@ import {
 } from '../../src/gateway/sandbox-network.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
-import {
-  probe,
-  resolveWorkerImage,
-  startGatewaySandbox,
-  startHostServer,
-} from '../support/gateway-sandbox.js';
+import { probe, startGatewaySandbox, startHostServer } from '../support/gateway-sandbox.js';
+import { builtWorkerImage } from '../support/worker-image.js';
 import { ScriptedResponsesServer, assistantMessage } from '../support/scripted-responses-server.js';
 
 const IMAGE = process.env.AGENT_RUNNER_TEST_BASE_IMAGE ?? 'agent-runner-base:bookworm';
@@ -185,7 +181,7 @@ describe('allowlist', () => {
         [],
       ),
       [],
-      await resolveWorkerImage(docker),
+      await builtWorkerImage(docker),
     );
     const view = await runtime.exec(
       sandbox.id,

@@ -6,29 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type Docker from 'dockerode';
 import { expect, onTestFinished } from 'vitest';
 import type { ExecResult, MountSpec, SandboxSpec } from '../../src/core/ports.js';
 import type { ModelGateway } from '../../src/gateway/model-gateway.js';
 import { gatewaySandboxSpec, type SandboxNetworkPlan } from '../../src/gateway/sandbox-network.js';
 import type { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
-import { readWorkerImageInputs, workerImageTag } from '../../src/sandbox/worker-image.js';
 
 export const SANDBOX_UID = 10001;
-
-/** The worker image (the computed tag when built here, else the pre-built copy), as the codex e2e test finds it. */
-export async function resolveWorkerImage(docker: Docker): Promise<string> {
-  const tag = workerImageTag(await readWorkerImageInputs({ codexVersion: '0.169.0', baseImage: 'ignored' }));
-  for (const candidate of [tag, 'agent-runner-worker:prebuild']) {
-    try {
-      await docker.getImage(candidate).inspect();
-      return candidate;
-    } catch {
-      // next candidate
-    }
-  }
-  throw new Error(`No worker image: build ${tag} (or agent-runner-worker:prebuild) first.`);
-}
 
 /** A sandbox created with the gateway's spec; removed and checked gone when the test ends. */
 export async function startGatewaySandbox(
