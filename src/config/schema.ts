@@ -108,6 +108,14 @@ export const configSchema = z.strictObject({
       maxCostUsd: z.number().positive().optional(),
     })
     .prefault({}),
+  parallel: z
+    .strictObject({
+      // auto: the Meta-agent may split a PRD into subtasks; never: one task, as without parallel work.
+      split: z.enum(['auto', 'never']).default('auto'),
+      // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
+      max: positiveInt.max(32).optional(),
+    })
+    .prefault({}),
   prices: z.record(z.string(), priceSchema).default({}),
   patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
   notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
