@@ -10,7 +10,8 @@ import type { Config } from './config/schema.js';
 import type { StampedEvent } from './core/events.js';
 import type { Clock, HumanPort, OwnershipEntry, SandboxRuntime, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
-import type { TaskSummary } from './core/types.js';
+import type { Plan, TaskSummary, Usage } from './core/types.js';
+import { ZERO_USAGE } from './core/usage.js';
 import { EnvironmentError } from './errors.js';
 import { EngineWatchRuntime } from './lifecycle/engine-watch.js';
 import { hurryKillArgv } from './lifecycle/hurry-kill.js';
@@ -79,6 +80,11 @@ export interface RunTaskRequest {
   record?: string;
   /** `--replay FILE`: answer every model call from a cassette, with no upstream. */
   replay?: string;
+  /**
+   * A plan made before the task started (parallel work: the planner's answer for one task, or a subtask's
+   * criteria): the task does not call `plan_task` again; the plan is journalled as if it had.
+   */
+  plan?: { plan: Plan; usage: Usage; metaCalls: number };
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -288,7 +294,20 @@ async function runLockedTask(
           dodSkipped: request.dodSkipped,
           ...(request.resume ? { resumed: true } : {}),
         },
-        ...(request.resume ? { previous: request.resume.previous } : {}),
+        ...(request.resume
+          ? { previous: request.resume.previous }
+          : request.plan
+            ? {
+                previous: {
+                  plan: request.plan.plan,
+                  runs: [],
+                  threadId: null,
+                  metaCalls: request.plan.metaCalls,
+                  usage: request.plan.usage,
+                  workerUsage: ZERO_USAGE,
+                },
+              }
+            : {}),
         limits: {
           maxIterations: config.limits.maxIterations,
           maxMetaCalls: config.limits.maxMetaCalls,
@@ -332,6 +351,17 @@ async function runLockedTask(
           request.onEvent?.(event);
           // Last, so the person still sees the event when the journal cannot be written (it then throws).
           journal.append(event);
+          // A plan given from outside is journalled right after the start, where resume looks for it.
+          if (event.type === 'task_started' && request.plan && !request.resume) {
+            const planned: StampedEvent = {
+              type: 'plan',
+              plan: request.plan.plan,
+              usage: request.plan.usage,
+              at: event.at,
+            };
+            request.onEvent?.(planned);
+            journal.append(planned);
+          }
         },
       },
     );

@@ -5,11 +5,13 @@
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { runTask, type RunTaskRequest } from '../app.js';
+import type { RunTaskRequest } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
+import { createProjectProgress } from '../parallel/project-progress.js';
+import { runProject } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
 
@@ -29,6 +31,7 @@ export interface RunCommandOptions {
   modelScript?: string;
   record?: string;
   replay?: string;
+  single?: boolean;
 }
 
 /** The config layer of the flags `run` and `resume` share. */
@@ -93,6 +96,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
       ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
       ...(options.record ? { record: path.resolve(context.cwd, options.record) } : {}),
       ...(options.replay ? { replay: path.resolve(context.cwd, options.replay) } : {}),
+      ...(options.single ? { single: true } : {}),
     },
     options,
     context,
@@ -103,7 +107,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
 export type DrivenTaskRequest = Omit<
   RunTaskRequest,
   'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human'
->;
+> & { single?: boolean };
 
 /**
  * Runs a task with live progress (or `--json`), Ctrl-C handling (first: stop and save; second: kill the
@@ -116,7 +120,10 @@ export async function driveTask(
 ): Promise<TaskSummary> {
   const { output, env } = context;
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
-  const progress = createProgressPrinter((line) => output.err(line));
+  const progress = createProjectProgress((text) => output.err(text), {
+    tty: output.isTTY,
+    single: createProgressPrinter((line) => output.err(line)),
+  });
   const controller = new AbortController();
   const hurry = new AbortController();
   let interrupts = 0;
@@ -135,7 +142,8 @@ export async function driveTask(
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const summary = await runTask({
+    // Planned first: one task as always, or a project of subtasks (parallel.split, --single).
+    const summary = await runProject({
       ...request,
       headless,
       signal: controller.signal,
@@ -188,6 +196,7 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
     .option('--max-iterations <n>', 'most worker runs')
     .option('--timeout <duration>', 'wall clock for the whole task, e.g. 45m')
+    .option('--single', 'never split the PRD into subtasks (parallel.split: never for this run)')
     .option('--skip-dod', 'do not run the Definition-of-Done checks (recorded as skipped)')
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
