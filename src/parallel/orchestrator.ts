@@ -170,6 +170,8 @@ export class ProjectOrchestrator {
       if (this.stopReason === null) {
         for (const id of decision.start) {
           this.lastWait.delete(id);
+          // Before any await: the next round of the loop must see it running, not start it again.
+          this.setState(id, 'running', 'starting from the integration branch');
           const promise: Promise<void> = this.runSubtask(id, signal).finally(() => inflight.delete(promise));
           inflight.add(promise);
         }
@@ -186,7 +188,6 @@ export class ProjectOrchestrator {
     const record = this.record(id);
     record.startedAt ??= this.deps.clock.now();
     const base = await this.deps.integration.head();
-    this.setState(id, 'running', `from ${base.slice(0, 12)}`);
     let result: SubtaskResult;
     try {
       result = await this.deps.runner.run({
