@@ -135,7 +135,6 @@ async function runProject(taskId: string, prd: string, max: number) {
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as Event);
-  writeFileSync(`/tmp/${taskId}-debug.json`, JSON.stringify({ stderr: result.stderr, events }, null, 1));
   return { repo, result, events, summary, journal };
 }
 
@@ -268,6 +267,137 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(note).toContain('## Merge log');
     expect(note).toContain('## Combined Definition of Done');
     expect(note).toMatch(/`alpha` review 1: \*\*ok\*\*/);
+    expect(chat.remaining()).toBe(0);
+    responses.assertComplete();
+  });
+
+  it('repairs with a fix-up when two subtasks pass alone but their merge fails the combined DoD', async () => {
+    const id = 'par-fix';
+    const onlyFeature = (name: string) =>
+      `const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\ntest('${name} is the only feature', () => assert.deepStrictEqual(fs.readdirSync(path.join(__dirname, '..', 'features')), ['${name}.js']));\n`;
+    const hasFeature = (name: string) =>
+      `const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\ntest('${name} is a feature', () => assert.ok(fs.readdirSync(path.join(__dirname, '..', 'features')).includes('${name}.js')));\n`;
+    chat.push(
+      {
+        reply: decompositionReply(id, [
+          { id: 'alpha', title: 'Add feature a', write: ['features/a.js', 'test/a.test.js'] },
+          { id: 'beta', title: 'Add feature b', write: ['features/b.js', 'test/b.test.js'] },
+        ]),
+      },
+      ...subtaskMeta(`${id}--alpha`),
+      ...subtaskMeta(`${id}--beta`),
+      // The fix-up task on the integration branch: the Meta-agent instructs its worker.
+      {
+        reply: runWorkerReply(
+          'Both feature tests assume they are alone; make each check its own feature only.',
+        ),
+        match: `${id}--fixup-1`,
+      },
+      { reply: assessmentReply(true, ['AC-1'], 'The combined tree passes.'), match: `${id}--fixup-1` },
+    );
+    responses.enqueue(
+      ...codexTurn(
+        `${id}--alpha`,
+        writeAndCommit(
+          { 'features/a.js': 'module.exports = 1;\n', 'test/a.test.js': onlyFeature('a') },
+          'Add a',
+        ),
+      ),
+      ...codexTurn(
+        `${id}--beta`,
+        writeAndCommit(
+          { 'features/b.js': 'module.exports = 2;\n', 'test/b.test.js': onlyFeature('b') },
+          'Add b',
+        ),
+      ),
+      ...codexTurn(`${id}--fixup-1`, [
+        `${writeFileCommand('test/a.test.js', hasFeature('a'))}\n${writeFileCommand('test/b.test.js', hasFeature('b'))}`,
+        "git commit -q -am 'Feature tests check their own feature'",
+      ]),
+    );
+    const { repo, summary, journal, result } = await runProject(
+      id,
+      '# Features\n\nAdd feature a and feature b, each with a test.\n',
+      2,
+    );
+    expect(result.stderr).toBe('');
+    expect(summary).toMatchObject({ state: 'COMPLETE', exitCode: 0 });
+    // Each subtask passed its own DoD; the second merge broke the combined tree; the fix-up repaired it.
+    const combined = journal
+      .filter((event) => event.type === 'combined_dod')
+      .map((event) => (event.dod as { status: string }).status);
+    expect(combined).toEqual(['passed', 'failed', 'passed']);
+    expect(journal.filter((event) => event.type === 'fixup').map((event) => event.state)).toEqual([
+      'running',
+      'COMPLETE',
+    ]);
+    const integration = `agent-runner/${id}`;
+    expect(git(repo.root, 'log', '--format=%s', integration)).toContain(
+      'Feature tests check their own feature',
+    );
+    expect(git(repo.root, 'show', `${integration}:test/a.test.js`)).toBe(hasFeature('a').trim());
+    const note = readFileSync(summary.notePath, 'utf8');
+    expect(note).toMatch(/\| `fixup-1` \| `agent-runner\/par-fix--fixup-1` \| merged \|/);
+    expect(chat.remaining()).toBe(0);
+    responses.assertComplete();
+  });
+
+  it('never runs two subtasks whose write scopes overlap at the same time', async () => {
+    const id = 'par-overlap';
+    chat.push(
+      {
+        reply: decompositionReply(id, [
+          { id: 'alpha', title: 'Add lib/strings.js', write: ['lib/**'] },
+          { id: 'beta', title: 'Add lib/util.js', write: ['lib/util.js', 'test/util.test.js'] },
+        ]),
+      },
+      ...subtaskMeta(`${id}--alpha`),
+      ...subtaskMeta(`${id}--beta`),
+    );
+    const testOf = (module: string, name: string) =>
+      `const test = require('node:test');\nconst assert = require('node:assert');\ntest('${name}', () => assert.strictEqual(typeof require('${module}').${name}, 'function'));\n`;
+    responses.enqueue(
+      ...codexTurn(
+        `${id}--alpha`,
+        writeAndCommit(
+          {
+            'lib/strings.js': 'exports.shout = (text) => text.toUpperCase();\n',
+            'lib/strings.test.js': testOf('./strings.js', 'shout'),
+          },
+          'Add strings',
+        ),
+      ),
+      ...codexTurn(
+        `${id}--beta`,
+        writeAndCommit(
+          {
+            'lib/util.js': 'exports.noop = () => {};\n',
+            'test/util.test.js': testOf('../lib/util.js', 'noop'),
+          },
+          'Add util',
+        ),
+      ),
+    );
+    const { summary, journal } = await runProject(
+      id,
+      '# Library\n\nAdd lib/strings.js and lib/util.js.\n',
+      2,
+    );
+    expect(summary).toMatchObject({ state: 'COMPLETE', exitCode: 0 });
+    const wait = journal.find((event) => event.type === 'subtask_waiting' && event.subtask === 'beta');
+    expect(wait).toMatchObject({ kind: 'overlap' });
+    expect(wait?.reason).toContain('waits for alpha');
+    // beta started only after alpha merged, so their worker runs never overlapped.
+    const alphaMerged = indexOf(
+      journal,
+      (event) => event.type === 'merge' && event.subtask === 'alpha' && event.status === 'merged',
+    );
+    expect(
+      indexOf(journal, (event) => event.type === 'task_started' && event.subtask === 'beta'),
+    ).toBeGreaterThan(alphaMerged);
+    const [, alphaEnd] = workerWindow(journal, 'alpha');
+    const [betaStart] = workerWindow(journal, 'beta');
+    expect(betaStart).toBeGreaterThan(alphaEnd);
     expect(chat.remaining()).toBe(0);
     responses.assertComplete();
   });
