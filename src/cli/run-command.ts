@@ -11,6 +11,7 @@ import type { TaskSummary } from '../core/types.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { createProjectProgress } from '../parallel/project-progress.js';
+import type { ProjectResume } from '../parallel/project-journal.js';
 import { runProject } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
@@ -107,7 +108,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
 export type DrivenTaskRequest = Omit<
   RunTaskRequest,
   'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human'
-> & { single?: boolean };
+> & { single?: boolean; project?: ProjectResume };
 
 /**
  * Runs a task with live progress (or `--json`), Ctrl-C handling (first: stop and save; second: kill the

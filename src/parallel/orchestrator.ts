@@ -72,6 +72,8 @@ export interface OrchestratorOptions {
   spent: { metaCalls: number; usage: Usage };
   /** Earlier state of a resumed project: subtasks already merged stay merged. */
   merged?: string[];
+  /** Earlier state of a resumed project: the attempt each re-planned subtask is at. */
+  attempts?: Record<string, number>;
 }
 
 export interface OrchestratorDeps {
@@ -131,11 +133,12 @@ export class ProjectOrchestrator {
     this.metaUsage = options.spent.usage;
     for (const subtask of options.subtasks) {
       const merged = options.merged?.includes(subtask.id) ?? false;
+      const attempt = options.attempts?.[subtask.id] ?? 1;
       this.records.set(subtask.id, {
         subtask,
         state: merged ? 'merged' : 'waiting',
-        attempt: 1,
-        taskId: `${options.taskId}--${subtask.id}`,
+        attempt,
+        taskId: `${options.taskId}--${subtask.id}${attempt > 1 ? `-r${attempt}` : ''}`,
         reason: merged ? 'merged in an earlier attempt' : '',
         attempts: [],
         reviews: [],
@@ -421,6 +424,7 @@ export class ProjectOrchestrator {
         attempt: record.attempt,
         reason,
         plan,
+        prd: record.subtask.prd,
         usage,
       });
       this.setState(record.subtask.id, 'waiting', `planned again (attempt ${record.attempt})`);

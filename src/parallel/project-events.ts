@@ -50,7 +50,16 @@ export type ProjectEvent =
   | { type: 'subtask_waiting'; subtask: string; kind: string; reason: string }
   | { type: 'subtask_finished'; subtask: string; taskId: string; summary: TaskSummary }
   | { type: 'review'; subtask: string; taskId: string; review: ReviewVerdict; usage: Usage }
-  | { type: 'replan'; subtask: string; attempt: number; reason: string; plan: Plan; usage: Usage }
+  | {
+      type: 'replan';
+      subtask: string;
+      attempt: number;
+      reason: string;
+      plan: Plan;
+      /** The subtask's PRD for the new attempt (the old one plus why it was not merged). */
+      prd: string;
+      usage: Usage;
+    }
   | {
       type: 'merge';
       subtask: string;

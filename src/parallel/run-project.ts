@@ -20,6 +20,7 @@ import { ZERO_USAGE } from '../core/usage.js';
 import { EXIT_CODES } from '../errors.js';
 import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
 import { startTaskGateway, type TaskGateway } from '../gateway/task-gateway.js';
+import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { acquireTaskLock } from '../lifecycle/task-lock.js';
 import { toUsage, titleOf } from '../meta/meta-agent-port.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
@@ -41,15 +42,15 @@ import { ProjectOrchestrator, type ProjectOutcome } from './orchestrator.js';
 import { createParallelMeta, type ParallelMeta } from './parallel-meta.js';
 import type { ProjectMetaPort, SubtaskRunnerPort } from './ports.js';
 import type { PlannedSubtask, ProjectEvent, StampedProjectEvent } from './project-events.js';
+import { PROJECT_JOURNAL, type ProjectResume } from './project-journal.js';
 import { writeProjectNote } from './project-note.js';
 import { defaultParallelMax } from './scheduler.js';
-
-/** The project journal's file in `.agent-runner/runs/<ID>/` (the task journal `events.jsonl` is not used). */
-export const PROJECT_JOURNAL = 'project.jsonl';
 
 export interface RunProjectRequest extends Omit<RunTaskRequest, 'onEvent'> {
   /** `--single`: never split, whatever `parallel.split` says. */
   single?: boolean;
+  /** `resume <ID>` of a project: continue its graph from the project journal (no new plan). */
+  project?: ProjectResume;
   onEvent?: (event: StampedProjectEvent) => void;
 }
 
@@ -126,7 +127,7 @@ export async function runProject(
   dependencies: AppDependencies = {},
 ): Promise<TaskSummary> {
   const forward = request.onEvent as RunTaskRequest['onEvent'];
-  if (!maySplit(request)) return runTask({ ...request, onEvent: forward }, dependencies);
+  if (!request.project && !maySplit(request)) return runTask({ ...request, onEvent: forward }, dependencies);
   const taskId = request.taskId ?? newTaskId(request.prd);
   const layout = taskLayout(request.repoRoot, taskId);
   await mkdir(layout.runDir, { recursive: true });
@@ -166,6 +167,20 @@ export async function runProject(
       gateway.gateway,
     );
     const meta = createParallelMeta({ model, config, logDir: path.join(layout.runDir, 'meta'), redact });
+    if (request.project) {
+      return await driveProject({
+        request,
+        dependencies,
+        taskId,
+        subtasks: request.project.subtasks,
+        meta,
+        gateway,
+        redact,
+        emit,
+        spent: request.project.spent,
+        resume: request.project,
+      });
+    }
     const answer = await meta.plan({
       taskId,
       prd: request.prd,
@@ -257,6 +272,7 @@ interface DriveProjectInput {
   redact: Redactor;
   emit: (event: ProjectEvent | StampedProjectEvent) => void;
   spent: { metaCalls: number; usage: Usage };
+  resume?: ProjectResume;
 }
 
 async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
@@ -265,7 +281,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
   const clock = dependencies.clock ?? systemClock;
   const startedAt = clock.now();
   const layout = taskLayout(repoRoot, taskId);
-  const baseSha = await resolveCommit(repoRoot, request.base ?? 'HEAD');
+  const baseSha = input.resume?.baseSha ?? (await resolveCommit(repoRoot, request.base ?? 'HEAD'));
   if (baseSha === null) throw new Error(`--base ${request.base ?? 'HEAD'} does not name a commit`);
   const docker = dependencies.docker ?? createDockerClient(env);
   const runtime = dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact });
@@ -307,6 +323,9 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
     async run(run) {
       let dod: DodOutcome | undefined;
       let workerSummary: string | undefined;
+      // A subtask begun by an earlier attempt of the project continues from its own journal.
+      const journal = readTaskJournal(taskLayout(repoRoot, run.taskId).runDir, run.taskId);
+      const previous = journal ? previousAttempt(journal) : null;
       const summary = await runTask(
         {
           ...request,
@@ -330,7 +349,9 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
               ...(run.limits.maxCostUsd !== undefined ? { maxCostUsd: run.limits.maxCostUsd } : {}),
             },
           },
-          plan: { plan: run.plan, usage: ZERO_USAGE, metaCalls: 0 },
+          ...(previous
+            ? { resume: { previous } }
+            : { plan: { plan: run.plan, usage: ZERO_USAGE, metaCalls: 0 } }),
           ...(run.signal ? { signal: run.signal } : {}),
           onEvent: (event) => {
             if (event.type === 'dod') dod = event.dod;
@@ -392,6 +413,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
       maxReplans: 1,
       maxFixups: 1,
       spent: input.spent,
+      ...(input.resume ? { merged: input.resume.merged, attempts: input.resume.attempts } : {}),
     },
     { runner, integration, meta: projectMeta, clock, emit },
   );
