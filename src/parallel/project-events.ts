@@ -75,5 +75,5 @@ export type ProjectEvent =
 /** A subtask's task event, marked with its subtask id. */
 export type SubtaskTaskEvent = StampedEvent & { subtask: string };
 
-/** Every event of a project run, stamped. */
-export type StampedProjectEvent = (ProjectEvent & { at: string }) | SubtaskTaskEvent;
+/** Every event of a run that `run` drives: the project's, its subtasks', or those of a task not split. */
+export type StampedProjectEvent = (ProjectEvent & { at: string }) | SubtaskTaskEvent | StampedEvent;
