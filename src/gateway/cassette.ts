@@ -159,6 +159,18 @@ export class CassetteRecorder {
   private readonly cassette: Cassette = { version: 1, exchanges: [] };
   private writing: Promise<void> = Promise.resolve();
 
+  /** A recorder that keeps the exchanges already in `file` (a resumed task); a missing file starts empty. */
+  static async continuing(file: string, redact: Redactor): Promise<CassetteRecorder> {
+    const recorder = new CassetteRecorder(file, redact);
+    const text = await readFile(file, 'utf8').catch(() => null);
+    if (text !== null) {
+      const earlier = JSON.parse(text) as Cassette;
+      if (earlier.version === 1 && Array.isArray(earlier.exchanges))
+        recorder.cassette.exchanges.push(...earlier.exchanges);
+    }
+    return recorder;
+  }
+
   constructor(
     private readonly file: string,
     private readonly redact: Redactor,

@@ -24,6 +24,8 @@ export interface TaskGatewayInput {
   /** `--record FILE` / `--replay FILE` (at most one). */
   record?: string;
   replay?: string;
+  /** A resumed task: `record` adds to the cassette of the earlier attempts instead of starting it over. */
+  appendRecord?: boolean;
   /** Gateway log lines, already redacted. */
   onLog?: (line: string) => void;
 }
@@ -71,7 +73,7 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
       input.replay !== undefined
         ? { kind: 'replay', file: input.replay }
         : input.record !== undefined
-          ? { kind: 'record', file: input.record }
+          ? { kind: 'record', file: input.record, append: input.appendRecord ?? false }
           : { kind: 'live' },
     redactPatterns: config.redact.patterns,
     onLog: input.onLog,
