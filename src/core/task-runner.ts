@@ -544,7 +544,14 @@ export class TaskRunner {
 
   private wallClockStop(): Stop {
     const seconds = Math.round(this.options.limits.wallClockMs / 1000);
-    return new Stop('NEEDS_REVIEW', `the wall-clock limit of ${seconds} s was reached`, EXIT_CODES.timeout);
+    const earlier = this.options.previous?.elapsedMs
+      ? ` (earlier attempts included; \`agent-runner resume ${this.options.taskId} --timeout 30m\` gives it more time)`
+      : '';
+    return new Stop(
+      'NEEDS_REVIEW',
+      `the wall-clock limit of ${seconds} s was reached${earlier}`,
+      EXIT_CODES.timeout,
+    );
   }
 
   /** Wall clock left for the task (earlier attempts counted). */
