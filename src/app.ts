@@ -72,7 +72,11 @@ export interface RunTaskRequest {
   /** One-line notices for the person (orphaned containers removed, a stale lock taken over). */
   onNotice?: (text: string) => void;
   /** `resume`: continue from an earlier attempt rebuilt from the journal. */
-  resume?: { previous: NonNullable<TaskRunnerOptions['previous']> };
+  resume?: {
+    previous: NonNullable<TaskRunnerOptions['previous']>;
+    /** This attempt's number (earlier attempts + 1): a replay answers from its own recorded exchanges. */
+    attempt?: number;
+  };
   /** `--model-script FILE`: a scripted model served by agent-runner itself (demo, trying it without a key). */
   modelScript?: string;
   /** `--record FILE`: store every model exchange in a cassette. */
@@ -208,7 +212,7 @@ async function runLockedTask(
     env,
     repoRoot,
     ...(request.record ? { record: request.record, appendRecord: request.resume !== undefined } : {}),
-    ...(request.replay ? { replay: request.replay } : {}),
+    ...(request.replay ? { replay: request.replay, attempt: request.resume?.attempt ?? 1 } : {}),
   });
   try {
     const metaModel = new GatewayCheckedMetaModel(

@@ -84,8 +84,9 @@ export async function resumeCommand(
       keepSandbox: Boolean(options.keepSandbox ?? started?.keepSandbox),
       dodSkipped: Boolean(options.skipDod ?? started?.dodSkipped),
       ...(started?.record ? { record: started.record } : {}),
+      ...(started?.replay ? { replay: started.replay } : {}),
       // No plan yet (it died while planning): the task simply starts over from the PRD.
-      ...(previous ? { resume: { previous } } : {}),
+      ...(previous ? { resume: { previous, attempt: journal.attempts + 1 } } : {}),
     },
     options,
     context,

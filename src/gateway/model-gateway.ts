@@ -55,7 +55,8 @@ export type GatewayMode =
   | { kind: 'live' }
   /** `append`: a resumed task adds its exchanges to the cassette its earlier attempts recorded. */
   | { kind: 'record'; file: string; append?: boolean }
-  | { kind: 'replay'; file: string };
+  /** `attempt`: a resumed task replays the exchanges its own attempt recorded. */
+  | { kind: 'replay'; file: string; attempt?: number };
 
 export interface ModelGatewayOptions {
   worker: GatewayUpstream;
@@ -143,7 +144,7 @@ export class ModelGateway {
     const gateway = new ModelGateway(options, dir);
     try {
       const mode = options.mode ?? { kind: 'live' };
-      if (mode.kind === 'replay') gateway.player = await CassettePlayer.load(mode.file);
+      if (mode.kind === 'replay') gateway.player = await CassettePlayer.load(mode.file, mode.attempt);
       if (mode.kind === 'record')
         gateway.recorder = mode.append
           ? await CassetteRecorder.continuing(mode.file, gateway.redact)
