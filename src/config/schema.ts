@@ -106,6 +106,7 @@ export const configSchema = z.strictObject({
       wallClock: duration('2h').default(2 * 3_600_000),
       maxTokens: positiveInt.optional(),
       maxCostUsd: z.number().positive().optional(),
+      maxStalls: positiveInt.default(3),
     })
     .prefault({}),
   prices: z.record(z.string(), priceSchema).default({}),
