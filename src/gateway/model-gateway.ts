@@ -15,11 +15,14 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { GatewayRefusal, GatewayRefusalReason } from '../core/events.js';
 import type { TokenUsage } from '../core/ports.js';
 import { EnvironmentError, isAgentRunnerError } from '../errors.js';
-import { createRedactor, type Redactor } from '../notes/redact.js';
+import { Redaction, type Redactor } from '../notes/redact.js';
+import { readBoundedBody } from './bounded-body.js';
 import {
   CassettePlayer,
   CassetteRecorder,
@@ -37,12 +40,36 @@ import {
   RELAY_SCRIPT,
   RELAY_SCRIPT_NAME,
 } from './relay-script.js';
+import {
+  META_ROUTES,
+  RateLimiter,
+  WORKER_ROUTES,
+  matchRoute,
+  modelRefusal,
+  type GatewayRoute,
+} from './request-policy.js';
 import { ResponsesUsageMeter, ZERO_TOKEN_USAGE, addTokenUsage } from './sse-usage.js';
+import type { TaskBudget } from './task-budget.js';
 
 /** The container variable that holds the per-task token codex sends (codex's provider `env_key`). */
 export const GATEWAY_TOKEN_ENV = 'AGENT_RUNNER_GATEWAY_TOKEN';
 const WORKER_PREFIX = '/v1';
 const META_PREFIX = '/meta/v1';
+/** Refusals recorded one by one (events, log lines); later ones are only counted, so a flood stays small. */
+const MAX_RECORDED_REFUSALS = 50;
+
+/** The gateway's caps (config `gateway.*`). */
+export interface GatewayLimits {
+  maxRequestBytes: number;
+  maxHeaderBytes: number;
+  requestsPerMinute: number;
+}
+
+export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
+  maxRequestBytes: 8 * 1024 ** 2,
+  maxHeaderBytes: 16 * 1024,
+  requestsPerMinute: 120,
+};
 
 export interface GatewayUpstream {
   /** Base URL including `/v1`, e.g. `https://api.openai.com/v1`. */
@@ -61,6 +88,20 @@ export interface ModelGatewayOptions {
   mode?: GatewayMode;
   /** `redact.patterns` of the config; the keys and tokens are always redacted. */
   redactPatterns?: readonly string[];
+  /** The task's redaction point; the gateway adds its keys and tokens to it (default: a new one). */
+  redaction?: Redaction;
+  /** Method + path pairs the worker may ask for (default: what codex needs, `POST /responses`). */
+  workerRoutes?: readonly GatewayRoute[];
+  /** Models the worker may name in a request; undefined lets any model through (tests of the transport). */
+  allowedModels?: readonly string[];
+  /** Body, header and rate caps (default {@link DEFAULT_GATEWAY_LIMITS}). */
+  limits?: Partial<GatewayLimits>;
+  /** The task's budget: once spent, worker requests are refused (403 `budget_exhausted`). */
+  budget?: TaskBudget;
+  /** Every refused request (the first {@link MAX_RECORDED_REFUSALS}), for the journal. */
+  onRefusal?: (refusal: GatewayRefusal) => void;
+  /** The rate limiter's clock (tests). */
+  now?: () => number;
   /** Gateway log lines (already redacted). */
   onLog?: (line: string) => void;
   /** Parent of the per-task directory (default: the OS temp dir; unix socket paths must stay short). */
@@ -84,11 +125,16 @@ function jsonError(response: ServerResponse, status: number, message: string, ty
   response.end(JSON.stringify({ error: { message, type, code: type } }));
 }
 
-async function readBody(request: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
+const STATUS_OF: Record<GatewayRefusalReason, number> = {
+  path: 403,
+  route: 403,
+  token: 403,
+  model: 403,
+  budget: 403,
+  body_too_large: 413,
+  headers_too_large: 431,
+  rate_limit: 429,
+};
 
 function listen(server: Server, target: string | { port: number; host: string }): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -110,6 +156,8 @@ export class ModelGateway {
   readonly metaToken = randomBytes(24).toString('hex');
   /** Redacts keys, tokens and the configured patterns; use it for anything derived from gateway traffic. */
   readonly redact: Redactor;
+  /** Requests refused so far (all of them, recorded or not). */
+  refusals = 0;
 
   private readonly sockets = new Set<Socket>();
   /** Aborted by close(): every upstream request still in flight ends with it. */
@@ -122,16 +170,23 @@ export class ModelGateway {
   private recorder: CassetteRecorder | null = null;
   private player: CassettePlayer | null = null;
   private metaPort = 0;
+  private readonly limits: GatewayLimits;
+  private readonly rate: RateLimiter;
+  private budgetRefusal: string | null = null;
 
   private constructor(
     private readonly options: ModelGatewayOptions,
     /** The per-task host directory holding the socket and the relay script; mount it at GATEWAY_CONTAINER_DIR. */
     readonly hostDir: string,
   ) {
-    this.redact = createRedactor(
+    const redaction = options.redaction ?? new Redaction();
+    redaction.add(
       [options.worker.apiKey, options.meta?.apiKey, this.workerToken, this.metaToken],
       options.redactPatterns ?? [],
     );
+    this.redact = redaction.redact;
+    this.limits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
+    this.rate = new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now);
   }
 
   /** Creates the directory, the socket (worker + proxy) and the loopback meta listener. */
@@ -187,6 +242,13 @@ export class ModelGateway {
     return usage;
   }
 
+  /** Why a worker request was refused for the budget since the last call (then forgotten), or null. */
+  takeBudgetRefusal(): string | null {
+    const reason = this.budgetRefusal;
+    this.budgetRefusal = null;
+    return reason;
+  }
+
   /** Under replay: the first divergence met since the last call (then forgotten), or null. */
   takeDivergence(): ReplayDivergenceError | null {
     const first = this.divergences[0] ?? null;
@@ -211,6 +273,11 @@ export class ModelGateway {
     await rm(this.hostDir, { recursive: true, force: true });
   }
 
+  private meterWorker(usage: TokenUsage): void {
+    this.workerUsage = addTokenUsage(this.workerUsage, usage);
+    this.options.budget?.addWorker(usage);
+  }
+
   private log(line: string): void {
     this.options.onLog?.(this.redact(line));
   }
@@ -226,8 +293,9 @@ export class ModelGateway {
 
   private async listen(): Promise<void> {
     await writeFile(path.join(this.hostDir, RELAY_SCRIPT_NAME), RELAY_SCRIPT, { mode: 0o644 });
+    const serverOptions = { noDelay: true, maxHeaderSize: this.limits.maxHeaderBytes };
     const sandboxSide = this.track(
-      http.createServer({ noDelay: true }, (request, response) => {
+      http.createServer(serverOptions, (request, response) => {
         this.onSandboxRequest(request, response).catch((error: unknown) =>
           this.fail(response, 'sandbox request', error),
         );
@@ -242,12 +310,18 @@ export class ModelGateway {
     await chmod(this.hostDir, 0o755);
     await chmod(this.socketPath, 0o666);
 
+    sandboxSide.on('clientError', (error: Error & { code?: string }, socket) =>
+      this.onClientError('worker', error, socket),
+    );
     const hostSide = this.track(
-      http.createServer({ noDelay: true }, (request, response) => {
+      http.createServer(serverOptions, (request, response) => {
         this.onMetaRequest(request, response).catch((error: unknown) =>
           this.fail(response, 'meta request', error),
         );
       }),
+    );
+    hostSide.on('clientError', (error: Error & { code?: string }, socket) =>
+      this.onClientError('meta', error, socket),
     );
     await listen(hostSide, { port: 0, host: '127.0.0.1' });
     this.metaPort = (hostSide.address() as AddressInfo).port;
@@ -277,30 +351,172 @@ export class ModelGateway {
       }
       request.url = `${target.pathname}${target.search}`;
     }
-    const pathname = request.url ?? '/';
-    if (pathname !== WORKER_PREFIX && !pathname.startsWith(`${WORKER_PREFIX}/`)) {
-      jsonError(response, 404, `agent-runner gateway: no route ${pathname}`, 'not_found');
+    const method = request.method ?? 'GET';
+    const target = request.url ?? '/';
+    // Every request on the model side counts, refused ones too: a flood is cut short before anything else.
+    if (!this.rate.take()) {
+      response.setHeader('retry-after', String(this.rate.retryAfterSeconds()));
+      this.refuse(response, {
+        route: 'worker',
+        method,
+        path: target,
+        reason: 'rate_limit',
+        detail: `more than ${this.limits.requestsPerMinute} requests in a minute`,
+      });
+      return;
+    }
+    const decision = matchRoute(
+      method,
+      target,
+      WORKER_PREFIX,
+      this.options.workerRoutes ?? WORKER_ROUTES.codex ?? [],
+    );
+    if ('refused' in decision) {
+      this.refuse(response, {
+        route: 'worker',
+        method,
+        path: target,
+        reason: decision.refused,
+        detail: decision.detail,
+      });
       return;
     }
     if (bearer(request) !== this.workerToken) {
-      this.log(`worker request refused: bad token for ${pathname}`);
+      this.log(`worker request refused: bad token for ${target}`);
       jsonError(response, 401, 'agent-runner gateway: missing or wrong task token', 'invalid_api_key');
       return;
     }
-    await this.exchange('worker', pathname.slice(WORKER_PREFIX.length), request, response);
+    const spent = this.options.budget?.exhausted() ?? null;
+    if (spent !== null) {
+      this.budgetRefusal ??= spent;
+      this.refuse(response, { route: 'worker', method, path: target, reason: 'budget', detail: spent });
+      return;
+    }
+    const body = await this.readBody('worker', request, response);
+    if (body === null) return;
+    const allowedModels = this.options.allowedModels;
+    const wrongModel = allowedModels === undefined ? null : modelRefusal(body, allowedModels);
+    if (wrongModel !== null) {
+      this.refuse(response, { route: 'worker', method, path: target, reason: 'model', detail: wrongModel });
+      return;
+    }
+    // The allowed route's own path is forwarded, never the text the worker sent.
+    await this.exchange('worker', decision.allowed.path, request, body, response);
+  }
+
+  /** The body within `gateway.maxRequestBytes`, or null after answering 413 and closing the connection. */
+  private async readBody(
+    route: 'worker' | 'meta',
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<Buffer | null> {
+    const read = await readBoundedBody(request, this.limits.maxRequestBytes);
+    if ('body' in read) return read.body;
+    // Not read to the end: the connection cannot carry another request.
+    response.setHeader('connection', 'close');
+    response.on('finish', () => request.socket.destroy());
+    this.refuse(response, {
+      route,
+      method: request.method ?? 'GET',
+      path: request.url ?? '/',
+      reason: 'body_too_large',
+      detail: `more than ${this.limits.maxRequestBytes} bytes (at least ${read.tooLarge} sent)`,
+    });
+    return null;
+  }
+
+  /** Answers a refused request and records it (the first {@link MAX_RECORDED_REFUSALS} of the task). */
+  private refuse(
+    response: ServerResponse | null,
+    refusal: Omit<GatewayRefusal, 'status' | 'path'> & { path: string },
+  ): void {
+    const status = STATUS_OF[refusal.reason];
+    const recorded: GatewayRefusal = {
+      ...refusal,
+      // The path is the worker's text: clipped and redacted before it is written anywhere.
+      path: this.redact(refusal.path.slice(0, 200)),
+      detail: this.redact(refusal.detail),
+      status,
+    };
+    this.refusals += 1;
+    if (this.refusals <= MAX_RECORDED_REFUSALS) {
+      this.log(
+        `${recorded.route} request refused (${recorded.reason}, ${status}): ${recorded.method} ${recorded.path}: ${recorded.detail}`,
+      );
+      if (this.refusals === MAX_RECORDED_REFUSALS)
+        this.log(`${MAX_RECORDED_REFUSALS} requests refused; further refusals are counted, not recorded`);
+      this.options.onRefusal?.(recorded);
+    }
+    if (response !== null) {
+      jsonError(
+        response,
+        status,
+        `agent-runner gateway: refused (${recorded.reason}): ${recorded.detail}`,
+        recorded.reason === 'budget' ? 'budget_exhausted' : `gateway_refused_${recorded.reason}`,
+      );
+    }
+  }
+
+  /** A request node could not parse: its head over `gateway.maxHeaderBytes`, or not HTTP at all. */
+  private onClientError(
+    route: 'worker' | 'meta',
+    error: Error & { code?: string },
+    socket: Socket | Duplex,
+  ): void {
+    if (error.code === 'HPE_HEADER_OVERFLOW') {
+      this.refuse(null, {
+        route,
+        method: '?',
+        path: '?',
+        reason: 'headers_too_large',
+        detail: `request head over ${this.limits.maxHeaderBytes} bytes`,
+      });
+      if (socket.writable)
+        socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
+      else socket.destroy();
+      return;
+    }
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
   }
 
   private async onMetaRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const pathname = request.url ?? '/';
-    if (this.options.meta === undefined || !pathname.startsWith(`${META_PREFIX}/`)) {
-      jsonError(response, 404, `agent-runner gateway: no route ${pathname}`, 'not_found');
+    const method = request.method ?? 'GET';
+    const target = request.url ?? '/';
+    if (this.options.meta === undefined) {
+      jsonError(response, 404, `agent-runner gateway: no route ${target}`, 'not_found');
       return;
     }
-    if (bearer(request) !== this.metaToken) {
+    const token = bearer(request);
+    if (token === this.workerToken) {
+      // The worker's token is worth nothing here, whatever route it asks for.
+      this.refuse(response, {
+        route: 'meta',
+        method,
+        path: target,
+        reason: 'token',
+        detail: "the worker's token is not accepted on the Meta-agent's route",
+      });
+      return;
+    }
+    const decision = matchRoute(method, target, META_PREFIX, META_ROUTES);
+    if ('refused' in decision) {
+      this.refuse(response, {
+        route: 'meta',
+        method,
+        path: target,
+        reason: decision.refused,
+        detail: decision.detail,
+      });
+      return;
+    }
+    if (token !== this.metaToken) {
       jsonError(response, 401, 'agent-runner gateway: missing or wrong meta token', 'invalid_api_key');
       return;
     }
-    await this.exchange('meta', pathname.slice(META_PREFIX.length), request, response);
+    const body = await this.readBody('meta', request, response);
+    if (body === null) return;
+    await this.exchange('meta', decision.allowed.path, request, body, response);
   }
 
   /** One model exchange: replayed from the cassette, or forwarded (and recorded). */
@@ -308,10 +524,10 @@ export class ModelGateway {
     kind: ExchangeKind,
     subPath: string,
     request: IncomingMessage,
+    body: Buffer,
     response: ServerResponse,
   ): Promise<void> {
     const method = request.method ?? 'GET';
-    const body = await readBody(request);
     const index = this.counters[kind];
     this.counters[kind] = index + 1;
     if (this.player !== null) {
@@ -366,7 +582,7 @@ export class ModelGateway {
     }
     response.end();
     const usage = meter?.end() ?? null;
-    if (usage !== null) this.workerUsage = addTokenUsage(this.workerUsage, usage);
+    if (usage !== null) this.meterWorker(usage);
     this.log(
       `${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`,
     );
@@ -412,7 +628,7 @@ export class ModelGateway {
       const meter = new ResponsesUsageMeter();
       meter.push(recorded.response.body);
       const usage = meter.end();
-      if (usage !== null) this.workerUsage = addTokenUsage(this.workerUsage, usage);
+      if (usage !== null) this.meterWorker(usage);
     }
     // Event by event, so a streaming client sees the shape it saw when it was recorded.
     for (const event of recorded.response.body.split(/(?<=\n\n)/)) response.write(event);
