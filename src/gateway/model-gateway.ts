@@ -173,6 +173,7 @@ export class ModelGateway {
   private readonly limits: GatewayLimits;
   private readonly rate: RateLimiter;
   private budgetRefusal: string | null = null;
+  private readonly brokenSockets = new WeakSet<Socket | Duplex>();
 
   private constructor(
     private readonly options: ModelGatewayOptions,
@@ -463,6 +464,9 @@ export class ModelGateway {
     error: Error & { code?: string },
     socket: Socket | Duplex,
   ): void {
+    // Node can report more than one parse error for one connection: the first one answers.
+    if (this.brokenSockets.has(socket)) return;
+    this.brokenSockets.add(socket);
     if (error.code === 'HPE_HEADER_OVERFLOW') {
       this.refuse(null, {
         route,
