@@ -15,14 +15,14 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { GatewayRefusal, GatewayRefusalReason } from '../core/events.js';
+import type { GatewayRefusal } from '../core/events.js';
 import type { TokenUsage } from '../core/ports.js';
 import { EnvironmentError, isAgentRunnerError } from '../errors.js';
 import { Redaction, type Redactor } from '../notes/redact.js';
-import { readBoundedBody } from './bounded-body.js';
+import { GatewayRefusals, jsonError } from './gateway-refusals.js';
+import { RequestGuard } from './request-guard.js';
 import {
   CassettePlayer,
   CassetteRecorder,
@@ -40,14 +40,7 @@ import {
   RELAY_SCRIPT,
   RELAY_SCRIPT_NAME,
 } from './relay-script.js';
-import {
-  META_ROUTES,
-  RateLimiter,
-  WORKER_ROUTES,
-  matchRoute,
-  modelRefusal,
-  type GatewayRoute,
-} from './request-policy.js';
+import { META_ROUTES, RateLimiter, WORKER_ROUTES, type GatewayRoute } from './request-policy.js';
 import { ResponsesUsageMeter, ZERO_TOKEN_USAGE, addTokenUsage } from './sse-usage.js';
 import type { TaskBudget } from './task-budget.js';
 
@@ -55,8 +48,6 @@ import type { TaskBudget } from './task-budget.js';
 export const GATEWAY_TOKEN_ENV = 'AGENT_RUNNER_GATEWAY_TOKEN';
 const WORKER_PREFIX = '/v1';
 const META_PREFIX = '/meta/v1';
-/** Refusals recorded one by one (events, log lines); later ones are only counted, so a flood stays small. */
-const MAX_RECORDED_REFUSALS = 50;
 
 /** The gateway's caps (config `gateway.*`). */
 export interface GatewayLimits {
@@ -98,7 +89,7 @@ export interface ModelGatewayOptions {
   limits?: Partial<GatewayLimits>;
   /** The task's budget: once spent, worker requests are refused (403 `budget_exhausted`). */
   budget?: TaskBudget;
-  /** Every refused request (the first {@link MAX_RECORDED_REFUSALS}), for the journal. */
+  /** Every refused request (the first 50 of a task, see GatewayRefusals), for the journal. */
   onRefusal?: (refusal: GatewayRefusal) => void;
   /** The rate limiter's clock (tests). */
   now?: () => number;
@@ -110,31 +101,6 @@ export interface ModelGatewayOptions {
 
 /** A divergence the replay met, kept for the runner to raise after the worker run. */
 export type ReplayDivergence = ReplayDivergenceError;
-
-function bearer(request: IncomingMessage): string | undefined {
-  const value = request.headers.authorization;
-  return value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : undefined;
-}
-
-function jsonError(response: ServerResponse, status: number, message: string, type: string): void {
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  response.writeHead(status, { 'content-type': 'application/json' });
-  response.end(JSON.stringify({ error: { message, type, code: type } }));
-}
-
-const STATUS_OF: Record<GatewayRefusalReason, number> = {
-  path: 403,
-  route: 403,
-  token: 403,
-  model: 403,
-  budget: 403,
-  body_too_large: 413,
-  headers_too_large: 431,
-  rate_limit: 429,
-};
 
 function listen(server: Server, target: string | { port: number; host: string }): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -156,8 +122,8 @@ export class ModelGateway {
   readonly metaToken = randomBytes(24).toString('hex');
   /** Redacts keys, tokens and the configured patterns; use it for anything derived from gateway traffic. */
   readonly redact: Redactor;
-  /** Requests refused so far (all of them, recorded or not). */
-  refusals = 0;
+  /** Refused requests: answered, logged and recorded. */
+  readonly refusals: GatewayRefusals;
 
   private readonly sockets = new Set<Socket>();
   /** Aborted by close(): every upstream request still in flight ends with it. */
@@ -171,9 +137,9 @@ export class ModelGateway {
   private player: CassettePlayer | null = null;
   private metaPort = 0;
   private readonly limits: GatewayLimits;
-  private readonly rate: RateLimiter;
+  private readonly workerGuard: RequestGuard;
+  private readonly metaGuard: RequestGuard | null;
   private budgetRefusal: string | null = null;
-  private readonly brokenSockets = new WeakSet<Socket | Duplex>();
 
   private constructor(
     private readonly options: ModelGatewayOptions,
@@ -186,8 +152,36 @@ export class ModelGateway {
       options.redactPatterns ?? [],
     );
     this.redact = redaction.redact;
+    this.refusals = new GatewayRefusals(this.redact, (line) => this.log(line), options.onRefusal);
     this.limits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
-    this.rate = new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now);
+    this.workerGuard = new RequestGuard({
+      route: 'worker',
+      prefix: WORKER_PREFIX,
+      routes: options.workerRoutes ?? WORKER_ROUTES.codex ?? [],
+      token: this.workerToken,
+      maxRequestBytes: this.limits.maxRequestBytes,
+      refusals: this.refusals,
+      rate: new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now),
+      requestsPerMinute: this.limits.requestsPerMinute,
+      ...(options.budget ? { budget: options.budget } : {}),
+      onBudgetRefused: (reason) => {
+        this.budgetRefusal ??= reason;
+      },
+      ...(options.allowedModels ? { allowedModels: options.allowedModels } : {}),
+    });
+    this.metaGuard =
+      options.meta === undefined
+        ? null
+        : new RequestGuard({
+            route: 'meta',
+            prefix: META_PREFIX,
+            routes: META_ROUTES,
+            token: this.metaToken,
+            // The worker's token is worth nothing on the Meta-agent's route, whatever it asks for.
+            foreignToken: this.workerToken,
+            maxRequestBytes: this.limits.maxRequestBytes,
+            refusals: this.refusals,
+          });
   }
 
   /** Creates the directory, the socket (worker + proxy) and the loopback meta listener. */
@@ -312,7 +306,7 @@ export class ModelGateway {
     await chmod(this.socketPath, 0o666);
 
     sandboxSide.on('clientError', (error: Error & { code?: string }, socket) =>
-      this.onClientError('worker', error, socket),
+      this.refusals.clientError('worker', error, socket, this.limits.maxHeaderBytes),
     );
     const hostSide = this.track(
       http.createServer(serverOptions, (request, response) => {
@@ -322,7 +316,7 @@ export class ModelGateway {
       }),
     );
     hostSide.on('clientError', (error: Error & { code?: string }, socket) =>
-      this.onClientError('meta', error, socket),
+      this.refusals.clientError('meta', error, socket, this.limits.maxHeaderBytes),
     );
     await listen(hostSide, { port: 0, host: '127.0.0.1' });
     this.metaPort = (hostSide.address() as AddressInfo).port;
@@ -350,177 +344,22 @@ export class ModelGateway {
         );
         return;
       }
-      request.url = `${target.pathname}${target.search}`;
+      // The target as sent, not URL's normalised pathname: `..` and escapes must meet the route checks.
+      request.url = url.replace(/^[a-z]+:\/\/[^/?#]*/i, '') || '/';
     }
-    const method = request.method ?? 'GET';
-    const target = request.url ?? '/';
-    // Every request on the model side counts, refused ones too: a flood is cut short before anything else.
-    if (!this.rate.take()) {
-      response.setHeader('retry-after', String(this.rate.retryAfterSeconds()));
-      this.refuse(response, {
-        route: 'worker',
-        method,
-        path: target,
-        reason: 'rate_limit',
-        detail: `more than ${this.limits.requestsPerMinute} requests in a minute`,
-      });
-      return;
-    }
-    const decision = matchRoute(
-      method,
-      target,
-      WORKER_PREFIX,
-      this.options.workerRoutes ?? WORKER_ROUTES.codex ?? [],
-    );
-    if ('refused' in decision) {
-      this.refuse(response, {
-        route: 'worker',
-        method,
-        path: target,
-        reason: decision.refused,
-        detail: decision.detail,
-      });
-      return;
-    }
-    if (bearer(request) !== this.workerToken) {
-      this.log(`worker request refused: bad token for ${target}`);
-      jsonError(response, 401, 'agent-runner gateway: missing or wrong task token', 'invalid_api_key');
-      return;
-    }
-    const spent = this.options.budget?.exhausted() ?? null;
-    if (spent !== null) {
-      this.budgetRefusal ??= spent;
-      this.refuse(response, { route: 'worker', method, path: target, reason: 'budget', detail: spent });
-      return;
-    }
-    const body = await this.readBody('worker', request, response);
-    if (body === null) return;
-    const allowedModels = this.options.allowedModels;
-    const wrongModel = allowedModels === undefined ? null : modelRefusal(body, allowedModels);
-    if (wrongModel !== null) {
-      this.refuse(response, { route: 'worker', method, path: target, reason: 'model', detail: wrongModel });
-      return;
-    }
+    const admitted = await this.workerGuard.admit(request, response);
     // The allowed route's own path is forwarded, never the text the worker sent.
-    await this.exchange('worker', decision.allowed.path, request, body, response);
-  }
-
-  /** The body within `gateway.maxRequestBytes`, or null after answering 413 and closing the connection. */
-  private async readBody(
-    route: 'worker' | 'meta',
-    request: IncomingMessage,
-    response: ServerResponse,
-  ): Promise<Buffer | null> {
-    const read = await readBoundedBody(request, this.limits.maxRequestBytes);
-    if ('body' in read) return read.body;
-    // Not read to the end: the connection cannot carry another request.
-    response.setHeader('connection', 'close');
-    response.on('finish', () => request.socket.destroy());
-    this.refuse(response, {
-      route,
-      method: request.method ?? 'GET',
-      path: request.url ?? '/',
-      reason: 'body_too_large',
-      detail: `more than ${this.limits.maxRequestBytes} bytes (at least ${read.tooLarge} sent)`,
-    });
-    return null;
-  }
-
-  /** Answers a refused request and records it (the first {@link MAX_RECORDED_REFUSALS} of the task). */
-  private refuse(
-    response: ServerResponse | null,
-    refusal: Omit<GatewayRefusal, 'status' | 'path'> & { path: string },
-  ): void {
-    const status = STATUS_OF[refusal.reason];
-    const recorded: GatewayRefusal = {
-      ...refusal,
-      // The path is the worker's text: clipped and redacted before it is written anywhere.
-      path: this.redact(refusal.path.slice(0, 200)),
-      detail: this.redact(refusal.detail),
-      status,
-    };
-    this.refusals += 1;
-    if (this.refusals <= MAX_RECORDED_REFUSALS) {
-      this.log(
-        `${recorded.route} request refused (${recorded.reason}, ${status}): ${recorded.method} ${recorded.path}: ${recorded.detail}`,
-      );
-      if (this.refusals === MAX_RECORDED_REFUSALS)
-        this.log(`${MAX_RECORDED_REFUSALS} requests refused; further refusals are counted, not recorded`);
-      this.options.onRefusal?.(recorded);
-    }
-    if (response !== null) {
-      jsonError(
-        response,
-        status,
-        `agent-runner gateway: refused (${recorded.reason}): ${recorded.detail}`,
-        recorded.reason === 'budget' ? 'budget_exhausted' : `gateway_refused_${recorded.reason}`,
-      );
-    }
-  }
-
-  /** A request node could not parse: its head over `gateway.maxHeaderBytes`, or not HTTP at all. */
-  private onClientError(
-    route: 'worker' | 'meta',
-    error: Error & { code?: string },
-    socket: Socket | Duplex,
-  ): void {
-    // Node can report more than one parse error for one connection: the first one answers.
-    if (this.brokenSockets.has(socket)) return;
-    this.brokenSockets.add(socket);
-    if (error.code === 'HPE_HEADER_OVERFLOW') {
-      this.refuse(null, {
-        route,
-        method: '?',
-        path: '?',
-        reason: 'headers_too_large',
-        detail: `request head over ${this.limits.maxHeaderBytes} bytes`,
-      });
-      if (socket.writable)
-        socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
-      else socket.destroy();
-      return;
-    }
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    else socket.destroy();
+    if (admitted !== null)
+      await this.exchange('worker', admitted.route.path, request, admitted.body, response);
   }
 
   private async onMetaRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const method = request.method ?? 'GET';
-    const target = request.url ?? '/';
-    if (this.options.meta === undefined) {
-      jsonError(response, 404, `agent-runner gateway: no route ${target}`, 'not_found');
+    if (this.metaGuard === null) {
+      jsonError(response, 404, `agent-runner gateway: no route ${request.url ?? '/'}`, 'not_found');
       return;
     }
-    const token = bearer(request);
-    if (token === this.workerToken) {
-      // The worker's token is worth nothing here, whatever route it asks for.
-      this.refuse(response, {
-        route: 'meta',
-        method,
-        path: target,
-        reason: 'token',
-        detail: "the worker's token is not accepted on the Meta-agent's route",
-      });
-      return;
-    }
-    const decision = matchRoute(method, target, META_PREFIX, META_ROUTES);
-    if ('refused' in decision) {
-      this.refuse(response, {
-        route: 'meta',
-        method,
-        path: target,
-        reason: decision.refused,
-        detail: decision.detail,
-      });
-      return;
-    }
-    if (token !== this.metaToken) {
-      jsonError(response, 401, 'agent-runner gateway: missing or wrong meta token', 'invalid_api_key');
-      return;
-    }
-    const body = await this.readBody('meta', request, response);
-    if (body === null) return;
-    await this.exchange('meta', decision.allowed.path, request, body, response);
+    const admitted = await this.metaGuard.admit(request, response);
+    if (admitted !== null) await this.exchange('meta', admitted.route.path, request, admitted.body, response);
   }
 
   /** One model exchange: replayed from the cassette, or forwarded (and recorded). */
