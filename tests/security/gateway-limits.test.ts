@@ -42,7 +42,8 @@ describe('rate limit (gateway.requestsPerMinute)', () => {
     const run = await runHostileTask({
       taskId: id,
       // codex's first request counts too: 1 + 4 of the probe's 8 fit in the minute.
-      config: { gateway: { requestsPerMinute: 5 } },
+      // codex honours Retry-After on its own refused turn; the worker timeout keeps the test short.
+      config: { gateway: { requestsPerMinute: 5 }, worker: { timeout: '20s', grace: '2s' } },
       meta: [
         { reply: planReply(id, [{ id: 'AC-1', description: 'probe results committed' }]) },
         { reply: runWorkerReply('Run the probe and commit its results.') },
