@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
 import { createMetaAgent } from '../meta/meta-agent.js';
+import { configSecrets } from '../notes/redact.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { writeConstrainedYaml } from '../protocol/constrained-yaml.js';
@@ -52,9 +53,11 @@ export function registerPlanCommand(program: Command, context: CommandContext): 
       const prd = await loadPrd(prdPath);
       const taskId = options.taskId ?? taskIdFromPrdPath(prdPath);
       const config = await loadConfig({ repoRoot: context.cwd, env: context.env });
+      const secrets = configSecrets(config, context.env);
+      context.redaction.add(secrets.values, secrets.patterns);
       const model = createOpenAiChatModel(config, context.env);
       const logDir = path.join(context.cwd, '.agent-runner', 'runs', taskId, 'meta');
-      const agent = createMetaAgent({ model, config, logDir });
+      const agent = createMetaAgent({ model, config, logDir, redact: context.redaction.redact });
       context.output.err(
         `Planning ${taskId} with ${config.meta.model}; prompts and replies go to ${path.relative(context.cwd, logDir)}/`,
       );

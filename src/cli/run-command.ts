@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { runTask, type RunTaskRequest } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
+import { configSecrets } from '../notes/redact.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
@@ -104,7 +105,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
 /** What `run` and `resume` decide before the task is driven the same way. */
 export type DrivenTaskRequest = Omit<
   RunTaskRequest,
-  'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human'
+  'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human' | 'redaction'
 >;
 
 /**
@@ -116,7 +117,10 @@ export async function driveTask(
   options: { json?: boolean; headless?: boolean },
   context: CommandContext,
 ): Promise<TaskSummary> {
-  const { output, env } = context;
+  const { output, env, redaction } = context;
+  // From here on the keys and `redact.patterns` of this configuration are hidden from every output.
+  const secrets = configSecrets(request.config, env);
+  redaction.add(secrets.values, secrets.patterns);
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
   const progress = createProgressPrinter((line) => output.err(line));
   const controller = new AbortController();
@@ -139,13 +143,16 @@ export async function driveTask(
   try {
     const summary = await runTask({
       ...request,
+      redaction,
       headless,
       signal: controller.signal,
       hurry: hurry.signal,
       onNotice: (text) => output.err(`agent-runner: ${text}`),
       onEvent: (event) => {
-        if (options.json) output.out(JSON.stringify(event));
-        else progress(event);
+        // Redacted before the progress line clips it: a secret cut in half would no longer match.
+        const safe = redaction.value(event);
+        if (options.json) output.out(JSON.stringify(safe));
+        else progress(safe);
       },
       onKept: (sandboxId) =>
         output.err(
@@ -166,7 +173,7 @@ export async function driveTask(
             },
           }),
     });
-    if (options.json) output.out(JSON.stringify(summaryObject(summary)));
+    if (options.json) output.out(JSON.stringify(redaction.value(summaryObject(summary))));
     else {
       if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
       for (const line of formatSummary(summary)) output.out(line);

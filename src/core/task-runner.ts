@@ -502,6 +502,10 @@ export class TaskRunner {
     this.runs.push(record);
     this.emit({ type: 'run_recorded', run: index, record: structuredClone(record) });
     if (signal?.aborted) throw new Error('interrupted');
+    // The gateway refused the worker's model requests: the budget is spent. finish() still brings the
+    // run's commits back and saves its uncommitted work.
+    if (result.budgetExhausted)
+      throw new Stop('NEEDS_REVIEW', result.budgetExhausted, EXIT_CODES.needsReview);
     return this.validate(decision, signal);
   }
 
