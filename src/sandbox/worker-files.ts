@@ -10,10 +10,10 @@
  * file with one link, within a size cap) before a byte is read or written. Reads and writes go through that
  * descriptor. Linux only (the runner's sandboxes are Linux containers; /proc is required).
  */
-import { constants, type Dirent } from 'node:fs';
+import { constants, type Dirent, type Stats } from 'node:fs';
 import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 
-const { O_RDONLY, O_RDWR, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
+const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
 
 /** Size cap of a worker file the host reads (the last message) when the caller does not say. */
 export const DEFAULT_WORKER_FILE_MAX_BYTES = 1024 * 1024;
@@ -57,8 +57,8 @@ async function openRegular(
   directory: FileHandle,
   name: string,
   flags: number,
-  options: WorkerFileOptions,
-): Promise<{ handle: FileHandle; size: number } | { handle: null; refused: RefusedReason }> {
+  options: WorkerFileOptions & { allowHardlinks?: boolean },
+): Promise<{ handle: FileHandle; size: number; stats: Stats } | { handle: null; refused: RefusedReason }> {
   if (!isPlainName(name)) return { handle: null, refused: 'bad_name' };
   let handle: FileHandle;
   try {
@@ -69,7 +69,7 @@ async function openRegular(
   const stats = await handle.stat();
   const refused: RefusedReason | null = !stats.isFile()
     ? 'not_regular'
-    : stats.nlink !== 1
+    : stats.nlink !== 1 && !options.allowHardlinks
       ? 'hardlinked'
       : stats.size > (options.maxBytes ?? DEFAULT_WORKER_FILE_MAX_BYTES)
         ? 'too_large'
@@ -80,7 +80,24 @@ async function openRegular(
     await handle.close();
     return { handle: null, refused };
   }
-  return { handle, size: stats.size };
+  return { handle, size: stats.size, stats };
+}
+
+/** Unlinks `name` and creates it anew (O_EXCL, no symlink) with `text` and the old file's owner and mode. */
+async function replaceFile(directory: FileHandle, name: string, text: string, stats: Stats): Promise<void> {
+  await unlink(inside(directory, name));
+  const created = await open(
+    inside(directory, name),
+    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK,
+    stats.mode & 0o777,
+  );
+  try {
+    await created.write(text, 0, 'latin1');
+    // The worker must still be able to use its own file (codex resumes from its session files).
+    await created.chown(stats.uid, stats.gid).catch(() => undefined);
+  } finally {
+    await created.close();
+  }
 }
 
 async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
@@ -132,9 +149,10 @@ export interface RewriteReport {
 
 /**
  * Applies `transform` to the text of every regular file under `dir` (the worker's state), writing the result
- * back through the same descriptor when it differs. Symlinks, special files, hardlinked and oversized files
- * are refused (listed in the report, never followed); subdirectories are opened through their parent's
- * descriptor, so a directory swapped for a link cannot lead the pass out of `dir`.
+ * back through the same descriptor when it differs (a hardlinked file is replaced instead, never written
+ * through). Symlinks, special files and oversized files are refused (listed in the report, never followed);
+ * subdirectories are opened through their parent's descriptor, so a directory swapped for a link cannot lead
+ * the pass out of `dir`.
  */
 export async function rewriteWorkerFiles(
   dir: string,
@@ -177,9 +195,14 @@ export async function rewriteWorkerFiles(
         });
         continue;
       }
-      const opened = await openRegular(directory, entry.name, O_RDWR, limits);
+      const opened = await openRegular(directory, entry.name, O_RDWR, { ...limits, allowHardlinks: true });
       if (opened.handle === null) {
         report.refused.push({ path: entryPath, reason: opened.refused });
+        continue;
+      }
+      if (opened.stats.nlink === 0) {
+        // Unlinked between open and fstat: nothing of the worker's state is left under that name.
+        await opened.handle.close();
         continue;
       }
       try {
@@ -188,10 +211,19 @@ export async function rewriteWorkerFiles(
         const text = (await readAll(opened.handle, opened.size)).toString('latin1');
         const next = transform(text);
         if (next !== text) {
-          await opened.handle.truncate(0);
-          await opened.handle.write(next, 0, 'latin1');
+          if (opened.stats.nlink === 1) {
+            await opened.handle.truncate(0);
+            await opened.handle.write(next, 0, 'latin1');
+          } else {
+            // A hardlinked file is not written through (the other name could be a file the pass must not
+            // touch): this name is replaced by a new file, created exclusively, so the link is broken.
+            await replaceFile(directory, entry.name, next, opened.stats);
+          }
           report.changed += 1;
         }
+      } catch {
+        // The name went away or was taken meanwhile (only a live worker process could do that): not ours.
+        report.refused.push({ path: entryPath, reason: 'symlink_or_gone' });
       } finally {
         await opened.handle.close();
       }

@@ -16,7 +16,6 @@ const SECRET = 'sk-swaprace0000000000000000000000';
 
 function racingDirectory(hostContent: string): { dir: string; hostFile: string } {
   const base = mkdtempSync(path.join(tmpdir(), 'ar-sec-race-'));
-  onTestFinished(() => rmSync(base, { recursive: true, force: true }));
   const dir = path.join(base, 'codex-home');
   mkdirSync(dir);
   const hostDir = path.join(base, 'host');
@@ -39,9 +38,15 @@ function racingDirectory(hostContent: string): { dir: string; hostFile: string }
       hostFile,
       hostDir,
     ],
-    { stdio: 'ignore' },
+    { stdio: 'ignore', detached: true },
   );
-  onTestFinished(() => void swapper.kill('SIGKILL'));
+  onTestFinished(async () => {
+    const exited = new Promise((resolve) => swapper.once('exit', resolve));
+    // The whole group: a `mv` the loop had started must not recreate files while they are removed.
+    process.kill(-(swapper.pid as number), 'SIGKILL');
+    await exited;
+    rmSync(base, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+  });
   return { dir, hostFile };
 }
 

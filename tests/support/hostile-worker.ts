@@ -23,8 +23,8 @@ export interface HostileRun {
 export interface HostileRunOptions {
   /** agent-runner.yaml of the repository (committed before the run). */
   yaml?: string;
-  /** Shell commands the worker runs, one codex turn each, in order. */
-  commands: string[];
+  /** Shell commands the worker runs, one codex turn each, in order (a function sees the prepared task). */
+  commands: string[] | ((task: FaultTask) => string[]);
   /** The worker's final message. */
   finalMessage?: string;
   /** Called after the repository exists, before the run (plant files, add commits). */
@@ -57,7 +57,8 @@ export async function runHostileTask(taskId: string, options: HostileRunOptions)
     { reply: runWorkerReply('Do the requested change and commit it.') },
     { reply: assessmentReply(options.satisfied ?? true, ['AC-1'], 'Checked the facts.') },
   );
-  const replies: ScriptedReply[] = options.commands.map((cmd) => command(cmd));
+  const commands = typeof options.commands === 'function' ? options.commands(task) : options.commands;
+  const replies: ScriptedReply[] = commands.map((cmd) => command(cmd));
   replies.push({ kind: 'output', items: [assistantMessage(options.finalMessage ?? 'Done.')] });
   task.responses.enqueue(...replies);
   const result = await runToEnd(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {

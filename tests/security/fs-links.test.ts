@@ -4,7 +4,7 @@
  * files the host redacts after each run. The host must never read or write through them.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { hostSecretFile, runHostileTask, whereItLeaked } from '../support/hostile-worker.js';
 
@@ -57,5 +57,31 @@ describe('symlinks planted where the host reads', () => {
     const codexHome = `${run.task.root}/.agent-runner/runs/${run.taskId}/codex-home`;
     expect(readFileSync(`${codexHome}/canary.txt`, 'utf8')).toBe('[REDACTED]\n');
     expect(readFileSync(hostFile, 'utf8')).toBe(`${keyShaped}\n`);
+  });
+
+  it('hardlinks: none reaches across mounts or to a read-only file, and the redaction pass breaks the rest', async () => {
+    const keyShaped = `sk-${randomUUID().replace(/-/g, '')}`;
+    const run = await runHostileTask(`sec-fs-hardlink-${randomUUID().slice(0, 6)}`, {
+      commands: [
+        [
+          `echo '${keyShaped}' > /codex-home/linked-a.txt`,
+          // Canary: a hardlink inside one mount, of the worker's own file, is possible.
+          'ln /codex-home/linked-a.txt /codex-home/linked-b.txt && echo "links: $(stat -c %h /codex-home/linked-a.txt)"',
+          // Across mounts (EXDEV) and to a read-only file of another uid (protected_hardlinks): refused.
+          'ln /workspace/agent-runner.yaml /codex-home/config-link 2>&1 || echo CROSS-MOUNT-REFUSED',
+          'ln /workspace/agent-runner.yaml /workspace/config-link 2>&1 || echo READ-ONLY-LINK-REFUSED',
+        ].join('\n'),
+      ],
+    });
+    const codexHome = `${run.task.root}/.agent-runner/runs/${run.taskId}/codex-home`;
+    const outputs = JSON.stringify(run.task.responses.responseRequests().map((request) => request.body));
+    expect(outputs, run.stderr).toContain('links: 2');
+    expect(outputs).toContain('CROSS-MOUNT-REFUSED');
+    expect(outputs).toContain('READ-ONLY-LINK-REFUSED');
+    // Both names redacted, and no longer one file: the pass replaced rather than wrote through.
+    expect(readFileSync(`${codexHome}/linked-a.txt`, 'utf8')).toBe('[REDACTED]\n');
+    expect(readFileSync(`${codexHome}/linked-b.txt`, 'utf8')).toBe('[REDACTED]\n');
+    expect(statSync(`${codexHome}/linked-a.txt`).nlink).toBe(1);
+    expect(readFileSync(`${run.task.root}/agent-runner.yaml`, 'utf8')).not.toContain(keyShaped);
   });
 });
