@@ -249,7 +249,12 @@ export class TaskRunner {
     const planning = this.plan
       ? null
       : this.deps.meta
-          .plan({ taskId: this.options.taskId, prd: this.options.prd, memory: this.memory, signal: planSignal })
+          .plan({
+            taskId: this.options.taskId,
+            prd: this.options.prd,
+            memory: this.memory,
+            signal: planSignal,
+          })
           .catch(failed);
     const preparing = (async () => {
       const task = await this.deps.workspace.prepare();
