@@ -17,7 +17,7 @@ import {
 } from '../src/workspace/prepare-task-workspace.js';
 import type { BenchSandboxes } from './bench-sandbox.js';
 import type { RawEngine } from './raw-engine.js';
-import { round } from './stats.js';
+import { median, round } from './stats.js';
 import { resetSyntheticRepo, syntheticRepo } from './synthetic-repo.js';
 
 export interface PreparationRow {
@@ -78,31 +78,50 @@ async function prepareAndStart(
   return { ms, prepared };
 }
 
-/** One row of the series: floor, first task, second task and a resume, in one repository of `files`. */
+/**
+ * One row of the series: the floor and a first task alternately (`repetitions` times, medians), then a
+ * second task and a re-preparation of the first (a resume) in the same repository.
+ */
 export async function measurePreparation(
   files: number,
   context: { runtime: SandboxRuntime; engine: RawEngine; sandboxes: BenchSandboxes },
   log: (message: string) => void,
+  repetitions = 2,
 ): Promise<PreparationRow> {
   const repo = await syntheticRepo({ files }, log);
   // Warm the page cache for both sides alike: the floor and the preparation read the same objects.
   await execa('git', ['cat-file', '--batch-all-objects', '--batch-check'], { cwd: repo });
-  const { worktreeAddMs, containerStartMs } = await floor(repo, context.engine, context.sandboxes);
-  const steps: PreparationRow['steps'] = {};
-  const first = await prepareAndStart(repo, 'bench-first', context.runtime, context.sandboxes, steps);
+  const worktreeAdd: number[] = [];
+  const containerStart: number[] = [];
+  const firsts: number[] = [];
+  let steps: PreparationRow['steps'] = {};
+  for (let index = 0; index < repetitions; index += 1) {
+    if (index > 0) await resetSyntheticRepo(repo);
+    const floorFirst = index % 2 === 0;
+    const runFloor = async () => {
+      const measured = await floor(repo, context.engine, context.sandboxes);
+      worktreeAdd.push(measured.worktreeAddMs);
+      containerStart.push(measured.containerStartMs);
+    };
+    if (floorFirst) await runFloor();
+    steps = {};
+    firsts.push((await prepareAndStart(repo, 'bench-first', context.runtime, context.sandboxes, steps)).ms);
+    if (!floorFirst) await runFloor();
+  }
   const second = await prepareAndStart(repo, 'bench-second', context.runtime, context.sandboxes);
   const resume = await prepareAndStart(repo, 'bench-first', context.runtime, context.sandboxes);
   await resetSyntheticRepo(repo);
-  const floorMs = worktreeAddMs + containerStartMs;
+  const floorMs = median(worktreeAdd) + median(containerStart);
+  const preparationMs = median(firsts);
   return {
     files,
-    worktreeAddMs: round(worktreeAddMs),
-    containerStartMs: round(containerStartMs),
+    worktreeAddMs: round(median(worktreeAdd)),
+    containerStartMs: round(median(containerStart)),
     floorMs: round(floorMs),
-    preparationMs: round(first.ms),
+    preparationMs: round(preparationMs),
     secondTaskMs: round(second.ms),
     resumeMs: round(resume.ms),
     steps,
-    ratio: round(first.ms / floorMs, 2),
+    ratio: round(preparationMs / floorMs, 2),
   };
 }
