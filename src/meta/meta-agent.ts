@@ -58,12 +58,22 @@ export interface MetaCallResult<T> {
   reductions: string[];
 }
 
+/** Per call: Ctrl-C and the task's wall clock abort a call in flight. */
+export interface MetaCallOptions {
+  signal?: AbortSignal;
+}
+
 export interface MetaAgent {
-  plan(prd: string, context: PlanContext): Promise<MetaCallResult<PlanTaskMessage>>;
-  nextAction(context: LoopContext): Promise<MetaCallResult<NextActionMessage>>;
+  plan(
+    prd: string,
+    context: PlanContext,
+    options?: MetaCallOptions,
+  ): Promise<MetaCallResult<PlanTaskMessage>>;
+  nextAction(context: LoopContext, options?: MetaCallOptions): Promise<MetaCallResult<NextActionMessage>>;
   assess(
     context: LoopContext,
     facts: FactsForAssessment,
+    options?: MetaCallOptions,
   ): Promise<MetaCallResult<CompletionAssessmentMessage>>;
 }
 
@@ -72,6 +82,7 @@ interface CallSpec<T extends MessageType> {
   systemData: SystemPromptData;
   context: PromptContextInput;
   checks: MessageCheckContext;
+  signal?: AbortSignal;
 }
 
 function repairRequest(type: string, issues: string[]): string {
@@ -198,8 +209,10 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
     ));
 
   async function call<T extends MessageType>(spec: CallSpec<T>): Promise<MetaCallResult<MessageOf<T>>> {
+    const signals = [options.signal, spec.signal].filter((item): item is AbortSignal => item !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     return callWithRepairs(
-      { model: options.model, config: options.config, log, signal: options.signal },
+      { model: options.model, config: options.config, log, signal },
       {
         purpose: spec.type,
         system: (await systemPrompts())(spec.type, spec.systemData),
@@ -210,8 +223,9 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
   }
 
   return {
-    plan(prd, context) {
+    plan(prd, context, callOptions = {}) {
       return call({
+        signal: callOptions.signal,
         type: 'plan_task',
         systemData: { taskId: context.taskId, memory: (context.memory?.length ?? 0) > 0 },
         context: {
@@ -224,9 +238,10 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
       });
     },
 
-    nextAction(context) {
+    nextAction(context, callOptions = {}) {
       const canResume = context.canResume ?? context.history.some((run) => run.action === 'run_worker');
       return call({
+        signal: callOptions.signal,
         type: 'next_action',
         systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, canResume },
         context: {
@@ -246,8 +261,9 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
       });
     },
 
-    assess(context, facts) {
+    assess(context, facts, callOptions = {}) {
       return call({
+        signal: callOptions.signal,
         type: 'completion_assessment',
         systemData: { taskId: context.taskId },
         context: {

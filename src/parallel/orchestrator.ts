@@ -230,14 +230,7 @@ export class ProjectOrchestrator {
     this.setState(id, 'reviewing', 'gate passed');
     const evidence: FactsForAssessment = {
       summary: `Subtask ${id} ended ${summary.state} after ${summary.runs} worker run(s): ${summary.reason}. Its branch ${summary.branch} is at ${summary.headSha ?? 'unknown'}.`,
-      dodResults: (result.dod?.results ?? []).map((check) => ({
-        name: check.name,
-        command: check.command,
-        exitCode: check.exitCode,
-        passed: check.status === 'passed',
-        timedOut: check.status === 'timeout',
-        outputTail: check.outputTail,
-      })),
+      dodResults: result.dod?.results ?? [],
       diff: await this.deps.integration.diff(base, summary.branch),
       ...(result.workerSummary ? { workerSummary: result.workerSummary } : {}),
     };

@@ -25,7 +25,7 @@ import { acquireTaskLock } from '../lifecycle/task-lock.js';
 import { toUsage, titleOf } from '../meta/meta-agent-port.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { readNoteMemory } from '../notes/memory.js';
-import { createRedactor, type Redactor } from '../notes/redact.js';
+import { configSecrets, Redaction, type Redactor } from '../notes/redact.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 import { createDockerClient, pingDocker } from '../sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
@@ -54,46 +54,9 @@ export interface RunProjectRequest extends Omit<RunTaskRequest, 'onEvent'> {
   onEvent?: (event: StampedProjectEvent) => void;
 }
 
-/** The protocol's criteria in the core's words. */
+/** A plan from the protocol's criteria (the core uses the protocol's criterion type as is). */
 export function planOf(title: string, criteria: readonly AcceptanceCriterion[]): Plan {
-  return {
-    title,
-    acceptanceCriteria: criteria.map((criterion) => ({
-      id: criterion.id,
-      description: criterion.description,
-      type: criterion.type,
-      critical: criterion.critical,
-      ...(criterion.check
-        ? {
-            check: {
-              kind: criterion.check.kind,
-              ...(criterion.check.file !== undefined ? { file: criterion.check.file } : {}),
-              ...(criterion.check.test_name !== undefined ? { testName: criterion.check.test_name } : {}),
-              ...(criterion.check.command !== undefined ? { command: criterion.check.command } : {}),
-            },
-          }
-        : {}),
-    })),
-  };
-}
-
-function protocolCriteria(plan: Plan): AcceptanceCriterion[] {
-  return plan.acceptanceCriteria.map((criterion) => ({
-    id: criterion.id,
-    description: criterion.description,
-    type: criterion.type as AcceptanceCriterion['type'],
-    critical: criterion.critical,
-    ...(criterion.check
-      ? {
-          check: {
-            kind: criterion.check.kind as NonNullable<AcceptanceCriterion['check']>['kind'],
-            ...(criterion.check.file ? { file: criterion.check.file } : {}),
-            ...(criterion.check.testName ? { test_name: criterion.check.testName } : {}),
-            ...(criterion.check.command ? { command: criterion.check.command } : {}),
-          },
-        }
-      : {}),
-  }));
+  return { title, acceptanceCriteria: [...criteria] };
 }
 
 /** Whether this run may be split: `parallel.split: auto`, no `--single`, and nothing that needs one task. */
@@ -132,10 +95,11 @@ export async function runProject(
   const layout = taskLayout(request.repoRoot, taskId);
   await mkdir(layout.runDir, { recursive: true });
   const { config, env } = request;
-  const redact: Redactor = createRedactor(
-    [env[config.meta.apiKeyEnv], env[config.worker.apiKeyEnv ?? config.meta.apiKeyEnv]],
-    config.redact.patterns,
-  );
+  // One redaction point for every writer of the project and its subtasks (they add to the same one).
+  const redaction = request.redaction ?? new Redaction();
+  const secrets = configSecrets(config, env);
+  redaction.add(secrets.values, secrets.patterns);
+  const redact: Redactor = redaction.redact;
   const journalFile = path.join(layout.runDir, PROJECT_JOURNAL);
   const clock = dependencies.clock ?? systemClock;
   const emit = (event: ProjectEvent | StampedProjectEvent) => {
@@ -147,7 +111,7 @@ export async function runProject(
     // each subtask and each worker run started and ended (enough to see what ran at once).
     if (PROJECT_EVENT_TYPES.has(stamped.type) || JOURNALLED_TASK_EVENTS.has(stamped.type)) {
       mkdirSync(layout.runDir, { recursive: true });
-      appendFileSync(journalFile, `${redact(JSON.stringify(stamped))}\n`);
+      appendFileSync(journalFile, `${redaction.redactJsonText(JSON.stringify(stamped))}\n`);
     }
   };
 
@@ -156,7 +120,7 @@ export async function runProject(
   try {
     const docker = dependencies.docker ?? createDockerClient(env);
     await pingDocker(docker, env);
-    gateway = await startTaskGateway({ config, env, repoRoot: request.repoRoot });
+    gateway = await startTaskGateway({ config, env, repoRoot: request.repoRoot, redaction });
     const model = new GatewayCheckedMetaModel(
       dependencies.metaModel ??
         createOpenAiChatModel(config, env, {
@@ -175,7 +139,7 @@ export async function runProject(
         subtasks: request.project.subtasks,
         meta,
         gateway,
-        redact,
+        redaction,
         emit,
         spent: request.project.spent,
         resume: request.project,
@@ -203,6 +167,7 @@ export async function runProject(
       return await runTask(
         {
           ...request,
+          redaction,
           taskId,
           onEvent: forward,
           plan: {
@@ -231,7 +196,7 @@ export async function runProject(
       subtasks,
       meta,
       gateway,
-      redact,
+      redaction,
       emit,
       spent: { metaCalls: 1, usage: planUsage },
     });
@@ -269,14 +234,15 @@ interface DriveProjectInput {
   subtasks: PlannedSubtask[];
   meta: ParallelMeta;
   gateway: TaskGateway;
-  redact: Redactor;
+  redaction: Redaction;
   emit: (event: ProjectEvent | StampedProjectEvent) => void;
   spent: { metaCalls: number; usage: Usage };
   resume?: ProjectResume;
 }
 
 async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
-  const { request, dependencies, taskId, subtasks, gateway, redact, emit } = input;
+  const { request, dependencies, taskId, subtasks, gateway, redaction, emit } = input;
+  const redact = redaction.redact;
   const { config, env, repoRoot } = request;
   const clock = dependencies.clock ?? systemClock;
   const startedAt = clock.now();
@@ -329,6 +295,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
       const summary = await runTask(
         {
           ...request,
+          redaction,
           taskId: run.taskId,
           prd: run.prd,
           base: run.base,
@@ -369,7 +336,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
       const result = await input.meta.review({
         taskId: subtaskTaskId,
         prd: subtask.prd,
-        acceptanceCriteria: protocolCriteria(subtask.plan),
+        acceptanceCriteria: subtask.plan.acceptanceCriteria,
         evidence,
         ...(signal ? { signal } : {}),
       });
@@ -468,6 +435,12 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
             ? EXIT_CODES.failed
             : EXIT_CODES.needsReview,
     error: null,
+    basis: [
+      `${outcome.subtasks.filter((record) => record.state === 'merged').length} of ${outcome.subtasks.length} subtasks merged into ${integration.branch}`,
+      `combined DoD on the integration head: ${outcome.combinedDod?.status ?? 'not run'}`,
+    ],
+    // Each subtask's criteria and their evidence are in its own summary and note.
+    criteria: [],
   };
   emit({ type: 'project_finished', summary });
   return summary;
@@ -525,7 +498,10 @@ async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
     const sandboxId = await sandboxes.start(task);
     try {
       const facts = await workspace.observe(sandboxId);
-      return await workspace.runDod(sandboxId, facts, input.signal);
+      return await workspace.runDod(sandboxId, facts, {
+        ...(input.signal ? { signal: input.signal } : {}),
+        timeoutMs: config.limits.wallClock,
+      });
     } finally {
       await sandboxes.stop(sandboxId).catch(() => undefined);
     }

@@ -44,7 +44,6 @@ function probePath(glob: string): string {
     .trim()
     .replace(/^\.?\/+/, '')
     .replace(/\/+$/, '')
-    .replace(/\{([^,}]*)[^}]*\}/g, '$1')
     .replace(/\[!?([^\]])[^\]]*\]/g, '$1')
     .replace(/\*\*/g, 'probe')
     .replace(/\*/g, 'probe')

@@ -42,6 +42,8 @@ function summary(taskId: string, state: TaskSummary['state']): TaskSummary {
     durationMs: 10,
     exitCode: state === 'COMPLETE' ? 0 : 1,
     error: null,
+    basis: [],
+    criteria: [],
   };
 }
 
