@@ -187,7 +187,7 @@ async function runOnce(max: number, label: string, latencyMs = 0): Promise<Paral
   const docker = createDockerClient();
   const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
   const taskId = `bench-par-${label}-${Date.now().toString(36)}`;
-  const config = validateConfig([{ source: 'bench', values: { parallel: { max } } }]);
+  const config = validateConfig([{ source: 'bench', values: { parallel: { split: 'auto', max } } }]);
   try {
     const containers = containerPeak(docker, taskId);
     const sampler = new RssSampler(5);

@@ -166,7 +166,9 @@ export const configSchema = z.strictObject({
   parallel: z
     .strictObject({
       // auto: the Meta-agent may split a PRD into subtasks; never: one task, as without parallel work.
-      split: z.enum(['auto', 'never']).default('auto'),
+      // Opt-in for now: a split-capable run asks for its plan before the task exists, so a model failure at
+      // that first call has no task note, and the plan call is outside the task's gateway budget.
+      split: z.enum(['auto', 'never']).default('never'),
       // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
       max: positiveInt.max(32).optional(),
     })

@@ -11,8 +11,14 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { newTaskId, resolveWorkerImage, runTask, type AppDependencies, type RunTaskRequest } from '../app.js';
-import { systemClock } from '../app.js';
+import {
+  newTaskId,
+  resolveWorkerImage,
+  runTask,
+  systemClock,
+  type AppDependencies,
+  type RunTaskRequest,
+} from '../app.js';
 import type { Config } from '../config/schema.js';
 import type { OwnershipEntry } from '../core/ports.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
@@ -21,7 +27,7 @@ import { EXIT_CODES } from '../errors.js';
 import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
 import { startTaskGateway, type TaskGateway } from '../gateway/task-gateway.js';
 import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
-import { acquireTaskLock } from '../lifecycle/task-lock.js';
+import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
 import { toUsage, titleOf } from '../meta/meta-agent-port.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { readNoteMemory } from '../notes/memory.js';
@@ -115,7 +121,7 @@ export async function runProject(
     }
   };
 
-  let lock = acquireTaskLock(layout.runDir, { taskId, command: 'run' });
+  let lock: TaskLock | null = acquireTaskLock(layout.runDir, { taskId, command: 'run' });
   let gateway: TaskGateway | null = null;
   try {
     const docker = dependencies.docker ?? createDockerClient(env);
@@ -163,7 +169,7 @@ export async function runProject(
       gateway = null;
       // The task takes its own lock on the same id.
       lock.release();
-      lock = { release: () => {} } as typeof lock;
+      lock = null;
       return await runTask(
         {
           ...request,
@@ -202,7 +208,7 @@ export async function runProject(
     });
   } finally {
     await gateway?.close();
-    lock.release();
+    lock?.release();
   }
 }
 

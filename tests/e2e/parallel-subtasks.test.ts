@@ -105,7 +105,7 @@ async function runProject(taskId: string, prd: string, max: number) {
   const repo = createNodeRepo();
   onTestFinished(repo.remove);
   writeFileSync(path.join(repo.root, 'BIG.md'), prd);
-  writeFileSync(path.join(repo.root, 'agent-runner.yaml'), `parallel:\n  max: ${max}\n`);
+  writeFileSync(path.join(repo.root, 'agent-runner.yaml'), `parallel:\n  split: auto\n  max: ${max}\n`);
   git(repo.root, 'add', '-A');
   git(repo.root, 'commit', '-q', '-m', 'project PRD');
   onTestFinished(async () => {
