@@ -3,6 +3,7 @@
  * to the core's ports. Commands call `runTask`; tests can pass their own pieces through `AppDependencies`.
  */
 import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -24,7 +25,7 @@ import { createOpenAiChatModel } from './meta/openai-chat-model.js';
 import { EventJournal } from './notes/event-journal.js';
 import { readNoteMemory } from './notes/memory.js';
 import { writeTaskNote } from './notes/note-writer.js';
-import { createRedactor, type Redactor } from './notes/redact.js';
+import { Redaction, configSecrets, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
 import { createDockerClient, describeDockerHost, pingDocker } from './sandbox/docker-client.js';
 import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
@@ -83,6 +84,11 @@ export interface RunTaskRequest {
   record?: string;
   /** `--replay FILE`: answer every model call from a cassette, with no upstream. */
   replay?: string;
+  /**
+   * The process's redaction point (the CLI's, so stdout and stderr hide what the files hide); the task adds
+   * its keys, `redact.patterns` and the gateway's tokens to it. Default: a new one.
+   */
+  redaction?: Redaction;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -182,8 +188,11 @@ async function runLockedTask(
   const { config, env, repoRoot } = request;
   const layout = taskLayout(repoRoot, taskId);
   const metaKey = env[config.meta.apiKeyEnv];
-  const workerKey = env[config.worker.apiKeyEnv ?? config.meta.apiKeyEnv];
-  const redact: Redactor = createRedactor([metaKey, workerKey], config.redact.patterns);
+  // One redaction point for every writer of this task: journal, note, logs, meta call logs, cassette, stdout.
+  const redaction = request.redaction ?? new Redaction();
+  const secrets = configSecrets(config, env);
+  redaction.add(secrets.values, secrets.patterns);
+  const redact: Redactor = redaction.redact;
   const docker = dependencies.docker ?? createDockerClient(env);
   const runtime = new EngineWatchRuntime(
     dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
@@ -207,10 +216,41 @@ async function runLockedTask(
   await ensureImage(docker, image);
 
   // The gateway holds the real keys; the sandbox gets a per-task token and only the network its policy allows.
+  const stamp = () => new Date((dependencies.clock ?? systemClock).now()).toISOString();
+  let recordEvent: (event: StampedEvent) => void = () => {};
+  const previous = request.resume?.previous;
   const gateway = await startTaskGateway({
     config,
     env,
     repoRoot,
+    redaction,
+    onLog: (line) => {
+      try {
+        appendFileSync(path.join(layout.runDir, 'gateway.log'), `${stamp()} ${redact(line)}\n`);
+      } catch {
+        // A full disk stops the task through the journal; the gateway keeps answering meanwhile.
+      }
+    },
+    onRefusal: (refusal) => {
+      try {
+        recordEvent({ type: 'gateway_refused', refusal, at: stamp() });
+      } catch {
+        // As above: the runner's own next event reports the journal's failure.
+      }
+    },
+    ...(previous
+      ? {
+          spent: {
+            tokens:
+              previous.usage.inputTokens +
+              previous.usage.outputTokens +
+              (previous.workerUsage
+                ? previous.workerUsage.inputTokens + previous.workerUsage.outputTokens
+                : 0),
+            costUsd: previous.usage.costUsd + (previous.workerUsage?.costUsd ?? 0),
+          },
+        }
+      : {}),
     ...(request.record ? { record: request.record, appendRecord: request.resume !== undefined } : {}),
     ...(request.replay ? { replay: request.replay, attempt: request.resume?.attempt ?? 1 } : {}),
   });
@@ -224,6 +264,7 @@ async function runLockedTask(
           { baseUrl: gateway.meta.baseUrl, apiKey: gateway.meta.apiKey, displayUrl: config.meta.baseUrl },
         ),
       gateway.gateway,
+      gateway.budget,
     );
     const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
     const metaAgent = createMetaAgent({
@@ -285,7 +326,12 @@ async function runLockedTask(
         ),
       gateway.gateway,
     );
-    const journal = new EventJournal(layout.runDir, redact);
+    // JSON-aware: every string of an event is redacted and the line stays valid JSON.
+    const journal = new EventJournal(layout.runDir, redaction.redactJsonText);
+    recordEvent = (event) => {
+      request.onEvent?.(event);
+      journal.append(event);
+    };
     const runner = new TaskRunner(
       {
         taskId,

@@ -92,6 +92,13 @@ export function createProgressPrinter(
           `${t} question: ${event.question}${event.answer === null ? ' (no one to answer: headless)' : ` → ${event.answer}`}`,
         );
         break;
+      case 'gateway_refused': {
+        const refusal = event.refusal;
+        write(
+          `${t}   gateway refused ${refusal.method} ${clip(refusal.path, 80)} (${refusal.reason}, ${refusal.status}): ${clip(refusal.detail)}`,
+        );
+        break;
+      }
       case 'preserved':
         write(`${t} uncommitted worker changes saved at ${event.ref}`);
         break;

@@ -31,6 +31,21 @@ export interface TaskStartOptions {
   replay?: string;
 }
 
+/** Why the model gateway refused a request (see docs/gateway.md). */
+export type GatewayRefusalReason =
+  'path' | 'route' | 'token' | 'model' | 'body_too_large' | 'headers_too_large' | 'rate_limit' | 'budget';
+
+/** A request the gateway refused: what was asked (the path clipped, redacted) and why. */
+export interface GatewayRefusal {
+  /** `worker`: the sandbox's socket; `meta`: the host's loopback route. */
+  route: 'worker' | 'meta';
+  method: string;
+  path: string;
+  status: number;
+  reason: GatewayRefusalReason;
+  detail: string;
+}
+
 export type RunnerEvent =
   | {
       type: 'task_started';
@@ -68,7 +83,9 @@ export type RunnerEvent =
   | { type: 'human'; question: string; answer: string | null }
   | { type: 'preserved'; ref: string }
   | { type: 'note_written'; path: string }
-  | { type: 'task_finished'; summary: TaskSummary };
+  | { type: 'task_finished'; summary: TaskSummary }
+  /** Written by the composition root as the gateway refuses a request (at most a bounded number per task). */
+  | { type: 'gateway_refused'; refusal: GatewayRefusal };
 
 /** Stamped with the time it happened. */
 export type StampedEvent = RunnerEvent & { at: string };

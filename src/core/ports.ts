@@ -179,6 +179,8 @@ export interface WorkerRunResult {
   unparsedLines: number;
   /** True when the run did not succeed: non-zero exit, timeout, turn.failed. */
   failed: boolean;
+  /** Set when the model gateway refused a request of this run because the task's budget was spent: why. */
+  budgetExhausted?: string;
 }
 
 export interface WorkerAdapter {
