@@ -15,7 +15,7 @@ import type { TaskSummary } from './core/types.js';
 import { EnvironmentError } from './errors.js';
 import { EngineWatchRuntime } from './lifecycle/engine-watch.js';
 import { hurryKillArgv } from './lifecycle/hurry-kill.js';
-import { findOrphanSandboxes, removeSandboxes } from './lifecycle/orphan-sandboxes.js';
+import { findDeadOwnerSandboxes, keptSandboxLabels, removeSandboxes } from './lifecycle/orphan-sandboxes.js';
 import { acquireTaskLock } from './lifecycle/task-lock.js';
 import { readModelScript, startScriptedModelServer } from './demo/scripted-model-server.js';
 import { createMetaAgent } from './meta/meta-agent.js';
@@ -73,7 +73,11 @@ export interface RunTaskRequest {
   /** One-line notices for the person (orphaned containers removed, a stale lock taken over). */
   onNotice?: (text: string) => void;
   /** `resume`: continue from an earlier attempt rebuilt from the journal. */
-  resume?: { previous: NonNullable<TaskRunnerOptions['previous']> };
+  resume?: {
+    previous: NonNullable<TaskRunnerOptions['previous']>;
+    /** This attempt's number (earlier attempts + 1): a replay answers from its own recorded exchanges. */
+    attempt?: number;
+  };
   /** `--model-script FILE`: a scripted model served by agent-runner itself (demo, trying it without a key). */
   modelScript?: string;
   /** `--record FILE`: store every model exchange in a cassette. */
@@ -196,7 +200,11 @@ async function runLockedTask(
   );
   await pingDocker(docker, env);
   // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
-  const orphans = await findOrphanSandboxes(runtime, { repoRoot });
+  const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
+  for (const sandbox of kept)
+    request.onNotice?.(
+      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (remove it with docker rm -f ${sandbox.name})`,
+    );
   if (orphans.length > 0) {
     const swept = await removeSandboxes(runtime, orphans);
     for (const sandbox of swept.removed)
@@ -243,8 +251,8 @@ async function runLockedTask(
           },
         }
       : {}),
-    ...(request.record ? { record: request.record } : {}),
-    ...(request.replay ? { replay: request.replay } : {}),
+    ...(request.record ? { record: request.record, appendRecord: request.resume !== undefined } : {}),
+    ...(request.replay ? { replay: request.replay, attempt: request.resume?.attempt ?? 1 } : {}),
   });
   try {
     const metaModel = new GatewayCheckedMetaModel(
@@ -300,6 +308,7 @@ async function runLockedTask(
         }),
       keep: request.keepSandbox,
       onKept: request.onKept,
+      labels: keptSandboxLabels(request.keepSandbox),
     });
     const codexHomeHostPath = path.join(layout.runDir, 'codex-home');
     const worker = new GatewayMeteredWorker(
@@ -333,6 +342,9 @@ async function runLockedTask(
           ...(request.base !== undefined ? { base: request.base } : {}),
           dodSkipped: request.dodSkipped,
           ...(request.resume ? { resumed: true } : {}),
+          ...(request.keepSandbox ? { keepSandbox: true } : {}),
+          ...(request.record ? { record: request.record } : {}),
+          ...(request.replay ? { replay: request.replay } : {}),
         },
         ...(request.resume ? { previous: request.resume.previous } : {}),
         limits: {
@@ -341,6 +353,7 @@ async function runLockedTask(
           wallClockMs: config.limits.wallClock,
           ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
           ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
+          maxStalls: config.limits.maxStalls,
         },
         worker: {
           type: config.worker.type,

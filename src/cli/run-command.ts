@@ -66,6 +66,8 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
     durationMs: summary.durationMs,
     exitCode: summary.exitCode,
     error: summary.error,
+    basis: summary.basis,
+    criteria: summary.criteria,
   };
 }
 

@@ -42,7 +42,34 @@ const regularExpression = z
     { message: 'expected a regular expression (JavaScript syntax)' },
   );
 
-export const DEFAULT_EXCLUDE = ['**/.env', '**/.env.*', '**/secrets/**', '**/*.pem', '**/*.key'];
+/**
+ * Absent from the sandbox unless a later `!pattern` re-includes them (`.gitignore` meaning, at any depth):
+ * environment files, secrets directories, keys and certificates, and the credential files of package
+ * managers, registries, clouds, ssh and Terraform.
+ */
+export const DEFAULT_EXCLUDE = [
+  '**/.env',
+  '**/.env.*',
+  '**/secrets/**',
+  '**/*.pem',
+  '**/*.key',
+  '.npmrc',
+  '.yarnrc.yml',
+  '.netrc',
+  '.pypirc',
+  '.git-credentials',
+  '**/.docker/config.json',
+  '**/.aws/**',
+  '**/.ssh/**',
+  'id_rsa*',
+  'id_ed25519*',
+  '*.p12',
+  '*.pfx',
+  '*.tfvars',
+  'credentials*.json',
+];
+/** Present but read-only to the worker: agent-runner's own configuration (`!/agent-runner.yaml` in `read` lifts it). */
+export const DEFAULT_READ = ['/agent-runner.yaml'];
 export const CODEX_VERSION = '0.169.0';
 
 export const networkPolicySchema = z.enum(['gateway-only', 'allowlist', 'open']);
@@ -116,7 +143,7 @@ export const configSchema = z.strictObject({
   scope: z
     .strictObject({
       exclude: z.array(z.string().min(1)).default(DEFAULT_EXCLUDE),
-      read: z.array(z.string().min(1)).default([]),
+      read: z.array(z.string().min(1)).default(DEFAULT_READ),
       write: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
@@ -133,6 +160,7 @@ export const configSchema = z.strictObject({
       wallClock: duration('2h').default(2 * 3_600_000),
       maxTokens: positiveInt.optional(),
       maxCostUsd: z.number().positive().optional(),
+      maxStalls: positiveInt.default(3),
     })
     .prefault({}),
   prices: z.record(z.string(), priceSchema).default({}),

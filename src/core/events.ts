@@ -6,6 +6,7 @@ import type { WorkerEvent } from './ports.js';
 import type { TaskState } from './task-state.js';
 import type {
   Assessment,
+  CriterionCheckResult,
   DodOutcome,
   MetaDecision,
   Plan,
@@ -24,6 +25,10 @@ export interface TaskStartOptions {
   dodSkipped: boolean;
   /** Set on a resumed attempt. */
   resumed?: boolean;
+  /** `--keep-sandbox`, `--record FILE`, `--replay FILE`: a resumed attempt keeps them. */
+  keepSandbox?: boolean;
+  record?: string;
+  replay?: string;
 }
 
 /** Why the model gateway refused a request (see docs/gateway.md). */
@@ -69,6 +74,10 @@ export type RunnerEvent =
   | { type: 'run_recorded'; run: number; record: RunRecord }
   | { type: 'facts'; run: number; facts: TaskFacts }
   | { type: 'dod'; run: number; dod: DodOutcome }
+  /** The acceptance criteria's checks (run 0: validated before any worker run of this task). */
+  | { type: 'criteria_checks'; run: number; results: CriterionCheckResult[] }
+  /** The runner stopped a loop that made no progress. */
+  | { type: 'stalled'; repeats: number; what: string }
   | { type: 'assessment'; run: number; assessment: Assessment; usage: Usage }
   | { type: 'refused'; reasons: string[] }
   | { type: 'human'; question: string; answer: string | null }

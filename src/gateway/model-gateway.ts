@@ -70,7 +70,11 @@ export interface GatewayUpstream {
 }
 
 export type GatewayMode =
-  { kind: 'live' } | { kind: 'record'; file: string } | { kind: 'replay'; file: string };
+  | { kind: 'live' }
+  /** `append`: a resumed task adds its exchanges to the cassette its earlier attempts recorded. */
+  | { kind: 'record'; file: string; append?: boolean }
+  /** `attempt`: a resumed task replays the exchanges its own attempt recorded. */
+  | { kind: 'replay'; file: string; attempt?: number };
 
 export interface ModelGatewayOptions {
   worker: GatewayUpstream;
@@ -190,8 +194,11 @@ export class ModelGateway {
     const gateway = new ModelGateway(options, dir);
     try {
       const mode = options.mode ?? { kind: 'live' };
-      if (mode.kind === 'replay') gateway.player = await CassettePlayer.load(mode.file);
-      if (mode.kind === 'record') gateway.recorder = new CassetteRecorder(mode.file, gateway.redact);
+      if (mode.kind === 'replay') gateway.player = await CassettePlayer.load(mode.file, mode.attempt);
+      if (mode.kind === 'record')
+        gateway.recorder = mode.append
+          ? await CassetteRecorder.continuing(mode.file, gateway.redact)
+          : new CassetteRecorder(mode.file, gateway.redact);
       await gateway.listen();
     } catch (error) {
       await gateway.close();

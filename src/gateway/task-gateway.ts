@@ -29,6 +29,10 @@ export interface TaskGatewayInput {
   /** `--record FILE` / `--replay FILE` (at most one). */
   record?: string;
   replay?: string;
+  /** A resumed task: `record` adds to the cassette of the earlier attempts instead of starting it over. */
+  appendRecord?: boolean;
+  /** The task attempt (1 for `run`); `replay` answers from that attempt's exchanges. */
+  attempt?: number;
   /** Gateway log lines, already redacted. */
   onLog?: (line: string) => void;
   /** The task's redaction point (the gateway adds its keys and tokens). */
@@ -85,9 +89,9 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     meta: { baseUrl: config.meta.baseUrl, apiKey: env[config.meta.apiKeyEnv] || undefined },
     mode:
       input.replay !== undefined
-        ? { kind: 'replay', file: input.replay }
+        ? { kind: 'replay', file: input.replay, attempt: input.attempt ?? 1 }
         : input.record !== undefined
-          ? { kind: 'record', file: input.record }
+          ? { kind: 'record', file: input.record, append: input.appendRecord ?? false }
           : { kind: 'live' },
     redactPatterns: config.redact.patterns,
     ...(input.redaction ? { redaction: input.redaction } : {}),

@@ -5,8 +5,42 @@
  */
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheck } from '../config/schema.js';
+import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import { sandboxStatus } from './sandbox-git.js';
+
+/**
+ * How a check runs: no startup file the worker can write is read. Not a login shell (`-l` would read
+ * ~/.bash_profile and ~/.profile from the worker's home), no ~/.bashrc, no BASH_ENV or ENV (removed by `env`
+ * before bash starts, since bash reads BASH_ENV before its script), and a fresh empty HOME made with
+ * `mktemp -d` for each check, so ~/.npmrc, ~/.gitconfig and the like that the worker planted are not seen.
+ * The command is the script's `$1`, never spliced into shell text.
+ */
+const CLEAN_SHELL_SCRIPT = [
+  'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
+  'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
+  'cd "$2" || exit 125',
+  'eval "$1"',
+].join('\n');
+
+/** The argv that runs `command` in `workdir` with no worker-writable startup file and a fresh HOME. */
+export function cleanShellArgv(command: string, workdir = SANDBOX_WORKDIR): string[] {
+  return [
+    '/usr/bin/env',
+    '-u',
+    'BASH_ENV',
+    '-u',
+    'ENV',
+    '/bin/bash',
+    '--noprofile',
+    '--norc',
+    '-c',
+    CLEAN_SHELL_SCRIPT,
+    'agent-runner-dod',
+    command,
+    workdir,
+  ];
+}
 
 export type DodStatus = 'passed' | 'failed' | 'timeout' | 'skipped';
 
@@ -42,7 +76,11 @@ function tailOf(stdout: string, stderr: string, limit: number): string {
   return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
 }
 
-/** Runs the checks with `bash -lc <command>` in /workspace as the worker. */
+/**
+ * Runs the checks in /workspace as the worker, each through cleanShellArgv; after each one, every process it
+ * left (a test runner's daemon, a watcher) is ended before the next check or anything else looks at the
+ * sandbox.
+ */
 export async function runDodChecks(
   runtime: SandboxRuntime,
   sandboxId: string,
@@ -69,7 +107,7 @@ export async function runDodChecks(
   const tailChars = options.tailChars ?? 4000;
   const results: DodResult[] = [];
   for (const check of checks) {
-    const result = await runtime.exec(sandboxId, ['bash', '-lc', check.command], {
+    const result = await runtime.exec(sandboxId, cleanShellArgv(check.command), {
       workdir: SANDBOX_WORKDIR,
       env: sandboxGitEnvironment(),
       timeoutMs: check.timeout,
@@ -79,6 +117,7 @@ export async function runDodChecks(
       onStdoutLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
       onStderrLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
     });
+    await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
     results.push({
       name: check.name,
       command: check.command,
