@@ -415,8 +415,8 @@ describe('task runner loop', () => {
     const t = await setup(
       [runWorker()],
       [
-        (repo) => {
-          commitFailing(repo);
+        (repo, request) => {
+          commitFailing(repo, request);
           return { exitCode: 1, failed: true, errors: ['403 budget_exhausted'], budgetExhausted: spent };
         },
       ],
