@@ -6,9 +6,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
-import { createMetaAgent } from '../meta/meta-agent.js';
 import { configSecrets } from '../notes/redact.js';
-import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { writeConstrainedYaml } from '../protocol/constrained-yaml.js';
 import type { CommandContext } from './program.js';
@@ -55,6 +53,10 @@ export function registerPlanCommand(program: Command, context: CommandContext): 
       const config = await loadConfig({ repoRoot: context.cwd, env: context.env });
       const secrets = configSecrets(config, context.env);
       context.redaction.add(secrets.values, secrets.patterns);
+      const [{ createMetaAgent }, { createOpenAiChatModel }] = await Promise.all([
+        import('../meta/meta-agent.js'),
+        import('../meta/openai-chat-model.js'),
+      ]);
       const model = createOpenAiChatModel(config, context.env);
       const logDir = path.join(context.cwd, '.agent-runner', 'runs', taskId, 'meta');
       const agent = createMetaAgent({ model, config, logDir, redact: context.redaction.redact });

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { runTask, type RunTaskRequest } from '../app.js';
+import type { RunTaskRequest } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
 import { configSecrets } from '../notes/redact.js';
@@ -73,6 +73,8 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
 
 export async function runCommand(options: RunCommandOptions, context: CommandContext): Promise<TaskSummary> {
   const { env } = context;
+  // Loaded while the PRD, the repository and the config are read (the runner's modules are most of start-up).
+  import('../app.js').catch(() => undefined);
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);
   const repository = await inspectRepository(context.cwd);
@@ -141,6 +143,7 @@ export async function driveTask(
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
+    const { runTask } = await import('../app.js');
     const summary = await runTask({
       ...request,
       redaction,

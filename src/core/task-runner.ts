@@ -228,32 +228,8 @@ export class TaskRunner {
 
   private async loop(signal?: AbortSignal): Promise<Stop> {
     this.move({ type: 'start' });
-    this.task = await this.deps.workspace.prepare();
-    this.emit({
-      type: 'task_started',
-      taskId: this.options.taskId,
-      branch: this.task.branch,
-      baseSha: this.task.baseSha,
-      worktreePath: this.task.worktreePath,
-      dirtyStart: this.task.dirtyStart,
-      ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
-    });
     this.memory = await this.deps.notes.readMemory(this.options.taskId);
-    this.sandboxId = await this.deps.sandboxes.start(this.task);
-    this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
-
-    if (!this.plan) {
-      this.checkLimits(signal);
-      const { plan, usage } = await this.deps.meta.plan({
-        taskId: this.options.taskId,
-        prd: this.options.prd,
-        memory: this.memory,
-        signal: this.callSignal(signal),
-      });
-      this.countMeta(usage);
-      this.plan = plan;
-      this.emit({ type: 'plan', plan, usage });
-    }
+    await this.planWhilePreparing(signal);
     this.move({ type: 'planned' });
     // After a resume, the work already there is observed first: the Meta-agent decides on today's facts.
     if (this.options.previous) {
@@ -294,6 +270,61 @@ export class TaskRunner {
           break;
       }
       this.detectStall(decision, refusals);
+    }
+  }
+
+  /**
+   * Planning needs only the PRD, the config and the memory, so the Meta-agent is asked at once while the
+   * workspace and the sandbox are prepared. A failure on either side stops the other: a failed preparation
+   * aborts the planning request; a failed planning keeps the sandbox from starting (a preparation already
+   * under way finishes, so nothing is left half-made). Events keep their order: task, sandbox, plan.
+   */
+  private async planWhilePreparing(signal?: AbortSignal): Promise<void> {
+    if (!this.plan) this.checkLimits(signal);
+    const stopPlanning = new AbortController();
+    const planSignal = signal ? AbortSignal.any([signal, stopPlanning.signal]) : stopPlanning.signal;
+    // The first failure wins: the other side's error is only the consequence of being stopped.
+    const first: { failed: boolean; error: unknown } = { failed: false, error: null };
+    const failed = (error: unknown): never => {
+      if (!first.failed) Object.assign(first, { failed: true, error });
+      throw error;
+    };
+    const planning = this.plan
+      ? null
+      : this.deps.meta
+          .plan({
+            taskId: this.options.taskId,
+            prd: this.options.prd,
+            memory: this.memory,
+            signal: this.callSignal(planSignal),
+          })
+          .catch(failed);
+    const preparing = (async () => {
+      const task = await this.deps.workspace.prepare();
+      if (first.failed) throw first.error;
+      this.task = task;
+      this.emit({
+        type: 'task_started',
+        taskId: this.options.taskId,
+        branch: task.branch,
+        baseSha: task.baseSha,
+        worktreePath: task.worktreePath,
+        dirtyStart: task.dirtyStart,
+        ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
+      });
+      this.sandboxId = await this.deps.sandboxes.start(task);
+      this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
+    })().catch((error: unknown) => {
+      stopPlanning.abort();
+      return failed(error);
+    });
+    const [planned] = await Promise.allSettled([planning, preparing]);
+    if (first.failed) throw first.error;
+    if (planned.status === 'fulfilled' && planned.value) {
+      const { plan, usage } = planned.value;
+      this.countMeta(usage);
+      this.plan = plan;
+      this.emit({ type: 'plan', plan, usage });
     }
   }
 
