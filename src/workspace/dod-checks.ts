@@ -4,6 +4,7 @@
  * evidence is complete.
  */
 import type { SandboxRuntime } from '../core/ports.js';
+import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -42,17 +43,11 @@ export function cleanShellArgv(command: string, workdir = SANDBOX_WORKDIR): stri
   ];
 }
 
-export type DodStatus = 'passed' | 'failed' | 'timeout' | 'skipped';
+export type DodStatus = DodCheckStatus;
 
-export interface DodResult {
-  name: string;
-  command: string;
-  status: DodStatus;
-  exitCode: number | null;
-  durationMs: number;
+/** The core's DoD check result (one type for the concept) plus what only the workspace needs. */
+export interface DodResult extends DodCheckResult {
   timeoutMs: number;
-  /** Last lines of stdout, then stderr. */
-  outputTail: string;
   /** The sandbox had uncommitted changes when the checks ran: not evidence that the committed work is done. */
   ranOnDirtyTree: boolean;
   /** Stopped by the caller's AbortSignal (recorded as failed). */
