@@ -10,7 +10,6 @@ import { EXIT_CODES } from '../errors.js';
 import { findOrphanSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
 import { listTasks } from '../lifecycle/task-inventory.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
-import { resolveWorkerImage } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import { runnerIsRoot, type OwnershipApplier } from '../workspace/permissions.js';
 import { createDockerClient, describeDockerHost } from '../sandbox/docker-client.js';
@@ -81,6 +80,7 @@ async function ownershipApplier(
   env: NodeJS.ProcessEnv,
 ): Promise<OwnershipApplier | undefined> {
   try {
+    const { resolveWorkerImage } = await import('../app.js');
     const image = await resolveWorkerImage(await loadConfig({ repoRoot, env }));
     return (hostDir, entries) =>
       runtime.applyOwnership({ taskId: 'gc', repoPath: repoRoot, image, hostDir, entries });

@@ -6,8 +6,6 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { findGitRoot } from '../doctor/git-check.js';
-import { createDockerClient, pingDocker } from '../sandbox/docker-client.js';
-import { buildWorkerImage, resolveBaseImage } from '../sandbox/image-builder.js';
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import type { CommandContext } from './program.js';
 
@@ -34,6 +32,10 @@ export function registerImageCommand(program: Command, context: CommandContext):
     .option('--quiet', 'print only the result')
     .action(async (flags: BuildFlags) => {
       const { config, repoRoot } = await loadCommandConfig(context);
+      const [{ createDockerClient, pingDocker }, { buildWorkerImage, resolveBaseImage }] = await Promise.all([
+        import('../sandbox/docker-client.js'),
+        import('../sandbox/image-builder.js'),
+      ]);
       const docker = createDockerClient(context.env);
       await pingDocker(docker, context.env);
       const baseImage = flags.baseImage ?? (await resolveBaseImage(docker, config.sandbox.baseImage));

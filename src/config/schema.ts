@@ -27,6 +27,21 @@ const size = (example: string) =>
 
 const positiveInt = z.number().int().positive();
 
+const regularExpression = z
+  .string()
+  .min(1)
+  .refine(
+    (source) => {
+      try {
+        new RegExp(source, 'g');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'expected a regular expression (JavaScript syntax)' },
+  );
+
 /**
  * Absent from the sandbox unless a later `!pattern` re-includes them (`.gitignore` meaning, at any depth):
  * environment files, secrets directories, keys and certificates, and the credential files of package
@@ -94,6 +109,8 @@ export const configSchema = z.strictObject({
       model: z.string().min(1).optional(),
       baseUrl: z.url().optional(),
       apiKeyEnv: z.string().min(1).optional(),
+      /** Models the gateway lets the worker ask for; unset: only `worker.model` (or `meta.model`). */
+      allowedModels: z.array(z.string().min(1)).min(1).optional(),
       timeout: duration('20m').default(1_200_000),
       grace: duration('10s').default(10_000),
     })
@@ -111,6 +128,16 @@ export const configSchema = z.strictObject({
       setupNetwork: networkPolicySchema.optional(),
       setupTimeout: duration('15m').default(900_000),
       extraCaCert: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  gateway: z
+    .strictObject({
+      /** Largest request body the gateway accepts from the worker (counted as it streams in). */
+      maxRequestBytes: size('8m').default(8 * 1024 ** 2),
+      /** Largest request head (request line and headers) it accepts. */
+      maxHeaderBytes: size('16k').default(16 * 1024),
+      /** Model requests per minute the worker may make (every request on the model route counts). */
+      requestsPerMinute: positiveInt.default(120),
     })
     .prefault({}),
   scope: z
@@ -133,12 +160,13 @@ export const configSchema = z.strictObject({
       wallClock: duration('2h').default(2 * 3_600_000),
       maxTokens: positiveInt.optional(),
       maxCostUsd: z.number().positive().optional(),
+      maxStalls: positiveInt.default(3),
     })
     .prefault({}),
   prices: z.record(z.string(), priceSchema).default({}),
   patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
   notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
-  redact: z.strictObject({ patterns: z.array(z.string().min(1)).default([]) }).prefault({}),
+  redact: z.strictObject({ patterns: z.array(regularExpression).default([]) }).prefault({}),
 });
 
 /** The validated configuration. */

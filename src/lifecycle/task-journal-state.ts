@@ -35,6 +35,10 @@ export interface JournalTaskState {
   attempts: number;
   events: number;
   lastEventAt: string | null;
+  /** Wall clock the attempts used, from each `task_started` to that attempt's last event. */
+  elapsedMs: number;
+  /** Questions the person answered (`ask_human` on a terminal): a resumed task must not ask them again. */
+  answers: { question: string; answer: string }[];
 }
 
 /** Folds journal events into the task's state. Pure. */
@@ -56,6 +60,16 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
     attempts: 0,
     events: events.length,
     lastEventAt: events.at(-1)?.at ?? null,
+    elapsedMs: 0,
+    answers: [],
+  };
+  let attemptStartedAt: number | null = null;
+  let attemptLastAt: number | null = null;
+  const settleAttempt = () => {
+    if (attemptStartedAt !== null && attemptLastAt !== null)
+      state.elapsedMs += Math.max(0, attemptLastAt - attemptStartedAt);
+    attemptStartedAt = null;
+    attemptLastAt = null;
   };
   const records = new Map<number, RunRecord>();
   let lastDecision: MetaDecision | null = null;
@@ -71,6 +85,12 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
     if (usage) state.metaUsage = addUsage(state.metaUsage, usage);
   };
   for (const event of events) {
+    const at = Date.parse(event.at);
+    if (event.type === 'task_started') settleAttempt();
+    if (Number.isFinite(at)) {
+      attemptStartedAt ??= at;
+      attemptLastAt = at;
+    }
     switch (event.type) {
       case 'task_started':
         settlePending();
@@ -151,6 +171,14 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
         if (record) record.dod = event.dod;
         break;
       }
+      case 'criteria_checks': {
+        const record = records.get(event.run);
+        if (record) record.criteriaChecks = event.results;
+        break;
+      }
+      case 'human':
+        if (event.answer !== null) state.answers.push({ question: event.question, answer: event.answer });
+        break;
       case 'task_finished':
         state.finished = event.summary;
         state.unfinishedRun = null;
@@ -161,6 +189,7 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
     }
   }
   settlePending();
+  settleAttempt();
   state.runs = [...records.values()].sort((left, right) => left.index - right.index);
   state.workerUsage = state.runs.reduce((sum, run) => addUsage(sum, run.usage), ZERO_USAGE);
   return state;
@@ -187,6 +216,7 @@ export function previousAttempt(state: JournalTaskState): {
   usage: Usage;
   workerUsage: Usage;
   feedback: string[];
+  elapsedMs: number;
 } | null {
   if (!state.plan) return null;
   const feedback = [
@@ -207,6 +237,12 @@ export function previousAttempt(state: JournalTaskState): {
     metaCalls: state.metaCalls,
     usage: state.metaUsage,
     workerUsage: state.workerUsage,
-    feedback,
+    feedback: [
+      ...feedback,
+      ...state.answers.map(
+        ({ question, answer }) => `Earlier, the person was asked "${question}" and answered: ${answer}`,
+      ),
+    ],
+    elapsedMs: state.elapsedMs,
   };
 }

@@ -1,16 +1,8 @@
 /**
  * Adapts the Meta-agent (protocol messages, snake_case) to the core's MetaAgentPort (domain types).
  */
-import type { MetaAgentPort, MetaView } from '../core/ports.js';
-import type {
-  Assessment,
-  DodOutcome,
-  MetaDecision,
-  Plan,
-  RunRecord,
-  TaskFacts,
-  Usage,
-} from '../core/types.js';
+import type { AssessmentEvidence, MetaAgentPort, MetaView } from '../core/ports.js';
+import type { Assessment, MetaDecision, Plan, RunRecord, TaskFacts, Usage } from '../core/types.js';
 import type { MetaAgent } from './meta-agent.js';
 import type { FactsForAssessment, LoopContext, RunRecord as MetaRunRecord } from './meta-context.js';
 import type { MetaUsage } from './meta-model.js';
@@ -84,49 +76,39 @@ export function describeFacts(facts: TaskFacts, run: RunRecord | undefined): str
   return parts.filter(Boolean).join(' ');
 }
 
-function dodForMeta(dod: DodOutcome | undefined): FactsForAssessment['dodResults'] {
-  return (dod?.results ?? []).map((result) => ({
-    name: result.name,
-    command: result.command,
-    exitCode: result.exitCode,
-    passed: result.status === 'passed',
-    timedOut: result.status === 'timeout',
-    outputTail: result.outputTail,
-  }));
+/** The evidence of one validation in the shape the prompt renders (the core's own result types). */
+function evidenceForMeta(evidence: AssessmentEvidence, notes: readonly string[] = []): FactsForAssessment {
+  return {
+    summary: [
+      describeFacts(evidence.facts, evidence.run),
+      ...notes.map((item) => `Note from the runner: ${item}`),
+    ].join(' '),
+    dodResults: evidence.dod?.results ?? [],
+    ...(evidence.dod ? { dodSource: evidence.dod.source } : { dodSource: 'skipped or not run' }),
+    criteriaChecks: [...evidence.criteriaChecks],
+    diff: evidence.facts.diff,
+    workerSummary: evidence.run?.finalMessage ?? undefined,
+  };
 }
 
 export class MetaAgentPortAdapter implements MetaAgentPort {
   constructor(private readonly agent: MetaAgent) {}
 
   async plan(input: Parameters<MetaAgentPort['plan']>[0]): Promise<{ plan: Plan; usage: Usage }> {
-    const result = await this.agent.plan(input.prd, {
-      taskId: input.taskId,
-      memory: input.memory.map(({ title, summary }) => ({ title, summary })),
-    });
+    const result = await this.agent.plan(
+      input.prd,
+      { taskId: input.taskId, memory: input.memory.map(({ title, summary }) => ({ title, summary })) },
+      { signal: input.signal },
+    );
     const plan: Plan = {
       title: titleOf(input.prd, input.taskId),
-      acceptanceCriteria: result.message.payload.acceptance_criteria.map((criterion) => ({
-        id: criterion.id,
-        description: criterion.description,
-        type: criterion.type,
-        critical: criterion.critical,
-        ...(criterion.check
-          ? {
-              check: {
-                kind: criterion.check.kind,
-                file: criterion.check.file,
-                testName: criterion.check.test_name,
-                command: criterion.check.command,
-              },
-            }
-          : {}),
-      })),
+      acceptanceCriteria: result.message.payload.acceptance_criteria,
     };
     return { plan, usage: toUsage(result.usage) };
   }
 
-  async nextAction(view: MetaView): Promise<{ decision: MetaDecision; usage: Usage }> {
-    const result = await this.agent.nextAction(this.context(view));
+  async nextAction(view: MetaView, signal?: AbortSignal): Promise<{ decision: MetaDecision; usage: Usage }> {
+    const result = await this.agent.nextAction(this.context(view), { signal });
     const payload = result.message.payload;
     const decision: MetaDecision = {
       action: payload.decision.action,
@@ -148,15 +130,10 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
 
   async assess(
     view: MetaView,
-    evidence: { run: RunRecord; facts: TaskFacts; dod: DodOutcome | undefined },
+    evidence: AssessmentEvidence,
+    signal?: AbortSignal,
   ): Promise<{ assessment: Assessment; usage: Usage }> {
-    const facts: FactsForAssessment = {
-      summary: describeFacts(evidence.facts, evidence.run),
-      dodResults: dodForMeta(evidence.dod),
-      diff: evidence.facts.diff,
-      workerSummary: evidence.run.finalMessage ?? undefined,
-    };
-    const result = await this.agent.assess(this.context(view), facts);
+    const result = await this.agent.assess(this.context(view), evidenceForMeta(evidence), { signal });
     const payload = result.message.payload;
     return {
       assessment: {
@@ -171,16 +148,13 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
 
   private context(view: MetaView): LoopContext {
     const last = view.history.at(-1);
-    const lastFacts: FactsForAssessment | undefined = last?.facts
-      ? {
-          summary: [
-            describeFacts(last.facts, last),
-            ...view.feedback.map((item) => `Note from the runner: ${item}`),
-          ].join(' '),
-          dodResults: dodForMeta(last.dod),
-          diff: last.facts.diff,
-          workerSummary: last.finalMessage ?? undefined,
-        }
+    const latest: AssessmentEvidence | undefined =
+      view.latest ??
+      (last?.facts
+        ? { run: last, facts: last.facts, dod: last.dod, criteriaChecks: last.criteriaChecks ?? [] }
+        : undefined);
+    const lastFacts: FactsForAssessment | undefined = latest
+      ? evidenceForMeta(latest, view.feedback)
       : view.feedback.length
         ? {
             summary: view.feedback.map((item) => `Note from the runner: ${item}`).join(' '),
@@ -191,12 +165,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
     return {
       taskId: view.taskId,
       prd: view.prd,
-      acceptanceCriteria: view.plan.acceptanceCriteria.map((criterion) => ({
-        id: criterion.id,
-        description: criterion.description,
-        type: criterion.type as LoopContext['acceptanceCriteria'][number]['type'],
-        critical: criterion.critical,
-      })),
+      acceptanceCriteria: [...view.plan.acceptanceCriteria],
       history: view.history.map(toMetaRun),
       patterns: [...view.patterns],
       memory: view.memory.map(({ title, summary }) => ({ title, summary })),

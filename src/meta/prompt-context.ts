@@ -8,6 +8,7 @@
  * run's tail and the latest run itself, then the facts' output tails and diff are cut, then the oldest
  * one-line runs are dropped, and as a last resort the PRD is cut. Each step is taken only while the prompt is still over budget.
  */
+import type { CriterionCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 import type { FactsForAssessment, MemoryEntry, RunRecord } from './meta-context.js';
 
@@ -55,6 +56,14 @@ interface View {
 }
 
 const PROMPT_PREVIEW = 600;
+
+const CHECK_STATE: Record<CriterionCheckResult['status'], string> = {
+  passed: 'passed',
+  failed: 'FAILED',
+  timeout: 'TIMED OUT',
+  not_executable: 'not executable here',
+  not_executed: 'not executed (kind not run by agent-runner; judge it from the other facts)',
+};
 
 function fence(text: string, language = 'text'): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((match) => match[0].length));
@@ -128,13 +137,30 @@ function renderFacts(view: View): string {
   if (facts.dodResults.length > 0) {
     lines.push('', 'Definition-of-Done checks (run in the sandbox):');
     for (const result of facts.dodResults) {
-      const state = result.timedOut ? 'timed out' : result.passed ? 'passed' : 'FAILED';
+      const state =
+        result.status === 'timeout'
+          ? 'timed out'
+          : result.status === 'passed'
+            ? 'passed'
+            : result.status.toUpperCase();
       lines.push(`- ${result.name} (\`${result.command}\`): ${state}, exit ${result.exitCode ?? 'none'}`);
-      if (result.outputTail && view.factsTailLines !== 0 && !result.passed)
+      if (result.outputTail && view.factsTailLines !== 0 && result.status !== 'passed')
         lines.push(fence(lastLines(result.outputTail, view.factsTailLines ?? 80)));
     }
   } else {
-    lines.push('', 'Definition-of-Done checks: none ran.');
+    lines.push('', `Definition-of-Done checks: none ran${facts.dodSource ? ` (${facts.dodSource})` : ''}.`);
+  }
+  if (facts.criteriaChecks?.length) {
+    lines.push('', "Acceptance criteria's checks (run by agent-runner itself):");
+    for (const check of facts.criteriaChecks) {
+      const state = CHECK_STATE[check.status];
+      const exit = check.exitCode === null ? '' : `, exit ${check.exitCode}`;
+      lines.push(
+        `- ${check.criterionId}${check.critical ? ' (critical)' : ''} ${check.kind} \`${check.target}\`: ${state}${exit}${check.reason ? ` — ${check.reason}` : ''}`,
+      );
+      if (check.outputTail && view.factsTailLines !== 0 && check.status !== 'passed')
+        lines.push(fence(lastLines(check.outputTail, view.factsTailLines ?? 40)));
+    }
   }
   const diff = facts.diff;
   if (diff.trim() === '') {

@@ -41,6 +41,8 @@ export interface DockerSandboxProviderOptions {
   setup?: (sandboxId: string) => Promise<void>;
   keep: boolean;
   onKept?: (sandboxId: string) => void;
+  /** Extra container labels (a kept sandbox is labelled so the orphan sweep leaves it alone). */
+  labels?: Record<string, string>;
 }
 
 export class DockerSandboxProvider implements SandboxProviderPort {
@@ -73,6 +75,7 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       network: access.network,
       extraHosts: access.extraHosts,
       ...(access.keeper ? { keeper: access.keeper } : {}),
+      ...(this.options.labels ? { labels: this.options.labels } : {}),
     });
     try {
       await this.options.setup?.(info.id);

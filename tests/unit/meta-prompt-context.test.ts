@@ -28,7 +28,16 @@ const runs: RunRecord[] = [1, 2, 3].map((iteration) => ({
 
 const facts: FactsForAssessment = {
   summary: 'exit 0; 2 commits; tree clean; no scope violation',
-  dodResults: [{ name: 'test', command: 'npm test', exitCode: 1, passed: false, outputTail: tail('dod') }],
+  dodResults: [
+    {
+      name: 'test',
+      command: 'npm test',
+      status: 'failed',
+      exitCode: 1,
+      durationMs: 9,
+      outputTail: tail('dod'),
+    },
+  ],
   diff: 'diff --git a/x b/x\n' + '+added line\n'.repeat(2_000),
   workerSummary: 'I added the endpoint.',
 };
