@@ -7,6 +7,8 @@
  */
 import type { SandboxRuntime } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, TaskFacts } from '../core/types.js';
+import { endStrayProcesses } from '../sandbox/stray-processes.js';
+import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import {
@@ -182,7 +184,8 @@ async function runInSandbox(
 > {
   const left = deadline - Date.now();
   const timeoutMs = Math.max(1000, Math.min(options.checkTimeoutMs ?? CRITERION_CHECK_TIMEOUT_MS, left));
-  const result = await runtime.exec(sandboxId, ['bash', '-lc', command], {
+  // Same shell as the DoD: no startup file the worker can write, a fresh HOME; and nothing it starts outlives it.
+  const result = await runtime.exec(sandboxId, cleanShellArgv(command), {
     workdir: SANDBOX_WORKDIR,
     env: sandboxGitEnvironment(),
     timeoutMs,
@@ -190,6 +193,7 @@ async function runInSandbox(
     tailBytes: TAIL_CHARS * 4,
     signal: options.signal,
   });
+  await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
   const outputTail = tailOf(result.stdoutTail, result.stderrTail);
   const common = { target: command, durationMs: result.durationMs, outputTail };
   if (result.timedOut)
