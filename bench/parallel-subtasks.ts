@@ -13,6 +13,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import { format, resolveConfig } from 'prettier';
 import { validateConfig } from '../src/config/load.js';
+import { ZERO_USAGE } from '../src/core/usage.js';
 import type { SandboxRuntime, WorkerAdapter, WorkerRunRequest, WorkerRunResult } from '../src/core/ports.js';
 import type { MetaCompletion, MetaMessage, MetaModel } from '../src/meta/meta-model.js';
 import { runProject } from '../src/parallel/run-project.js';
@@ -94,7 +95,7 @@ class RoutedScriptedModel implements MetaModel {
       text,
       model: this.model,
       durationMs: 0,
-      usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0, costUsd: null },
+      usage: ZERO_USAGE,
     };
   }
 }

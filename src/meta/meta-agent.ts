@@ -21,7 +21,9 @@ import {
 import { formatProtocolIssue } from '../protocol/protocol-issue.js';
 import { MetaCallLog } from './meta-call-log.js';
 import type { FactsForAssessment, LoopContext, PlanContext } from './meta-context.js';
-import { addUsage, ZERO_USAGE, type MetaMessage, type MetaModel, type MetaUsage } from './meta-model.js';
+import type { Usage } from '../core/types.js';
+import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import type { MetaMessage, MetaModel } from './meta-model.js';
 import { defaultProtocolsDir, defaultTemplatesDir } from './package-paths.js';
 import { buildPromptContext, type PromptContextInput } from './prompt-context.js';
 import { loadSystemPrompts, type SystemPromptData, type SystemPromptRenderer } from './system-prompt.js';
@@ -47,9 +49,9 @@ export interface CreateMetaAgentOptions {
 export interface MetaCallResult<T> {
   message: T;
   /** Summed over all attempts of this call (repairs included). */
-  usage: MetaUsage;
+  usage: Usage;
   /** One entry per model call. */
-  calls: MetaUsage[];
+  calls: Usage[];
   /** 1 + the number of repairs that were needed. */
   attempts: number;
   /** Every raw reply, the accepted one last. */
@@ -128,7 +130,7 @@ export async function callWithRepairs<T>(
   ];
   const maxAttempts = options.config.meta.maxRepairs + 1;
   const rawReplies: string[] = [];
-  const calls: MetaUsage[] = [];
+  const calls: Usage[] = [];
   let lastIssues: string[] = [];
   for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
     let completion;

@@ -28,7 +28,7 @@ import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
 import { startTaskGateway, type TaskGateway } from '../gateway/task-gateway.js';
 import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
-import { toUsage, titleOf } from '../meta/meta-agent-port.js';
+import { titleOf } from '../meta/meta-agent-port.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { readNoteMemory } from '../notes/memory.js';
 import { configSecrets, Redaction, type Redactor } from '../notes/redact.js';
@@ -161,7 +161,7 @@ export async function runProject(
       allowSubtasks: true,
       ...(request.signal ? { signal: request.signal } : {}),
     });
-    const planUsage = toUsage(answer.usage);
+    const planUsage = answer.usage;
     const payload = answer.message.payload;
     if (!('subtasks' in payload)) {
       emit({ type: 'project_plan', usage: planUsage, split: false });
@@ -347,7 +347,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
         ...(signal ? { signal } : {}),
       });
       const { verdict, summary, findings } = result.message.payload;
-      return { review: { verdict, summary, findings }, usage: toUsage(result.usage) };
+      return { review: { verdict, summary, findings }, usage: result.usage };
     },
     async replan({ taskId: subtaskTaskId, subtask, findings, reason, signal }) {
       const prd = [
@@ -367,7 +367,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
       });
       const payload = result.message.payload;
       const criteria = 'acceptance_criteria' in payload ? payload.acceptance_criteria : [];
-      return { plan: planOf(subtask.title, criteria), usage: toUsage(result.usage) };
+      return { plan: planOf(subtask.title, criteria), usage: result.usage };
     },
   };
 
