@@ -1,6 +1,6 @@
 /**
- * The acceptance criteria's checks, run as facts. `command` runs in the sandbox like a DoD check (timeout,
- * exit code, output tail); `file_exists` is observed on the task branch with host git (objects only: no path
+ * The acceptance criteria's checks, run as facts. `command` runs in the sandbox like a DoD check (the same
+ * clean shell, timeout, exit code, output tail, stray processes ended); `file_exists` is observed on the task branch with host git (objects only: no path
  * the worker controls is followed, a symbolic link counts as absent); `test` runs the named test through the
  * framework detected on the task branch, or is "not executable" with the reason. Any other kind (`manual`,
  * `playwright`...) is kept as written and recorded as not executed, for the assessor to judge.
@@ -184,7 +184,7 @@ async function runInSandbox(
 > {
   const left = deadline - Date.now();
   const timeoutMs = Math.max(1000, Math.min(options.checkTimeoutMs ?? CRITERION_CHECK_TIMEOUT_MS, left));
-  // Same shell as the DoD: no startup file the worker can write, a fresh HOME; and nothing it starts outlives it.
+  // The DoD's clean shell (no worker-written startup file, a fresh HOME), and nothing of the check lingers.
   const result = await runtime.exec(sandboxId, cleanShellArgv(command), {
     workdir: SANDBOX_WORKDIR,
     env: sandboxGitEnvironment(),

@@ -4,6 +4,7 @@
  * evidence is complete.
  */
 import type { SandboxRuntime } from '../core/ports.js';
+import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -14,13 +15,13 @@ import { sandboxStatus } from './sandbox-git.js';
  * ~/.bash_profile and ~/.profile from the worker's home), no ~/.bashrc, no BASH_ENV or ENV (removed by `env`
  * before bash starts, since bash reads BASH_ENV before its script), and a fresh empty HOME made with
  * `mktemp -d` for each check, so ~/.npmrc, ~/.gitconfig and the like that the worker planted are not seen.
- * The command is the script's `$2` (the last argument), never spliced into shell text.
+ * The command is the script's `$1`, never spliced into shell text.
  */
 const CLEAN_SHELL_SCRIPT = [
   'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
   'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
-  'cd "$1" || exit 125',
-  'eval "$2"',
+  'cd "$2" || exit 125',
+  'eval "$1"',
 ].join('\n');
 
 /** The argv that runs `command` in `workdir` with no worker-writable startup file and a fresh HOME. */
@@ -37,22 +38,16 @@ export function cleanShellArgv(command: string, workdir = SANDBOX_WORKDIR): stri
     '-c',
     CLEAN_SHELL_SCRIPT,
     'agent-runner-dod',
-    workdir,
     command,
+    workdir,
   ];
 }
 
-export type DodStatus = 'passed' | 'failed' | 'timeout' | 'skipped';
+export type DodStatus = DodCheckStatus;
 
-export interface DodResult {
-  name: string;
-  command: string;
-  status: DodStatus;
-  exitCode: number | null;
-  durationMs: number;
+/** The core's DoD check result (one type for the concept) plus what only the workspace needs. */
+export interface DodResult extends DodCheckResult {
   timeoutMs: number;
-  /** Last lines of stdout, then stderr. */
-  outputTail: string;
   /** The sandbox had uncommitted changes when the checks ran: not evidence that the committed work is done. */
   ranOnDirtyTree: boolean;
   /** Stopped by the caller's AbortSignal (recorded as failed). */
