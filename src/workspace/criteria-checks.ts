@@ -184,7 +184,7 @@ async function runInSandbox(
 > {
   const left = deadline - Date.now();
   const timeoutMs = Math.max(1000, Math.min(options.checkTimeoutMs ?? CRITERION_CHECK_TIMEOUT_MS, left));
-  // The DoD's clean shell (no worker-written startup file, a fresh HOME), and nothing of the check lingers.
+  // Same shell as the DoD: no startup file the worker can write, a fresh HOME; and nothing it starts outlives it.
   const result = await runtime.exec(sandboxId, cleanShellArgv(command), {
     workdir: SANDBOX_WORKDIR,
     env: sandboxGitEnvironment(),

@@ -15,13 +15,13 @@ import { sandboxStatus } from './sandbox-git.js';
  * ~/.bash_profile and ~/.profile from the worker's home), no ~/.bashrc, no BASH_ENV or ENV (removed by `env`
  * before bash starts, since bash reads BASH_ENV before its script), and a fresh empty HOME made with
  * `mktemp -d` for each check, so ~/.npmrc, ~/.gitconfig and the like that the worker planted are not seen.
- * The command is the script's `$1`, never spliced into shell text.
+ * The command is the script's `$2` (the last argument), never spliced into shell text.
  */
 const CLEAN_SHELL_SCRIPT = [
   'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
   'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
-  'cd "$2" || exit 125',
-  'eval "$1"',
+  'cd "$1" || exit 125',
+  'eval "$2"',
 ].join('\n');
 
 /** The argv that runs `command` in `workdir` with no worker-writable startup file and a fresh HOME. */
@@ -38,8 +38,8 @@ export function cleanShellArgv(command: string, workdir = SANDBOX_WORKDIR): stri
     '-c',
     CLEAN_SHELL_SCRIPT,
     'agent-runner-dod',
-    command,
     workdir,
+    command,
   ];
 }
 

@@ -29,7 +29,7 @@ async function repoWith(files: Record<string, string>, links: Record<string, str
 
 /** A sandbox runtime that records what it is asked to run and answers from a table (an honest port fake). */
 class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
-  /** The checks' commands, in order (the clean shell's argv carries the command before the workdir). */
+  /** The checks' commands, in order (the clean shell's argv ends with the command). */
   readonly commands: string[] = [];
   /** Other execs: the sweep of stray processes after each check. */
   sweeps = 0;
@@ -45,11 +45,12 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
       stdoutTail: '',
       stderrTail: '',
     };
-    if (!argv.includes('agent-runner-dod')) {
+    // The sweep of leftover processes after each check is not a check.
+    if (argv.includes('agent-runner-reaper')) {
       this.sweeps += 1;
       return result;
     }
-    const command = argv.at(-2) ?? '';
+    const command = argv.at(-1) ?? '';
     this.commands.push(command);
     return {
       ...result,
