@@ -57,9 +57,12 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
       force: Boolean(options.force),
       dryRun,
       ...(applier ? { applier } : {}),
+      containersOf: async (taskId) =>
+        (await runtime.list({ 'agent-runner.task': taskId }).catch(() => [])).map((sandbox) => sandbox.name),
     });
     if (verdict.error)
       output.err(`agent-runner: could not remove the worktree of ${task.taskId}: ${verdict.error}`);
+    else if (verdict.blocked) output.out(`kept ${task.taskId}: ${verdict.blocked}`);
     else if (verdict.keep.length > 0 && !options.force)
       output.out(
         `kept ${task.taskId}: ${verdict.keep.join('; ')} (--force removes the worktree; the branch stays)`,

@@ -66,9 +66,9 @@ export function registerPlanCommand(program: Command, context: CommandContext): 
       const result = await agent.plan(prd, { taskId });
       const payload = result.message.payload;
       context.output.out(options.json ? JSON.stringify(payload, null, 2) : writeConstrainedYaml(payload));
-      const cost = result.usage.costUsd === null ? '' : `, $${result.usage.costUsd.toFixed(4)}`;
+      const cost = result.usage.costUsd === 0 ? '' : `, $${result.usage.costUsd.toFixed(4)}`;
       context.output.err(
-        `${payload.acceptance_criteria.length} acceptance criteria; ${result.attempts} model call(s), ${result.usage.promptTokens + result.usage.completionTokens} tokens${cost}.`,
+        `${payload.acceptance_criteria.length} acceptance criteria; ${result.attempts} model call(s), ${result.usage.inputTokens + result.usage.outputTokens} tokens${cost}.`,
       );
     });
 }

@@ -9,7 +9,12 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
-import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
+import {
+  assertResumable,
+  journalPath,
+  previousAttempt,
+  readTaskJournal,
+} from '../lifecycle/task-journal-state.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { taskLayout } from '../workspace/layout.js';
@@ -49,6 +54,7 @@ export async function resumeCommand(
         'Start a new task for further work: `agent-runner run --prd FILE`.',
     );
   }
+  assertResumable(journal, journalPath(layout.runDir));
   const started = journal.options;
   let prd = started?.prd;
   let prdPath = started?.prdPath ?? '';

@@ -25,7 +25,7 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
       ? task.containers
           .map(
             (container) =>
-              `${container.name} ${container.state}${container.owner === 'dead' ? ' (orphan)' : ''}`,
+              `${container.name} ${container.state}${container.kept ? ' (kept)' : container.owner === 'dead' ? ' (orphan)' : ''}`,
           )
           .join(', ')
       : '-',
@@ -45,7 +45,9 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
       '',
       `Stale: ${stale.map((task) => task.taskId).join(', ')}. Continue with \`agent-runner resume <TASK-ID>\`.`,
     );
-  if (tasks.some((task) => task.containers.some((container) => container.owner === 'dead')))
+  if (
+    tasks.some((task) => task.containers.some((container) => container.owner === 'dead' && !container.kept))
+  )
     lines.push('Orphaned containers: remove them with `agent-runner gc`.');
   return lines;
 }

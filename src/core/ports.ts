@@ -3,6 +3,9 @@
  * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
  */
 
+import type { z } from 'zod';
+import type { tokenUsageSchema, workerCommandSchema, workerModeSchema } from './records.js';
+
 /** Time, so tests and the loop agree on what "now" is. */
 export interface Clock {
   now(): number;
@@ -128,21 +131,9 @@ export interface SandboxRuntime {
 // Worker
 // ---------------------------------------------------------------------------------------------------------
 
-export type WorkerMode = 'exec' | 'resume';
-
-export interface TokenUsage {
-  inputTokens: number;
-  cachedInputTokens: number;
-  outputTokens: number;
-  reasoningTokens: number;
-}
-
-export interface WorkerCommand {
-  command: string;
-  exitCode: number | null;
-  status: string;
-  outputTail: string;
-}
+export type WorkerMode = z.infer<typeof workerModeSchema>;
+export type TokenUsage = z.infer<typeof tokenUsageSchema>;
+export type WorkerCommand = z.infer<typeof workerCommandSchema>;
 
 /** Live events of a worker run (also saved to the run's event log). */
 export type WorkerEvent =

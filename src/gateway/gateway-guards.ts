@@ -51,8 +51,8 @@ export class GatewayCheckedMetaModel implements MetaModel {
     try {
       const completion = await this.inner.complete(messages, options);
       this.budget?.add({
-        tokens: completion.usage.promptTokens + completion.usage.completionTokens,
-        costUsd: completion.usage.costUsd ?? 0,
+        tokens: completion.usage.inputTokens + completion.usage.outputTokens,
+        costUsd: completion.usage.costUsd,
       });
       return completion;
     } catch (error) {

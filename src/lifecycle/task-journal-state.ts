@@ -9,7 +9,9 @@ import path from 'node:path';
 import type { StampedEvent, TaskStartOptions } from '../core/events.js';
 import type { TaskState } from '../core/task-state.js';
 import type { MetaDecision, Plan, RunRecord, TaskSummary, Usage } from '../core/types.js';
+import { planSchema, runRecordSchema } from '../core/records.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import { UserError } from '../errors.js';
 import { EVENTS_FILE, readJournal } from '../notes/event-journal.js';
 
 /** What the journal says about a task. */
@@ -193,6 +195,31 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
   state.runs = [...records.values()].sort((left, right) => left.index - right.index);
   state.workerUsage = state.runs.reduce((sum, run) => addUsage(sum, run.usage), ZERO_USAGE);
   return state;
+}
+
+/**
+ * Checks what resume will build on against the record schemas: a journal edited by hand, or written by an
+ * incompatible version, is refused with the first problem rather than half-read.
+ */
+export function assertResumable(state: JournalTaskState, file: string): void {
+  const problems: string[] = [];
+  if (state.plan) {
+    const plan = planSchema.safeParse(state.plan);
+    if (!plan.success) problems.push(`plan: ${plan.error.issues[0]?.message ?? 'invalid'}`);
+  }
+  for (const run of state.runs) {
+    const parsed = runRecordSchema.safeParse(run);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      problems.push(`run ${run.index} ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+    }
+  }
+  if (problems.length > 0)
+    throw new UserError(
+      'usage',
+      `The journal ${file} of task ${state.taskId} cannot be resumed: ${problems.slice(0, 3).join('; ')}. ` +
+        `Start the task again with \`agent-runner run --prd FILE --task-id NEW-ID\`.`,
+    );
 }
 
 /** The journal file of a task. */

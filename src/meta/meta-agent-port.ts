@@ -4,20 +4,9 @@
 import type { AssessmentEvidence, MetaAgentPort, MetaView } from '../core/ports.js';
 import type { Assessment, MetaDecision, Plan, RunRecord, TaskFacts, Usage } from '../core/types.js';
 import type { MetaAgent } from './meta-agent.js';
-import type { FactsForAssessment, LoopContext, RunRecord as MetaRunRecord } from './meta-context.js';
-import type { MetaUsage } from './meta-model.js';
+import type { FactsForAssessment, HistoryEntry, LoopContext } from './meta-context.js';
 
 const OUTPUT_TAIL_CHARS = 1500;
-
-export function toUsage(usage: MetaUsage): Usage {
-  return {
-    inputTokens: usage.promptTokens,
-    cachedInputTokens: usage.cachedTokens,
-    outputTokens: usage.completionTokens,
-    reasoningTokens: 0,
-    costUsd: usage.costUsd ?? 0,
-  };
-}
 
 /** The PRD's first heading, else its first line: the task's title. */
 export function titleOf(prd: string, fallback: string): string {
@@ -29,7 +18,7 @@ export function titleOf(prd: string, fallback: string): string {
   return (heading ?? firstLine ?? fallback).slice(0, 120);
 }
 
-function toMetaRun(run: RunRecord): MetaRunRecord {
+function toHistoryEntry(run: RunRecord): HistoryEntry {
   const lastFailing = [...run.commands]
     .reverse()
     .find((command) => command.exitCode !== 0 && command.exitCode !== null);
@@ -104,7 +93,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
       title: titleOf(input.prd, input.taskId),
       acceptanceCriteria: result.message.payload.acceptance_criteria,
     };
-    return { plan, usage: toUsage(result.usage) };
+    return { plan, usage: result.usage };
   }
 
   async nextAction(view: MetaView, signal?: AbortSignal): Promise<{ decision: MetaDecision; usage: Usage }> {
@@ -125,7 +114,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
         : {}),
       ...(payload.question ? { question: payload.question } : {}),
     };
-    return { decision, usage: toUsage(result.usage) };
+    return { decision, usage: result.usage };
   }
 
   async assess(
@@ -142,7 +131,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
         byCriterion: payload.by_criterion,
         retrospective: payload.retrospective,
       },
-      usage: toUsage(result.usage),
+      usage: result.usage,
     };
   }
 
@@ -166,7 +155,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
       taskId: view.taskId,
       prd: view.prd,
       acceptanceCriteria: [...view.plan.acceptanceCriteria],
-      history: view.history.map(toMetaRun),
+      history: view.history.map(toHistoryEntry),
       patterns: [...view.patterns],
       memory: view.memory.map(({ title, summary }) => ({ title, summary })),
       ...(lastFacts ? { lastFacts } : {}),

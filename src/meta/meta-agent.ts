@@ -17,7 +17,9 @@ import { parseMessage, type MessageCheckContext } from '../protocol/parse-messag
 import { formatProtocolIssue } from '../protocol/protocol-issue.js';
 import { MetaCallLog } from './meta-call-log.js';
 import type { FactsForAssessment, LoopContext, PlanContext } from './meta-context.js';
-import { addUsage, ZERO_USAGE, type MetaMessage, type MetaModel, type MetaUsage } from './meta-model.js';
+import type { Usage } from '../core/types.js';
+import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import type { MetaMessage, MetaModel } from './meta-model.js';
 import { defaultProtocolsDir, defaultTemplatesDir } from './package-paths.js';
 import { buildPromptContext, type PromptContextInput } from './prompt-context.js';
 import { loadSystemPrompts, type SystemPromptData, type SystemPromptRenderer } from './system-prompt.js';
@@ -43,9 +45,9 @@ export interface CreateMetaAgentOptions {
 export interface MetaCallResult<T> {
   message: T;
   /** Summed over all attempts of this call (repairs included). */
-  usage: MetaUsage;
+  usage: Usage;
   /** One entry per model call. */
-  calls: MetaUsage[];
+  calls: Usage[];
   /** 1 + the number of repairs that were needed. */
   attempts: number;
   /** Every raw reply, the accepted one last. */
@@ -113,7 +115,7 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
     const signals = [options.signal, spec.signal].filter((item): item is AbortSignal => item !== undefined);
     const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     const rawReplies: string[] = [];
-    const calls: MetaUsage[] = [];
+    const calls: Usage[] = [];
     let lastIssues: string[] = [];
     for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
       let completion;

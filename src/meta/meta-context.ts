@@ -23,8 +23,11 @@ export interface CommandRecord {
   exitCode: number | null;
 }
 
-/** One earlier iteration of the loop: the decision taken and, for run_worker, what came of it. */
-export interface RunRecord {
+/**
+ * One earlier iteration as the prompt shows it (a rendering of the core's RunRecord, made in one place:
+ * MetaAgentPortAdapter), bounded and simplified so older entries can shrink to one line.
+ */
+export interface HistoryEntry {
   iteration: number;
   action: string;
   reason: string;
@@ -72,7 +75,7 @@ export interface LoopContext {
   prd: string;
   acceptanceCriteria: AcceptanceCriterion[];
   /** Earlier iterations, oldest first. */
-  history: RunRecord[];
+  history: HistoryEntry[];
   /** The patterns the model may name in `used_patterns`. */
   patterns: PatternInfo[];
   /** Summaries of earlier task notes, most relevant first. */

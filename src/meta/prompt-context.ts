@@ -10,7 +10,7 @@
  */
 import type { CriterionCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
-import type { FactsForAssessment, MemoryEntry, RunRecord } from './meta-context.js';
+import type { FactsForAssessment, MemoryEntry, HistoryEntry } from './meta-context.js';
 
 /** Tokens estimated as characters / 4: cheap, provider-independent, and close enough for budgeting. */
 export function estimateTokens(text: string): number {
@@ -22,7 +22,7 @@ export interface PromptContextInput {
   prd: string;
   acceptanceCriteria?: AcceptanceCriterion[];
   memory?: MemoryEntry[];
-  history?: RunRecord[];
+  history?: HistoryEntry[];
   facts?: FactsForAssessment;
   /** The closing request, e.g. "Reply with one next_action message." */
   request: string;
@@ -38,7 +38,7 @@ export interface PromptContext {
 }
 
 interface RunView {
-  run: RunRecord;
+  run: HistoryEntry;
   collapsed: boolean;
   showTail: boolean;
 }
@@ -86,7 +86,7 @@ function criterionLine(criterion: AcceptanceCriterion): string {
   return `- ${criterion.id} (${flags}): ${criterion.description}${check}`;
 }
 
-function oneLine(run: RunRecord): string {
+function oneLine(run: HistoryEntry): string {
   const parts = [`Run ${run.iteration}: ${run.action}`];
   if (run.mode) parts.push(`${run.mode}${run.workerType ? ` ${run.workerType}` : ''}`);
   if (run.exitCode !== undefined)

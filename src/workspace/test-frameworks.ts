@@ -53,7 +53,7 @@ function escapeRegExp(value: string): string {
   return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** The shell command (run with `bash -lc` in the sandbox) that runs only the test named `testName`. */
+/** The shell command (run with bash in the sandbox, like a DoD check) that runs only the test named `testName`. */
 export function namedTestCommand(framework: TestFramework, testName: string, file?: string): string {
   const exact = escapeRegExp(testName);
   const fileWord = file ? ` ${shellQuote(file)}` : '';

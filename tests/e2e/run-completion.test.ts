@@ -19,6 +19,7 @@ import {
   labelledContainers,
   readNote,
   runToEnd,
+  SHORT_TIMEOUTS_YAML,
   setupFaultTask,
   startRunner,
   waitForJournalEvent,
@@ -292,6 +293,84 @@ describe('completion you can trust (end to end)', () => {
     expect(readNote(task.root, id)).toContain('| **State** | **COMPLETE**');
     expect(git(task.root, 'log', '-1', '--format=%s', `agent-runner/${id}`)).toBe('Add slugify');
     expect(await labelledContainers(id)).toEqual([]);
+  });
+});
+
+describe('interrupts and kept sandboxes', () => {
+  it('Ctrl-C aborts a Meta-agent call in flight within a second', async () => {
+    const id = 'cmp-sigint-meta';
+    // A long request timeout: only the interrupt can end the hanging call quickly.
+    const task = await setupFaultTask(
+      id,
+      SHORT_TIMEOUTS_YAML.replace('requestTimeout: 5s', 'requestTimeout: 120s'),
+    );
+    task.chat.push(
+      { reply: planWithChecks(id, [{ id: 'AC-1', description: 'slugify works', critical: true }]) },
+      { hang: true },
+    );
+    const runner = startRunner(['run', '--prd', 'PRD.md', '--task-id', id, '--json'], {
+      cwd: task.root,
+      env: task.env,
+    });
+    await waitForJournalEvent(
+      task.root,
+      id,
+      (event) => event.type === 'transition' && event.to === 'RUNNING',
+      runner,
+    );
+    for (let waited = 0; task.chat.requests.length < 2 && waited < 10_000; waited += 50)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(task.chat.requests).toHaveLength(2);
+    const interruptedAt = Date.now();
+    runner.child.kill('SIGINT');
+    await waitForJournalEvent(
+      task.root,
+      id,
+      (event) => event.type === 'transition' && event.to === 'NEEDS_REVIEW',
+      undefined,
+      10_000,
+    );
+    expect(Date.now() - interruptedAt).toBeLessThan(1000);
+    expect((await runner.exited).code).toBe(130);
+    expect(readNote(task.root, id)).toContain('| **State** | **NEEDS_REVIEW** (interrupted)');
+    expect(await labelledContainers(id)).toEqual([]);
+  });
+
+  it('the next run leaves a --keep-sandbox container alone and says so', async () => {
+    const id = 'cmp-kept';
+    const next = 'cmp-kept-next';
+    const task = await setupFaultTask(id);
+    onTestFinished(async () => {
+      for (const container of await labelledContainers(id))
+        await docker.getContainer(container.Id).remove({ force: true });
+    });
+    task.chat.push(
+      { reply: planWithChecks(id, [{ id: 'AC-1', description: 'slugify works', critical: true }]) },
+      { reply: decisionReply('abort', 'Stop; the container is what we want to look at.') },
+    );
+    const kept = await runToEnd(['run', '--prd', 'PRD.md', '--task-id', id, '--keep-sandbox'], {
+      cwd: task.root,
+      env: task.env,
+    });
+    expect(kept.code).toBe(1);
+    const containers = await labelledContainers(id);
+    expect(containers).toHaveLength(1);
+    expect(containers[0]?.Labels['agent-runner.keep']).toBe('true');
+    // The runner that made it is gone now: an orphan by pid, but kept on purpose.
+    task.chat.push(
+      { reply: planWithChecks(next, [{ id: 'AC-1', description: 'slugify works', critical: true }]) },
+      { reply: decisionReply('abort', 'Nothing to do.') },
+    );
+    const second = await runToEnd(['run', '--prd', 'PRD.md', '--task-id', next], {
+      cwd: task.root,
+      env: task.env,
+    });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(
+      `left container ${containers[0]?.Names[0]?.replace(/^\//, '')} of task ${id} alone: it was kept with --keep-sandbox`,
+    );
+    expect(await labelledContainers(id)).toHaveLength(1);
+    expect(await labelledContainers(next)).toEqual([]);
   });
 });
 

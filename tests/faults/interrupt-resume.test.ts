@@ -147,8 +147,8 @@ describe('interrupts, crashes and resume', () => {
 
   it('a second runner of the same task id is refused (exit 2, naming the holder)', async () => {
     const id = 'FAULT-LOCK';
-    // The plan is asked while the workspace is prepared, so the hanging request must outlast the preparation,
-    // the sandbox's start and the three refused commands below, not only the commands.
+    // A long request timeout: the first runner holds the lock until the interrupt (which ends its hanging
+    // Meta-agent call at once), however slow the machine is meanwhile.
     const { root, env } = await setupRepo(
       id,
       SHORT_TIMEOUTS_YAML.replace('requestTimeout: 5s', 'requestTimeout: 120s'),

@@ -192,7 +192,8 @@ export async function runHostileTask(options: {
   // Whatever the worker did, the task's container is gone when the command returns.
   const left = await docker.listContainers({
     all: true,
-    filters: { label: [`agent-runner.task=${options.taskId}`] },
+    // The repository too: another checkout may run the same suite (same task ids) on this engine.
+    filters: { label: [`agent-runner.task=${options.taskId}`, `agent-runner.repo=${repo.root}`] },
   });
   if (left.length > 0) throw new Error(`containers left running: ${left.map((c) => c.Id).join(', ')}`);
   const events = result.stdout

@@ -108,3 +108,33 @@ describe('budget (limits.maxTokens)', () => {
     expect(run.probe.tokenFound).toBe(true);
   });
 });
+
+describe('budget (limits.maxCostUsd)', () => {
+  it('prices the worker with its model and refuses once the cost budget is spent', async () => {
+    const id = 'sec-gw-cost';
+    const run = await runHostileTask({
+      taskId: id,
+      // $1000 per million tokens for the worker model (the Meta-agent's has no price): codex's first request
+      // costs $0.11, each canary $0.30 — $0.41 < $0.50 ≤ $0.71.
+      config: {
+        limits: { maxCostUsd: 0.5 },
+        prices: { [WORKER_MODEL]: { input: 1000, output: 1000 } },
+      },
+      meta: [
+        { reply: planReply(id, [{ id: 'AC-1', description: 'probe results committed' }]) },
+        { reply: runWorkerReply('Run the probe and commit its results.') },
+      ],
+      replies: [
+        canaryReply({ inputTokens: 290, outputTokens: 10 }),
+        canaryReply({ inputTokens: 290, outputTokens: 10 }),
+        canaryReply({ inputTokens: 290, outputTokens: 10 }),
+      ],
+      probes: [legit(1), legit(2), legit(3)],
+    });
+    runs.push(run);
+    expect(run.probe.results.map((result) => result.status)).toEqual([200, 200, 403]);
+    expect(probeRequestsUpstream(run)).toEqual(['legit-1', 'legit-2']);
+    expect(run.summary).toMatchObject({ state: 'NEEDS_REVIEW', exitCode: 3 });
+    expect(run.summary.reason).toMatch(/^budget: the cost budget of \$0.5 is spent \(\$0\.7100/);
+  });
+});

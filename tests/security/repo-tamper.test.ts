@@ -10,6 +10,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { journalEvents } from '../support/faults-harness.js';
+import { fetchFromSandbox } from '../../src/workspace/sync-back.js';
 import { hostSecretFile, runHostileTask } from '../support/hostile-worker.js';
 import { git } from '../support/task-repo.js';
 
@@ -80,5 +81,32 @@ describe("the user's repository against a worker that tampers with git", () => {
     // Nothing ran on the host, and nothing of the user's changed.
     expect(existsSync(pwned)).toBe(false);
     expect(repoState(root)).toEqual(before);
+  });
+
+  it('a symlink planted in the sandbox .git (refs, objects) stops the fetch instead of being followed', async () => {
+    const hostFile = hostSecretFile('0123456789012345678901234567890123456789\n');
+    const taskId = `sec-repo-gitlink-${randomUUID().slice(0, 6)}`;
+    const run = await runHostileTask(taskId, {
+      commands: [
+        [
+          'echo work > work.txt && git add -A && git commit -q -m "work before the plant"',
+          `ln -s ${hostFile} .git/refs/heads/planted`,
+          'mkfifo .git/objects/info/stall 2>/dev/null; ls -la .git/refs/heads .git/objects/info',
+        ].join('\n'),
+      ],
+    });
+    const root = run.task.root;
+    // Canary: the worker's commit is there, inside; without the plant it would come back (test above).
+    expect(JSON.stringify(run.task.responses.responseRequests().at(-1)?.body)).toContain('planted ->');
+    // The host refused to fetch (asked again now: the same answer), so the branch did not move.
+    const again = await fetchFromSandbox({
+      repoRoot: root,
+      taskId,
+      sourceRef: `refs/heads/agent-runner/${taskId}`,
+      targetRef: `refs/agent-runner/sandbox/${taskId}`,
+    });
+    expect(again.problem).toMatch(/refs\/heads\/planted is a symlink or a special file/);
+    expect(git(root, 'rev-parse', `agent-runner/${taskId}`)).toBe(git(root, 'rev-parse', 'main'));
+    expect(readFileSync(hostFile, 'utf8')).toBe('0123456789012345678901234567890123456789\n');
   });
 });

@@ -29,12 +29,13 @@ async function repoWith(files: Record<string, string>, links: Record<string, str
 
 /** A sandbox runtime that records what it is asked to run and answers from a table (an honest port fake). */
 class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
+  /** The checks' commands, in order (the clean shell's argv ends with the command). */
   readonly commands: string[] = [];
+  /** Other execs: the sweep of stray processes after each check. */
+  sweeps = 0;
   constructor(private readonly answers: Record<string, Partial<ExecResult>>) {}
   async exec(_id: string, argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
-    const command = argv.at(-1) ?? '';
-    this.commands.push(command);
-    return {
+    const result: ExecResult = {
       exitCode: 0,
       signal: null,
       timedOut: false,
@@ -43,6 +44,16 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
       durationMs: 5,
       stdoutTail: '',
       stderrTail: '',
+    };
+    // The sweep of leftover processes after each check is not a check.
+    if (argv.includes('agent-runner-reaper')) {
+      this.sweeps += 1;
+      return result;
+    }
+    const command = argv.at(-1) ?? '';
+    this.commands.push(command);
+    return {
+      ...result,
       ...(this.answers[command] ?? { exitCode: 127, stderrTail: `bash: ${command}: command not found` }),
     };
   }
@@ -131,8 +142,9 @@ describe('criteria checks', () => {
       reason: 'exit 2',
     });
     expect(results[2]?.reason).toMatch(/no test framework detected on the task branch/);
-    // Only the command check reached the sandbox.
+    // Only the command check reached the sandbox, in the DoD's clean shell, and its strays were swept.
     expect(runtime.commands).toEqual(['npm run e2e']);
+    expect(runtime.sweeps).toBe(1);
   });
 
   it('a named test that matched nothing is not evidence, even with exit 0', async () => {

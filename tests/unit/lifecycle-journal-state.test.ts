@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
 import type { Plan } from '../../src/core/types.js';
-import { foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
+import { assertResumable, foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 import {
   FakeHuman,
@@ -200,6 +200,24 @@ describe('journal → task state', () => {
     expect(previous?.elapsedMs).toBe(150_000);
     expect(previous?.feedback.join('\n')).toContain(
       'Earlier, the person was asked "Which locale?" and answered: en-GB',
+    );
+  });
+
+  it('checks what resume builds on against the record schemas', async () => {
+    const first = await runTask(
+      [
+        runWorker(),
+        assess(false),
+        { kind: 'decide', decision: { action: 'abort', reason: 'stop', usedPatterns: [] } },
+      ],
+      [commit(false)],
+    );
+    expect(() => assertResumable(foldJournal('T-1', first.events), 'events.jsonl')).not.toThrow();
+    const edited = first.events.map((event) =>
+      event.type === 'run_recorded' ? { ...event, record: { ...event.record, exitCode: 'zero' } } : event,
+    ) as StampedEvent[];
+    expect(() => assertResumable(foldJournal('T-1', edited), 'events.jsonl')).toThrow(
+      /events\.jsonl of task T-1 cannot be resumed: run 1 exitCode: .*number/,
     );
   });
 });

@@ -71,11 +71,11 @@ const loopContext = (overrides: Partial<LoopContext> = {}): LoopContext => ({
 
 describe('ScriptedMetaModel', () => {
   it('answers in order, records calls, throws past the end, and checks completeness', async () => {
-    const model = new ScriptedMetaModel(['one', { text: 'two', usage: { promptTokens: 7 } }]);
+    const model = new ScriptedMetaModel(['one', { text: 'two', usage: { inputTokens: 7 } }]);
     expect(() => model.assertComplete()).toThrow(/2 of 2 scripted replies were not used/);
     expect((await model.complete([{ role: 'user', content: 'a' }], { purpose: 'p' })).text).toBe('one');
     const second = await model.complete([{ role: 'user', content: 'b' }]);
-    expect(second.usage.promptTokens).toBe(7);
+    expect(second.usage.inputTokens).toBe(7);
     model.assertComplete();
     await expect(model.complete([{ role: 'user', content: 'c' }])).rejects.toThrow(InternalError);
     expect(model.calls.map((call) => call.messages[0]?.content)).toEqual(['a', 'b', 'c']);
@@ -85,7 +85,7 @@ describe('ScriptedMetaModel', () => {
 describe('createMetaAgent', () => {
   it('plan: sends system prompt, then the PRD, and returns the parsed plan with usage', async () => {
     const model = new ScriptedMetaModel([
-      { text: PLAN, usage: { promptTokens: 1000, completionTokens: 50, costUsd: 0.01 } },
+      { text: PLAN, usage: { inputTokens: 1000, outputTokens: 50, costUsd: 0.01 } },
     ]);
     const agent = createMetaAgent({ model, config });
     const result = await agent.plan('# Add a health endpoint', {
@@ -96,7 +96,7 @@ describe('createMetaAgent', () => {
     expect(result.message.payload.acceptance_criteria[0]?.id).toBe('AC-1');
     expect(result).toMatchObject({
       attempts: 1,
-      usage: { promptTokens: 1000, completionTokens: 50, costUsd: 0.01 },
+      usage: { inputTokens: 1000, outputTokens: 50, costUsd: 0.01 },
     });
     const [system, stable, varying] = model.calls[0]?.messages ?? [];
     expect(system?.role).toBe('system');

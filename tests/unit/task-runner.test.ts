@@ -409,6 +409,26 @@ describe('task runner loop', () => {
     expect(summary.reason).toMatch(/token budget/);
   });
 
+  it('a run the gateway cut off for the budget ends NEEDS_REVIEW "budget" with no further Meta-agent call', async () => {
+    const spent =
+      'budget: the token budget of 300 is spent (310 tokens used by the Meta-agent and the worker)';
+    const t = await setup(
+      [runWorker()],
+      [
+        (repo, request) => {
+          commitFailing(repo, request);
+          return { exitCode: 1, failed: true, errors: ['403 budget_exhausted'], budgetExhausted: spent };
+        },
+      ],
+    );
+    const summary = await t.runner.run();
+    expect(summary).toMatchObject({ state: 'NEEDS_REVIEW', reason: spent, exitCode: 3 });
+    // No assessment was asked for (the script would have thrown), and the run's commit came back anyway.
+    expect(t.meta.calls.map((call) => call.kind)).toEqual(['plan', 'decide']);
+    expect(t.events.some((event) => event.type === 'facts')).toBe(true);
+    expect(t.sandboxes.live.size).toBe(0);
+  });
+
   it('a model error ends FAILED with its exit code, the note written and the sandbox stopped', async () => {
     const t = await setup(
       [
