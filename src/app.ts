@@ -94,6 +94,8 @@ export interface RunTaskRequest {
    * criteria): the task does not call `plan_task` again; the plan is journalled as if it had.
    */
   plan?: { plan: Plan; usage: Usage; metaCalls: number };
+  /** The planning call made before the task started failed: the task ends FAILED with it (note written). */
+  planError?: unknown;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -353,6 +355,7 @@ async function runLockedTask(
         },
         ...(request.resume ? { previous: request.resume.previous } : {}),
         ...(request.plan ? { givenPlan: request.plan } : {}),
+        ...(request.planError !== undefined ? { planError: request.planError } : {}),
         limits: {
           maxIterations: config.limits.maxIterations,
           maxMetaCalls: config.limits.maxMetaCalls,

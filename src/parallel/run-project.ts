@@ -151,25 +151,41 @@ export async function runProject(
         resume: request.project,
       });
     }
-    const answer = await meta.plan({
-      taskId,
-      prd: request.prd,
-      memory: (await readNoteMemory(layout.stateDir, taskId)).map(({ title, summary }) => ({
-        title,
-        summary,
-      })),
-      allowSubtasks: true,
-      ...(request.signal ? { signal: request.signal } : {}),
-    });
-    const planUsage = answer.usage;
-    const payload = answer.message.payload;
-    if (!('subtasks' in payload)) {
-      emit({ type: 'project_plan', usage: planUsage, split: false });
-      await gateway.close();
+    const planned = await meta
+      .plan({
+        taskId,
+        prd: request.prd,
+        memory: (await readNoteMemory(layout.stateDir, taskId)).map(({ title, summary }) => ({
+          title,
+          summary,
+        })),
+        allowSubtasks: true,
+        ...(request.signal ? { signal: request.signal } : {}),
+      })
+      .then(
+        (answer) => ({ answer }),
+        (error: unknown) => ({ error }),
+      );
+    const release = async () => {
+      await gateway?.close();
       gateway = null;
       // The task takes its own lock on the same id.
-      lock.release();
+      lock?.release();
       lock = null;
+    };
+    if ('error' in planned) {
+      await release();
+      // No plan, no project: the task ends FAILED with the planner's error, its note written as for any task.
+      return await runTask(
+        { ...request, redaction, taskId, onEvent: forward, planError: planned.error },
+        dependencies,
+      );
+    }
+    const planUsage = planned.answer.usage;
+    const payload = planned.answer.message.payload;
+    if (!('subtasks' in payload)) {
+      emit({ type: 'project_plan', usage: planUsage, split: false });
+      await release();
       return await runTask(
         {
           ...request,
