@@ -31,6 +31,7 @@ import { createDockerClient, describeDockerHost, pingDocker } from './sandbox/do
 import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
 import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-sandbox-provider.js';
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
+import type { TaskBudget } from './gateway/task-budget.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
 import { VERSION } from './version.js';
@@ -96,6 +97,8 @@ export interface RunTaskRequest {
   plan?: { plan: Plan; usage: Usage; metaCalls: number };
   /** The planning call made before the task started failed: the task ends FAILED with it (note written). */
   planError?: unknown;
+  /** A project's subtask: the project's budget, which the task's gateway also counts against and enforces. */
+  projectBudget?: Pick<TaskBudget, 'add' | 'exhausted'>;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -257,7 +260,16 @@ async function runLockedTask(
             costUsd: previous.usage.costUsd + (previous.workerUsage?.costUsd ?? 0),
           },
         }
-      : {}),
+      : request.plan
+        ? // The planning call made before the task started counts like the task's own would have.
+          {
+            spent: {
+              tokens: request.plan.usage.inputTokens + request.plan.usage.outputTokens,
+              costUsd: request.plan.usage.costUsd,
+            },
+          }
+        : {}),
+    ...(request.projectBudget ? { parentBudget: request.projectBudget } : {}),
     ...(request.record ? { record: request.record, appendRecord: request.resume !== undefined } : {}),
     ...(request.replay ? { replay: request.replay, attempt: request.resume?.attempt ?? 1 } : {}),
   });

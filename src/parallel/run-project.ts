@@ -22,7 +22,7 @@ import {
 import type { Config } from '../config/schema.js';
 import type { OwnershipEntry } from '../core/ports.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
-import { ZERO_USAGE } from '../core/usage.js';
+import { totalTokens, ZERO_USAGE } from '../core/usage.js';
 import { EXIT_CODES } from '../errors.js';
 import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
 import { startTaskGateway, type TaskGateway } from '../gateway/task-gateway.js';
@@ -126,7 +126,25 @@ export async function runProject(
   try {
     const docker = dependencies.docker ?? createDockerClient(env);
     await pingDocker(docker, env);
-    gateway = await startTaskGateway({ config, env, repoRoot: request.repoRoot, redaction });
+    const spent = request.project?.spent.usage;
+    gateway = await startTaskGateway({
+      config,
+      env,
+      repoRoot: request.repoRoot,
+      redaction,
+      onLog: (line) => {
+        try {
+          appendFileSync(
+            path.join(layout.runDir, 'gateway.log'),
+            `${new Date(clock.now()).toISOString()} ${line}\n`,
+          );
+        } catch {
+          // The project's journal reports a full disk; the gateway keeps answering meanwhile.
+        }
+      },
+      // The project's budget: its own Meta-agent calls (plan, reviews, re-plans) and every subtask's spending.
+      ...(spent ? { spent: { tokens: totalTokens(spent), costUsd: spent.costUsd } } : {}),
+    });
     const model = new GatewayCheckedMetaModel(
       dependencies.metaModel ??
         createOpenAiChatModel(config, env, {
@@ -135,6 +153,7 @@ export async function runProject(
           displayUrl: config.meta.baseUrl,
         }),
       gateway.gateway,
+      gateway.budget,
     );
     const meta = createParallelMeta({ model, config, logDir: path.join(layout.runDir, 'meta'), redact });
     if (request.project) {
@@ -318,6 +337,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
         {
           ...request,
           redaction,
+          projectBudget: gateway.budget,
           taskId: run.taskId,
           prd: run.prd,
           base: run.base,
