@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Config } from './config/schema.js';
-import type { StampedEvent } from './core/events.js';
+import type { SetupCommandReport, StampedEvent } from './core/events.js';
 import type { Clock, HumanPort, OwnershipEntry, SandboxRuntime, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
 import type { TaskSummary } from './core/types.js';
@@ -243,6 +243,14 @@ async function runLockedTask(
         : {}),
     });
     const workerModel = config.worker.model ?? config.meta.model;
+    // Set-up runs inside sandboxes.start(): its commands go to the progress, the journal and the note.
+    const setupReports: SetupCommandReport[] = [];
+    const onSetupReport = (report: SetupCommandReport): void => {
+      if (report.phase === 'finished') setupReports.push(report);
+      const event: StampedEvent = { type: 'setup_command', ...report, at: new Date().toISOString() };
+      request.onEvent?.(event);
+      journal.append(event);
+    };
     const sandboxes = new DockerSandboxProvider({
       runtime,
       config,
@@ -256,6 +264,7 @@ async function runLockedTask(
           workdir: SANDBOX_WORKDIR,
           logDir: layout.runDir,
           signal: request.signal,
+          onReport: onSetupReport,
         }),
       keep: request.keepSandbox,
       onKept: request.onKept,
@@ -323,6 +332,7 @@ async function runLockedTask(
             prdPath: request.prdPath,
             workerModel,
             redact,
+            setup: setupReports,
             ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
           }),
         onEvent: (event) => {

@@ -33,11 +33,14 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
   const verb = dryRun ? 'would remove' : 'removed';
 
   try {
-    const orphans = await findOrphanSandboxes(runtime, options.all ? {} : { repoRoot: repository.root });
+    const orphans = await findOrphanSandboxes(
+      runtime,
+      options.all ? { includeKept: true } : { repoRoot: repository.root, includeKept: true },
+    );
     const swept = dryRun ? { removed: orphans, failed: [] } : await removeSandboxes(runtime, orphans);
     for (const sandbox of swept.removed)
       output.out(
-        `${verb} container ${sandbox.name} (task ${sandbox.taskId}, runner pid ${sandbox.pid} is gone)`,
+        `${verb} container ${sandbox.name} (task ${sandbox.taskId}, ${sandbox.kept ? 'kept with --keep-sandbox' : `runner pid ${sandbox.pid} is gone`})`,
       );
     for (const failure of swept.failed)
       output.err(`agent-runner: could not remove container ${failure.sandbox.name}: ${failure.message}`);

@@ -149,6 +149,9 @@ export interface PrepareSandboxNetworkOptions {
   logDir?: string;
   onStdoutLine?: (line: string) => void;
   onStderrLine?: (line: string) => void;
+  /** Before each command (1-based index), and after it with its result. */
+  onCommandStarted?: (index: number, command: string) => void;
+  onCommandFinished?: (index: number, command: string, result: ExecResult) => void;
   signal?: AbortSignal;
 }
 
@@ -176,6 +179,7 @@ export async function prepareSandboxNetwork(
           options.logDir === undefined
             ? undefined
             : path.join(options.logDir, `setup-${index + 1}.${stream}.log`);
+        options.onCommandStarted?.(index + 1, command);
         const result = await runtime.exec(sandboxId, ['/bin/bash', '-lc', command], {
           workdir: options.workdir,
           env,
@@ -187,6 +191,7 @@ export async function prepareSandboxNetwork(
           signal: options.signal,
         });
         results.push({ command, result });
+        options.onCommandFinished?.(index + 1, command, result);
         if (result.exitCode !== 0) break;
       }
     }

@@ -21,12 +21,16 @@ export interface LabelledSandbox {
   hostname: string | null;
   /** `dead`: an orphan. `unknown`: another host, or no owner labels (not ours to judge). */
   owner: Liveness;
+  /** Kept on purpose (`--keep-sandbox`): a run's sweep leaves it; `gc` removes it. */
+  kept: boolean;
 }
 
 export interface FindSandboxesOptions {
   /** Only containers of this repository (label `agent-runner.repo`); all repositories when absent. */
   repoRoot?: string;
   hostname?: string;
+  /** Also containers kept with `--keep-sandbox` (gc); a run's start-up sweep leaves them alone. */
+  includeKept?: boolean;
 }
 
 function describe(summary: SandboxSummary, localHostname: string): LabelledSandbox | null {
@@ -45,6 +49,7 @@ function describe(summary: SandboxSummary, localHostname: string): LabelledSandb
     pid: hasOwner ? pid : null,
     hostname,
     owner: hasOwner ? livenessOf({ pid, hostname }, localHostname) : 'unknown',
+    kept: labels[SANDBOX_LABELS.keep] === 'true',
   };
 }
 
@@ -68,7 +73,9 @@ export async function findOrphanSandboxes(
   runtime: SandboxRuntime,
   options: FindSandboxesOptions = {},
 ): Promise<LabelledSandbox[]> {
-  return (await listLabelledSandboxes(runtime, options)).filter((sandbox) => sandbox.owner === 'dead');
+  return (await listLabelledSandboxes(runtime, options)).filter(
+    (sandbox) => sandbox.owner === 'dead' && (options.includeKept === true || !sandbox.kept),
+  );
 }
 
 export interface SweepResult {

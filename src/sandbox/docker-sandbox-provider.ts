@@ -14,6 +14,7 @@ import type {
   SandboxRuntime,
 } from '../core/ports.js';
 import { AgentRunnerError } from '../errors.js';
+import { SANDBOX_LABELS } from './container-options.js';
 import type { PreparedWorkspace } from '../workspace/prepare-task-workspace.js';
 
 export const CODEX_HOME_IN_SANDBOX = '/codex-home';
@@ -68,7 +69,9 @@ export class DockerSandboxProvider implements SandboxProviderPort {
         ...access.mounts,
       ],
       workdir: workspace.workdir,
-      env: { ...workspace.env, CODEX_HOME: CODEX_HOME_IN_SANDBOX, ...access.env },
+      // sandbox.env first: the runner's own variables (CODEX_HOME, the gateway token, proxies) win.
+      env: { ...config.sandbox.env, ...workspace.env, CODEX_HOME: CODEX_HOME_IN_SANDBOX, ...access.env },
+      labels: this.options.keep ? { [SANDBOX_LABELS.keep]: 'true' } : {},
       limits: { cpus: config.sandbox.cpus, memoryBytes: config.sandbox.memory, pids: config.sandbox.pids },
       network: access.network,
       extraHosts: access.extraHosts,
@@ -77,7 +80,9 @@ export class DockerSandboxProvider implements SandboxProviderPort {
     try {
       await this.options.setup?.(info.id);
     } catch (error) {
-      await this.options.runtime.remove(info.id).catch(() => undefined);
+      // --keep-sandbox holds on every path, a failed set-up included: that is when the person wants to look.
+      if (this.options.keep) this.options.onKept?.(info.id);
+      else await this.options.runtime.remove(info.id).catch(() => undefined);
       throw error instanceof AgentRunnerError
         ? error
         : new AgentRunnerError('sandbox_failed', `Sandbox set-up failed: ${(error as Error).message}`, {
