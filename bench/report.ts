@@ -7,6 +7,7 @@ import {
 } from './loop-benchmarks.js';
 import type { MachineInfo } from './machine.js';
 import type { Comparison } from './sandbox-comparison.js';
+import type { SetupInstallResult } from './setup-install.js';
 import type { SampleSummary } from './stats.js';
 
 export interface TargetCheck {
@@ -27,6 +28,8 @@ export interface BenchResults {
   loop: LoopOverhead[];
   parallel: ParallelResult[];
   prompt: PromptGrowth;
+  /** `npm ci` in sandbox.setup under allowlist vs open. */
+  setupInstall?: SetupInstallResult;
   targets: TargetCheck[];
   /** Bench containers still present at the end (removed then); 0 when every path cleaned up. */
   leftoverContainers: number;
@@ -73,8 +76,19 @@ export function checkTargets(results: Omit<BenchResults, 'targets'>): TargetChec
     measured: `max ${results.prompt.maxTokens} tokens (unbounded: ${results.prompt.maxUnboundedTokens})`,
     met: results.prompt.withinBudget,
   });
+  if (results.setupInstall) {
+    const install = results.setupInstall;
+    checks.push({
+      name: `6. npm ci of ${install.packages} packages in set-up: allowlist vs open`,
+      target: '≤ 1.5×',
+      measured: `${round1(install.allowlistMedianMs / 1000)} vs ${round1(install.openMedianMs / 1000)} s: ${install.ratio}×`,
+      met: install.ratio <= 1.5,
+    });
+  }
   return checks;
 }
+
+const round1 = (value: number): number => Math.round(value * 10) / 10;
 
 function table(header: string[], rows: (string | number)[][]): string {
   return [

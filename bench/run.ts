@@ -20,6 +20,7 @@ import { measureLoopOverhead, measureParallel, measurePromptGrowth } from './loo
 import { loadAverage, machineInfo } from './machine.js';
 import { checkTargets, renderMarkdown, type BenchResults } from './report.js';
 import { assertSameHardening, cliStartFloor, compareCreate, compareExec } from './sandbox-comparison.js';
+import { measureSetupInstall } from './setup-install.js';
 import { round } from './stats.js';
 import { resolveWorkerImage } from '../src/app.js';
 
@@ -80,6 +81,18 @@ async function main(): Promise<void> {
     const prompt = await measurePromptGrowth({ sandboxes, config, scratch }, 50);
     progress(`   max ${prompt.maxTokens} tokens (budget ${prompt.budgetTokens})`);
 
+    const attempts = Number(process.env.AGENT_RUNNER_BENCH_INSTALL_ATTEMPTS ?? 3);
+    progress(`6. npm ci of a lockfile project in sandbox.setup: allowlist vs open (${attempts} each)`);
+    const setupInstall = await measureSetupInstall(runtime, {
+      image,
+      runId,
+      attempts,
+      onProgress: progress,
+    });
+    progress(
+      `   ${setupInstall.packages} packages: ${setupInstall.allowlistMedianMs} vs ${setupInstall.openMedianMs} ms (${setupInstall.ratio}x)`,
+    );
+
     leftoverContainers =
       (await sandboxes.cleanup(client)) + parallel.reduce((sum, item) => sum + item.leftoverContainers, 0);
     const partial: Omit<BenchResults, 'targets'> = {
@@ -92,6 +105,7 @@ async function main(): Promise<void> {
       loop,
       parallel,
       prompt,
+      setupInstall,
       leftoverContainers,
     };
     const results: BenchResults = { ...partial, targets: checkTargets(partial) };

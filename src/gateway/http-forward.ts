@@ -50,7 +50,7 @@ export function sendUpstream(
   body: Buffer,
   signal?: AbortSignal,
   /** A keep-alive agent of the caller's; node's global agent otherwise. */
-  agent?: http.Agent,
+  agent?: http.Agent | https.Agent,
 ): Promise<IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {

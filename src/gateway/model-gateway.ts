@@ -28,7 +28,13 @@ import {
   type ExchangeKind,
 } from './cassette.js';
 import { normalizeAllowlist } from './domain-allowlist.js';
-import { handleConnect, handlePlainProxy, type EgressAllowlist } from './egress-proxy.js';
+import {
+  handleConnect,
+  handlePlainProxy,
+  handleRegistryRequest,
+  REGISTRY_ROUTE_PREFIX,
+  type EgressAllowlist,
+} from './egress-proxy.js';
 import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
 import {
   GATEWAY_CONTAINER_DIR,
@@ -278,6 +284,15 @@ export class ModelGateway {
       request.url = `${target.pathname}${target.search}`;
     }
     const pathname = request.url ?? '/';
+    if (pathname.startsWith(REGISTRY_ROUTE_PREFIX)) {
+      await handleRegistryRequest(
+        { allowlist: () => this.allowlist, log: (line) => this.log(line) },
+        request,
+        response,
+        pathname,
+      );
+      return;
+    }
     if (pathname !== WORKER_PREFIX && !pathname.startsWith(`${WORKER_PREFIX}/`)) {
       jsonError(response, 404, `agent-runner gateway: no route ${pathname}`, 'not_found');
       return;

@@ -39,7 +39,13 @@ function execChown(dir: string): void {
 
 async function setUp(dir: string, setup: string[]) {
   const config = validateConfig([{ source: 'test', values: { sandbox: { setup, setupTimeout: '4m' } } }]);
-  const taskGateway = await startTaskGateway({ config, env: {}, repoRoot: dir });
+  const log: string[] = [];
+  const taskGateway = await startTaskGateway({
+    config,
+    env: {},
+    repoRoot: dir,
+    onLog: (line) => log.push(line),
+  });
   onTestFinished(() => taskGateway.close());
   expect(taskGateway.plan.setup).toEqual({ policy: 'allowlist', allowlist: ['registry.npmjs.org'] });
   const sandbox = await startGatewaySandbox(runtime, {
@@ -54,7 +60,7 @@ async function setUp(dir: string, setup: string[]) {
     workdir: '/workspace',
     onReport: (report) => reports.push(report),
   });
-  return { sandbox, reports, run };
+  return { sandbox, reports, run, log };
 }
 
 function projectDir(): string {
@@ -68,8 +74,11 @@ describe('sandbox.setup', () => {
     const dir = projectDir();
     writeNpmProject(dir, { devDependencies: { 'is-number': '7.0.0', 'left-pad': '1.3.0' } });
     chownTree(dir);
-    const { sandbox, reports, run } = await setUp(dir, ['npm ci --no-audit --no-fund']);
+    const { sandbox, reports, run, log } = await setUp(dir, ['npm ci --no-audit --no-fund']);
     await run;
+    // Through the gateway's registry route (kept-alive upstream connections), not a tunnel per request.
+    expect(log).toContain('registry GET registry.npmjs.org -> 200');
+    expect(log.filter((line) => line.startsWith('proxy CONNECT'))).toEqual([]);
     expect(existsSync(path.join(dir, 'node_modules', 'is-number', 'package.json'))).toBe(true);
     expect(existsSync(path.join(dir, 'node_modules', 'left-pad', 'package.json'))).toBe(true);
     // npm's cache went to the worker's own home.
