@@ -30,7 +30,15 @@ export function writeNpmProject(dir: string, options: NpmProjectOptions): void {
   writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   execFileSync(
     'npm',
-    ['install', '--package-lock-only', '--omit-lockfile-registry-resolved=false', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'],
+    [
+      'install',
+      '--package-lock-only',
+      '--omit-lockfile-registry-resolved=false',
+      '--ignore-scripts',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+    ],
     { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 240_000 },
   );
 }
