@@ -32,6 +32,9 @@ import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-s
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
+import { buildWorkerImage } from './sandbox/image-builder.js';
+import { rememberedCa } from './sandbox/remembered-ca.js';
+import { resolveTaskImage } from './toolchain/toolchain-image.js';
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
 import { StateRedactingWorker } from './worker/state-redacting-worker.js';
@@ -175,7 +178,8 @@ async function runLockedTask(
   dependencies: AppDependencies,
   taskId: string,
 ): Promise<TaskSummary> {
-  const { config, env, repoRoot } = request;
+  const { env, repoRoot } = request;
+  let config = request.config;
   const layout = taskLayout(repoRoot, taskId);
   const metaKey = env[config.meta.apiKeyEnv];
   const workerKey = env[config.worker.apiKeyEnv ?? config.meta.apiKeyEnv];
@@ -195,8 +199,37 @@ async function runLockedTask(
         `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
       );
   }
-  const image = await resolveWorkerImage(config);
-  await ensureImage(docker, image);
+  const workerImage = await resolveWorkerImage(config);
+  await ensureImage(docker, workerImage);
+  // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
+  const taskImage = await resolveTaskImage({
+    docker,
+    config,
+    repoRoot,
+    workerImage,
+    buildWorkerOn: async (base) => {
+      const extraCa = config.sandbox.extraCaCert
+        ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+        : await rememberedCa(env);
+      request.onNotice?.(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
+      const built = await buildWorkerImage(docker, {
+        baseImage: base,
+        codexVersion: config.worker.codexVersion,
+        projectBase: true,
+        ...(extraCa ? { extraCaCertPath: extraCa } : {}),
+      });
+      return built.tag;
+    },
+    onProgress: (line) => request.onNotice?.(line),
+  });
+  const image = taskImage.image;
+  for (const layer of taskImage.layers) request.onNotice?.(`sandbox toolchain: ${layer} (image ${image})`);
+  if (taskImage.setup.length > 0) {
+    config = {
+      ...config,
+      sandbox: { ...config.sandbox, setup: [...taskImage.setup, ...config.sandbox.setup] },
+    };
+  }
 
   // The gateway holds the real keys; the sandbox gets a per-task token and only the network its policy allows.
   const gateway = await startTaskGateway({
