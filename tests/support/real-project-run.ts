@@ -24,6 +24,8 @@ export interface RealProjectRun {
   note: string;
   stderr: string;
   root: string;
+  /** When the process ended (ms since the epoch). */
+  endedAt: number;
 }
 
 /** A temp git repository with `files` committed on main (plus a PRD); removed when the test ends. */
@@ -56,6 +58,7 @@ export async function runRealProject(
   root: string,
   taskId: string,
   write: Record<string, string>,
+  extraArgs: string[] = [],
 ): Promise<RealProjectRun> {
   const meta = [
     stringify({
@@ -128,6 +131,7 @@ export async function runRealProject(
       '--model-script',
       scriptFile,
       '--json',
+      ...extraArgs,
     ],
     { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -136,6 +140,7 @@ export async function runRealProject(
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exitCode = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  const endedAt = Date.now();
   const events = stdout
     .split('\n')
     .filter((line) => line.startsWith('{'))
@@ -147,7 +152,7 @@ export async function runRealProject(
   } catch {
     // no note: the assertions on it say so
   }
-  return { exitCode, events, summary, note, stderr, root };
+  return { exitCode, events, summary, note, stderr, root, endedAt };
 }
 
 /** The DoD results of the last `dod` event. */
