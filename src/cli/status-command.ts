@@ -55,8 +55,14 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
       '',
       `Stale: ${stale.map((task) => task.taskId).join(', ')}. Continue with \`agent-runner resume <TASK-ID>\`.`,
     );
-  if (tasks.some((task) => task.containers.some((container) => container.owner === 'dead')))
+  if (
+    tasks.some((task) => task.containers.some((container) => container.owner === 'dead' && !container.kept))
+  )
     lines.push('Orphaned containers: remove them with `agent-runner gc`.');
+  if (tasks.some((task) => task.containers.some((container) => container.kept)))
+    lines.push(
+      'Kept containers (--keep-sandbox): later runs leave them; remove them with `agent-runner gc`.',
+    );
   return lines;
 }
 
