@@ -34,6 +34,7 @@ import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
 import { buildWorkerImage } from './sandbox/image-builder.js';
 import { rememberedCa } from './sandbox/remembered-ca.js';
+import { IMAGE_EXTRA_CA_PATH, runInImage } from './toolchain/run-in-image.js';
 import { resolveTaskImage } from './toolchain/toolchain-image.js';
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
@@ -208,15 +209,20 @@ async function runLockedTask(
     repoRoot,
     workerImage,
     buildWorkerOn: async (base) => {
+      // The CA: configured, else remembered from the last build, else the one the worker image trusts.
       const extraCa = config.sandbox.extraCaCert
         ? path.resolve(repoRoot, config.sandbox.extraCaCert)
         : await rememberedCa(env);
+      const imageCa = extraCa
+        ? undefined
+        : await runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]);
       request.onNotice?.(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
       const built = await buildWorkerImage(docker, {
         baseImage: base,
         codexVersion: config.worker.codexVersion,
         projectBase: true,
         ...(extraCa ? { extraCaCertPath: extraCa } : {}),
+        ...(imageCa ? { extraCa: imageCa } : {}),
       });
       return built.tag;
     },

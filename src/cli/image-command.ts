@@ -11,6 +11,7 @@ import { buildWorkerImage, resolveBaseImage } from '../sandbox/image-builder.js'
 import type Docker from 'dockerode';
 import { rememberCa, rememberedCa } from '../sandbox/remembered-ca.js';
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
+import { IMAGE_EXTRA_CA_PATH, runInImage } from '../toolchain/run-in-image.js';
 import { DERIVED_LABEL, resolveTaskImage } from '../toolchain/toolchain-image.js';
 import type { CommandContext } from './program.js';
 
@@ -70,7 +71,9 @@ export function registerImageCommand(program: Command, context: CommandContext):
               baseImage: base,
               codexVersion: config.worker.codexVersion,
               projectBase: true,
-              ...(caCert ? { extraCaCertPath: caCert } : {}),
+              ...(caCert
+                ? { extraCaCertPath: caCert }
+                : { extraCa: await runInImage(docker, result.tag, ['cat', IMAGE_EXTRA_CA_PATH]) }),
               ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
             })
           ).tag,

@@ -18,6 +18,7 @@ import { UserError } from '../errors.js';
 import { buildTaggedImage } from '../sandbox/image-builder.js';
 import { WORKER_IMAGE_REPOSITORY } from '../sandbox/worker-image.js';
 import { detectToolchain, type DeclaredToolchain, type PackageManagerSpec } from './detect-toolchain.js';
+import { runInImage } from './run-in-image.js';
 import { NODE_BINARY_PACKAGE, nodeSatisfies, resolveNodeVersion } from './node-version.js';
 
 /** Label on every derived image: what it is, for `image ls`. */
@@ -77,25 +78,7 @@ export function nodeLayerDockerfile(
 }
 
 async function imageNodeVersion(docker: Docker, image: string): Promise<string> {
-  // The image's own node, asked once: a throwaway container with no network.
-  const container = await docker.createContainer({
-    Image: image,
-    Entrypoint: ['node'],
-    Cmd: ['--version'],
-    HostConfig: { NetworkMode: 'none', AutoRemove: false },
-  });
-  try {
-    await container.start();
-    await container.wait();
-    const logs = await container.logs({ stdout: true, stderr: false });
-    return logs
-      .toString('utf8')
-      .replace(/[^\x20-\x7e]/g, '')
-      .trim()
-      .replace(/^.*?(v\d)/, '$1');
-  } finally {
-    await container.remove({ force: true }).catch(() => undefined);
-  }
+  return (await runInImage(docker, image, ['node', '--version'])).trim();
 }
 
 export interface TaskImagePlan {
