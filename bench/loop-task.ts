@@ -10,6 +10,7 @@ import path from 'node:path';
 import { systemClock } from '../src/app.js';
 import type { Config } from '../src/config/schema.js';
 import type {
+  AssessmentEvidence,
   MetaAgentPort,
   MetaView,
   PreparedTask,
@@ -17,7 +18,7 @@ import type {
   SandboxSpec,
 } from '../src/core/ports.js';
 import { TaskRunner } from '../src/core/task-runner.js';
-import type { DodOutcome, RunRecord, TaskFacts, TaskSummary } from '../src/core/types.js';
+import type { TaskSummary } from '../src/core/types.js';
 import { createMetaAgent } from '../src/meta/meta-agent.js';
 import { MetaAgentPortAdapter } from '../src/meta/meta-agent-port.js';
 import type { MetaMessage } from '../src/meta/meta-model.js';
@@ -101,7 +102,7 @@ class TeeMetaPort implements MetaAgentPort {
     await this.shadow.nextAction(view);
     return this.primary.nextAction(view);
   }
-  async assess(view: MetaView, evidence: { run: RunRecord; facts: TaskFacts; dod: DodOutcome | undefined }) {
+  async assess(view: MetaView, evidence: AssessmentEvidence) {
     await this.shadow.assess(view, evidence);
     return this.primary.assess(view, evidence);
   }

@@ -14,7 +14,7 @@ import type {
   WorkerRunRequest,
   WorkerRunResult,
 } from '../src/core/ports.js';
-import type { DodOutcome, TaskFacts } from '../src/core/types.js';
+import type { CriterionCheckResult, DodOutcome, TaskFacts } from '../src/core/types.js';
 
 /** A test failure as a real worker would have seen it: ~1.4 KB. */
 const FAILING_TEST_TAIL = Array.from(
@@ -101,6 +101,10 @@ export class ExecWorkspace implements TaskWorkspacePort {
       diff: DIFF,
       scopeViolations: [],
     };
+  }
+
+  async runCriteriaChecks(): Promise<CriterionCheckResult[]> {
+    return [];
   }
 
   async runDod(sandboxId: string): Promise<DodOutcome> {

@@ -6,8 +6,10 @@ import {
   type PromptGrowth,
 } from './loop-benchmarks.js';
 import type { MachineInfo } from './machine.js';
+import type { PreparationRow } from './preparation.js';
 import type { Comparison } from './sandbox-comparison.js';
 import type { SetupInstallResult } from './setup-install.js';
+import type { StartLatency } from './start-latency.js';
 import type { SampleSummary } from './stats.js';
 
 export interface TargetCheck {
@@ -25,6 +27,12 @@ export interface BenchResults {
   /** What `docker inspect` showed on both sides (checked equal before timing). */
   hardening: Record<string, unknown>;
   sandbox: { create: Comparison; remove: Comparison; exec: Comparison };
+  /** The same operations against the Engine API called directly (the floor). */
+  rawApi: { create: Comparison; exec: Comparison };
+  /** The repository-size series. */
+  preparation: PreparationRow[];
+  /** `run` → first Meta-agent request and → first worker request. */
+  startLatency: StartLatency[];
   loop: LoopOverhead[];
   parallel: ParallelResult[];
   prompt: PromptGrowth;
@@ -39,6 +47,18 @@ export interface BenchResults {
 export function checkTargets(results: Omit<BenchResults, 'targets'>): TargetCheck[] {
   const { create, exec } = results.sandbox;
   const checks: TargetCheck[] = [
+    {
+      name: '1a. create + start vs raw Engine API',
+      target: '≤ 1.2×',
+      measured: `${results.rawApi.create.ratio}×`,
+      met: results.rawApi.create.ratio <= 1.2,
+    },
+    {
+      name: '2a. exec `true` vs raw Engine API',
+      target: '≤ 1.2×',
+      measured: `${results.rawApi.exec.ratio}×`,
+      met: results.rawApi.exec.ratio <= 1.2,
+    },
     {
       name: '1. create + start vs docker run -d',
       target: '≤ 1.3×',
@@ -76,10 +96,34 @@ export function checkTargets(results: Omit<BenchResults, 'targets'>): TargetChec
     measured: `max ${results.prompt.maxTokens} tokens (unbounded: ${results.prompt.maxUnboundedTokens})`,
     met: results.prompt.withinBudget,
   });
+  for (const row of results.preparation) {
+    checks.push({
+      name: `6. preparation at ${row.files.toLocaleString('en')} files vs floor`,
+      target: '≤ 2×',
+      measured: `${Math.round(row.preparationMs)} vs ${Math.round(row.floorMs)} ms: ${row.ratio}×`,
+      met: row.ratio <= 2,
+    });
+    // "No more than the first", with room for this machine's noise between single samples.
+    const later = Math.max(row.secondTaskMs, row.resumeMs);
+    checks.push({
+      name: `6b. second task and resume at ${row.files.toLocaleString('en')} files vs first`,
+      target: '≤ 1.2×',
+      measured: `${Math.round(row.secondTaskMs)} / ${Math.round(row.resumeMs)} vs ${Math.round(row.preparationMs)} ms`,
+      met: later <= row.preparationMs * 1.2,
+    });
+  }
+  for (const start of results.startLatency) {
+    checks.push({
+      name: `7. run → first Meta-agent request, ${start.label}`,
+      target: '≤ 500 ms',
+      measured: `${Math.round(start.firstMetaRequestMs)} ms`,
+      met: start.firstMetaRequestMs <= 500,
+    });
+  }
   if (results.setupInstall) {
     const install = results.setupInstall;
     checks.push({
-      name: `6. npm ci of ${install.packages} packages in set-up: allowlist vs open`,
+      name: `8. npm ci of ${install.packages} packages in set-up: allowlist vs open`,
       target: '≤ 1.5×',
       measured: `${round1(install.allowlistMedianMs / 1000)} vs ${round1(install.openMedianMs / 1000)} s: ${install.ratio}×`,
       met: install.ratio <= 1.5,
@@ -140,7 +184,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     table(
       ['Measure', 'Target', 'Measured', 'Met'],
-      results.targets.map((check) => [check.name, check.target, check.measured, check.met ? 'yes' : 'NO']),
+      results.targets.map((check) => [check.name, check.target, check.measured, check.met ? 'yes' : 'no']),
     ),
     '',
     '## 1–2. Runtime against the raw Docker CLI (medians, ms)',
@@ -153,6 +197,60 @@ export function renderMarkdown(results: BenchResults): string {
     hardeningLine(results.hardening),
     '',
     `Docker CLI start-up alone (\`docker --version\`, no engine call): median ${results.dockerCliStart.medianMs} ms.`,
+    '',
+    '## 1a–2a. Runtime against the Engine API called directly (node:http over the socket; medians, ms)',
+    '',
+    table(
+      ['Operation', 'agent-runner', 'raw API', 'ratio', 'p90 (ar / api)', 'warm-up + counted'],
+      [results.rawApi.create, results.rawApi.exec].map(comparisonRow),
+    ),
+    '',
+    '## 6. Preparation by repository size (ms)',
+    '',
+    'Floor: `git worktree add` of the same commit + container create and start through the raw API. ' +
+      'Preparation: the workspace (snapshot, sandbox repository, scope permissions, the worktree) and the ' +
+      'sandbox started, everything before the first worker request but the worker. Steps overlap (they run ' +
+      'concurrently), so they do not add up to the total.',
+    '',
+    table(
+      [
+        'Files',
+        'worktree add',
+        'container start',
+        'floor',
+        'preparation',
+        'ratio',
+        'second task',
+        'resume',
+        'steps of the first task',
+      ],
+      results.preparation.map((row) => [
+        row.files,
+        row.worktreeAddMs,
+        row.containerStartMs,
+        row.floorMs,
+        row.preparationMs,
+        `${row.ratio}×`,
+        row.secondTaskMs,
+        row.resumeMs,
+        Object.entries(row.steps)
+          .map(([step, ms]) => `${step} ${Math.round(ms ?? 0)}`)
+          .join(', '),
+      ]),
+    ),
+    '',
+    '## 7. `agent-runner run` start (a fresh process, scripted models, real sandbox and codex; ms)',
+    '',
+    table(
+      ['Repository', 'Files', '→ first Meta-agent request', '→ first worker request', 'exit after interrupt'],
+      results.startLatency.map((start) => [
+        start.label,
+        start.files,
+        start.firstMetaRequestMs,
+        start.firstWorkerRequestMs,
+        start.exitCode ?? 'signal',
+      ]),
+    ),
     '',
     '## 3. Loop iteration: agent-runner beyond its Docker calls (medians)',
     '',

@@ -3,12 +3,14 @@
  * `npm test`. Writes bench/results/latest.json and latest.md and prints the Markdown.
  *
  * Environment: AGENT_RUNNER_BENCH_IMAGE (default: the worker image, which scripts/setup.sh builds), AGENT_RUNNER_BENCH_DOCKER_CLI
- * (default /usr/local/bin/docker).
+ * (default /usr/local/bin/docker), AGENT_RUNNER_BENCH_SIZES (default 1000,10000,30000,100000: the repository
+ * sizes of section 6; generated repositories are cached under the temporary directory).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
 import { format, resolveConfig } from 'prettier';
 import { validateConfig } from '../src/config/load.js';
 import { createDockerClient } from '../src/sandbox/docker-client.js';
@@ -19,9 +21,20 @@ import { docker } from './docker-cli.js';
 import { measureLoopOverhead, measureParallel, measurePromptGrowth } from './loop-benchmarks.js';
 import { loadAverage, machineInfo } from './machine.js';
 import { checkTargets, renderMarkdown, type BenchResults } from './report.js';
-import { assertSameHardening, cliStartFloor, compareCreate, compareExec } from './sandbox-comparison.js';
+import {
+  assertSameHardening,
+  cliStartFloor,
+  compareCreate,
+  compareCreateRawApi,
+  compareExec,
+  compareExecRawApi,
+} from './sandbox-comparison.js';
+import { measurePreparation, type PreparationRow } from './preparation.js';
+import { rawEngine } from './raw-engine.js';
 import { measureSetupInstall } from './setup-install.js';
 import { round } from './stats.js';
+import { measureStartLatency, type StartLatency } from './start-latency.js';
+import { resetSyntheticRepo, syntheticRepo } from './synthetic-repo.js';
 import { resolveWorkerImage } from '../src/app.js';
 
 const RESULTS_DIR = path.join(import.meta.dirname, 'results');
@@ -47,6 +60,11 @@ async function main(): Promise<void> {
   const runtime = new DockerSandboxRuntime(client, { version: VERSION });
   const sandboxes = await benchSandboxes(runId, image);
   const scratch = await mkdtemp(path.join(tmpdir(), 'agent-runner-bench-state-'));
+  const engine = rawEngine();
+  const sizes = (process.env.AGENT_RUNNER_BENCH_SIZES ?? '1000,10000,30000,100000')
+    .split(',')
+    .map(Number)
+    .filter((size) => Number.isInteger(size) && size > 0);
   let leftoverContainers = -1;
   try {
     const machine = await machineInfo();
@@ -63,6 +81,16 @@ async function main(): Promise<void> {
     progress('2. exec `true`: runtime vs docker exec');
     const exec = await compareExec(runtime, sandboxes, { warmup: 5, counted: 40 });
     progress(`   ${exec.agentRunner.medianMs} ms vs ${exec.raw.medianMs} ms (${exec.ratio}x)`);
+
+    progress('1a–2a. create + start and exec against the Engine API called directly');
+    const rawApi = {
+      create: await compareCreateRawApi(runtime, engine, sandboxes, { warmup: 2, counted: 15 }),
+      exec: await compareExecRawApi(runtime, engine, sandboxes, { warmup: 5, counted: 40 }),
+    };
+    progress(
+      `   create ${rawApi.create.agentRunner.medianMs} vs ${rawApi.create.raw.medianMs} ms (${rawApi.create.ratio}x), ` +
+        `exec ${rawApi.exec.agentRunner.medianMs} vs ${rawApi.exec.raw.medianMs} ms (${rawApi.exec.ratio}x)`,
+    );
 
     const loopContext = { runtime, sandboxes, config, scratch };
     progress('3. loop iterations (1, 10, 50) with a scripted model and a no-op worker');
@@ -81,8 +109,34 @@ async function main(): Promise<void> {
     const prompt = await measurePromptGrowth({ sandboxes, config, scratch }, 50);
     progress(`   max ${prompt.maxTokens} tokens (budget ${prompt.budgetTokens})`);
 
+    progress(`6. preparation by repository size (${sizes.join(', ')} files)`);
+    const preparation: PreparationRow[] = [];
+    for (const files of sizes) {
+      const row = await measurePreparation(files, { runtime, engine, sandboxes }, progress);
+      preparation.push(row);
+      progress(
+        `   ${files}: ${row.preparationMs} ms vs floor ${row.floorMs} ms (${row.ratio}x); ` +
+          `second task ${row.secondTaskMs} ms, resume ${row.resumeMs} ms`,
+      );
+    }
+
+    progress('7. agent-runner run → first Meta-agent request and first worker request');
+    const startLatency: StartLatency[] = [];
+    const small = await smallRepository(scratch);
+    startLatency.push(await measureStartLatency(small, 'small (demo project)', 4, scratch));
+    const big = await syntheticRepo({ files: 30000 }, progress);
+    try {
+      startLatency.push(await measureStartLatency(big, '30,000 files', 30000, scratch));
+    } finally {
+      await resetSyntheticRepo(big);
+    }
+    for (const start of startLatency)
+      progress(
+        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms, worker ${start.firstWorkerRequestMs} ms`,
+      );
+
     const attempts = Number(process.env.AGENT_RUNNER_BENCH_INSTALL_ATTEMPTS ?? 3);
-    progress(`6. npm ci of a lockfile project in sandbox.setup: allowlist vs open (${attempts} each)`);
+    progress(`8. npm ci of a lockfile project in sandbox.setup: allowlist vs open (${attempts} each)`);
     const setupInstall = await measureSetupInstall(runtime, {
       image,
       runId,
@@ -102,6 +156,9 @@ async function main(): Promise<void> {
       dockerCliStart,
       hardening,
       sandbox: { create, remove, exec },
+      rawApi,
+      preparation,
+      startLatency,
       loop,
       parallel,
       prompt,
@@ -120,8 +177,21 @@ async function main(): Promise<void> {
     process.stdout.write(`${markdown}\n`);
   } finally {
     if (leftoverContainers < 0) await sandboxes.cleanup(client).catch(() => undefined);
+    engine.close();
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** The demo project as a fresh git repository (the small repository of section 7). */
+async function smallRepository(scratch: string): Promise<string> {
+  const repo = path.join(scratch, 'small-repo');
+  await cp(path.join(import.meta.dirname, '..', 'examples', 'slugify', 'repo'), repo, { recursive: true });
+  const git = (args: string[]) =>
+    execa('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@localhost', ...args], { cwd: repo });
+  await git(['init', '-q', '-b', 'main']);
+  await git(['add', '-A']);
+  await git(['commit', '-q', '-m', 'Initial demo project']);
+  return repo;
 }
 
 main().catch((error: unknown) => {

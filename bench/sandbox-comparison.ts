@@ -5,6 +5,7 @@
 import type { SandboxRuntime } from '../src/core/ports.js';
 import type { BenchSandboxes } from './bench-sandbox.js';
 import { docker, dockerRunArgs } from './docker-cli.js';
+import type { RawEngine } from './raw-engine.js';
 import { median, round, summarize, timed, type SampleSummary } from './stats.js';
 
 export interface Comparison {
@@ -177,5 +178,61 @@ export async function assertSameHardening(
   } finally {
     await runtime.remove(ours.id);
     if (rawId) await docker(['rm', '-f', '-v', rawId]);
+  }
+}
+
+/**
+ * The floor of section 1: create + start through the Engine API directly (raw-engine.ts, node:http over the
+ * socket) with the very create options agent-runner sends, against `runtime.create`.
+ */
+export async function compareCreateRawApi(
+  runtime: SandboxRuntime,
+  engine: RawEngine,
+  sandboxes: BenchSandboxes,
+  repetitions: Repetitions,
+): Promise<Comparison> {
+  const { a, b } = await alternate(
+    repetitions,
+    async () => {
+      const created = await timed(() => runtime.create(sandboxes.spec('create-api')));
+      await runtime.remove(created.value.id);
+      return created.ms;
+    },
+    async () => {
+      const created = await timed(() =>
+        engine.createAndStart(sandboxes.createOptions(sandboxes.spec('create-api-raw'))),
+      );
+      await engine.remove(created.value);
+      return created.ms;
+    },
+  );
+  return compare('sandbox create + start vs raw Engine API', a, b, repetitions.warmup);
+}
+
+/** The floor of section 2: an exec of `true` through the Engine API directly, against `runtime.exec`. */
+export async function compareExecRawApi(
+  runtime: SandboxRuntime,
+  engine: RawEngine,
+  sandboxes: BenchSandboxes,
+  repetitions: Repetitions,
+): Promise<Comparison> {
+  const sandbox = await runtime.create(sandboxes.spec('exec-api'));
+  try {
+    const { a, b } = await alternate(
+      repetitions,
+      async () => {
+        const { ms, value } = await timed(() => runtime.exec(sandbox.id, ['true']));
+        if (value.exitCode !== 0) throw new Error(`true exited ${value.exitCode} through the runtime`);
+        return ms;
+      },
+      async () => {
+        const { ms, value } = await timed(() => engine.exec(sandbox.id, ['true']));
+        if (value !== 0) throw new Error(`true exited ${value} through the raw API`);
+        return ms;
+      },
+    );
+    return compare('worker exec of `true` vs raw Engine API', a, b, repetitions.warmup);
+  } finally {
+    await runtime.remove(sandbox.id);
   }
 }

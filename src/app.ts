@@ -3,6 +3,7 @@
  * to the core's ports. Commands call `runTask`; tests can pass their own pieces through `AppDependencies`.
  */
 import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -14,7 +15,7 @@ import type { TaskSummary } from './core/types.js';
 import { EnvironmentError } from './errors.js';
 import { EngineWatchRuntime } from './lifecycle/engine-watch.js';
 import { hurryKillArgv } from './lifecycle/hurry-kill.js';
-import { findOrphanSandboxes, removeSandboxes } from './lifecycle/orphan-sandboxes.js';
+import { findDeadOwnerSandboxes, keptSandboxLabels, removeSandboxes } from './lifecycle/orphan-sandboxes.js';
 import { acquireTaskLock } from './lifecycle/task-lock.js';
 import { readModelScript, startScriptedModelServer } from './demo/scripted-model-server.js';
 import { createMetaAgent } from './meta/meta-agent.js';
@@ -24,7 +25,7 @@ import { createOpenAiChatModel } from './meta/openai-chat-model.js';
 import { EventJournal } from './notes/event-journal.js';
 import { readNoteMemory } from './notes/memory.js';
 import { writeTaskNote } from './notes/note-writer.js';
-import { createRedactor, type Redactor } from './notes/redact.js';
+import { Redaction, configSecrets, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
 import { createDockerClient, describeDockerHost, pingDocker } from './sandbox/docker-client.js';
 import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
@@ -76,13 +77,22 @@ export interface RunTaskRequest {
   /** One-line notices for the person (orphaned containers removed, a stale lock taken over). */
   onNotice?: (text: string) => void;
   /** `resume`: continue from an earlier attempt rebuilt from the journal. */
-  resume?: { previous: NonNullable<TaskRunnerOptions['previous']> };
+  resume?: {
+    previous: NonNullable<TaskRunnerOptions['previous']>;
+    /** This attempt's number (earlier attempts + 1): a replay answers from its own recorded exchanges. */
+    attempt?: number;
+  };
   /** `--model-script FILE`: a scripted model served by agent-runner itself (demo, trying it without a key). */
   modelScript?: string;
   /** `--record FILE`: store every model exchange in a cassette. */
   record?: string;
   /** `--replay FILE`: answer every model call from a cassette, with no upstream. */
   replay?: string;
+  /**
+   * The process's redaction point (the CLI's, so stdout and stderr hide what the files hide); the task adds
+   * its keys, `redact.patterns` and the gateway's tokens to it. Default: a new one.
+   */
+  redaction?: Redaction;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -183,8 +193,11 @@ async function runLockedTask(
   let config = request.config;
   const layout = taskLayout(repoRoot, taskId);
   const metaKey = env[config.meta.apiKeyEnv];
-  const workerKey = env[config.worker.apiKeyEnv ?? config.meta.apiKeyEnv];
-  const redact: Redactor = createRedactor([metaKey, workerKey], config.redact.patterns);
+  // One redaction point for every writer of this task: journal, note, logs, meta call logs, cassette, stdout.
+  const redaction = request.redaction ?? new Redaction();
+  const secrets = configSecrets(config, env);
+  redaction.add(secrets.values, secrets.patterns);
+  const redact: Redactor = redaction.redact;
   const docker = dependencies.docker ?? createDockerClient(env);
   const runtime = new EngineWatchRuntime(
     dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
@@ -192,7 +205,11 @@ async function runLockedTask(
   );
   await pingDocker(docker, env);
   // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
-  const orphans = await findOrphanSandboxes(runtime, { repoRoot });
+  const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
+  for (const sandbox of kept)
+    request.onNotice?.(
+      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
+    );
   if (orphans.length > 0) {
     const swept = await removeSandboxes(runtime, orphans);
     for (const sandbox of swept.removed)
@@ -238,12 +255,43 @@ async function runLockedTask(
   }
 
   // The gateway holds the real keys; the sandbox gets a per-task token and only the network its policy allows.
+  const stamp = () => new Date((dependencies.clock ?? systemClock).now()).toISOString();
+  let recordEvent: (event: StampedEvent) => void = () => {};
+  const previous = request.resume?.previous;
   const gateway = await startTaskGateway({
     config,
     env,
     repoRoot,
-    ...(request.record ? { record: request.record } : {}),
-    ...(request.replay ? { replay: request.replay } : {}),
+    redaction,
+    onLog: (line) => {
+      try {
+        appendFileSync(path.join(layout.runDir, 'gateway.log'), `${stamp()} ${redact(line)}\n`);
+      } catch {
+        // A full disk stops the task through the journal; the gateway keeps answering meanwhile.
+      }
+    },
+    onRefusal: (refusal) => {
+      try {
+        recordEvent({ type: 'gateway_refused', refusal, at: stamp() });
+      } catch {
+        // As above: the runner's own next event reports the journal's failure.
+      }
+    },
+    ...(previous
+      ? {
+          spent: {
+            tokens:
+              previous.usage.inputTokens +
+              previous.usage.outputTokens +
+              (previous.workerUsage
+                ? previous.workerUsage.inputTokens + previous.workerUsage.outputTokens
+                : 0),
+            costUsd: previous.usage.costUsd + (previous.workerUsage?.costUsd ?? 0),
+          },
+        }
+      : {}),
+    ...(request.record ? { record: request.record, appendRecord: request.resume !== undefined } : {}),
+    ...(request.replay ? { replay: request.replay, attempt: request.resume?.attempt ?? 1 } : {}),
   });
   try {
     const metaModel = new GatewayCheckedMetaModel(
@@ -255,6 +303,7 @@ async function runLockedTask(
           { baseUrl: gateway.meta.baseUrl, apiKey: gateway.meta.apiKey, displayUrl: config.meta.baseUrl },
         ),
       gateway.gateway,
+      gateway.budget,
     );
     const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
     const metaAgent = createMetaAgent({
@@ -307,6 +356,7 @@ async function runLockedTask(
         }),
       keep: request.keepSandbox,
       onKept: request.onKept,
+      labels: keptSandboxLabels(request.keepSandbox),
     });
     const codexHomeHostPath = path.join(layout.runDir, 'codex-home');
     const worker = new GatewayMeteredWorker(
@@ -324,7 +374,12 @@ async function runLockedTask(
         ),
       gateway.gateway,
     );
-    const journal = new EventJournal(layout.runDir, redact);
+    // JSON-aware: every string of an event is redacted and the line stays valid JSON.
+    const journal = new EventJournal(layout.runDir, redaction.redactJsonText);
+    recordEvent = (event) => {
+      request.onEvent?.(event);
+      journal.append(event);
+    };
     const runner = new TaskRunner(
       {
         taskId,
@@ -335,6 +390,9 @@ async function runLockedTask(
           ...(request.base !== undefined ? { base: request.base } : {}),
           dodSkipped: request.dodSkipped,
           ...(request.resume ? { resumed: true } : {}),
+          ...(request.keepSandbox ? { keepSandbox: true } : {}),
+          ...(request.record ? { record: request.record } : {}),
+          ...(request.replay ? { replay: request.replay } : {}),
         },
         ...(request.resume ? { previous: request.resume.previous } : {}),
         limits: {
@@ -343,6 +401,7 @@ async function runLockedTask(
           wallClockMs: config.limits.wallClock,
           ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
           ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
+          maxStalls: config.limits.maxStalls,
         },
         worker: {
           type: config.worker.type,

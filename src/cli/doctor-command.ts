@@ -4,7 +4,6 @@
  */
 import type { Command } from 'commander';
 import type { DoctorCheck } from '../doctor/doctor-check.js';
-import { allPassed, runDoctorChecks } from '../doctor/run-doctor.js';
 import { EXIT_CODES } from '../errors.js';
 import type { CommandContext } from './program.js';
 
@@ -15,6 +14,7 @@ export function registerDoctorCommand(program: Command, context: CommandContext)
     .description('Check Docker, the worker image, the git repository and the model endpoints')
     .option('--json', 'print the checks as JSON')
     .action(async (options: { json?: boolean }) => {
+      const { allPassed, runDoctorChecks } = await import('../doctor/run-doctor.js');
       const checks = await runDoctorChecks({ cwd: context.cwd, env: context.env });
       const ok = allPassed(checks);
       if (options.json) context.output.out(JSON.stringify({ ok, checks }, null, 2));

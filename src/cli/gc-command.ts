@@ -7,10 +7,9 @@
  */
 import type { Command } from 'commander';
 import { EXIT_CODES } from '../errors.js';
-import { findOrphanSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
+import { findDeadOwnerSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
 import { listTasks } from '../lifecycle/task-inventory.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
-import { resolveWorkerImage } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import { runnerIsRoot, type OwnershipApplier } from '../workspace/permissions.js';
 import { createDockerClient, describeDockerHost } from '../sandbox/docker-client.js';
@@ -33,10 +32,9 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
   const verb = dryRun ? 'would remove' : 'removed';
 
   try {
-    const orphans = await findOrphanSandboxes(
-      runtime,
-      options.all ? { includeKept: true } : { repoRoot: repository.root, includeKept: true },
-    );
+    // gc removes the containers kept with --keep-sandbox too: the person looked, now they go.
+    const dead = await findDeadOwnerSandboxes(runtime, options.all ? {} : { repoRoot: repository.root });
+    const orphans = [...dead.orphans, ...dead.kept];
     const swept = dryRun ? { removed: orphans, failed: [] } : await removeSandboxes(runtime, orphans);
     for (const sandbox of swept.removed)
       output.out(
@@ -61,9 +59,12 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
       force: Boolean(options.force),
       dryRun,
       ...(applier ? { applier } : {}),
+      containersOf: async (taskId) =>
+        (await runtime.list({ 'agent-runner.task': taskId }).catch(() => [])).map((sandbox) => sandbox.name),
     });
     if (verdict.error)
       output.err(`agent-runner: could not remove the worktree of ${task.taskId}: ${verdict.error}`);
+    else if (verdict.blocked) output.out(`kept ${task.taskId}: ${verdict.blocked}`);
     else if (verdict.keep.length > 0 && !options.force)
       output.out(
         `kept ${task.taskId}: ${verdict.keep.join('; ')} (--force removes the worktree; the branch stays)`,
@@ -81,6 +82,7 @@ async function ownershipApplier(
   env: NodeJS.ProcessEnv,
 ): Promise<OwnershipApplier | undefined> {
   try {
+    const { resolveWorkerImage } = await import('../app.js');
     const image = await resolveWorkerImage(await loadConfig({ repoRoot, env }));
     return (hostDir, entries) =>
       runtime.applyOwnership({ taskId: 'gc', repoPath: repoRoot, image, hostDir, entries });

@@ -6,13 +6,9 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { findGitRoot } from '../doctor/git-check.js';
-import { createDockerClient, pingDocker } from '../sandbox/docker-client.js';
-import { buildWorkerImage, resolveBaseImage } from '../sandbox/image-builder.js';
 import type Docker from 'dockerode';
 import { rememberCa, rememberedCa } from '../sandbox/remembered-ca.js';
-import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
-import { IMAGE_EXTRA_CA_PATH, runInImage } from '../toolchain/run-in-image.js';
-import { DERIVED_LABEL, resolveTaskImage } from '../toolchain/toolchain-image.js';
+import { DERIVED_LABEL, readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import type { CommandContext } from './program.js';
 
 interface BuildFlags {
@@ -38,6 +34,17 @@ export function registerImageCommand(program: Command, context: CommandContext):
     .option('--quiet', 'print only the result')
     .action(async (flags: BuildFlags) => {
       const { config, repoRoot } = await loadCommandConfig(context);
+      const [
+        { createDockerClient, pingDocker },
+        { buildWorkerImage, resolveBaseImage },
+        { IMAGE_EXTRA_CA_PATH, runInImage },
+        { resolveTaskImage },
+      ] = await Promise.all([
+        import('../sandbox/docker-client.js'),
+        import('../sandbox/image-builder.js'),
+        import('../toolchain/run-in-image.js'),
+        import('../toolchain/toolchain-image.js'),
+      ]);
       const docker = createDockerClient(context.env);
       await pingDocker(docker, context.env);
       const baseImage = flags.baseImage ?? (await resolveBaseImage(docker, config.sandbox.baseImage));
@@ -91,6 +98,7 @@ export function registerImageCommand(program: Command, context: CommandContext):
     .command('ls')
     .description('List the worker images and the derived images built for projects')
     .action(async () => {
+      const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
       const docker = createDockerClient(context.env);
       await pingDocker(docker, context.env);
       for (const line of await listWorkerImages(docker)) context.output.out(line);
@@ -100,6 +108,7 @@ export function registerImageCommand(program: Command, context: CommandContext):
     .command('rm <tags...>')
     .description('Remove worker or derived images by tag (never an image a container still uses)')
     .action(async (tags: string[]) => {
+      const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
       const docker = createDockerClient(context.env);
       await pingDocker(docker, context.env);
       for (const tag of tags) {

@@ -3,7 +3,7 @@
  */
 import { CommanderError } from 'commander';
 import { AgentRunnerError, EXIT_CODES, isAgentRunnerError } from '../errors.js';
-import { processOutput, type CliOutput } from './output.js';
+import { processOutput, processRedaction, redactingOutput, type CliOutput } from './output.js';
 import { createProgram, translateCommanderError } from './program.js';
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. Never throws. */
@@ -11,11 +11,15 @@ export async function runCli(
   argv: readonly string[],
   options: { output?: CliOutput; env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): Promise<number> {
-  const output = options.output ?? processOutput;
+  const env = options.env ?? process.env;
+  // Everything printed, errors included, passes the process's one redaction point.
+  const redaction = processRedaction(env);
+  const output = redactingOutput(options.output ?? processOutput, redaction);
   let exitCode: number = EXIT_CODES.complete;
   const program = createProgram({
     output,
-    env: options.env ?? process.env,
+    redaction,
+    env,
     cwd: options.cwd ?? process.cwd(),
     setExitCode: (code) => {
       exitCode = code;

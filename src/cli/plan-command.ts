@@ -6,8 +6,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
-import { createMetaAgent } from '../meta/meta-agent.js';
-import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
+import { configSecrets } from '../notes/redact.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { writeConstrainedYaml } from '../protocol/constrained-yaml.js';
 import type { CommandContext } from './program.js';
@@ -52,18 +51,24 @@ export function registerPlanCommand(program: Command, context: CommandContext): 
       const prd = await loadPrd(prdPath);
       const taskId = options.taskId ?? taskIdFromPrdPath(prdPath);
       const config = await loadConfig({ repoRoot: context.cwd, env: context.env });
+      const secrets = configSecrets(config, context.env);
+      context.redaction.add(secrets.values, secrets.patterns);
+      const [{ createMetaAgent }, { createOpenAiChatModel }] = await Promise.all([
+        import('../meta/meta-agent.js'),
+        import('../meta/openai-chat-model.js'),
+      ]);
       const model = createOpenAiChatModel(config, context.env);
       const logDir = path.join(context.cwd, '.agent-runner', 'runs', taskId, 'meta');
-      const agent = createMetaAgent({ model, config, logDir });
+      const agent = createMetaAgent({ model, config, logDir, redact: context.redaction.redact });
       context.output.err(
         `Planning ${taskId} with ${config.meta.model}; prompts and replies go to ${path.relative(context.cwd, logDir)}/`,
       );
       const result = await agent.plan(prd, { taskId });
       const payload = result.message.payload;
       context.output.out(options.json ? JSON.stringify(payload, null, 2) : writeConstrainedYaml(payload));
-      const cost = result.usage.costUsd === null ? '' : `, $${result.usage.costUsd.toFixed(4)}`;
+      const cost = result.usage.costUsd === 0 ? '' : `, $${result.usage.costUsd.toFixed(4)}`;
       context.output.err(
-        `${payload.acceptance_criteria.length} acceptance criteria; ${result.attempts} model call(s), ${result.usage.promptTokens + result.usage.completionTokens} tokens${cost}.`,
+        `${payload.acceptance_criteria.length} acceptance criteria; ${result.attempts} model call(s), ${result.usage.inputTokens + result.usage.outputTokens} tokens${cost}.`,
       );
     });
 }

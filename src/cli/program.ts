@@ -5,6 +5,7 @@
 import type { CommanderError } from 'commander';
 import { Command } from 'commander';
 import { UserError } from '../errors.js';
+import type { Redaction } from '../notes/redact.js';
 import { VERSION } from '../version.js';
 import type { CliOutput } from './output.js';
 import { registerPlanCommand } from './plan-command.js';
@@ -17,7 +18,10 @@ import { registerGcCommand } from './gc-command.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
+  /** Already redacting: what is written here passes {@link redaction}. */
   output: CliOutput;
+  /** The process's redaction point; a command adds the secrets of the configuration it loads. */
+  redaction: Redaction;
   env: NodeJS.ProcessEnv;
   cwd: string;
   /** Set by a command that finishes with a non-zero code without an error (e.g. NEEDS_REVIEW → 3). */

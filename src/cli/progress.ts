@@ -91,6 +91,15 @@ export function createProgressPrinter(
           `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status} (${formatDuration(result.durationMs)})`).join(', ') || 'none'}`,
         );
         break;
+      case 'criteria_checks':
+        if (event.results.length > 0)
+          write(
+            `${t} criteria checks: ${event.results.map((check) => `${check.criterionId} ${check.kind} ${check.status.replace('_', ' ')}${check.exitCode === null ? '' : ` (exit ${check.exitCode})`}`).join(', ')}`,
+          );
+        break;
+      case 'stalled':
+        write(`${t} stalled: ${clip(event.what)}`);
+        break;
       case 'assessment':
         write(
           `${t} assessment: ${event.assessment.allCriteriaSatisfied ? 'satisfied' : 'not satisfied'} — ${clip(event.assessment.summary)}`,
@@ -104,6 +113,13 @@ export function createProgressPrinter(
           `${t} question: ${event.question}${event.answer === null ? ' (no one to answer: headless)' : ` → ${event.answer}`}`,
         );
         break;
+      case 'gateway_refused': {
+        const refusal = event.refusal;
+        write(
+          `${t}   gateway refused ${refusal.method} ${clip(refusal.path, 80)} (${refusal.reason}, ${refusal.status}): ${clip(refusal.detail)}`,
+        );
+        break;
+      }
       case 'preserved':
         write(`${t} uncommitted worker changes saved at ${event.ref}`);
         break;

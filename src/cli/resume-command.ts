@@ -9,7 +9,12 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
-import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
+import {
+  assertResumable,
+  journalPath,
+  previousAttempt,
+  readTaskJournal,
+} from '../lifecycle/task-journal-state.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { taskLayout } from '../workspace/layout.js';
@@ -49,6 +54,7 @@ export async function resumeCommand(
         'Start a new task for further work: `agent-runner run --prd FILE`.',
     );
   }
+  assertResumable(journal, journalPath(layout.runDir));
   const started = journal.options;
   let prd = started?.prd;
   let prdPath = started?.prdPath ?? '';
@@ -69,6 +75,8 @@ export async function resumeCommand(
     ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
   });
   const previous = previousAttempt(journal);
+  // An explicit --timeout is this attempt's budget; otherwise the task's wall clock covers every attempt.
+  if (previous && options.timeout !== undefined) previous.elapsedMs = 0;
   return driveTask(
     {
       repoRoot: repository.root,
@@ -78,10 +86,13 @@ export async function resumeCommand(
       ...(started?.base !== undefined ? { base: started.base } : {}),
       config,
       env: context.env,
-      keepSandbox: Boolean(options.keepSandbox),
+      // What the task was started with holds for every attempt: a kept sandbox, a recording.
+      keepSandbox: Boolean(options.keepSandbox ?? started?.keepSandbox),
       dodSkipped: Boolean(options.skipDod ?? started?.dodSkipped),
+      ...(started?.record ? { record: started.record } : {}),
+      ...(started?.replay ? { replay: started.replay } : {}),
       // No plan yet (it died while planning): the task simply starts over from the PRD.
-      ...(previous ? { resume: { previous } } : {}),
+      ...(previous ? { resume: { previous, attempt: journal.attempts + 1 } } : {}),
     },
     options,
     context,
@@ -97,7 +108,10 @@ export function registerResumeCommand(program: Command, context: CommandContext)
     .argument('<task-id>', 'the task to continue (see `agent-runner status`)')
     .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
     .option('--max-iterations <n>', 'most worker runs, counting the earlier attempts')
-    .option('--timeout <duration>', 'wall clock for this attempt, e.g. 45m')
+    .option(
+      '--timeout <duration>',
+      'wall clock for this attempt, e.g. 45m (default: what is left of the task limit)',
+    )
     .option('--skip-dod', 'do not run the Definition-of-Done checks (recorded as skipped)')
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')

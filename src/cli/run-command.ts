@@ -5,9 +5,10 @@
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { runTask, type RunTaskRequest } from '../app.js';
+import type { RunTaskRequest } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
+import { configSecrets } from '../notes/redact.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
@@ -65,11 +66,15 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
     durationMs: summary.durationMs,
     exitCode: summary.exitCode,
     error: summary.error,
+    basis: summary.basis,
+    criteria: summary.criteria,
   };
 }
 
 export async function runCommand(options: RunCommandOptions, context: CommandContext): Promise<TaskSummary> {
   const { env } = context;
+  // Loaded while the PRD, the repository and the config are read (the runner's modules are most of start-up).
+  import('../app.js').catch(() => undefined);
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);
   const repository = await inspectRepository(context.cwd);
@@ -102,7 +107,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
 /** What `run` and `resume` decide before the task is driven the same way. */
 export type DrivenTaskRequest = Omit<
   RunTaskRequest,
-  'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human'
+  'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human' | 'redaction'
 >;
 
 /**
@@ -114,7 +119,10 @@ export async function driveTask(
   options: { json?: boolean; headless?: boolean },
   context: CommandContext,
 ): Promise<TaskSummary> {
-  const { output, env } = context;
+  const { output, env, redaction } = context;
+  // From here on the keys and `redact.patterns` of this configuration are hidden from every output.
+  const secrets = configSecrets(request.config, env);
+  redaction.add(secrets.values, secrets.patterns);
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
   const progress = createProgressPrinter((line) => output.err(line));
   const controller = new AbortController();
@@ -135,15 +143,19 @@ export async function driveTask(
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
+    const { runTask } = await import('../app.js');
     const summary = await runTask({
       ...request,
+      redaction,
       headless,
       signal: controller.signal,
       hurry: hurry.signal,
       onNotice: (text) => output.err(`agent-runner: ${text}`),
       onEvent: (event) => {
-        if (options.json) output.out(JSON.stringify(event));
-        else progress(event);
+        // Redacted before the progress line clips it: a secret cut in half would no longer match.
+        const safe = redaction.value(event);
+        if (options.json) output.out(JSON.stringify(safe));
+        else progress(safe);
       },
       onKept: (sandboxId) =>
         output.err(
@@ -164,7 +176,7 @@ export async function driveTask(
             },
           }),
     });
-    if (options.json) output.out(JSON.stringify(summaryObject(summary)));
+    if (options.json) output.out(JSON.stringify(redaction.value(summaryObject(summary))));
     else {
       if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
       for (const line of formatSummary(summary)) output.out(line);

@@ -4,8 +4,6 @@
  */
 import type { Command } from 'commander';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
-import { createDockerClient } from '../sandbox/docker-client.js';
-import { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
 import { VERSION } from '../version.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import type { CommandContext } from './program.js';
@@ -73,6 +71,10 @@ export function registerStatusCommand(program: Command, context: CommandContext)
     .option('--json', 'print the tasks as JSON')
     .action(async (options: { json?: boolean }) => {
       const repository = await inspectRepository(context.cwd);
+      const [{ createDockerClient }, { DockerSandboxRuntime }] = await Promise.all([
+        import('../sandbox/docker-client.js'),
+        import('../sandbox/docker-runtime.js'),
+      ]);
       const runtime = new DockerSandboxRuntime(createDockerClient(context.env), {
         version: VERSION,
         env: context.env,

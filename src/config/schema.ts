@@ -27,7 +27,49 @@ const size = (example: string) =>
 
 const positiveInt = z.number().int().positive();
 
-export const DEFAULT_EXCLUDE = ['**/.env', '**/.env.*', '**/secrets/**', '**/*.pem', '**/*.key'];
+const regularExpression = z
+  .string()
+  .min(1)
+  .refine(
+    (source) => {
+      try {
+        new RegExp(source, 'g');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'expected a regular expression (JavaScript syntax)' },
+  );
+
+/**
+ * Absent from the sandbox unless a later `!pattern` re-includes them (`.gitignore` meaning, at any depth):
+ * environment files, secrets directories, keys and certificates, and the credential files of package
+ * managers, registries, clouds, ssh and Terraform.
+ */
+export const DEFAULT_EXCLUDE = [
+  '**/.env',
+  '**/.env.*',
+  '**/secrets/**',
+  '**/*.pem',
+  '**/*.key',
+  '.npmrc',
+  '.yarnrc.yml',
+  '.netrc',
+  '.pypirc',
+  '.git-credentials',
+  '**/.docker/config.json',
+  '**/.aws/**',
+  '**/.ssh/**',
+  'id_rsa*',
+  'id_ed25519*',
+  '*.p12',
+  '*.pfx',
+  '*.tfvars',
+  'credentials*.json',
+];
+/** Present but read-only to the worker: agent-runner's own configuration (`!/agent-runner.yaml` in `read` lifts it). */
+export const DEFAULT_READ = ['/agent-runner.yaml'];
 export const CODEX_VERSION = '0.169.0';
 
 /** Names that look like credentials; refused in sandbox.env. */
@@ -71,6 +113,8 @@ export const configSchema = z
         model: z.string().min(1).optional(),
         baseUrl: z.url().optional(),
         apiKeyEnv: z.string().min(1).optional(),
+        /** Models the gateway lets the worker ask for; unset: only `worker.model` (or `meta.model`). */
+        allowedModels: z.array(z.string().min(1)).min(1).optional(),
         timeout: duration('20m').default(1_200_000),
         grace: duration('10s').default(10_000),
       })
@@ -98,10 +142,20 @@ export const configSchema = z
         toolchain: z.enum(['auto', 'image']).default('auto'),
       })
       .prefault({}),
+    gateway: z
+      .strictObject({
+        /** Largest request body the gateway accepts from the worker (counted as it streams in). */
+        maxRequestBytes: size('8m').default(8 * 1024 ** 2),
+        /** Largest request head (request line and headers) it accepts. */
+        maxHeaderBytes: size('16k').default(16 * 1024),
+        /** Model requests per minute the worker may make (every request on the model route counts). */
+        requestsPerMinute: positiveInt.default(120),
+      })
+      .prefault({}),
     scope: z
       .strictObject({
         exclude: z.array(z.string().min(1)).default(DEFAULT_EXCLUDE),
-        read: z.array(z.string().min(1)).default([]),
+        read: z.array(z.string().min(1)).default(DEFAULT_READ),
         write: z.array(z.string().min(1)).default([]),
       })
       .prefault({}),
@@ -118,12 +172,13 @@ export const configSchema = z
         wallClock: duration('2h').default(2 * 3_600_000),
         maxTokens: positiveInt.optional(),
         maxCostUsd: z.number().positive().optional(),
+        maxStalls: positiveInt.default(3),
       })
       .prefault({}),
     prices: z.record(z.string(), priceSchema).default({}),
     patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
     notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
-    redact: z.strictObject({ patterns: z.array(z.string().min(1)).default([]) }).prefault({}),
+    redact: z.strictObject({ patterns: z.array(regularExpression).default([]) }).prefault({}),
   })
   .superRefine((config, context) => {
     // Set-up and the worker see sandbox.env: a secret there would be readable by the worker, so refuse it.

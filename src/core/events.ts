@@ -6,6 +6,7 @@ import type { WorkerEvent } from './ports.js';
 import type { TaskState } from './task-state.js';
 import type {
   Assessment,
+  CriterionCheckResult,
   DodOutcome,
   MetaDecision,
   Plan,
@@ -24,6 +25,25 @@ export interface TaskStartOptions {
   dodSkipped: boolean;
   /** Set on a resumed attempt. */
   resumed?: boolean;
+  /** `--keep-sandbox`, `--record FILE`, `--replay FILE`: a resumed attempt keeps them. */
+  keepSandbox?: boolean;
+  record?: string;
+  replay?: string;
+}
+
+/** Why the model gateway refused a request (see docs/gateway.md). */
+export type GatewayRefusalReason =
+  'path' | 'route' | 'token' | 'model' | 'body_too_large' | 'headers_too_large' | 'rate_limit' | 'budget';
+
+/** A request the gateway refused: what was asked (the path clipped, redacted) and why. */
+export interface GatewayRefusal {
+  /** `worker`: the sandbox's socket; `meta`: the host's loopback route. */
+  route: 'worker' | 'meta';
+  method: string;
+  path: string;
+  status: number;
+  reason: GatewayRefusalReason;
+  detail: string;
 }
 
 /** One `sandbox.setup` command: `started` before it runs, `finished` with its result. */
@@ -70,12 +90,18 @@ export type RunnerEvent =
   | { type: 'run_recorded'; run: number; record: RunRecord }
   | { type: 'facts'; run: number; facts: TaskFacts }
   | { type: 'dod'; run: number; dod: DodOutcome }
+  /** The acceptance criteria's checks (run 0: validated before any worker run of this task). */
+  | { type: 'criteria_checks'; run: number; results: CriterionCheckResult[] }
+  /** The runner stopped a loop that made no progress. */
+  | { type: 'stalled'; repeats: number; what: string }
   | { type: 'assessment'; run: number; assessment: Assessment; usage: Usage }
   | { type: 'refused'; reasons: string[] }
   | { type: 'human'; question: string; answer: string | null }
   | { type: 'preserved'; ref: string }
   | { type: 'note_written'; path: string }
-  | { type: 'task_finished'; summary: TaskSummary };
+  | { type: 'task_finished'; summary: TaskSummary }
+  /** Written by the composition root as the gateway refuses a request (at most a bounded number per task). */
+  | { type: 'gateway_refused'; refusal: GatewayRefusal };
 
 /** Stamped with the time it happened. */
 export type StampedEvent = RunnerEvent & { at: string };

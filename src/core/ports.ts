@@ -3,6 +3,9 @@
  * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
  */
 
+import type { z } from 'zod';
+import type { tokenUsageSchema, workerCommandSchema, workerModeSchema } from './records.js';
+
 /** Time, so tests and the loop agree on what "now" is. */
 export interface Clock {
   now(): number;
@@ -128,21 +131,9 @@ export interface SandboxRuntime {
 // Worker
 // ---------------------------------------------------------------------------------------------------------
 
-export type WorkerMode = 'exec' | 'resume';
-
-export interface TokenUsage {
-  inputTokens: number;
-  cachedInputTokens: number;
-  outputTokens: number;
-  reasoningTokens: number;
-}
-
-export interface WorkerCommand {
-  command: string;
-  exitCode: number | null;
-  status: string;
-  outputTail: string;
-}
+export type WorkerMode = z.infer<typeof workerModeSchema>;
+export type TokenUsage = z.infer<typeof tokenUsageSchema>;
+export type WorkerCommand = z.infer<typeof workerCommandSchema>;
 
 /** Live events of a worker run (also saved to the run's event log). */
 export type WorkerEvent =
@@ -188,6 +179,8 @@ export interface WorkerRunResult {
   unparsedLines: number;
   /** True when the run did not succeed: non-zero exit, timeout, turn.failed. */
   failed: boolean;
+  /** Set when the model gateway refused a request of this run because the task's budget was spent: why. */
+  budgetExhausted?: string;
 }
 
 export interface WorkerAdapter {
@@ -199,7 +192,17 @@ export interface WorkerAdapter {
 // Task-level ports used by the loop (src/core/task-runner.ts). app.ts adapts the concrete modules to them.
 // ---------------------------------------------------------------------------------------------------------
 
-import type { Assessment, DodOutcome, MetaDecision, Plan, RunRecord, TaskFacts, Usage } from './types.js';
+import type {
+  AcceptanceCriterion,
+  Assessment,
+  CriterionCheckResult,
+  DodOutcome,
+  MetaDecision,
+  Plan,
+  RunRecord,
+  TaskFacts,
+  Usage,
+} from './types.js';
 
 /** What the Meta-agent is shown on each call (the adapter bounds it to the prompt budget). */
 export interface MetaView {
@@ -211,6 +214,8 @@ export interface MetaView {
   feedback: readonly string[];
   patterns: readonly { name: string; description: string }[];
   memory: readonly { title: string; summary: string; path: string }[];
+  /** The latest validation (facts, DoD, criteria checks), also when no worker run of this attempt led to it. */
+  latest?: AssessmentEvidence;
 }
 
 export interface MetaAgentPort {
@@ -223,9 +228,24 @@ export interface MetaAgentPort {
   nextAction(view: MetaView, signal?: AbortSignal): Promise<{ decision: MetaDecision; usage: Usage }>;
   assess(
     view: MetaView,
-    evidence: { run: RunRecord; facts: TaskFacts; dod: DodOutcome | undefined },
+    evidence: AssessmentEvidence,
     signal?: AbortSignal,
   ): Promise<{ assessment: Assessment; usage: Usage }>;
+}
+
+/** What the assessor judges: the latest run (if any) and what the runner observed and ran since. */
+export interface AssessmentEvidence {
+  run: RunRecord | undefined;
+  facts: TaskFacts;
+  dod: DodOutcome | undefined;
+  criteriaChecks: readonly CriterionCheckResult[];
+}
+
+/** Bounds of a validation step: Ctrl-C and the task's wall clock. */
+export interface CheckBounds {
+  signal?: AbortSignal;
+  /** Wall clock left for the whole step; every check's own timeout is clipped to it. */
+  timeoutMs: number;
 }
 
 /** The task's workspace as prepared on the host. */
@@ -242,7 +262,17 @@ export interface TaskWorkspacePort {
   prepare(): Promise<PreparedTask>;
   /** Brings the worker's commits back to the task branch and observes the facts. */
   observe(sandboxId: string): Promise<TaskFacts>;
-  runDod(sandboxId: string, facts: TaskFacts, signal?: AbortSignal): Promise<DodOutcome>;
+  runDod(sandboxId: string, facts: TaskFacts, bounds: CheckBounds): Promise<DodOutcome>;
+  /**
+   * Runs the acceptance criteria's checks: `command` in the sandbox, `file_exists` on the task branch (host
+   * git), `test` through the detected test framework; other kinds are recorded as not executed.
+   */
+  runCriteriaChecks(
+    sandboxId: string,
+    criteria: readonly AcceptanceCriterion[],
+    facts: TaskFacts,
+    bounds: CheckBounds,
+  ): Promise<CriterionCheckResult[]>;
   /** Saves uncommitted worker changes somewhere they survive (a WIP ref); returns where, or null if clean. */
   preserveUncommitted(sandboxId: string): Promise<string | null>;
 }

@@ -6,9 +6,12 @@
 import { AgentRunnerError, EnvironmentError, EXIT_CODES } from '../errors.js';
 import type { PatternLibrary } from '../patterns/pattern-library.js';
 import { renderWorkerPrompt } from '../patterns/worker-prompt.js';
-import { completionRefusals } from './completion-gate.js';
+import { completionRefusals, decisionBasis, onlyEvidenceMissing, type GateInput } from './completion-gate.js';
+import { evidenceFingerprint, factsFingerprint } from './evidence-fingerprint.js';
 import type { RunnerEvent, StampedEvent, TaskStartOptions } from './events.js';
 import type {
+  AssessmentEvidence,
+  CheckBounds,
   Clock,
   HumanPort,
   MetaAgentPort,
@@ -20,7 +23,15 @@ import type {
   WorkerAdapter,
 } from './ports.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
-import type { DodOutcome, MetaDecision, Plan, RunRecord, TaskFacts, TaskSummary, Usage } from './types.js';
+import type {
+  Assessment,
+  CriterionEvidence,
+  MetaDecision,
+  Plan,
+  RunRecord,
+  TaskSummary,
+  Usage,
+} from './types.js';
 import { addUsage, costOf, totalTokens, ZERO_USAGE, type PriceTable } from './usage.js';
 
 export interface TaskLimits {
@@ -29,7 +40,12 @@ export interface TaskLimits {
   wallClockMs: number;
   maxTokens?: number;
   maxCostUsd?: number;
+  /** The same refusal, or the same decision with no change in the facts, this many times in a row: stalled. */
+  maxStalls?: number;
 }
+
+/** `limits.maxStalls` when the caller gives none. */
+export const DEFAULT_MAX_STALLS = 3;
 
 export interface TaskRunnerOptions {
   taskId: string;
@@ -52,6 +68,8 @@ export interface TaskRunnerOptions {
     workerUsage?: Usage;
     /** What the Meta-agent should know about the earlier attempt (a run cut short by a crash...). */
     feedback?: string[];
+    /** Wall clock the earlier attempts already used (from the journal): the task's limit covers them all. */
+    elapsedMs?: number;
   };
   /** Recorded in `task_started` so `resume` can start the task again the same way. */
   startOptions?: TaskStartOptions;
@@ -75,6 +93,10 @@ export interface TaskRecord {
   workerType: string;
   runDir: string;
   error: { code: string; message: string } | null;
+  /** What the final decision rests on, in a few lines. */
+  basis: string[];
+  /** Every acceptance criterion with its assessment and its check's latest result. */
+  criteria: CriterionEvidence[];
 }
 
 export interface TaskRunnerDeps {
@@ -137,6 +159,16 @@ export class TaskRunner {
   private readonly fatalAbort = new AbortController();
   /** A worker ran since the last observation: its commits may not be on the task branch yet. */
   private unobservedRun: number | null = null;
+  /** Wall-clock deadline of the whole task (earlier attempts included). */
+  private deadline = Number.POSITIVE_INFINITY;
+  /** The latest validation of this attempt, and whether a worker ran since (then checks run again). */
+  private evidence: (AssessmentEvidence & { factsKey: string; fingerprint: string }) | null = null;
+  private workerRanSinceEvidence = false;
+  /** An assessment made when no worker run exists to hold it (a validation before any run). */
+  private looseAssessment: { assessment: Assessment; fingerprint: string } | null = null;
+  /** Stall detection: the last iteration's key and how many times in a row it repeated. */
+  private lastIterationKey: string | null = null;
+  private repeats = 0;
 
   constructor(
     private readonly options: TaskRunnerOptions,
@@ -157,6 +189,8 @@ export class TaskRunner {
   /** Runs the task to a terminal state. Never throws for task-level failures: they end in the summary. */
   async run(outerSignal?: AbortSignal): Promise<TaskSummary> {
     this.startedAt = this.deps.clock.now();
+    this.deadline =
+      this.startedAt + this.options.limits.wallClockMs - (this.options.previous?.elapsedMs ?? 0);
     // A fatal recording error stops the worker like an interrupt does, but ends the task FAILED with it.
     const signal = outerSignal
       ? AbortSignal.any([outerSignal, this.fatalAbort.signal])
@@ -173,6 +207,8 @@ export class TaskRunner {
         stop = new Stop('FAILED', fatal.message, fatal.exitCode);
       } else if (caught instanceof Stop) stop = caught;
       else if (signal.aborted) stop = new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
+      // A Meta-agent call or a check cut by the wall clock ends like the limit itself.
+      else if (this.deps.clock.now() >= this.deadline) stop = this.wallClockStop();
       else {
         error =
           caught instanceof AgentRunnerError
@@ -192,40 +228,22 @@ export class TaskRunner {
 
   private async loop(signal?: AbortSignal): Promise<Stop> {
     this.move({ type: 'start' });
-    this.task = await this.deps.workspace.prepare();
-    this.emit({
-      type: 'task_started',
-      taskId: this.options.taskId,
-      branch: this.task.branch,
-      baseSha: this.task.baseSha,
-      worktreePath: this.task.worktreePath,
-      dirtyStart: this.task.dirtyStart,
-      ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
-    });
     this.memory = await this.deps.notes.readMemory(this.options.taskId);
-    this.sandboxId = await this.deps.sandboxes.start(this.task);
-    this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
-
-    if (!this.plan) {
-      this.checkLimits(signal);
-      const { plan, usage } = await this.deps.meta.plan({
-        taskId: this.options.taskId,
-        prd: this.options.prd,
-        memory: this.memory,
-        signal,
-      });
-      this.countMeta(usage);
-      this.plan = plan;
-      this.emit({ type: 'plan', plan, usage });
-    }
+    await this.planWhilePreparing(signal);
     this.move({ type: 'planned' });
+    // After a resume, the work already there is observed first: the Meta-agent decides on today's facts.
+    if (this.options.previous) {
+      this.checkLimits(signal);
+      await this.observeAndCheck(signal);
+    }
 
     for (;;) {
       this.checkLimits(signal);
-      const { decision, usage } = await this.deps.meta.nextAction(this.view(), signal);
+      const { decision, usage } = await this.deps.meta.nextAction(this.view(), this.callSignal(signal));
       this.countMeta(usage);
       this.emit({ type: 'decision', decision, usage });
       this.feedback.length = 0;
+      let refusals: string[] = [];
       switch (decision.action) {
         case 'abort':
           throw new Stop('FAILED', `the Meta-agent aborted: ${decision.reason}`, EXIT_CODES.failed);
@@ -245,32 +263,206 @@ export class TaskRunner {
           break;
         }
         case 'mark_complete':
-          await this.validateClaim(decision, signal);
+          refusals = await this.validate(decision, signal);
           break;
         case 'run_worker':
-          await this.runWorker(decision, signal);
+          refusals = await this.runWorker(decision, signal);
           break;
       }
+      this.detectStall(decision, refusals);
     }
   }
 
-  /** `mark_complete`: accepted only when the latest assessment and the facts agree. */
-  private async validateClaim(decision: MetaDecision, signal?: AbortSignal): Promise<void> {
-    this.move({ type: 'validate' });
-    const last = this.runs.at(-1);
-    const refusals = completionRefusals({
-      criteria: this.plan?.acceptanceCriteria ?? [],
-      assessment: last?.assessment,
-      facts: last?.facts,
-      dod: last?.dod,
-      dodSkipped: this.options.dodSkipped,
+  /**
+   * Planning needs only the PRD, the config and the memory, so the Meta-agent is asked at once while the
+   * workspace and the sandbox are prepared. A failure on either side stops the other: a failed preparation
+   * aborts the planning request; a failed planning keeps the sandbox from starting (a preparation already
+   * under way finishes, so nothing is left half-made). Events keep their order: task, sandbox, plan.
+   */
+  private async planWhilePreparing(signal?: AbortSignal): Promise<void> {
+    if (!this.plan) this.checkLimits(signal);
+    const stopPlanning = new AbortController();
+    const planSignal = signal ? AbortSignal.any([signal, stopPlanning.signal]) : stopPlanning.signal;
+    // The first failure wins: the other side's error is only the consequence of being stopped.
+    const first: { failed: boolean; error: unknown } = { failed: false, error: null };
+    const failed = (error: unknown): never => {
+      if (!first.failed) Object.assign(first, { failed: true, error });
+      throw error;
+    };
+    const planning = this.plan
+      ? null
+      : this.deps.meta
+          .plan({
+            taskId: this.options.taskId,
+            prd: this.options.prd,
+            memory: this.memory,
+            signal: this.callSignal(planSignal),
+          })
+          .catch(failed);
+    const preparing = (async () => {
+      const task = await this.deps.workspace.prepare();
+      if (first.failed) throw first.error;
+      this.task = task;
+      this.emit({
+        type: 'task_started',
+        taskId: this.options.taskId,
+        branch: task.branch,
+        baseSha: task.baseSha,
+        worktreePath: task.worktreePath,
+        dirtyStart: task.dirtyStart,
+        ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
+      });
+      this.sandboxId = await this.deps.sandboxes.start(task);
+      this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
+    })().catch((error: unknown) => {
+      stopPlanning.abort();
+      return failed(error);
     });
-    if (refusals.length === 0) throw new Stop('COMPLETE', decision.reason, EXIT_CODES.complete);
-    this.refuse([`mark_complete refused: ${refusals.join('; ')}`]);
-    this.checkLimits(signal);
+    const [planned] = await Promise.allSettled([planning, preparing]);
+    if (first.failed) throw first.error;
+    if (planned.status === 'fulfilled' && planned.value) {
+      const { plan, usage } = planned.value;
+      this.countMeta(usage);
+      this.plan = plan;
+      this.emit({ type: 'plan', plan, usage });
+    }
   }
 
-  private async runWorker(decision: MetaDecision, signal?: AbortSignal): Promise<void> {
+  /**
+   * VALIDATING, for a worker run and for `mark_complete` alike: bring the commits back and observe the facts,
+   * run the DoD and the criteria checks, ask for an assessment when the evidence changed since the last one,
+   * then apply the completion gate. Returns the refusals (empty never returns: COMPLETE ends the loop).
+   */
+  private async validate(decision: MetaDecision, signal?: AbortSignal): Promise<string[]> {
+    this.move({ type: 'validate' });
+    const evidence = await this.observeAndCheck(signal);
+    const assessment = await this.assessIfChanged(evidence, signal);
+    const gate = this.gateInput(evidence, assessment);
+    const refusals = completionRefusals(gate);
+    const record = this.runs.at(-1);
+    if (refusals.length === 0) {
+      if (record) this.emit({ type: 'run_recorded', run: record.index, record: structuredClone(record) });
+      const reason = decision.action === 'mark_complete' ? decision.reason : assessment.summary;
+      throw new Stop('COMPLETE', reason, EXIT_CODES.complete);
+    }
+    if (onlyEvidenceMissing(refusals)) {
+      // Nothing a worker run can change: no check exists that could ever prove the work.
+      throw new Stop('NEEDS_REVIEW', refusals.join('; '), EXIT_CODES.needsReview);
+    }
+    const reasons =
+      decision.action === 'mark_complete' ? [`mark_complete refused: ${refusals.join('; ')}`] : refusals;
+    if (record) {
+      record.refusals = reasons;
+      this.emit({ type: 'run_recorded', run: record.index, record: structuredClone(record) });
+    }
+    this.refuse(reasons);
+    return reasons;
+  }
+
+  /** Facts, then the DoD and the criteria checks (reused while nothing changed since they ran). */
+  private async observeAndCheck(
+    signal?: AbortSignal,
+  ): Promise<AssessmentEvidence & { factsKey: string; fingerprint: string }> {
+    if (!this.sandboxId || !this.plan) throw new Error('validation without a sandbox or a plan');
+    const record = this.runs.at(-1);
+    const run = record?.index ?? 0;
+    const facts = await this.deps.workspace.observe(this.sandboxId);
+    this.unobservedRun = null;
+    this.emit({ type: 'facts', run, facts });
+    const factsKey = factsFingerprint(facts);
+    const previous = this.evidence;
+    let { dod, criteriaChecks } =
+      previous && previous.factsKey === factsKey && !this.workerRanSinceEvidence
+        ? previous
+        : { dod: undefined, criteriaChecks: [] as AssessmentEvidence['criteriaChecks'] };
+    if (!previous || previous.factsKey !== factsKey || this.workerRanSinceEvidence) {
+      if (!this.options.dodSkipped) {
+        dod = await this.deps.workspace.runDod(this.sandboxId, facts, this.bounds(signal));
+        this.emit({ type: 'dod', run, dod });
+      }
+      this.checkLimits(signal);
+      criteriaChecks = await this.deps.workspace.runCriteriaChecks(
+        this.sandboxId,
+        this.plan.acceptanceCriteria,
+        facts,
+        this.bounds(signal),
+      );
+      this.emit({ type: 'criteria_checks', run, results: [...criteriaChecks] });
+    }
+    this.checkLimits(signal);
+    this.workerRanSinceEvidence = false;
+    this.evidence = {
+      run: record,
+      facts,
+      dod,
+      criteriaChecks,
+      factsKey,
+      fingerprint: evidenceFingerprint(facts, dod, criteriaChecks),
+    };
+    if (record) {
+      record.facts = facts;
+      if (dod) record.dod = dod;
+      record.criteriaChecks = [...criteriaChecks];
+      this.emit({ type: 'run_recorded', run, record: structuredClone(record) });
+    }
+    return this.evidence;
+  }
+
+  /** The assessment of this evidence: the last one when it judged the same evidence, else a new call. */
+  private async assessIfChanged(
+    evidence: AssessmentEvidence & { fingerprint: string },
+    signal?: AbortSignal,
+  ): Promise<Assessment> {
+    const record = this.runs.at(-1);
+    const last = record
+      ? record.assessment && { assessment: record.assessment, fingerprint: record.assessedEvidence }
+      : this.looseAssessment;
+    if (last && last.fingerprint === evidence.fingerprint) return last.assessment;
+    this.checkLimits(signal);
+    const { assessment, usage } = await this.deps.meta.assess(this.view(), evidence, this.callSignal(signal));
+    this.countMeta(usage);
+    this.emit({ type: 'assessment', run: record?.index ?? 0, assessment, usage });
+    if (record) {
+      record.assessment = assessment;
+      record.assessedEvidence = evidence.fingerprint;
+    } else this.looseAssessment = { assessment, fingerprint: evidence.fingerprint };
+    return assessment;
+  }
+
+  private gateInput(evidence: AssessmentEvidence | null, assessment: Assessment | undefined): GateInput {
+    return {
+      criteria: this.plan?.acceptanceCriteria ?? [],
+      assessment,
+      facts: evidence?.facts,
+      dod: evidence?.dod,
+      criteriaChecks: evidence?.criteriaChecks ?? [],
+      dodSkipped: this.options.dodSkipped,
+    };
+  }
+
+  /**
+   * The same refusal, or the same decision with no change in the facts, `limits.maxStalls` times in a row
+   * ends the task: a model that repeats itself would otherwise burn the whole budget.
+   */
+  private detectStall(decision: MetaDecision, refusals: string[]): void {
+    const key = JSON.stringify([
+      decision.action,
+      decision.workerCall?.prompt ?? decision.question ?? '',
+      this.evidence?.fingerprint ?? '',
+      refusals,
+    ]);
+    this.repeats = key === this.lastIterationKey ? this.repeats + 1 : 1;
+    this.lastIterationKey = key;
+    const limit = this.options.limits.maxStalls ?? DEFAULT_MAX_STALLS;
+    if (this.repeats < limit) return;
+    const what =
+      `the Meta-agent decided ${decision.action} ${this.repeats} times in a row with no change in the facts` +
+      (refusals.length ? ` (each time: ${refusals.join('; ')})` : '');
+    this.emit({ type: 'stalled', repeats: this.repeats, what });
+    throw new Stop('NEEDS_REVIEW', `stalled: ${what}`, EXIT_CODES.needsReview);
+  }
+
+  private async runWorker(decision: MetaDecision, signal?: AbortSignal): Promise<string[]> {
     const { limits } = this.options;
     if (this.runs.length >= limits.maxIterations) {
       throw new Stop(
@@ -296,14 +488,14 @@ export class TaskRunner {
     const mode = call.mode === 'resume' && this.threadId ? 'resume' : 'exec';
     this.emit({ type: 'worker_started', run: index, mode, prompt });
     this.unobservedRun = index;
-    const remaining = this.startedAt + limits.wallClockMs - this.deps.clock.now();
+    this.workerRanSinceEvidence = true;
     const result = await this.deps.worker.run({
       sandboxId: this.sandboxId,
       mode,
       prompt,
       threadId: mode === 'resume' ? (this.threadId ?? undefined) : undefined,
       runDir: `${this.options.runDir}/run-${index}`,
-      timeoutMs: Math.max(1000, Math.min(this.options.worker.timeoutMs, remaining)),
+      timeoutMs: Math.max(1000, Math.min(this.options.worker.timeoutMs, this.remaining())),
       graceMs: this.options.worker.graceMs,
       onEvent: (event) => this.emit({ type: 'worker_event', run: index, event }),
       signal,
@@ -341,41 +533,11 @@ export class TaskRunner {
     this.runs.push(record);
     this.emit({ type: 'run_recorded', run: index, record: structuredClone(record) });
     if (signal?.aborted) throw new Error('interrupted');
-
-    this.move({ type: 'validate' });
-    const facts: TaskFacts = await this.deps.workspace.observe(this.sandboxId);
-    this.unobservedRun = null;
-    record.facts = facts;
-    this.emit({ type: 'facts', run: index, facts });
-    let dod: DodOutcome | undefined;
-    if (!this.options.dodSkipped) {
-      dod = await this.deps.workspace.runDod(this.sandboxId, facts, signal);
-      record.dod = dod;
-      this.emit({ type: 'dod', run: index, dod });
-    }
-    this.checkLimits(signal);
-    const { assessment, usage: assessUsage } = await this.deps.meta.assess(
-      this.view(),
-      { run: record, facts, dod },
-      signal,
-    );
-    this.countMeta(assessUsage);
-    record.assessment = assessment;
-    this.emit({ type: 'assessment', run: index, assessment, usage: assessUsage });
-    const refusals = completionRefusals({
-      criteria: this.plan.acceptanceCriteria,
-      assessment,
-      facts,
-      dod,
-      dodSkipped: this.options.dodSkipped,
-    });
-    if (refusals.length === 0) {
-      this.emit({ type: 'run_recorded', run: index, record: structuredClone(record) });
-      throw new Stop('COMPLETE', assessment.summary, EXIT_CODES.complete);
-    }
-    record.refusals = refusals;
-    this.emit({ type: 'run_recorded', run: index, record: structuredClone(record) });
-    this.refuse(refusals);
+    // The gateway refused the worker's model requests: the budget is spent. finish() still brings the
+    // run's commits back and saves its uncommitted work.
+    if (result.budgetExhausted)
+      throw new Stop('NEEDS_REVIEW', result.budgetExhausted, EXIT_CODES.needsReview);
+    return this.validate(decision, signal);
   }
 
   /** VALIDATING → FIXING → RUNNING, with the reasons going back to the Meta-agent. */
@@ -390,14 +552,7 @@ export class TaskRunner {
     if (this.fatal) throw this.fatal;
     if (signal?.aborted) throw new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
     const { limits } = this.options;
-    const elapsed = this.deps.clock.now() - this.startedAt;
-    if (elapsed >= limits.wallClockMs) {
-      throw new Stop(
-        'NEEDS_REVIEW',
-        `the wall-clock limit of ${Math.round(limits.wallClockMs / 1000)} s was reached`,
-        EXIT_CODES.timeout,
-      );
-    }
+    if (this.deps.clock.now() >= this.deadline) throw this.wallClockStop();
     if (this.metaCalls >= limits.maxMetaCalls) {
       throw new Stop(
         'NEEDS_REVIEW',
@@ -422,6 +577,41 @@ export class TaskRunner {
     }
   }
 
+  private wallClockStop(): Stop {
+    const seconds = Math.round(this.options.limits.wallClockMs / 1000);
+    const earlier = this.options.previous?.elapsedMs
+      ? ` (earlier attempts included; \`agent-runner resume ${this.options.taskId} --timeout 30m\` gives it more time)`
+      : '';
+    return new Stop(
+      'NEEDS_REVIEW',
+      `the wall-clock limit of ${seconds} s was reached${earlier}`,
+      EXIT_CODES.timeout,
+    );
+  }
+
+  /** Wall clock left for the task (earlier attempts counted). */
+  private remaining(): number {
+    return Math.max(0, this.deadline - this.deps.clock.now());
+  }
+
+  /** The signal of one Meta-agent call: Ctrl-C, a fatal recording error, or the end of the wall clock. */
+  private callSignal(signal?: AbortSignal): AbortSignal {
+    const left = this.remaining();
+    const clock = Number.isFinite(left)
+      ? [AbortSignal.timeout(Math.max(1, Math.min(left, 2 ** 31 - 1)))]
+      : [];
+    return AbortSignal.any([...clock, ...(signal ? [signal] : [])]);
+  }
+
+  /** Bounds of the checks of one validation: Ctrl-C and the wall clock left. */
+  private bounds(signal?: AbortSignal): CheckBounds {
+    const left = this.remaining();
+    return {
+      signal: this.callSignal(signal),
+      timeoutMs: Number.isFinite(left) ? Math.max(1000, left) : 24 * 3_600_000,
+    };
+  }
+
   private view(): MetaView {
     if (!this.plan) throw new Error('no plan yet');
     return {
@@ -432,6 +622,7 @@ export class TaskRunner {
       feedback: [...this.feedback],
       patterns: this.options.patterns.list().map(({ name, description }) => ({ name, description })),
       memory: this.memory,
+      ...(this.evidence ? { latest: this.evidence } : {}),
     };
   }
 
@@ -464,6 +655,33 @@ export class TaskRunner {
             }));
       this.fatalAbort.abort(this.fatal);
     }
+  }
+
+  /** The latest evidence the runs hold (a task that ended before validating in this attempt). */
+  private lastRecordedEvidence(): AssessmentEvidence | null {
+    const run = [...this.runs].reverse().find((item) => item.facts);
+    if (!run?.facts) return null;
+    return { run, facts: run.facts, dod: run.dod, criteriaChecks: run.criteriaChecks ?? [] };
+  }
+
+  /** Every criterion with its assessment verdict and its check's latest result. */
+  private criteriaEvidence(
+    latest: AssessmentEvidence | null,
+    assessment: Assessment | undefined,
+  ): CriterionEvidence[] {
+    return (this.plan?.acceptanceCriteria ?? []).map((criterion) => {
+      const verdict = assessment?.byCriterion.find((item) => item.id === criterion.id);
+      return {
+        id: criterion.id,
+        description: criterion.description,
+        type: criterion.type,
+        critical: criterion.critical,
+        check: criterion.check ?? null,
+        status: verdict?.status ?? 'not assessed',
+        comment: verdict?.comment ?? '',
+        checkResult: latest?.criteriaChecks.find((check) => check.criterionId === criterion.id) ?? null,
+      };
+    });
   }
 
   private async finish(stop: Stop, error: AgentRunnerError | null): Promise<TaskSummary> {
@@ -503,6 +721,11 @@ export class TaskRunner {
       worker: this.workerUsage,
       total: addUsage(this.metaUsage, this.workerUsage),
     };
+    const lastAssessment =
+      [...this.runs].reverse().find((run) => run.assessment)?.assessment ?? this.looseAssessment?.assessment;
+    const latest = this.evidence ?? this.lastRecordedEvidence();
+    const basis = decisionBasis(this.gateInput(latest, lastAssessment));
+    const criteria = this.criteriaEvidence(latest, lastAssessment);
     const record: TaskRecord = {
       taskId: this.options.taskId,
       prd: this.options.prd,
@@ -520,6 +743,8 @@ export class TaskRunner {
       workerType: this.options.worker.type,
       runDir: this.options.runDir,
       error: error ? { code: error.code, message: error.message } : null,
+      basis,
+      criteria,
     };
     let notePath: string | null = null;
     try {
@@ -531,7 +756,7 @@ export class TaskRunner {
         reasons: [`the note could not be written: ${(noteError as Error).message}`],
       });
     }
-    const lastFacts = [...this.runs].reverse().find((run) => run.facts)?.facts;
+    const lastFacts = latest?.facts;
     const summary: TaskSummary = {
       taskId: this.options.taskId,
       title: this.plan?.title ?? this.options.taskId,
@@ -547,6 +772,8 @@ export class TaskRunner {
       durationMs: finishedAt - this.startedAt,
       exitCode: stop.exitCode,
       error: record.error,
+      basis,
+      criteria,
     };
     this.emit({ type: 'task_finished', summary });
     return summary;

@@ -1,103 +1,66 @@
 /**
- * The core's domain types: what the loop knows about a task. Adapters map their own shapes to these.
+ * The core's domain types: what the loop knows about a task. Records that cross a boundary (the journal,
+ * `--json`) are inferred from their zod schemas in records.ts; adapters translate into these once.
  */
+import type { z } from 'zod';
+import type { AcceptanceCriterion } from '../protocol/messages.js';
+import type {
+  assessmentSchema,
+  criterionCheckResultSchema,
+  criterionCheckStatusSchema,
+  criterionStatusSchema,
+  dodCheckResultSchema,
+  dodCheckStatusSchema,
+  dodOutcomeSchema,
+  metaDecisionSchema,
+  planSchema,
+  runRecordSchema,
+  taskFactsSchema,
+  usageSchema,
+} from './records.js';
 import type { TaskState } from './task-state.js';
-import type { TokenUsage, WorkerCommand, WorkerMode } from './ports.js';
 
-export interface AcceptanceCriterion {
+// One type per concept: the acceptance criterion (and its check) is the protocol's zod schema, used as is
+// by the loop, the prompts, the worker prompt and the note. No hand mapping, so no field gets lost.
+export type { AcceptanceCriterion, CriterionCheck } from '../protocol/messages.js';
+
+/** The plan: the PRD's title and its acceptance criteria. */
+export type Plan = z.infer<typeof planSchema>;
+export type MetaDecision = z.infer<typeof metaDecisionSchema>;
+export type MetaActionKind = MetaDecision['action'];
+export type CriterionStatus = z.infer<typeof criterionStatusSchema>;
+export type Assessment = z.infer<typeof assessmentSchema>;
+/** Tokens and money of one model call or one worker run: the one usage type, Meta-agent and worker alike. */
+export type Usage = z.infer<typeof usageSchema>;
+export type DodCheckStatus = z.infer<typeof dodCheckStatusSchema>;
+export type DodCheckResult = z.infer<typeof dodCheckResultSchema>;
+export type DodOutcome = z.infer<typeof dodOutcomeSchema>;
+/**
+ * The result of one acceptance criterion's check. `passed`, `failed` and `timeout` were executed (or, for
+ * `file_exists`, observed on the task branch); `not_executable` says why it could not run here;
+ * `not_executed` is a kind agent-runner does not run (`manual`, `playwright`...), kept for the assessor.
+ */
+export type CriterionCheckStatus = z.infer<typeof criterionCheckStatusSchema>;
+export type CriterionCheckResult = z.infer<typeof criterionCheckResultSchema>;
+/** Statuses of a check that was really executed or observed (evidence either way). */
+export const EXECUTED_CHECK_STATUSES: readonly CriterionCheckStatus[] = ['passed', 'failed', 'timeout'];
+/** What the runner observed itself after a run. */
+export type TaskFacts = z.infer<typeof taskFactsSchema>;
+/** One worker run and what followed it. */
+export type RunRecord = z.infer<typeof runRecordSchema>;
+
+/** One acceptance criterion with everything known about it: the plan, the assessment, its check's result. */
+export interface CriterionEvidence {
   id: string;
   description: string;
   type: string;
   critical: boolean;
-  check?: { kind: string; file?: string; testName?: string; command?: string };
-}
-
-export interface Plan {
-  title: string;
-  acceptanceCriteria: AcceptanceCriterion[];
-}
-
-export type MetaActionKind = 'run_worker' | 'mark_complete' | 'ask_human' | 'abort';
-
-export interface MetaDecision {
-  action: MetaActionKind;
-  reason: string;
-  usedPatterns: string[];
-  workerCall?: { workerType: string; mode: WorkerMode; prompt: string };
-  question?: string;
-}
-
-export type CriterionStatus = 'passed' | 'failed' | 'unknown';
-
-export interface Assessment {
-  allCriteriaSatisfied: boolean;
-  summary: string;
-  byCriterion: { id: string; status: CriterionStatus; comment: string }[];
-  retrospective: string[];
-}
-
-/** Tokens and money of one model call or one worker run. */
-export interface Usage extends TokenUsage {
-  costUsd: number;
-}
-
-export type DodCheckStatus = 'passed' | 'failed' | 'timeout' | 'skipped';
-
-export interface DodCheckResult {
-  name: string;
-  command: string;
-  status: DodCheckStatus;
-  exitCode: number | null;
-  durationMs: number;
-  outputTail: string;
-}
-
-export interface DodOutcome {
-  /** `none`: nothing configured and nothing detected. */
-  status: 'passed' | 'failed' | 'skipped' | 'none';
-  results: DodCheckResult[];
-  ranOnDirtyTree: boolean;
-  /** Where the checks came from: `config`, or what detection looked at (`package.json`, `go.mod`...). */
-  source: string;
-}
-
-/** What the runner observed itself after a run. */
-export interface TaskFacts {
-  baseSha: string;
-  headSha: string;
-  commits: { sha: string; subject: string }[];
-  dirty: boolean;
-  /** `git status --porcelain` lines when dirty. */
-  uncommitted: string[];
-  changedFiles: string[];
-  diffStat: string;
-  /** The diff since base, cut to a bounded size for the assessment. */
-  diff: string;
-  scopeViolations: string[];
-  /** Set when the worker's commits could not be fast-forwarded into the person's worktree. */
-  pendingRef?: string;
-}
-
-/** One worker run and what followed it. */
-export interface RunRecord {
-  index: number;
-  decision: MetaDecision;
-  startedAt: number;
-  durationMs: number;
-  mode: WorkerMode;
-  exitCode: number;
-  timedOut: boolean;
-  failed: boolean;
-  threadId: string | null;
-  commands: WorkerCommand[];
-  finalMessage: string | null;
-  errors: string[];
-  usage: Usage;
-  facts?: TaskFacts;
-  dod?: DodOutcome;
-  assessment?: Assessment;
-  /** Why the completion gate refused, fed back to the Meta-agent. */
-  refusals: string[];
+  check: AcceptanceCriterion['check'] | null;
+  /** The latest assessment's verdict (`not assessed` when there was none). */
+  status: CriterionStatus | 'not assessed';
+  comment: string;
+  /** The latest result of its check (null: no check planned, or no validation ran). */
+  checkResult: CriterionCheckResult | null;
 }
 
 export interface TaskSummary {
@@ -116,4 +79,7 @@ export interface TaskSummary {
   exitCode: number;
   /** Set when the task ended on an error (model unreachable, Docker gone...). */
   error: { code: string; message: string } | null;
+  /** What the decision rests on (assessment, facts, DoD, criteria checks, executable evidence). */
+  basis: string[];
+  criteria: CriterionEvidence[];
 }

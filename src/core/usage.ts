@@ -16,7 +16,11 @@ export const ZERO_USAGE: Usage = Object.freeze({
 
 /** Cost of `usage` under `model`'s price; 0 when the model has no price (shown as such in the note). */
 export function costOf(usage: TokenUsage, model: string, prices: PriceTable): number {
-  const price = prices[model];
+  return costAt(usage, prices[model]);
+}
+
+/** Cost of `usage` at `price` (USD per million tokens); 0 without a price. */
+export function costAt(usage: TokenUsage, price: PriceTable[string] | undefined): number {
   if (!price) return 0;
   const cached = Math.min(usage.cachedInputTokens, usage.inputTokens);
   const uncached = usage.inputTokens - cached;

@@ -25,6 +25,8 @@ export interface CassetteExchange {
     /** The whole reply as sent (an SSE stream stays SSE text), redacted. */
     body: string;
   };
+  /** The task attempt that made the exchange (absent: the first); `resume` records and replays its own. */
+  attempt?: number;
 }
 
 export interface Cassette {
@@ -158,6 +160,25 @@ export function parseBody(text: string): unknown {
 export class CassetteRecorder {
   private readonly cassette: Cassette = { version: 1, exchanges: [] };
   private writing: Promise<void> = Promise.resolve();
+  /** The attempt this recorder's exchanges belong to (1 unless it continues an earlier recording). */
+  private attempt = 1;
+
+  /**
+   * A recorder that keeps the exchanges already in `file` (a resumed task) and marks its own with the next
+   * attempt number, so a replay of the resumed attempt gets exactly them; a missing file starts empty.
+   */
+  static async continuing(file: string, redact: Redactor): Promise<CassetteRecorder> {
+    const recorder = new CassetteRecorder(file, redact);
+    const text = await readFile(file, 'utf8').catch(() => null);
+    if (text !== null) {
+      const earlier = JSON.parse(text) as Cassette;
+      if (earlier.version === 1 && Array.isArray(earlier.exchanges)) {
+        recorder.cassette.exchanges.push(...earlier.exchanges);
+        recorder.attempt = 1 + Math.max(1, ...earlier.exchanges.map((exchange) => exchange.attempt ?? 1));
+      }
+    }
+    return recorder;
+  }
 
   constructor(
     private readonly file: string,
@@ -172,6 +193,7 @@ export class CassetteRecorder {
       path: this.redact(rest.path),
       request: parseBody(this.redact(requestText)),
       response: { ...rest.response, body: this.redact(rest.response.body) },
+      ...(this.attempt > 1 ? { attempt: this.attempt } : {}),
     });
     const text = `${JSON.stringify(this.cassette, null, 2)}\n`;
     this.writing = this.writing.then(async () => {
@@ -197,7 +219,8 @@ export class CassettePlayer {
     private readonly byKind: Record<ExchangeKind, CassetteExchange[]>,
   ) {}
 
-  static async load(file: string): Promise<CassettePlayer> {
+  /** `attempt`: replay only the exchanges of that task attempt (a resumed task's own; default the first). */
+  static async load(file: string, attempt = 1): Promise<CassettePlayer> {
     let cassette: Cassette;
     try {
       cassette = JSON.parse(await readFile(file, 'utf8')) as Cassette;
@@ -215,9 +238,10 @@ export class CassettePlayer {
         `${file} is not an agent-runner cassette (version 1). Record it with --record.`,
       );
     }
+    const ofAttempt = cassette.exchanges.filter((exchange) => (exchange.attempt ?? 1) === attempt);
     return new CassettePlayer(file, {
-      worker: cassette.exchanges.filter((exchange) => exchange.kind === 'worker'),
-      meta: cassette.exchanges.filter((exchange) => exchange.kind === 'meta'),
+      worker: ofAttempt.filter((exchange) => exchange.kind === 'worker'),
+      meta: ofAttempt.filter((exchange) => exchange.kind === 'meta'),
     });
   }
 

@@ -1,16 +1,19 @@
 /**
  * Decorators that join the gateway to the loop: the worker's usage is the gateway's exact count for the run
- * (every request it forwarded, retries included), and a replay that diverged from its cassette surfaces as
- * the divergence itself rather than as the HTTP 400 the worker or the SDK saw.
+ * (every request it forwarded, retries included), a run whose model requests were refused for the budget
+ * says so (the runner then ends the task NEEDS_REVIEW), the Meta-agent's spending counts against the budget
+ * the gateway enforces, and a replay that diverged from its cassette surfaces as the divergence itself rather
+ * than as the HTTP 400 the worker or the SDK saw.
  */
 import type { WorkerAdapter, WorkerRunRequest, WorkerRunResult } from '../core/ports.js';
 import type { MetaCompletion, MetaCompletionOptions, MetaMessage, MetaModel } from '../meta/meta-model.js';
 import type { ModelGateway } from './model-gateway.js';
+import type { TaskBudget } from './task-budget.js';
 
 export class GatewayMeteredWorker implements WorkerAdapter {
   constructor(
     private readonly inner: WorkerAdapter,
-    private readonly gateway: Pick<ModelGateway, 'takeWorkerUsage' | 'takeDivergence'>,
+    private readonly gateway: Pick<ModelGateway, 'takeWorkerUsage' | 'takeDivergence' | 'takeBudgetRefusal'>,
   ) {}
 
   get type(): string {
@@ -19,10 +22,16 @@ export class GatewayMeteredWorker implements WorkerAdapter {
 
   async run(request: WorkerRunRequest): Promise<WorkerRunResult> {
     this.gateway.takeWorkerUsage();
+    this.gateway.takeBudgetRefusal();
     const result = await this.inner.run(request);
     const divergence = this.gateway.takeDivergence();
     if (divergence) throw divergence;
-    return { ...result, usage: this.gateway.takeWorkerUsage() };
+    const budgetExhausted = this.gateway.takeBudgetRefusal();
+    return {
+      ...result,
+      usage: this.gateway.takeWorkerUsage(),
+      ...(budgetExhausted !== null ? { budgetExhausted } : {}),
+    };
   }
 }
 
@@ -30,6 +39,8 @@ export class GatewayCheckedMetaModel implements MetaModel {
   constructor(
     private readonly inner: MetaModel,
     private readonly gateway: Pick<ModelGateway, 'takeDivergence'>,
+    /** The task's budget: each completion's usage counts against it, as the runner counts it. */
+    private readonly budget?: Pick<TaskBudget, 'add'>,
   ) {}
 
   get model(): string {
@@ -38,7 +49,12 @@ export class GatewayCheckedMetaModel implements MetaModel {
 
   async complete(messages: readonly MetaMessage[], options?: MetaCompletionOptions): Promise<MetaCompletion> {
     try {
-      return await this.inner.complete(messages, options);
+      const completion = await this.inner.complete(messages, options);
+      this.budget?.add({
+        tokens: completion.usage.inputTokens + completion.usage.outputTokens,
+        costUsd: completion.usage.costUsd,
+      });
+      return completion;
     } catch (error) {
       throw this.gateway.takeDivergence() ?? error;
     }

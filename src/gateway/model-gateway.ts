@@ -17,9 +17,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { GatewayRefusal } from '../core/events.js';
 import type { TokenUsage } from '../core/ports.js';
 import { EnvironmentError, isAgentRunnerError } from '../errors.js';
-import { createRedactor, type Redactor } from '../notes/redact.js';
+import { Redaction, type Redactor } from '../notes/redact.js';
+import { GatewayRefusals, jsonError } from './gateway-refusals.js';
+import { RequestGuard } from './request-guard.js';
 import {
   CassettePlayer,
   CassetteRecorder,
@@ -43,12 +46,27 @@ import {
   RELAY_SCRIPT,
   RELAY_SCRIPT_NAME,
 } from './relay-script.js';
+import { META_ROUTES, RateLimiter, WORKER_ROUTES, type GatewayRoute } from './request-policy.js';
 import { ResponsesUsageMeter, ZERO_TOKEN_USAGE, addTokenUsage } from './sse-usage.js';
+import type { TaskBudget } from './task-budget.js';
 
 /** The container variable that holds the per-task token codex sends (codex's provider `env_key`). */
 export const GATEWAY_TOKEN_ENV = 'AGENT_RUNNER_GATEWAY_TOKEN';
 const WORKER_PREFIX = '/v1';
 const META_PREFIX = '/meta/v1';
+
+/** The gateway's caps (config `gateway.*`). */
+export interface GatewayLimits {
+  maxRequestBytes: number;
+  maxHeaderBytes: number;
+  requestsPerMinute: number;
+}
+
+export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
+  maxRequestBytes: 8 * 1024 ** 2,
+  maxHeaderBytes: 16 * 1024,
+  requestsPerMinute: 120,
+};
 
 export interface GatewayUpstream {
   /** Base URL including `/v1`, e.g. `https://api.openai.com/v1`. */
@@ -58,7 +76,11 @@ export interface GatewayUpstream {
 }
 
 export type GatewayMode =
-  { kind: 'live' } | { kind: 'record'; file: string } | { kind: 'replay'; file: string };
+  | { kind: 'live' }
+  /** `append`: a resumed task adds its exchanges to the cassette its earlier attempts recorded. */
+  | { kind: 'record'; file: string; append?: boolean }
+  /** `attempt`: a resumed task replays the exchanges its own attempt recorded. */
+  | { kind: 'replay'; file: string; attempt?: number };
 
 export interface ModelGatewayOptions {
   worker: GatewayUpstream;
@@ -67,6 +89,20 @@ export interface ModelGatewayOptions {
   mode?: GatewayMode;
   /** `redact.patterns` of the config; the keys and tokens are always redacted. */
   redactPatterns?: readonly string[];
+  /** The task's redaction point; the gateway adds its keys and tokens to it (default: a new one). */
+  redaction?: Redaction;
+  /** Method + path pairs the worker may ask for (default: what codex needs, `POST /responses`). */
+  workerRoutes?: readonly GatewayRoute[];
+  /** Models the worker may name in a request; undefined lets any model through (tests of the transport). */
+  allowedModels?: readonly string[];
+  /** Body, header and rate caps (default {@link DEFAULT_GATEWAY_LIMITS}). */
+  limits?: Partial<GatewayLimits>;
+  /** The task's budget: once spent, worker requests are refused (403 `budget_exhausted`). */
+  budget?: TaskBudget;
+  /** Every refused request (the first 50 of a task, see GatewayRefusals), for the journal. */
+  onRefusal?: (refusal: GatewayRefusal) => void;
+  /** The rate limiter's clock (tests). */
+  now?: () => number;
   /** Gateway log lines (already redacted). */
   onLog?: (line: string) => void;
   /** Parent of the per-task directory (default: the OS temp dir; unix socket paths must stay short). */
@@ -75,26 +111,6 @@ export interface ModelGatewayOptions {
 
 /** A divergence the replay met, kept for the runner to raise after the worker run. */
 export type ReplayDivergence = ReplayDivergenceError;
-
-function bearer(request: IncomingMessage): string | undefined {
-  const value = request.headers.authorization;
-  return value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : undefined;
-}
-
-function jsonError(response: ServerResponse, status: number, message: string, type: string): void {
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  response.writeHead(status, { 'content-type': 'application/json' });
-  response.end(JSON.stringify({ error: { message, type, code: type } }));
-}
-
-async function readBody(request: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 function listen(server: Server, target: string | { port: number; host: string }): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -116,6 +132,8 @@ export class ModelGateway {
   readonly metaToken = randomBytes(24).toString('hex');
   /** Redacts keys, tokens and the configured patterns; use it for anything derived from gateway traffic. */
   readonly redact: Redactor;
+  /** Refused requests: answered, logged and recorded. */
+  readonly refusals: GatewayRefusals;
 
   private readonly sockets = new Set<Socket>();
   /** Aborted by close(): every upstream request still in flight ends with it. */
@@ -128,16 +146,52 @@ export class ModelGateway {
   private recorder: CassetteRecorder | null = null;
   private player: CassettePlayer | null = null;
   private metaPort = 0;
+  private readonly limits: GatewayLimits;
+  private readonly workerGuard: RequestGuard;
+  private readonly metaGuard: RequestGuard | null;
+  private budgetRefusal: string | null = null;
 
   private constructor(
     private readonly options: ModelGatewayOptions,
     /** The per-task host directory holding the socket and the relay script; mount it at GATEWAY_CONTAINER_DIR. */
     readonly hostDir: string,
   ) {
-    this.redact = createRedactor(
+    const redaction = options.redaction ?? new Redaction();
+    redaction.add(
       [options.worker.apiKey, options.meta?.apiKey, this.workerToken, this.metaToken],
       options.redactPatterns ?? [],
     );
+    this.redact = redaction.redact;
+    this.refusals = new GatewayRefusals(this.redact, (line) => this.log(line), options.onRefusal);
+    this.limits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
+    this.workerGuard = new RequestGuard({
+      route: 'worker',
+      prefix: WORKER_PREFIX,
+      routes: options.workerRoutes ?? WORKER_ROUTES.codex ?? [],
+      token: this.workerToken,
+      maxRequestBytes: this.limits.maxRequestBytes,
+      refusals: this.refusals,
+      rate: new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now),
+      requestsPerMinute: this.limits.requestsPerMinute,
+      ...(options.budget ? { budget: options.budget } : {}),
+      onBudgetRefused: (reason) => {
+        this.budgetRefusal ??= reason;
+      },
+      ...(options.allowedModels ? { allowedModels: options.allowedModels } : {}),
+    });
+    this.metaGuard =
+      options.meta === undefined
+        ? null
+        : new RequestGuard({
+            route: 'meta',
+            prefix: META_PREFIX,
+            routes: META_ROUTES,
+            token: this.metaToken,
+            // The worker's token is worth nothing on the Meta-agent's route, whatever it asks for.
+            foreignToken: this.workerToken,
+            maxRequestBytes: this.limits.maxRequestBytes,
+            refusals: this.refusals,
+          });
   }
 
   /** Creates the directory, the socket (worker + proxy) and the loopback meta listener. */
@@ -146,8 +200,11 @@ export class ModelGateway {
     const gateway = new ModelGateway(options, dir);
     try {
       const mode = options.mode ?? { kind: 'live' };
-      if (mode.kind === 'replay') gateway.player = await CassettePlayer.load(mode.file);
-      if (mode.kind === 'record') gateway.recorder = new CassetteRecorder(mode.file, gateway.redact);
+      if (mode.kind === 'replay') gateway.player = await CassettePlayer.load(mode.file, mode.attempt);
+      if (mode.kind === 'record')
+        gateway.recorder = mode.append
+          ? await CassetteRecorder.continuing(mode.file, gateway.redact)
+          : new CassetteRecorder(mode.file, gateway.redact);
       await gateway.listen();
     } catch (error) {
       await gateway.close();
@@ -193,6 +250,13 @@ export class ModelGateway {
     return usage;
   }
 
+  /** Why a worker request was refused for the budget since the last call (then forgotten), or null. */
+  takeBudgetRefusal(): string | null {
+    const reason = this.budgetRefusal;
+    this.budgetRefusal = null;
+    return reason;
+  }
+
   /** Under replay: the first divergence met since the last call (then forgotten), or null. */
   takeDivergence(): ReplayDivergenceError | null {
     const first = this.divergences[0] ?? null;
@@ -217,6 +281,11 @@ export class ModelGateway {
     await rm(this.hostDir, { recursive: true, force: true });
   }
 
+  private meterWorker(usage: TokenUsage): void {
+    this.workerUsage = addTokenUsage(this.workerUsage, usage);
+    this.options.budget?.addWorker(usage);
+  }
+
   private log(line: string): void {
     this.options.onLog?.(this.redact(line));
   }
@@ -232,8 +301,9 @@ export class ModelGateway {
 
   private async listen(): Promise<void> {
     await writeFile(path.join(this.hostDir, RELAY_SCRIPT_NAME), RELAY_SCRIPT, { mode: 0o644 });
+    const serverOptions = { noDelay: true, maxHeaderSize: this.limits.maxHeaderBytes };
     const sandboxSide = this.track(
-      http.createServer({ noDelay: true }, (request, response) => {
+      http.createServer(serverOptions, (request, response) => {
         this.onSandboxRequest(request, response).catch((error: unknown) =>
           this.fail(response, 'sandbox request', error),
         );
@@ -248,12 +318,18 @@ export class ModelGateway {
     await chmod(this.hostDir, 0o755);
     await chmod(this.socketPath, 0o666);
 
+    sandboxSide.on('clientError', (error: Error & { code?: string }, socket) =>
+      this.refusals.clientError('worker', error, socket, this.limits.maxHeaderBytes),
+    );
     const hostSide = this.track(
-      http.createServer({ noDelay: true }, (request, response) => {
+      http.createServer(serverOptions, (request, response) => {
         this.onMetaRequest(request, response).catch((error: unknown) =>
           this.fail(response, 'meta request', error),
         );
       }),
+    );
+    hostSide.on('clientError', (error: Error & { code?: string }, socket) =>
+      this.refusals.clientError('meta', error, socket, this.limits.maxHeaderBytes),
     );
     await listen(hostSide, { port: 0, host: '127.0.0.1' });
     this.metaPort = (hostSide.address() as AddressInfo).port;
@@ -281,41 +357,31 @@ export class ModelGateway {
         );
         return;
       }
-      request.url = `${target.pathname}${target.search}`;
+      // The target as sent, not URL's normalised pathname: `..` and escapes must meet the route checks.
+      request.url = url.replace(/^[a-z]+:\/\/[^/?#]*/i, '') || '/';
     }
-    const pathname = request.url ?? '/';
-    if (pathname.startsWith(REGISTRY_ROUTE_PREFIX)) {
+    if ((request.url ?? '/').startsWith(REGISTRY_ROUTE_PREFIX)) {
       await handleRegistryRequest(
         { allowlist: () => this.allowlist, log: (line) => this.log(line) },
         request,
         response,
-        pathname,
+        request.url ?? '/',
       );
       return;
     }
-    if (pathname !== WORKER_PREFIX && !pathname.startsWith(`${WORKER_PREFIX}/`)) {
-      jsonError(response, 404, `agent-runner gateway: no route ${pathname}`, 'not_found');
-      return;
-    }
-    if (bearer(request) !== this.workerToken) {
-      this.log(`worker request refused: bad token for ${pathname}`);
-      jsonError(response, 401, 'agent-runner gateway: missing or wrong task token', 'invalid_api_key');
-      return;
-    }
-    await this.exchange('worker', pathname.slice(WORKER_PREFIX.length), request, response);
+    const admitted = await this.workerGuard.admit(request, response);
+    // The allowed route's own path is forwarded, never the text the worker sent.
+    if (admitted !== null)
+      await this.exchange('worker', admitted.route.path, request, admitted.body, response);
   }
 
   private async onMetaRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const pathname = request.url ?? '/';
-    if (this.options.meta === undefined || !pathname.startsWith(`${META_PREFIX}/`)) {
-      jsonError(response, 404, `agent-runner gateway: no route ${pathname}`, 'not_found');
+    if (this.metaGuard === null) {
+      jsonError(response, 404, `agent-runner gateway: no route ${request.url ?? '/'}`, 'not_found');
       return;
     }
-    if (bearer(request) !== this.metaToken) {
-      jsonError(response, 401, 'agent-runner gateway: missing or wrong meta token', 'invalid_api_key');
-      return;
-    }
-    await this.exchange('meta', pathname.slice(META_PREFIX.length), request, response);
+    const admitted = await this.metaGuard.admit(request, response);
+    if (admitted !== null) await this.exchange('meta', admitted.route.path, request, admitted.body, response);
   }
 
   /** One model exchange: replayed from the cassette, or forwarded (and recorded). */
@@ -323,10 +389,10 @@ export class ModelGateway {
     kind: ExchangeKind,
     subPath: string,
     request: IncomingMessage,
+    body: Buffer,
     response: ServerResponse,
   ): Promise<void> {
     const method = request.method ?? 'GET';
-    const body = await readBody(request);
     const index = this.counters[kind];
     this.counters[kind] = index + 1;
     if (this.player !== null) {
@@ -381,7 +447,7 @@ export class ModelGateway {
     }
     response.end();
     const usage = meter?.end() ?? null;
-    if (usage !== null) this.workerUsage = addTokenUsage(this.workerUsage, usage);
+    if (usage !== null) this.meterWorker(usage);
     this.log(
       `${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`,
     );
@@ -427,7 +493,7 @@ export class ModelGateway {
       const meter = new ResponsesUsageMeter();
       meter.push(recorded.response.body);
       const usage = meter.end();
-      if (usage !== null) this.workerUsage = addTokenUsage(this.workerUsage, usage);
+      if (usage !== null) this.meterWorker(usage);
     }
     // Event by event, so a streaming client sees the shape it saw when it was recorded.
     for (const event of recorded.response.body.split(/(?<=\n\n)/)) response.write(event);

@@ -15,6 +15,7 @@ import path from 'node:path';
 import type { ExecResult, MountSpec, SandboxNetwork, SandboxRuntime } from '../core/ports.js';
 import type { NetworkPolicy } from '../config/schema.js';
 import { InternalError } from '../errors.js';
+import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { isHostAllowed, normalizeAllowlist } from './domain-allowlist.js';
 import { registryRouteUrl } from './egress-proxy.js';
 import { GATEWAY_TOKEN_ENV, type ModelGateway } from './model-gateway.js';
@@ -157,7 +158,7 @@ export interface SetupCommandResult {
 }
 
 export interface PrepareSandboxNetworkOptions {
-  /** `sandbox.setup` commands, each run with `bash -lc` in `workdir`. */
+  /** `sandbox.setup` commands, each run with bash (no startup files) in `workdir`. */
   setup: readonly string[];
   workdir: string;
   /** For all setup commands together (`sandbox.setupTimeout`). */
@@ -196,8 +197,21 @@ export async function prepareSandboxNetwork(
           options.logDir === undefined
             ? undefined
             : path.join(options.logDir, `setup-${index + 1}.${stream}.log`);
+        // No login profile, no ~/.bashrc, no BASH_ENV/ENV. HOME stays: set-up runs in a fresh container before
+        // the first worker run, so nothing in it is the worker's yet, and tools installed there stay usable.
+        const argv = [
+          '/usr/bin/env',
+          '-u',
+          'BASH_ENV',
+          '-u',
+          'ENV',
+          '/bin/bash',
+          '--noprofile',
+          '--norc',
+          '-c',
+        ];
         options.onCommandStarted?.(index + 1, command);
-        const result = await runtime.exec(sandboxId, ['/bin/bash', '-lc', command], {
+        const result = await runtime.exec(sandboxId, [...argv, command], {
           workdir: options.workdir,
           env,
           stdoutPath: log('stdout'),
@@ -207,6 +221,8 @@ export async function prepareSandboxNetwork(
           onStderrLine: options.onStderrLine,
           signal: options.signal,
         });
+        // A set-up command's leftovers (a postinstall daemon) must not run on into the worker's phase.
+        await endStrayProcesses(runtime, sandboxId);
         results.push({ command, result });
         options.onCommandFinished?.(index + 1, command, result);
         if (result.exitCode !== 0) break;

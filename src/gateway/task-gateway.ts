@@ -5,11 +5,16 @@
  */
 import type { Config } from '../config/schema.js';
 import type { SetupCommandReport } from '../core/events.js';
+import type { GatewayRefusal } from '../core/events.js';
 import type { MountSpec, SandboxNetwork, SandboxRuntime } from '../core/ports.js';
+import { costOf } from '../core/usage.js';
 import { EnvironmentError, UserError } from '../errors.js';
 import { describeSetupFailure } from '../sandbox/setup-failure.js';
+import type { Redaction } from '../notes/redact.js';
 import { ModelGateway } from './model-gateway.js';
 import { detectPackageRegistries } from './package-registries.js';
+import { WORKER_ROUTES } from './request-policy.js';
+import { TaskBudget } from './task-budget.js';
 import {
   codexProxyOverrides,
   gatewaySandboxSpec,
@@ -19,15 +24,25 @@ import {
 } from './sandbox-network.js';
 
 export interface TaskGatewayInput {
-  config: Pick<Config, 'meta' | 'worker' | 'sandbox' | 'redact'>;
+  config: Pick<Config, 'meta' | 'worker' | 'sandbox' | 'redact' | 'gateway' | 'limits' | 'prices'>;
   env: NodeJS.ProcessEnv;
   /** The user's repository root, where the package manifests are looked for. */
   repoRoot: string;
   /** `--record FILE` / `--replay FILE` (at most one). */
   record?: string;
   replay?: string;
+  /** A resumed task: `record` adds to the cassette of the earlier attempts instead of starting it over. */
+  appendRecord?: boolean;
+  /** The task attempt (1 for `run`); `replay` answers from that attempt's exchanges. */
+  attempt?: number;
   /** Gateway log lines, already redacted. */
   onLog?: (line: string) => void;
+  /** The task's redaction point (the gateway adds its keys and tokens). */
+  redaction?: Redaction;
+  /** Each refused request (redacted), for the journal. */
+  onRefusal?: (refusal: GatewayRefusal) => void;
+  /** Tokens and cost already spent by earlier attempts of a resumed task. */
+  spent?: { tokens: number; costUsd: number };
 }
 
 export interface TaskGateway {
@@ -47,6 +62,8 @@ export interface TaskGateway {
   codexConfigOverrides: string[];
   /** For the Meta-agent's OpenAI SDK: baseURL and apiKey (the gateway adds the real key). */
   meta: { baseUrl: string; apiKey: string };
+  /** The budget the gateway enforces; the Meta-agent's spending is added to it as it happens. */
+  budget: TaskBudget;
   /**
    * Runs `sandbox.setup` under `sandbox.setupNetwork`, then locks the sandbox into `sandbox.network`. Throws
    * EnvironmentError('sandbox_failed') naming the failed command, its exit code and the policy.
@@ -72,17 +89,26 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     throw new UserError('usage', 'Give either --record or --replay, not both.');
   }
   const workerKeyEnv = config.worker.apiKeyEnv ?? config.meta.apiKeyEnv;
+  const workerModel = config.worker.model ?? config.meta.model;
+  const budget = new TaskBudget(config.limits, (usage) => costOf(usage, workerModel, config.prices));
+  if (input.spent) budget.add(input.spent);
   const gateway = await ModelGateway.start({
     worker: { baseUrl: config.worker.baseUrl ?? config.meta.baseUrl, apiKey: env[workerKeyEnv] || undefined },
     meta: { baseUrl: config.meta.baseUrl, apiKey: env[config.meta.apiKeyEnv] || undefined },
     mode:
       input.replay !== undefined
-        ? { kind: 'replay', file: input.replay }
+        ? { kind: 'replay', file: input.replay, attempt: input.attempt ?? 1 }
         : input.record !== undefined
-          ? { kind: 'record', file: input.record }
+          ? { kind: 'record', file: input.record, append: input.appendRecord ?? false }
           : { kind: 'live' },
     redactPatterns: config.redact.patterns,
+    ...(input.redaction ? { redaction: input.redaction } : {}),
     onLog: input.onLog,
+    workerRoutes: WORKER_ROUTES[config.worker.type] ?? [],
+    allowedModels: config.worker.allowedModels ?? [workerModel],
+    limits: config.gateway,
+    budget,
+    ...(input.onRefusal ? { onRefusal: input.onRefusal } : {}),
   });
   const registries =
     config.sandbox.setupNetwork === undefined ? await detectPackageRegistries(input.repoRoot) : [];
@@ -101,6 +127,7 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     codexProvider: gateway.codexProvider(),
     codexConfigOverrides: codexProxyOverrides(plan.worker.policy),
     meta: { baseUrl: gateway.metaBaseUrl, apiKey: gateway.metaToken },
+    budget,
     async setup(runtime, sandboxId, options) {
       const policy =
         plan.setup.policy === 'allowlist'

@@ -10,6 +10,14 @@ import type { SandboxRuntime, SandboxSummary } from '../core/ports.js';
 import { SANDBOX_LABELS } from '../sandbox/container-options.js';
 import { livenessOf, type Liveness } from './process-liveness.js';
 
+/** Set on the container of a task run with `--keep-sandbox`: the orphan sweep leaves it for the person. */
+export const KEPT_SANDBOX_LABEL = 'agent-runner.keep';
+
+/** The labels of a sandbox the person asked to keep (none otherwise). */
+export function keptSandboxLabels(keep: boolean): Record<string, string> {
+  return keep ? { [KEPT_SANDBOX_LABEL]: 'true' } : {};
+}
+
 /** A container of agent-runner with its owner's liveness. */
 export interface LabelledSandbox {
   id: string;
@@ -21,7 +29,7 @@ export interface LabelledSandbox {
   hostname: string | null;
   /** `dead`: an orphan. `unknown`: another host, or no owner labels (not ours to judge). */
   owner: Liveness;
-  /** Kept on purpose (`--keep-sandbox`): a run's sweep leaves it; `gc` removes it. */
+  /** Kept on purpose (`--keep-sandbox`): never swept as an orphan; `gc --force` or `docker rm` removes it. */
   kept: boolean;
 }
 
@@ -29,8 +37,6 @@ export interface FindSandboxesOptions {
   /** Only containers of this repository (label `agent-runner.repo`); all repositories when absent. */
   repoRoot?: string;
   hostname?: string;
-  /** Also containers kept with `--keep-sandbox` (gc); a run's start-up sweep leaves them alone. */
-  includeKept?: boolean;
 }
 
 function describe(summary: SandboxSummary, localHostname: string): LabelledSandbox | null {
@@ -49,7 +55,7 @@ function describe(summary: SandboxSummary, localHostname: string): LabelledSandb
     pid: hasOwner ? pid : null,
     hostname,
     owner: hasOwner ? livenessOf({ pid, hostname }, localHostname) : 'unknown',
-    kept: labels[SANDBOX_LABELS.keep] === 'true',
+    kept: labels[KEPT_SANDBOX_LABEL] === 'true',
   };
 }
 
@@ -68,14 +74,21 @@ export async function listLabelledSandboxes(
     .filter((sandbox) => wanted === null || path.resolve(sandbox.repo || '/') === wanted);
 }
 
-/** Containers whose runner is gone (dead pid on this host). */
+/** Containers whose runner is gone (dead pid on this host), kept ones aside. */
 export async function findOrphanSandboxes(
   runtime: SandboxRuntime,
   options: FindSandboxesOptions = {},
 ): Promise<LabelledSandbox[]> {
-  return (await listLabelledSandboxes(runtime, options)).filter(
-    (sandbox) => sandbox.owner === 'dead' && (options.includeKept === true || !sandbox.kept),
-  );
+  return (await findDeadOwnerSandboxes(runtime, options)).orphans;
+}
+
+/** Containers whose runner is gone: the orphans to sweep, and the ones kept on purpose (left alone). */
+export async function findDeadOwnerSandboxes(
+  runtime: SandboxRuntime,
+  options: FindSandboxesOptions = {},
+): Promise<{ orphans: LabelledSandbox[]; kept: LabelledSandbox[] }> {
+  const dead = (await listLabelledSandboxes(runtime, options)).filter((sandbox) => sandbox.owner === 'dead');
+  return { orphans: dead.filter((sandbox) => !sandbox.kept), kept: dead.filter((sandbox) => sandbox.kept) };
 }
 
 export interface SweepResult {

@@ -9,7 +9,9 @@ import path from 'node:path';
 import type { StampedEvent, TaskStartOptions } from '../core/events.js';
 import type { TaskState } from '../core/task-state.js';
 import type { MetaDecision, Plan, RunRecord, TaskSummary, Usage } from '../core/types.js';
+import { planSchema, runRecordSchema } from '../core/records.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import { UserError } from '../errors.js';
 import { EVENTS_FILE, readJournal } from '../notes/event-journal.js';
 
 /** What the journal says about a task. */
@@ -35,6 +37,10 @@ export interface JournalTaskState {
   attempts: number;
   events: number;
   lastEventAt: string | null;
+  /** Wall clock the attempts used, from each `task_started` to that attempt's last event. */
+  elapsedMs: number;
+  /** Questions the person answered (`ask_human` on a terminal): a resumed task must not ask them again. */
+  answers: { question: string; answer: string }[];
 }
 
 /** Folds journal events into the task's state. Pure. */
@@ -56,6 +62,16 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
     attempts: 0,
     events: events.length,
     lastEventAt: events.at(-1)?.at ?? null,
+    elapsedMs: 0,
+    answers: [],
+  };
+  let attemptStartedAt: number | null = null;
+  let attemptLastAt: number | null = null;
+  const settleAttempt = () => {
+    if (attemptStartedAt !== null && attemptLastAt !== null)
+      state.elapsedMs += Math.max(0, attemptLastAt - attemptStartedAt);
+    attemptStartedAt = null;
+    attemptLastAt = null;
   };
   const records = new Map<number, RunRecord>();
   let lastDecision: MetaDecision | null = null;
@@ -71,6 +87,12 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
     if (usage) state.metaUsage = addUsage(state.metaUsage, usage);
   };
   for (const event of events) {
+    const at = Date.parse(event.at);
+    if (event.type === 'task_started') settleAttempt();
+    if (Number.isFinite(at)) {
+      attemptStartedAt ??= at;
+      attemptLastAt = at;
+    }
     switch (event.type) {
       case 'task_started':
         settlePending();
@@ -151,6 +173,14 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
         if (record) record.dod = event.dod;
         break;
       }
+      case 'criteria_checks': {
+        const record = records.get(event.run);
+        if (record) record.criteriaChecks = event.results;
+        break;
+      }
+      case 'human':
+        if (event.answer !== null) state.answers.push({ question: event.question, answer: event.answer });
+        break;
       case 'task_finished':
         state.finished = event.summary;
         state.unfinishedRun = null;
@@ -161,9 +191,35 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
     }
   }
   settlePending();
+  settleAttempt();
   state.runs = [...records.values()].sort((left, right) => left.index - right.index);
   state.workerUsage = state.runs.reduce((sum, run) => addUsage(sum, run.usage), ZERO_USAGE);
   return state;
+}
+
+/**
+ * Checks what resume will build on against the record schemas: a journal edited by hand, or written by an
+ * incompatible version, is refused with the first problem rather than half-read.
+ */
+export function assertResumable(state: JournalTaskState, file: string): void {
+  const problems: string[] = [];
+  if (state.plan) {
+    const plan = planSchema.safeParse(state.plan);
+    if (!plan.success) problems.push(`plan: ${plan.error.issues[0]?.message ?? 'invalid'}`);
+  }
+  for (const run of state.runs) {
+    const parsed = runRecordSchema.safeParse(run);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      problems.push(`run ${run.index} ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+    }
+  }
+  if (problems.length > 0)
+    throw new UserError(
+      'usage',
+      `The journal ${file} of task ${state.taskId} cannot be resumed: ${problems.slice(0, 3).join('; ')}. ` +
+        `Start the task again with \`agent-runner run --prd FILE --task-id NEW-ID\`.`,
+    );
 }
 
 /** The journal file of a task. */
@@ -187,6 +243,7 @@ export function previousAttempt(state: JournalTaskState): {
   usage: Usage;
   workerUsage: Usage;
   feedback: string[];
+  elapsedMs: number;
 } | null {
   if (!state.plan) return null;
   const feedback = [
@@ -207,6 +264,12 @@ export function previousAttempt(state: JournalTaskState): {
     metaCalls: state.metaCalls,
     usage: state.metaUsage,
     workerUsage: state.workerUsage,
-    feedback,
+    feedback: [
+      ...feedback,
+      ...state.answers.map(
+        ({ question, answer }) => `Earlier, the person was asked "${question}" and answered: ${answer}`,
+      ),
+    ],
+    elapsedMs: state.elapsedMs,
   };
 }

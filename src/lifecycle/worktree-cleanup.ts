@@ -17,6 +17,8 @@ export interface WorktreeVerdict {
   keep: string[];
   removed: boolean;
   error: string | null;
+  /** A reason `--force` does not lift (the task's container still exists). */
+  blocked?: string;
 }
 
 /** Why a finished task's worktree must stay (empty when nothing would be lost). */
@@ -58,12 +60,34 @@ export async function reasonsToKeep(repoRoot: string, task: TaskEntry): Promise<
   return reasons;
 }
 
-/** Removes a finished task's worktree and sandbox repository unless something would be lost (or `force`). */
+/**
+ * Removes a finished task's worktree and sandbox repository unless something would be lost (or `force`).
+ * Never while a container of the task exists (one kept with --keep-sandbox): a process in it could swap a
+ * directory of the sandbox repository for a symlink while the recursive delete walks it, and lead the delete
+ * out of the repository. `--force` does not lift that; removing the container does.
+ */
 export async function cleanFinishedTask(
   repoRoot: string,
   task: TaskEntry,
-  options: { force: boolean; dryRun: boolean; applier?: OwnershipApplier },
+  options: {
+    force: boolean;
+    dryRun: boolean;
+    applier?: OwnershipApplier;
+    /** Names of the task's containers that still exist (running or not). */
+    containersOf?: (taskId: string) => Promise<string[]>;
+  },
 ): Promise<WorktreeVerdict> {
+  const containers = task.sandboxRepoPath ? ((await options.containersOf?.(task.taskId)) ?? []) : [];
+  if (containers.length > 0) {
+    const names = containers.join(' ');
+    return {
+      taskId: task.taskId,
+      keep: [],
+      removed: false,
+      error: null,
+      blocked: `its container still exists (remove it first: docker rm -f ${names})`,
+    };
+  }
   const keep = await reasonsToKeep(repoRoot, task);
   const verdict: WorktreeVerdict = { taskId: task.taskId, keep, removed: false, error: null };
   if ((keep.length > 0 && !options.force) || options.dryRun) return verdict;

@@ -1,31 +1,12 @@
 /**
  * Adapts the Meta-agent (protocol messages, snake_case) to the core's MetaAgentPort (domain types).
  */
-import type { MetaAgentPort, MetaView } from '../core/ports.js';
-import type {
-  Assessment,
-  DodOutcome,
-  MetaDecision,
-  Plan,
-  RunRecord,
-  TaskFacts,
-  Usage,
-} from '../core/types.js';
+import type { AssessmentEvidence, MetaAgentPort, MetaView } from '../core/ports.js';
+import type { Assessment, MetaDecision, Plan, RunRecord, TaskFacts, Usage } from '../core/types.js';
 import type { MetaAgent } from './meta-agent.js';
-import type { FactsForAssessment, LoopContext, RunRecord as MetaRunRecord } from './meta-context.js';
-import type { MetaUsage } from './meta-model.js';
+import type { FactsForAssessment, HistoryEntry, LoopContext } from './meta-context.js';
 
 const OUTPUT_TAIL_CHARS = 1500;
-
-export function toUsage(usage: MetaUsage): Usage {
-  return {
-    inputTokens: usage.promptTokens,
-    cachedInputTokens: usage.cachedTokens,
-    outputTokens: usage.completionTokens,
-    reasoningTokens: 0,
-    costUsd: usage.costUsd ?? 0,
-  };
-}
 
 /** The PRD's first heading, else its first line: the task's title. */
 export function titleOf(prd: string, fallback: string): string {
@@ -37,7 +18,7 @@ export function titleOf(prd: string, fallback: string): string {
   return (heading ?? firstLine ?? fallback).slice(0, 120);
 }
 
-function toMetaRun(run: RunRecord): MetaRunRecord {
+function toHistoryEntry(run: RunRecord): HistoryEntry {
   const lastFailing = [...run.commands]
     .reverse()
     .find((command) => command.exitCode !== 0 && command.exitCode !== null);
@@ -84,49 +65,39 @@ export function describeFacts(facts: TaskFacts, run: RunRecord | undefined): str
   return parts.filter(Boolean).join(' ');
 }
 
-function dodForMeta(dod: DodOutcome | undefined): FactsForAssessment['dodResults'] {
-  return (dod?.results ?? []).map((result) => ({
-    name: result.name,
-    command: result.command,
-    exitCode: result.exitCode,
-    passed: result.status === 'passed',
-    timedOut: result.status === 'timeout',
-    outputTail: result.outputTail,
-  }));
+/** The evidence of one validation in the shape the prompt renders (the core's own result types). */
+function evidenceForMeta(evidence: AssessmentEvidence, notes: readonly string[] = []): FactsForAssessment {
+  return {
+    summary: [
+      describeFacts(evidence.facts, evidence.run),
+      ...notes.map((item) => `Note from the runner: ${item}`),
+    ].join(' '),
+    dodResults: evidence.dod?.results ?? [],
+    ...(evidence.dod ? { dodSource: evidence.dod.source } : { dodSource: 'skipped or not run' }),
+    criteriaChecks: [...evidence.criteriaChecks],
+    diff: evidence.facts.diff,
+    workerSummary: evidence.run?.finalMessage ?? undefined,
+  };
 }
 
 export class MetaAgentPortAdapter implements MetaAgentPort {
   constructor(private readonly agent: MetaAgent) {}
 
   async plan(input: Parameters<MetaAgentPort['plan']>[0]): Promise<{ plan: Plan; usage: Usage }> {
-    const result = await this.agent.plan(input.prd, {
-      taskId: input.taskId,
-      memory: input.memory.map(({ title, summary }) => ({ title, summary })),
-    });
+    const result = await this.agent.plan(
+      input.prd,
+      { taskId: input.taskId, memory: input.memory.map(({ title, summary }) => ({ title, summary })) },
+      { signal: input.signal },
+    );
     const plan: Plan = {
       title: titleOf(input.prd, input.taskId),
-      acceptanceCriteria: result.message.payload.acceptance_criteria.map((criterion) => ({
-        id: criterion.id,
-        description: criterion.description,
-        type: criterion.type,
-        critical: criterion.critical,
-        ...(criterion.check
-          ? {
-              check: {
-                kind: criterion.check.kind,
-                file: criterion.check.file,
-                testName: criterion.check.test_name,
-                command: criterion.check.command,
-              },
-            }
-          : {}),
-      })),
+      acceptanceCriteria: result.message.payload.acceptance_criteria,
     };
-    return { plan, usage: toUsage(result.usage) };
+    return { plan, usage: result.usage };
   }
 
-  async nextAction(view: MetaView): Promise<{ decision: MetaDecision; usage: Usage }> {
-    const result = await this.agent.nextAction(this.context(view));
+  async nextAction(view: MetaView, signal?: AbortSignal): Promise<{ decision: MetaDecision; usage: Usage }> {
+    const result = await this.agent.nextAction(this.context(view), { signal });
     const payload = result.message.payload;
     const decision: MetaDecision = {
       action: payload.decision.action,
@@ -143,20 +114,15 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
         : {}),
       ...(payload.question ? { question: payload.question } : {}),
     };
-    return { decision, usage: toUsage(result.usage) };
+    return { decision, usage: result.usage };
   }
 
   async assess(
     view: MetaView,
-    evidence: { run: RunRecord; facts: TaskFacts; dod: DodOutcome | undefined },
+    evidence: AssessmentEvidence,
+    signal?: AbortSignal,
   ): Promise<{ assessment: Assessment; usage: Usage }> {
-    const facts: FactsForAssessment = {
-      summary: describeFacts(evidence.facts, evidence.run),
-      dodResults: dodForMeta(evidence.dod),
-      diff: evidence.facts.diff,
-      workerSummary: evidence.run.finalMessage ?? undefined,
-    };
-    const result = await this.agent.assess(this.context(view), facts);
+    const result = await this.agent.assess(this.context(view), evidenceForMeta(evidence), { signal });
     const payload = result.message.payload;
     return {
       assessment: {
@@ -165,22 +131,19 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
         byCriterion: payload.by_criterion,
         retrospective: payload.retrospective,
       },
-      usage: toUsage(result.usage),
+      usage: result.usage,
     };
   }
 
   private context(view: MetaView): LoopContext {
     const last = view.history.at(-1);
-    const lastFacts: FactsForAssessment | undefined = last?.facts
-      ? {
-          summary: [
-            describeFacts(last.facts, last),
-            ...view.feedback.map((item) => `Note from the runner: ${item}`),
-          ].join(' '),
-          dodResults: dodForMeta(last.dod),
-          diff: last.facts.diff,
-          workerSummary: last.finalMessage ?? undefined,
-        }
+    const latest: AssessmentEvidence | undefined =
+      view.latest ??
+      (last?.facts
+        ? { run: last, facts: last.facts, dod: last.dod, criteriaChecks: last.criteriaChecks ?? [] }
+        : undefined);
+    const lastFacts: FactsForAssessment | undefined = latest
+      ? evidenceForMeta(latest, view.feedback)
       : view.feedback.length
         ? {
             summary: view.feedback.map((item) => `Note from the runner: ${item}`).join(' '),
@@ -191,13 +154,8 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
     return {
       taskId: view.taskId,
       prd: view.prd,
-      acceptanceCriteria: view.plan.acceptanceCriteria.map((criterion) => ({
-        id: criterion.id,
-        description: criterion.description,
-        type: criterion.type as LoopContext['acceptanceCriteria'][number]['type'],
-        critical: criterion.critical,
-      })),
-      history: view.history.map(toMetaRun),
+      acceptanceCriteria: [...view.plan.acceptanceCriteria],
+      history: view.history.map(toHistoryEntry),
       patterns: [...view.patterns],
       memory: view.memory.map(({ title, summary }) => ({ title, summary })),
       ...(lastFacts ? { lastFacts } : {}),

@@ -17,7 +17,9 @@ import { parseMessage, type MessageCheckContext } from '../protocol/parse-messag
 import { formatProtocolIssue } from '../protocol/protocol-issue.js';
 import { MetaCallLog } from './meta-call-log.js';
 import type { FactsForAssessment, LoopContext, PlanContext } from './meta-context.js';
-import { addUsage, ZERO_USAGE, type MetaMessage, type MetaModel, type MetaUsage } from './meta-model.js';
+import type { Usage } from '../core/types.js';
+import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import type { MetaMessage, MetaModel } from './meta-model.js';
 import { defaultProtocolsDir, defaultTemplatesDir } from './package-paths.js';
 import { buildPromptContext, type PromptContextInput } from './prompt-context.js';
 import { loadSystemPrompts, type SystemPromptData, type SystemPromptRenderer } from './system-prompt.js';
@@ -43,9 +45,9 @@ export interface CreateMetaAgentOptions {
 export interface MetaCallResult<T> {
   message: T;
   /** Summed over all attempts of this call (repairs included). */
-  usage: MetaUsage;
+  usage: Usage;
   /** One entry per model call. */
-  calls: MetaUsage[];
+  calls: Usage[];
   /** 1 + the number of repairs that were needed. */
   attempts: number;
   /** Every raw reply, the accepted one last. */
@@ -54,12 +56,22 @@ export interface MetaCallResult<T> {
   reductions: string[];
 }
 
+/** Per call: Ctrl-C and the task's wall clock abort a call in flight. */
+export interface MetaCallOptions {
+  signal?: AbortSignal;
+}
+
 export interface MetaAgent {
-  plan(prd: string, context: PlanContext): Promise<MetaCallResult<PlanTaskMessage>>;
-  nextAction(context: LoopContext): Promise<MetaCallResult<NextActionMessage>>;
+  plan(
+    prd: string,
+    context: PlanContext,
+    options?: MetaCallOptions,
+  ): Promise<MetaCallResult<PlanTaskMessage>>;
+  nextAction(context: LoopContext, options?: MetaCallOptions): Promise<MetaCallResult<NextActionMessage>>;
   assess(
     context: LoopContext,
     facts: FactsForAssessment,
+    options?: MetaCallOptions,
   ): Promise<MetaCallResult<CompletionAssessmentMessage>>;
 }
 
@@ -68,6 +80,7 @@ interface CallSpec<T extends MessageType> {
   systemData: SystemPromptData;
   context: PromptContextInput;
   checks: MessageCheckContext;
+  signal?: AbortSignal;
 }
 
 function repairRequest(type: MessageType, issues: string[]): string {
@@ -99,13 +112,15 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
       { role: 'user', content: prompt.varying },
     ];
     const maxAttempts = options.config.meta.maxRepairs + 1;
+    const signals = [options.signal, spec.signal].filter((item): item is AbortSignal => item !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     const rawReplies: string[] = [];
-    const calls: MetaUsage[] = [];
+    const calls: Usage[] = [];
     let lastIssues: string[] = [];
     for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
       let completion;
       try {
-        completion = await options.model.complete(messages, { purpose: spec.type, signal: options.signal });
+        completion = await options.model.complete(messages, { purpose: spec.type, signal });
       } catch (error) {
         await log?.write({
           purpose: spec.type,
@@ -170,8 +185,9 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
   }
 
   return {
-    plan(prd, context) {
+    plan(prd, context, callOptions = {}) {
       return call({
+        signal: callOptions.signal,
         type: 'plan_task',
         systemData: { taskId: context.taskId, memory: (context.memory?.length ?? 0) > 0 },
         context: {
@@ -184,9 +200,10 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
       });
     },
 
-    nextAction(context) {
+    nextAction(context, callOptions = {}) {
       const canResume = context.canResume ?? context.history.some((run) => run.action === 'run_worker');
       return call({
+        signal: callOptions.signal,
         type: 'next_action',
         systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, canResume },
         context: {
@@ -206,8 +223,9 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
       });
     },
 
-    assess(context, facts) {
+    assess(context, facts, callOptions = {}) {
       return call({
+        signal: callOptions.signal,
         type: 'completion_assessment',
         systemData: { taskId: context.taskId },
         context: {

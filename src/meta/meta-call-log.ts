@@ -4,7 +4,8 @@
  */
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { MetaMessage, MetaUsage } from './meta-model.js';
+import type { Usage } from '../core/types.js';
+import type { MetaMessage } from './meta-model.js';
 
 export interface MetaCallLogEntry {
   purpose: string;
@@ -13,7 +14,7 @@ export interface MetaCallLogEntry {
   model: string;
   messages: readonly MetaMessage[];
   reply?: string;
-  usage?: MetaUsage;
+  usage?: Usage;
   durationMs?: number;
   issues?: string[];
   error?: string;
@@ -68,7 +69,7 @@ export class MetaCallLog {
     if (entry.reductions?.length) lines.push(`- reduced to fit the budget: ${entry.reductions.join(', ')}`);
     if (entry.usage)
       lines.push(
-        `- usage: prompt ${entry.usage.promptTokens} (cached ${entry.usage.cachedTokens}), completion ${entry.usage.completionTokens}, cost ${entry.usage.costUsd === null ? 'unknown' : `$${entry.usage.costUsd.toFixed(6)}`}`,
+        `- usage: input ${entry.usage.inputTokens} (cached ${entry.usage.cachedInputTokens}), output ${entry.usage.outputTokens}, cost ${entry.usage.costUsd === 0 ? 'not priced' : `$${entry.usage.costUsd.toFixed(6)}`}`,
       );
     if (entry.durationMs !== undefined) lines.push(`- duration: ${entry.durationMs} ms`);
     for (const message of entry.messages) lines.push('', `## ${message.role}`, '', fenced(message.content));

@@ -2,6 +2,7 @@
  * What the loop hands the Meta-agent. Simple fields only, owned by the Meta-agent: the core adapts its
  * own state to these shapes, so neither side depends on the other's internals.
  */
+import type { CriterionCheckResult, DodCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 
 /** A pattern of the Command Pattern Library, as offered to the model. */
@@ -22,8 +23,11 @@ export interface CommandRecord {
   exitCode: number | null;
 }
 
-/** One earlier iteration of the loop: the decision taken and, for run_worker, what came of it. */
-export interface RunRecord {
+/**
+ * One earlier iteration as the prompt shows it (a rendering of the core's RunRecord, made in one place:
+ * MetaAgentPortAdapter), bounded and simplified so older entries can shrink to one line.
+ */
+export interface HistoryEntry {
   iteration: number;
   action: string;
   reason: string;
@@ -44,21 +48,16 @@ export interface RunRecord {
   allCriteriaSatisfied?: boolean;
 }
 
-/** The result of one Definition-of-Done check run in the sandbox. */
-export interface DodResult {
-  name: string;
-  command: string;
-  exitCode: number | null;
-  passed: boolean;
-  timedOut?: boolean;
-  outputTail?: string;
-}
-
 /** Observable facts gathered after a worker run, for the completion assessment. */
 export interface FactsForAssessment {
   /** One paragraph: exit code, commits on the task branch, dirty tree, scope violations... */
   summary: string;
-  dodResults: DodResult[];
+  /** The Definition-of-Done checks (the core's own result type). */
+  dodResults: DodCheckResult[];
+  /** Where the DoD checks came from, or why there are none. */
+  dodSource?: string;
+  /** The acceptance criteria's checks and their results, as the runner ran them. */
+  criteriaChecks?: CriterionCheckResult[];
   /** The diff of the task branch, already bounded by the caller; cut further when over budget. */
   diff: string;
   workerSummary?: string;
@@ -76,7 +75,7 @@ export interface LoopContext {
   prd: string;
   acceptanceCriteria: AcceptanceCriterion[];
   /** Earlier iterations, oldest first. */
-  history: RunRecord[];
+  history: HistoryEntry[];
   /** The patterns the model may name in `used_patterns`. */
   patterns: PatternInfo[];
   /** Summaries of earlier task notes, most relevant first. */

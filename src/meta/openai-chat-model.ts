@@ -11,13 +11,8 @@
 import OpenAI from 'openai';
 import type { Config, Price } from '../config/schema.js';
 import { AgentRunnerError, EXIT_CODES, ModelBehaviorError, UserError } from '../errors.js';
-import {
-  costOf,
-  type MetaCompletion,
-  type MetaCompletionOptions,
-  type MetaMessage,
-  type MetaModel,
-} from './meta-model.js';
+import { costAt } from '../core/usage.js';
+import type { MetaCompletion, MetaCompletionOptions, MetaMessage, MetaModel } from './meta-model.js';
 
 export interface OpenAiChatModelOptions {
   baseUrl: string;
@@ -147,15 +142,19 @@ export class OpenAiChatModel implements MetaModel {
           Math.ceil(messages.reduce((sum, message) => sum + message.content.length, 0) / 4);
         const completionTokens = usage?.completion_tokens ?? Math.ceil(text.length / 4);
         const cachedTokens = usage?.prompt_tokens_details?.cached_tokens ?? 0;
+        const tokens = {
+          inputTokens: promptTokens,
+          cachedInputTokens: cachedTokens,
+          outputTokens: completionTokens,
+          reasoningTokens: usage?.completion_tokens_details?.reasoning_tokens ?? 0,
+        };
         return {
           text,
           model: response.model || this.model,
           durationMs: Date.now() - started,
           usage: {
-            promptTokens,
-            completionTokens,
-            cachedTokens,
-            costUsd: costOf({ promptTokens, completionTokens, cachedTokens }, this.#options.price),
+            ...tokens,
+            costUsd: costAt(tokens, this.#options.price),
           },
         };
       } catch (caught) {

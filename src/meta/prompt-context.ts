@@ -8,8 +8,9 @@
  * run's tail and the latest run itself, then the facts' output tails and diff are cut, then the oldest
  * one-line runs are dropped, and as a last resort the PRD is cut. Each step is taken only while the prompt is still over budget.
  */
+import type { CriterionCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
-import type { FactsForAssessment, MemoryEntry, RunRecord } from './meta-context.js';
+import type { FactsForAssessment, MemoryEntry, HistoryEntry } from './meta-context.js';
 
 /** Tokens estimated as characters / 4: cheap, provider-independent, and close enough for budgeting. */
 export function estimateTokens(text: string): number {
@@ -21,7 +22,7 @@ export interface PromptContextInput {
   prd: string;
   acceptanceCriteria?: AcceptanceCriterion[];
   memory?: MemoryEntry[];
-  history?: RunRecord[];
+  history?: HistoryEntry[];
   facts?: FactsForAssessment;
   /** The closing request, e.g. "Reply with one next_action message." */
   request: string;
@@ -37,7 +38,7 @@ export interface PromptContext {
 }
 
 interface RunView {
-  run: RunRecord;
+  run: HistoryEntry;
   collapsed: boolean;
   showTail: boolean;
 }
@@ -55,6 +56,14 @@ interface View {
 }
 
 const PROMPT_PREVIEW = 600;
+
+const CHECK_STATE: Record<CriterionCheckResult['status'], string> = {
+  passed: 'passed',
+  failed: 'FAILED',
+  timeout: 'TIMED OUT',
+  not_executable: 'not executable here',
+  not_executed: 'not executed (kind not run by agent-runner; judge it from the other facts)',
+};
 
 function fence(text: string, language = 'text'): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((match) => match[0].length));
@@ -77,7 +86,7 @@ function criterionLine(criterion: AcceptanceCriterion): string {
   return `- ${criterion.id} (${flags}): ${criterion.description}${check}`;
 }
 
-function oneLine(run: RunRecord): string {
+function oneLine(run: HistoryEntry): string {
   const parts = [`Run ${run.iteration}: ${run.action}`];
   if (run.mode) parts.push(`${run.mode}${run.workerType ? ` ${run.workerType}` : ''}`);
   if (run.exitCode !== undefined)
@@ -128,13 +137,30 @@ function renderFacts(view: View): string {
   if (facts.dodResults.length > 0) {
     lines.push('', 'Definition-of-Done checks (run in the sandbox):');
     for (const result of facts.dodResults) {
-      const state = result.timedOut ? 'timed out' : result.passed ? 'passed' : 'FAILED';
+      const state =
+        result.status === 'timeout'
+          ? 'timed out'
+          : result.status === 'passed'
+            ? 'passed'
+            : result.status.toUpperCase();
       lines.push(`- ${result.name} (\`${result.command}\`): ${state}, exit ${result.exitCode ?? 'none'}`);
-      if (result.outputTail && view.factsTailLines !== 0 && !result.passed)
+      if (result.outputTail && view.factsTailLines !== 0 && result.status !== 'passed')
         lines.push(fence(lastLines(result.outputTail, view.factsTailLines ?? 80)));
     }
   } else {
-    lines.push('', 'Definition-of-Done checks: none ran.');
+    lines.push('', `Definition-of-Done checks: none ran${facts.dodSource ? ` (${facts.dodSource})` : ''}.`);
+  }
+  if (facts.criteriaChecks?.length) {
+    lines.push('', "Acceptance criteria's checks (run by agent-runner itself):");
+    for (const check of facts.criteriaChecks) {
+      const state = CHECK_STATE[check.status];
+      const exit = check.exitCode === null ? '' : `, exit ${check.exitCode}`;
+      lines.push(
+        `- ${check.criterionId}${check.critical ? ' (critical)' : ''} ${check.kind} \`${check.target}\`: ${state}${exit}${check.reason ? ` — ${check.reason}` : ''}`,
+      );
+      if (check.outputTail && view.factsTailLines !== 0 && check.status !== 'passed')
+        lines.push(fence(lastLines(check.outputTail, view.factsTailLines ?? 40)));
+    }
   }
   const diff = facts.diff;
   if (diff.trim() === '') {

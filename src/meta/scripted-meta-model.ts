@@ -4,16 +4,11 @@
  * fails when scripted replies were left unused.
  */
 import { InternalError } from '../errors.js';
-import type {
-  MetaCompletion,
-  MetaCompletionOptions,
-  MetaMessage,
-  MetaModel,
-  MetaUsage,
-} from './meta-model.js';
+import type { Usage } from '../core/types.js';
+import type { MetaCompletion, MetaCompletionOptions, MetaMessage, MetaModel } from './meta-model.js';
 
 /** A scripted step: a reply text (optionally with its usage), or an error to throw for that call. */
-export type ScriptedStep = string | { text: string; usage?: Partial<MetaUsage> } | { error: Error };
+export type ScriptedStep = string | { text: string; usage?: Partial<Usage> } | { error: Error };
 
 export interface ScriptedCall {
   messages: MetaMessage[];
@@ -56,11 +51,12 @@ export class ScriptedMetaModel implements MetaModel {
       durationMs: 0,
       usage: {
         // Like the real adapter, estimate from characters when the script gives no usage.
-        promptTokens:
-          usage.promptTokens ?? Math.ceil(messages.reduce((sum, m) => sum + m.content.length, 0) / 4),
-        completionTokens: usage.completionTokens ?? Math.ceil(text.length / 4),
-        cachedTokens: usage.cachedTokens ?? 0,
-        costUsd: usage.costUsd ?? null,
+        inputTokens:
+          usage.inputTokens ?? Math.ceil(messages.reduce((sum, m) => sum + m.content.length, 0) / 4),
+        cachedInputTokens: usage.cachedInputTokens ?? 0,
+        outputTokens: usage.outputTokens ?? Math.ceil(text.length / 4),
+        reasoningTokens: usage.reasoningTokens ?? 0,
+        costUsd: usage.costUsd ?? 0,
       },
     };
   }

@@ -28,7 +28,7 @@ export interface SystemPromptData {
 const ACTION_DESCRIPTIONS: Record<NextActionKind, string> = {
   run_worker: 'run the worker with `worker_call` (the usual step until the facts show every criterion holds)',
   mark_complete:
-    'the facts already show every acceptance criterion holds; the runner then checks the Definition of Done itself',
+    'the facts already show every acceptance criterion holds; the runner then validates for real (brings the commits back, runs the Definition of Done and the criteria checks, asks for an assessment when the evidence changed) and refuses when the facts disagree. Repeating a refused mark_complete on unchanged facts ends the task as stalled',
   ask_human:
     'a decision only a person can take (missing access, contradictory requirements); put it in `question`',
   abort: 'the task cannot be done as specified; say why in `reason`',

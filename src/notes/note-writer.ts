@@ -20,6 +20,9 @@ const STATUS_ICONS: Record<string, string> = {
   unknown: '❔',
   skipped: '⏭️',
   'not assessed': '❔',
+  not_executable: '🚫',
+  not_executed: '➖',
+  'not run': '➖',
 };
 
 function createHandlebars(): typeof Handlebars {
@@ -38,6 +41,7 @@ function createHandlebars(): typeof Handlebars {
     const limit = typeof max === 'number' ? max : 120;
     return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
   });
+  instance.registerHelper('eq', (left: unknown, right: unknown) => left === right);
   instance.registerHelper('short', (value: unknown) => String(value ?? '').slice(0, 10));
   instance.registerHelper('statusIcon', (value: unknown) => STATUS_ICONS[String(value)] ?? '');
   return instance;
@@ -69,10 +73,17 @@ export function noteView(record: TaskRecord, context: NoteContext): Record<strin
   const lastAssessment = [...record.runs].reverse().find((run) => run.assessment)?.assessment;
   const lastFacts = [...record.runs].reverse().find((run) => run.facts)?.facts;
   const lastDod = [...record.runs].reverse().find((run) => run.dod)?.dod;
-  const criteria = (record.plan?.acceptanceCriteria ?? []).map((criterion) => {
-    const verdict = lastAssessment?.byCriterion.find((item) => item.id === criterion.id);
-    return { ...criterion, status: verdict?.status ?? 'not assessed', comment: verdict?.comment ?? '' };
-  });
+  const criteria = record.criteria.map((criterion) => ({
+    ...criterion,
+    checkLabel: criterion.check
+      ? `${criterion.check.kind}: ${criterion.checkResult?.target ?? criterion.check.command ?? [criterion.check.file, criterion.check.test_name].filter(Boolean).join(' ')}`
+      : '',
+    checkStatus: criterion.checkResult?.status ?? (criterion.check ? 'not run' : ''),
+    checkExit: criterion.checkResult?.exitCode ?? null,
+  }));
+  const checkDetails = record.criteria
+    .filter((criterion) => criterion.checkResult && criterion.checkResult.status !== 'passed')
+    .map((criterion) => ({ id: criterion.id, ...criterion.checkResult }));
   const usd = record.usage.total.costUsd;
   return {
     taskId: record.taskId,
@@ -105,6 +116,8 @@ export function noteView(record: TaskRecord, context: NoteContext): Record<strin
     prdPath: context.prdPath,
     prdSummary: summarizePrd(record.prd),
     criteria,
+    checkDetails,
+    basis: record.basis,
     commits: lastFacts?.commits ?? [],
     diffStat: (lastFacts?.diffStat ?? '').trimEnd(),
     dirty: lastFacts?.dirty ?? false,

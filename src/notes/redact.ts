@@ -1,12 +1,15 @@
 /**
- * Redaction of keys and configured secret patterns from everything agent-runner writes: logs, notes, event
- * journals, cassettes. Known secret values (the API keys it was given) are replaced wherever they appear;
- * patterns (`redact.patterns` in the config, plus common key shapes) catch keys it was not given.
+ * The one redaction point of agent-runner. A {@link Redaction} holds the secret values it was given (the API
+ * keys, the gateway's per-task tokens) and the patterns (`redact.patterns` of the config plus common key
+ * shapes); every writer goes through the same instance: stdout and stderr (src/cli/output.ts), the event
+ * journal, the note, the worker's logs, codex's session files, the Meta-agent call logs, the gateway's log
+ * and cassettes. Values added later (the gateway's tokens) reach every writer at once.
  */
 
 import type { Dirent } from 'node:fs';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { Config } from '../config/schema.js';
 
 export const REDACTED = '[REDACTED]';
 
@@ -18,23 +21,99 @@ const BUILTIN_PATTERNS = [
   /\bxox[abprs]-[A-Za-z0-9-]{10,}\b/g, // Slack tokens
 ];
 
+/** Secret values shorter than this are ignored: too likely to hit ordinary text. */
+const MIN_SECRET_LENGTH = 8;
+
 export type Redactor = (text: string) => string;
 
-/** A redactor for these secret values (short values are ignored: too likely to hit ordinary text). */
+/** The secret values and patterns a task's configuration brings: both keys and `redact.patterns`. */
+export function configSecrets(
+  config: Pick<Config, 'meta' | 'worker' | 'redact'>,
+  env: NodeJS.ProcessEnv,
+): { values: (string | undefined)[]; patterns: string[] } {
+  return {
+    values: [env[config.meta.apiKeyEnv], env[config.worker.apiKeyEnv ?? config.meta.apiKeyEnv]],
+    patterns: config.redact.patterns,
+  };
+}
+
+/** The redaction point: add secrets as they become known; {@link redact} always uses all of them. */
+export class Redaction {
+  private values: string[] = [];
+  private readonly patterns: RegExp[] = [...BUILTIN_PATTERNS];
+  private readonly patternSources = new Set<string>();
+
+  constructor(secretValues: readonly (string | undefined)[] = [], patterns: readonly string[] = []) {
+    this.add(secretValues, patterns);
+  }
+
+  /** Adds secret values (exact strings) and patterns (regular expressions, as `redact.patterns`). */
+  add(secretValues: readonly (string | undefined)[], patterns: readonly string[] = []): this {
+    const values = new Set(this.values);
+    for (const value of secretValues) if (value && value.length >= MIN_SECRET_LENGTH) values.add(value);
+    // Longest first, so a secret that contains another is replaced whole.
+    this.values = [...values].sort((a, b) => b.length - a.length);
+    for (const pattern of patterns) {
+      if (this.patternSources.has(pattern)) continue;
+      this.patternSources.add(pattern);
+      this.patterns.push(new RegExp(pattern, 'g'));
+    }
+    return this;
+  }
+
+  /** Text with every secret value and pattern match replaced by `[REDACTED]`. */
+  readonly redact: Redactor = (text) => {
+    let out = text;
+    for (const value of this.values) out = out.split(value).join(REDACTED);
+    for (const pattern of this.patterns) out = out.replace(pattern, REDACTED);
+    return out;
+  };
+
+  /** A copy of a JSON-like value with every string (keys included) redacted. */
+  value<T>(value: T): T {
+    return redactDeep(value, this.redact) as T;
+  }
+
+  /**
+   * Text that may be JSON (a `--json` line, a journal line): when it parses, every string inside is redacted
+   * and the result is still valid JSON (a secret escaped by JSON is caught too); any other text is redacted
+   * as text.
+   */
+  readonly redactJsonText: Redactor = (text) => {
+    const trimmed = text.trim();
+    if (!(trimmed.startsWith('{') || trimmed.startsWith('['))) return this.redact(text);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(trimmed);
+    } catch {
+      return this.redact(text);
+    }
+    const redacted = this.value(parsed);
+    if (JSON.stringify(redacted) === JSON.stringify(parsed)) return text;
+    // Keep the layout: pretty-printed JSON (plan --json) stays pretty.
+    const indent = /^[{[]\n( +)/.exec(trimmed)?.[1]?.length;
+    const trailing = text.endsWith('\n') ? '\n' : '';
+    return `${JSON.stringify(redacted, null, indent)}${trailing}`;
+  };
+}
+
+function redactDeep(value: unknown, redact: Redactor): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((item) => redactDeep(item, redact));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[redact(key)] = redactDeep(item, redact);
+    return out;
+  }
+  return value;
+}
+
+/** A redactor for these secret values and patterns (a new, separate {@link Redaction}). */
 export function createRedactor(
   secretValues: readonly (string | undefined)[],
   patterns: readonly string[] = [],
 ): Redactor {
-  const values = [
-    ...new Set(secretValues.filter((value): value is string => Boolean(value && value.length >= 8))),
-  ].sort((a, b) => b.length - a.length);
-  const compiled = [...BUILTIN_PATTERNS, ...patterns.map((pattern) => new RegExp(pattern, 'g'))];
-  return (text) => {
-    let out = text;
-    for (const value of values) out = out.split(value).join(REDACTED);
-    for (const pattern of compiled) out = out.replace(pattern, REDACTED);
-    return out;
-  };
+  return new Redaction(secretValues, patterns).redact;
 }
 
 /**

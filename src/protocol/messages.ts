@@ -5,6 +5,7 @@
  * need the caller's context (known patterns, the plan's criteria) live in `parse-message.ts`.
  */
 import { z } from 'zod';
+import { taskIdSchema } from '../core/task-id.js';
 
 /** The only protocol version this runner speaks. */
 export const PROTOCOL_VERSION = 1;
@@ -21,22 +22,49 @@ const text = z.string().refine((value) => value.trim() !== '', 'must not be empt
 // plan_task
 // ---------------------------------------------------------------------------------------------------------
 
+/**
+ * Labels suggested to the model for a criterion's `type`. The type is a free label: the specification's own
+ * examples use others (`e2e`), and an unknown label is kept as written.
+ */
 export const ACCEPTANCE_CRITERION_TYPES = [
   'functional',
   'test',
+  'e2e',
   'quality',
   'security',
+  'performance',
   'documentation',
   'other',
 ] as const;
-export const CHECK_KINDS = ['command', 'test', 'file_exists', 'manual'] as const;
 
+/**
+ * Check kinds agent-runner executes itself. `check.kind` is open: any other kind (`manual`, `playwright`...)
+ * is kept as written, shown to the assessor and recorded as not executed.
+ */
+export const CHECK_KINDS = ['command', 'test', 'file_exists'] as const;
+/** Kinds suggested to the model besides the executed ones. */
+export const SUGGESTED_CHECK_KINDS = [...CHECK_KINDS, 'manual', 'playwright'] as const;
+
+const label = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9 ._:/-]{0,63}$/,
+    'use a short label of letters, digits, `_`, `-`, e.g. functional',
+  );
+
+/** A criterion's check, as the model writes it. Kinds other than CHECK_KINDS are kept, not executed. */
 export const criterionCheckSchema = z
   .strictObject({
-    kind: z.enum(CHECK_KINDS).describe('how the criterion can be verified'),
-    file: text.optional().describe('a path in the repository (required for file_exists)'),
+    kind: label.describe(
+      `how the criterion can be verified: ${SUGGESTED_CHECK_KINDS.join(' | ')} or another label`,
+    ),
+    file: text
+      .optional()
+      .describe('a path in the repository (required for file_exists; the test file for test)'),
     test_name: text.optional().describe('the name of a test that proves it (for kind test)'),
-    command: text.optional().describe('a shell command that exits 0 when it holds (required for command)'),
+    command: text
+      .optional()
+      .describe('a shell command run in the sandbox that exits 0 when it holds (required for command)'),
   })
   .superRefine((check, context) => {
     if (check.kind === 'command' && check.command === undefined)
@@ -50,33 +78,40 @@ export const criterionCheckSchema = z
         message: 'required when kind is test (or give command)',
       });
   });
+/** One check of an acceptance criterion (the single type used by the core, the prompts and the note). */
+export type CriterionCheck = z.infer<typeof criterionCheckSchema>;
 
+/** An acceptance criterion: the single schema of the concept, extended by any message that carries criteria. */
 export const acceptanceCriterionSchema = z.strictObject({
   id: identifier.describe('unique id, e.g. AC-1'),
   description: text.describe('one observable outcome'),
-  type: z.enum(ACCEPTANCE_CRITERION_TYPES),
+  type: label.describe(`a label: ${ACCEPTANCE_CRITERION_TYPES.join(' | ')} or another one`),
   critical: z.boolean().describe('true when the task cannot be complete without it'),
   check: criterionCheckSchema.optional(),
 });
 export type AcceptanceCriterion = z.infer<typeof acceptanceCriterionSchema>;
 
-export const planTaskPayloadSchema = z
-  .strictObject({
-    task_id: identifier.describe('the task id given in the request'),
-    acceptance_criteria: z.array(acceptanceCriterionSchema).min(1, 'give at least one acceptance criterion'),
-  })
-  .superRefine((payload, context) => {
+/** A list of acceptance criteria with unique ids (plan_task, and any message that plans criteria). */
+export const acceptanceCriteriaSchema = z
+  .array(acceptanceCriterionSchema)
+  .min(1, 'give at least one acceptance criterion')
+  .superRefine((criteria, context) => {
     const seen = new Set<string>();
-    payload.acceptance_criteria.forEach((criterion, index) => {
+    criteria.forEach((criterion, index) => {
       if (seen.has(criterion.id))
         context.addIssue({
           code: 'custom',
-          path: ['acceptance_criteria', index, 'id'],
+          path: [index, 'id'],
           message: `duplicate id \`${criterion.id}\`; ids must be unique`,
         });
       seen.add(criterion.id);
     });
   });
+
+export const planTaskPayloadSchema = z.strictObject({
+  task_id: taskIdSchema.describe('the task id given in the request'),
+  acceptance_criteria: acceptanceCriteriaSchema,
+});
 
 export const planTaskMessageSchema = z.strictObject({
   type: z.literal('plan_task'),

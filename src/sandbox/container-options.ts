@@ -16,8 +16,6 @@ export const SANDBOX_LABELS = {
   version: 'agent-runner.version',
   pid: 'agent-runner.pid',
   hostname: 'agent-runner.hostname',
-  /** `true` on a container the person asked to keep (`--keep-sandbox`): orphan sweeps leave it, `gc` removes it. */
-  keep: 'agent-runner.keep',
 } as const;
 
 /** The writable home of the sandbox user; the root filesystem is read-only. */

@@ -20,6 +20,7 @@ import type {
 import { EnvironmentError, InternalError } from '../errors.js';
 import { containerCreateOptions, dockerSocketPaths, type SandboxOwner } from './container-options.js';
 import { pingDocker } from './docker-client.js';
+import { blockLinkLocal } from './link-local-block.js';
 import { applyOwnershipInContainer, type OwnershipHelperRequest } from './ownership-helper.js';
 import { EXEC_MARKER_VARIABLE, killerArgv } from './exec-killer.js';
 import { OutputSink, pumpDockerStream } from './exec-output.js';
@@ -142,6 +143,21 @@ export class DockerSandboxRuntime implements SandboxRuntime {
           'Check that the mounted paths exist and the named network is there (`docker network ls`).',
         { cause: error, details: { image: spec.image } },
       );
+    }
+    if (spec.network.mode !== 'none') {
+      // On a Docker network the sandbox could reach cloud metadata (link-local); the routes that stop it are
+      // in place before anything runs in it, or the sandbox is not used at all.
+      try {
+        await blockLinkLocal(this.docker, this.owner, {
+          sandboxId: container.id,
+          image: spec.image,
+          taskId: spec.taskId,
+          repoPath: spec.repoPath,
+        });
+      } catch (error) {
+        await container.remove({ force: true }).catch(() => undefined);
+        throw error;
+      }
     }
     // A fresh container's cgroup has seen no OOM kill.
     this.oomKills.set(container.id, 0);

@@ -14,7 +14,6 @@ import type {
   SandboxRuntime,
 } from '../core/ports.js';
 import { AgentRunnerError } from '../errors.js';
-import { SANDBOX_LABELS } from './container-options.js';
 import type { PreparedWorkspace } from '../workspace/prepare-task-workspace.js';
 
 export const CODEX_HOME_IN_SANDBOX = '/codex-home';
@@ -42,6 +41,8 @@ export interface DockerSandboxProviderOptions {
   setup?: (sandboxId: string) => Promise<void>;
   keep: boolean;
   onKept?: (sandboxId: string) => void;
+  /** Extra container labels (a kept sandbox is labelled so the orphan sweep leaves it alone). */
+  labels?: Record<string, string>;
 }
 
 export class DockerSandboxProvider implements SandboxProviderPort {
@@ -71,11 +72,11 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       workdir: workspace.workdir,
       // sandbox.env first: the runner's own variables (CODEX_HOME, the gateway token, proxies) win.
       env: { ...config.sandbox.env, ...workspace.env, CODEX_HOME: CODEX_HOME_IN_SANDBOX, ...access.env },
-      labels: this.options.keep ? { [SANDBOX_LABELS.keep]: 'true' } : {},
       limits: { cpus: config.sandbox.cpus, memoryBytes: config.sandbox.memory, pids: config.sandbox.pids },
       network: access.network,
       extraHosts: access.extraHosts,
       ...(access.keeper ? { keeper: access.keeper } : {}),
+      ...(this.options.labels ? { labels: this.options.labels } : {}),
     });
     try {
       await this.options.setup?.(info.id);

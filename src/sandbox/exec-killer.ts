@@ -74,3 +74,76 @@ export function killerArgv(interpreter: '/bin/bash' | '/bin/sh', marker: string,
     String(graceTicks),
   ];
 }
+
+/**
+ * Ending everything a worker run (or a DoD check, or a set-up command) left behind, whatever it did to its
+ * environment: `setsid`, `nohup`, double forks and `env -i` all escape the exec marker above, but not this.
+ * Run as the worker's user after the exec has returned, it signals every process it can see except the
+ * sandbox's own: PID 1 (the init), the keeper (the oldest child of PID 1: nothing the worker starts can be
+ * older) with its descendants (the gateway relay), and itself. SIGTERM, a grace period while any survives,
+ * then SIGKILL until none is left.
+ *
+ * It parses /proc/<pid>/stat after the last `)`, because the command name before it is the worker's to
+ * choose (spaces and parentheses included). Builtins only in the scan. Exit 0: nothing is left; 3: something
+ * survived SIGKILL (a zombie or a process in uninterruptible sleep); 4: no /proc.
+ */
+const REAPER_SCRIPT = String.raw`
+cd /proc || exit 4
+grace_ticks=$1
+declare -A parent start
+scan() {
+  parent=() start=()
+  for pid in [0-9]*; do
+    IFS= read -r line 2>/dev/null <"/proc/$pid/stat" || continue
+    rest=${'$'}{line##*) }
+    fields=($rest)
+    parent[$pid]=${'$'}{fields[1]}
+    start[$pid]=${'$'}{fields[19]}
+  done
+  keeper=
+  for pid in "${'$'}{!parent[@]}"; do
+    [ "${'$'}{parent[$pid]}" = 1 ] && [ "$pid" != 1 ] || continue
+    if [ -z "$keeper" ] || [ "${'$'}{start[$pid]}" -lt "${'$'}{start[$keeper]}" ]; then keeper=$pid; fi
+  done
+}
+is_protected() {
+  local pid=$1 hops=0
+  [ "$pid" = 1 ] && return 0
+  while [ -n "$pid" ] && [ "$pid" != 0 ] && [ "$pid" != 1 ] && [ "$hops" -lt 64 ]; do
+    [ "$pid" = "$keeper" ] || [ "$pid" = "$$" ] && return 0
+    pid=${'$'}{parent[$pid]}
+    hops=$((hops + 1))
+  done
+  return 1
+}
+found=0
+signal_strays() {
+  scan
+  found=0
+  for pid in "${'$'}{!parent[@]}"; do
+    is_protected "$pid" && continue
+    kill -s "$1" "$pid" 2>/dev/null && found=$((found + 1))
+  done
+}
+signal_strays TERM
+tick=0
+while [ "$found" -gt 0 ] && [ "$tick" -lt "$grace_ticks" ]; do
+  sleep 0.1 2>/dev/null
+  tick=$((tick + 1))
+  signal_strays 0
+done
+round=0
+while [ "$round" -lt 50 ]; do
+  signal_strays KILL
+  [ "$found" -eq 0 ] && exit 0
+  sleep 0.05 2>/dev/null
+  round=$((round + 1))
+done
+exit 3
+`;
+
+/** The reaper's argv (see REAPER_SCRIPT); it needs bash, which the worker image has. */
+export function reaperArgv(graceMs: number): string[] {
+  const graceTicks = Math.max(0, Math.ceil(graceMs / 100));
+  return ['/bin/bash', '-c', REAPER_SCRIPT, 'agent-runner-reaper', String(graceTicks)];
+}

@@ -1,7 +1,7 @@
 /**
  * Applies an ownership plan to a host directory from a short-lived helper container, for a runner that is not
  * root and so cannot chown on the host. The helper runs a fixed script over a manifest (no model or worker
- * text is ever executed), as root with only CAP_CHOWN, CAP_FOWNER and CAP_DAC_OVERRIDE, no network, a
+ * text is ever executed; a few batched chown/chmod calls), as root with only CAP_CHOWN, CAP_FOWNER and CAP_DAC_OVERRIDE, no network, a
  * read-only root filesystem, and only two mounts: the directory to fix and the manifest (read-only). Symlinks
  * are chowned with -h and never chmod-ed, so a link planted in the directory cannot redirect it.
  */
@@ -11,29 +11,34 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { OwnershipEntry } from '../core/ports.js';
 import { EnvironmentError } from '../errors.js';
+import { groupPlan } from '../workspace/permissions.js';
 import { SANDBOX_LABELS, type SandboxOwner } from './container-options.js';
 
+// One `chown -h` per owner and one `chmod` per mode over NUL-separated lists (a few processes, not one per
+// file). A batch that fails (a path already gone, e.g. while a failed delete is still running) is redone
+// entry by entry, skipping what no longer exists and failing on anything else.
 const SCRIPT = [
   'set -eu',
   'cd /w',
-  "while IFS= read -r -d '' owner && IFS= read -r -d '' mode && IFS= read -r -d '' target; do",
-  '  [ -e "$target" ] || [ -L "$target" ] || continue',
-  '  chown -h -- "$owner" "$target"',
-  '  if [ "$mode" != - ]; then chmod -- "$mode" "$target"; fi',
-  'done < /m/manifest',
+  'each() { list=$1; shift',
+  '  xargs -0 -r "$@" < "$list" 2>/dev/null && return 0',
+  "  while IFS= read -r -d '' target; do",
+  '    [ -e "$target" ] || [ -L "$target" ] || continue',
+  '    "$@" "$target"',
+  '  done < "$list"',
+  '}',
+  'for list in /m/chown-*; do [ -e "$list" ] || continue; each "$list" chown -h -- "${list#/m/chown-}"; done',
+  'for list in /m/chmod-*; do [ -e "$list" ] || continue; each "$list" chmod -- "${list#/m/chmod-}"; done',
 ].join('\n');
 
-/** NUL-separated `uid:gid`, octal mode (or `-`), path: safe for any file name. */
-export function ownershipManifest(entries: readonly OwnershipEntry[]): Buffer {
-  return Buffer.from(
-    entries
-      .map(
-        (entry) =>
-          `${entry.uid}:${entry.gid}\0${entry.mode === null ? '-' : entry.mode.toString(8)}\0${entry.path}\0`,
-      )
-      .join(''),
-    'utf8',
-  );
+/** The manifest files: `chown-<uid>:<gid>` and `chmod-<octal mode>`, each a NUL-separated list of paths. */
+export function ownershipManifest(entries: readonly OwnershipEntry[]): Map<string, Buffer> {
+  const grouped = groupPlan(entries);
+  const files = new Map<string, Buffer>();
+  const list = (paths: string[]) => Buffer.from(`${paths.join('\0')}\0`, 'utf8');
+  for (const [owner, paths] of grouped.chown) files.set(`chown-${owner}`, list(paths));
+  for (const [mode, paths] of grouped.chmod) files.set(`chmod-${mode}`, list(paths));
+  return files;
 }
 
 export interface OwnershipHelperRequest {
@@ -52,7 +57,8 @@ export async function applyOwnershipInContainer(
   const manifestDir = await mkdtemp(path.join(tmpdir(), 'agent-runner-ownership-'));
   let containerId: string | null = null;
   try {
-    await writeFile(path.join(manifestDir, 'manifest'), ownershipManifest(request.entries));
+    for (const [name, content] of ownershipManifest(request.entries))
+      await writeFile(path.join(manifestDir, name), content);
     const container = await docker.createContainer({
       Image: request.image,
       Entrypoint: ['bash', '-c'],

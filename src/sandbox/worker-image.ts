@@ -13,6 +13,8 @@ import { PACKAGE_ROOT } from '../version.js';
 
 export const WORKER_IMAGE_REPOSITORY = 'agent-runner-worker';
 export const DOCKERFILE_NAME = 'Dockerfile.worker';
+/** Label on every derived image (a toolchain layer, a project base): what it is, for `image ls`. */
+export const DERIVED_LABEL = 'agent-runner.derived';
 
 export interface WorkerImageInputs {
   dockerfile: string;

@@ -16,13 +16,12 @@ import type Docker from 'dockerode';
 import type { Config } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { buildTaggedImage } from '../sandbox/image-builder.js';
-import { WORKER_IMAGE_REPOSITORY } from '../sandbox/worker-image.js';
+import { DERIVED_LABEL, WORKER_IMAGE_REPOSITORY } from '../sandbox/worker-image.js';
 import { detectToolchain, type DeclaredToolchain, type PackageManagerSpec } from './detect-toolchain.js';
 import { runInImage } from './run-in-image.js';
 import { NODE_BINARY_PACKAGE, nodeSatisfies, resolveNodeVersion } from './node-version.js';
 
-/** Label on every derived image: what it is, for `image ls`. */
-export const DERIVED_LABEL = 'agent-runner.derived';
+export { DERIVED_LABEL };
 
 const hash = (...parts: string[]): string =>
   createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 12);

@@ -6,7 +6,7 @@
  * its value (the real key now, a per-task gateway token later).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type {
   SandboxRuntime,
@@ -16,6 +16,8 @@ import type {
   WorkerRunResult,
 } from '../core/ports.js';
 import { InternalError, UserError } from '../errors.js';
+import { endStrayProcesses } from '../sandbox/stray-processes.js';
+import { takeWorkerFile } from '../sandbox/worker-files.js';
 import { CodexEventParser, toWorkerRunResult } from './codex-events.js';
 
 /** The provider id codex knows our endpoint by (`openai` is reserved by codex). */
@@ -158,10 +160,7 @@ export class CodexWorkerAdapter implements WorkerAdapter {
   async run(request: WorkerRunRequest): Promise<WorkerRunResult> {
     await mkdir(request.runDir, { recursive: true });
     const lastMessageName = `agent-runner-last-message-${randomUUID()}.txt`;
-    const hostLastMessage =
-      this.options.codexHomeHostPath === undefined
-        ? undefined
-        : path.join(this.options.codexHomeHostPath, lastMessageName);
+    const hostCodexHome = this.options.codexHomeHostPath;
     const argv = buildCodexArgv({
       mode: request.mode,
       prompt: request.prompt,
@@ -170,7 +169,7 @@ export class CodexWorkerAdapter implements WorkerAdapter {
       provider: this.options.provider,
       workdir: this.workdir,
       lastMessagePath:
-        hostLastMessage === undefined ? undefined : path.posix.join(this.options.codexHome, lastMessageName),
+        hostCodexHome === undefined ? undefined : path.posix.join(this.options.codexHome, lastMessageName),
       configOverrides: this.options.configOverrides,
     });
     const parser = new CodexEventParser(request.onEvent);
@@ -184,18 +183,13 @@ export class CodexWorkerAdapter implements WorkerAdapter {
       onStdoutLine: (line) => parser.push(line),
       signal: request.signal,
     });
-    const lastMessage = hostLastMessage === undefined ? null : await readAndRemove(hostLastMessage);
+    // Before anything of the sandbox is looked at: nothing the run started (setsid, nohup daemons) may
+    // still be running while the host reads its files, observes facts or runs the DoD.
+    await endStrayProcesses(this.runtime, request.sandboxId, request.graceMs);
+    // The worker can see this file's name (codex's argv is in /proc) and put a symlink or a FIFO there:
+    // takeWorkerFile never follows one and reads only a regular file of bounded size.
+    const lastMessage =
+      hostCodexHome === undefined ? null : await takeWorkerFile(hostCodexHome, lastMessageName);
     return toWorkerRunResult(parser.summary(), exec, { timeoutMs: request.timeoutMs, lastMessage });
-  }
-}
-
-/** The `-o` file, or null when codex did not write it (a failed or stopped turn). */
-async function readAndRemove(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch {
-    return null;
-  } finally {
-    await rm(file, { force: true });
   }
 }

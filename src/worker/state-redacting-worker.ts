@@ -1,9 +1,12 @@
 /**
  * Keeps keys out of the worker's own state on disk: after each run, the files of the task's CODEX_HOME
- * (codex's session rollouts record every command's output) are redacted in place.
+ * (codex's session rollouts record every command's output) are redacted in place. CODEX_HOME is writable by
+ * the worker, so the pass goes through rewriteWorkerFiles: it never follows a symlink, never opens a special
+ * file, never writes a hardlinked file, and is not led out of the directory by a swap.
  */
 import type { WorkerAdapter, WorkerRunRequest, WorkerRunResult } from '../core/ports.js';
-import { redactFilesIn, type Redactor } from '../notes/redact.js';
+import type { Redactor } from '../notes/redact.js';
+import { rewriteWorkerFiles } from '../sandbox/worker-files.js';
 
 export class StateRedactingWorker implements WorkerAdapter {
   constructor(
@@ -20,7 +23,7 @@ export class StateRedactingWorker implements WorkerAdapter {
     try {
       return await this.inner.run(request);
     } finally {
-      await redactFilesIn(this.stateDir, this.redact);
+      await rewriteWorkerFiles(this.stateDir, this.redact);
     }
   }
 }

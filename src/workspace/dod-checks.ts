@@ -4,21 +4,50 @@
  * evidence is complete.
  */
 import type { SandboxRuntime } from '../core/ports.js';
+import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
+import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import { sandboxStatus } from './sandbox-git.js';
 
-export type DodStatus = 'passed' | 'failed' | 'timeout' | 'skipped';
+/**
+ * How a check runs: no startup file the worker can write is read. Not a login shell (`-l` would read
+ * ~/.bash_profile and ~/.profile from the worker's home), no ~/.bashrc, no BASH_ENV or ENV (removed by `env`
+ * before bash starts, since bash reads BASH_ENV before its script), and a fresh empty HOME made with
+ * `mktemp -d` for each check, so ~/.npmrc, ~/.gitconfig and the like that the worker planted are not seen.
+ * The command is the script's `$2` (the last argument), never spliced into shell text.
+ */
+const CLEAN_SHELL_SCRIPT = [
+  'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
+  'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
+  'cd "$1" || exit 125',
+  'eval "$2"',
+].join('\n');
 
-export interface DodResult {
-  name: string;
-  command: string;
-  status: DodStatus;
-  exitCode: number | null;
-  durationMs: number;
+/** The argv that runs `command` in `workdir` with no worker-writable startup file and a fresh HOME. */
+export function cleanShellArgv(command: string, workdir = SANDBOX_WORKDIR): string[] {
+  return [
+    '/usr/bin/env',
+    '-u',
+    'BASH_ENV',
+    '-u',
+    'ENV',
+    '/bin/bash',
+    '--noprofile',
+    '--norc',
+    '-c',
+    CLEAN_SHELL_SCRIPT,
+    'agent-runner-dod',
+    workdir,
+    command,
+  ];
+}
+
+export type DodStatus = DodCheckStatus;
+
+/** The core's DoD check result (one type for the concept) plus what only the workspace needs. */
+export interface DodResult extends DodCheckResult {
   timeoutMs: number;
-  /** Last lines of stdout, then stderr. */
-  outputTail: string;
   /** The sandbox had uncommitted changes when the checks ran: not evidence that the committed work is done. */
   ranOnDirtyTree: boolean;
   /** Stopped by the caller's AbortSignal (recorded as failed). */
@@ -42,7 +71,21 @@ function tailOf(stdout: string, stderr: string, limit: number): string {
   return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
 }
 
-/** Runs the checks with `bash -lc <command>` in /workspace as the worker. */
+/**
+ * Where the checks run, decided from measurements (docs/threat-model.md has the figures): in the task's own
+ * sandbox, after every process of the worker run has been ended, through cleanShellArgv, and recorded as
+ * `ranOnDirtyTree` when anything is uncommitted. A fresh short-lived container from the same image over a
+ * clean checkout of the head commit was measured on a 2-core machine: +0.45 s for the container (0.66 s vs
+ * 0.20 s for an exec), +1.0 s when a 44 MB node_modules is copied in, and 35-43 s when it is installed from
+ * the registry instead. Only the install would make the checks independent of what the worker left in ignored
+ * paths (node_modules, build outputs), because a copied node_modules is the worker's own; paying a clean
+ * install after every worker run (and giving the DoD the network) was judged too dear. The residual risk —
+ * a worker that tampers with ignored files the checks use — is stated in docs/threat-model.md.
+ *
+ * Runs the checks in /workspace as the worker, each through cleanShellArgv; after each one, every process it
+ * left (a test runner's daemon, a watcher) is ended before the next check or anything else looks at the
+ * sandbox.
+ */
 export async function runDodChecks(
   runtime: SandboxRuntime,
   sandboxId: string,
@@ -69,7 +112,7 @@ export async function runDodChecks(
   const tailChars = options.tailChars ?? 4000;
   const results: DodResult[] = [];
   for (const check of checks) {
-    const result = await runtime.exec(sandboxId, ['bash', '-lc', check.command], {
+    const result = await runtime.exec(sandboxId, cleanShellArgv(check.command), {
       workdir: SANDBOX_WORKDIR,
       env: sandboxGitEnvironment(),
       timeoutMs: check.timeout,
@@ -79,6 +122,7 @@ export async function runDodChecks(
       onStdoutLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
       onStderrLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
     });
+    await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
     results.push({
       name: check.name,
       command: check.command,

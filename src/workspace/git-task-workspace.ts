@@ -4,8 +4,9 @@
  * uncommitted work on a WIP ref.
  */
 import type { Config } from '../config/schema.js';
-import type { PreparedTask, SandboxRuntime, TaskWorkspacePort } from '../core/ports.js';
-import type { DodOutcome, TaskFacts } from '../core/types.js';
+import type { CheckBounds, PreparedTask, SandboxRuntime, TaskWorkspacePort } from '../core/ports.js';
+import type { AcceptanceCriterion, CriterionCheckResult, DodOutcome, TaskFacts } from '../core/types.js';
+import { runCriteriaChecks } from './criteria-checks.js';
 import { resolveDodChecks } from './detect-dod-checks.js';
 import { runDodChecks } from './dod-checks.js';
 import { git, tryGit } from './git-command.js';
@@ -120,7 +121,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     };
   }
 
-  async runDod(sandboxId: string, facts: TaskFacts, signal?: AbortSignal): Promise<DodOutcome> {
+  async runDod(sandboxId: string, facts: TaskFacts, bounds: CheckBounds): Promise<DodOutcome> {
     const resolved = await resolveDodChecks(
       { checks: this.options.dod.checks, skip: this.options.dodSkipped || this.options.dod.skip },
       // Detected from the user's repository, not from the sandbox, whose files the worker controls.
@@ -130,9 +131,14 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       resolved.source === 'config' ? 'config' : `detected: ${resolved.detectedFrom.join('; ') || 'nothing'}`;
     if (resolved.checks.length === 0)
       return { status: 'none', results: [], ranOnDirtyTree: facts.dirty, source };
-    const results = await runDodChecks(this.runtime, sandboxId, resolved.checks, {
+    // Every check is clipped to the task's wall clock left; the signal also ends the step when it runs out.
+    const clipped = resolved.checks.map((check) => ({
+      ...check,
+      timeout: Math.max(1000, Math.min(check.timeout, bounds.timeoutMs)),
+    }));
+    const results = await runDodChecks(this.runtime, sandboxId, clipped, {
       skip: resolved.skip,
-      signal,
+      signal: bounds.signal,
       graceMs: this.options.graceMs,
     });
     const status = resolved.skip
@@ -153,6 +159,20 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
         outputTail: result.outputTail,
       })),
     };
+  }
+
+  async runCriteriaChecks(
+    sandboxId: string,
+    criteria: readonly AcceptanceCriterion[],
+    facts: TaskFacts,
+    bounds: CheckBounds,
+  ): Promise<CriterionCheckResult[]> {
+    return runCriteriaChecks(this.runtime, sandboxId, criteria, facts, {
+      repoRoot: this.workspace.repoRoot,
+      timeoutMs: bounds.timeoutMs,
+      graceMs: this.options.graceMs,
+      ...(bounds.signal ? { signal: bounds.signal } : {}),
+    });
   }
 
   async preserveUncommitted(sandboxId: string): Promise<string | null> {

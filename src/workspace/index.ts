@@ -18,7 +18,7 @@ export {
 export {
   collectFacts,
   type CollectFactsOptions,
-  type TaskFacts,
+  type WorkspaceObservation,
   type ChangedFile,
   type ScopeViolation,
   type WorkerOutcome,

@@ -3,6 +3,7 @@
  * docs (docs/isolation.md), the code and the tests agree.
  */
 import path from 'node:path';
+import { isValidTaskId, TASK_ID_RULE } from '../core/task-id.js';
 import { UserError } from '../errors.js';
 
 /** Container path where the sandbox repository is mounted. */
@@ -28,17 +29,10 @@ export interface TaskLayout {
   commitMapPath: string;
 }
 
-/** Task ids become path and ref components: letters, digits, `.`, `_`, `-`, not starting with `.`. */
+/** Task ids become path and ref components: checked by the one task-id rule (src/core/task-id.ts). */
 export function assertValidTaskId(taskId: string): void {
-  if (
-    !/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/.test(taskId) ||
-    taskId.endsWith('.lock') ||
-    taskId.includes('..')
-  ) {
-    throw new UserError(
-      'usage',
-      `Invalid task id ${JSON.stringify(taskId)}: use up to 100 letters, digits, '.', '_' and '-', not starting with '.'.`,
-    );
+  if (!isValidTaskId(taskId)) {
+    throw new UserError('usage', `Invalid task id ${JSON.stringify(taskId)}: use ${TASK_ID_RULE}.`);
   }
 }
 

@@ -5,13 +5,15 @@
  * scope violations) but cannot delete, rename or replace a file it does not own. `.git` and writable files
  * belong to the worker.
  *
- * The walk only reads (lstat, readdir) and produces an ownership plan. A runner that is root applies it
+ * One listing pass only reads (a `find` that never follows symlinks) and produces an ownership plan of what
+ * must change. A runner that is root applies it
  * directly; one that is not hands it to an `OwnershipApplier` (a short-lived helper container that may chown,
  * see DockerSandboxRuntime.applyOwnership). With neither, only the write bits change, which stops accidents,
  * not a determined worker, and the result says so.
  */
 import { chmod, lchown, lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { execa } from 'execa';
 import type { OwnershipEntry } from '../core/ports.js';
 import type { ScopeMatcher } from './scope.js';
 
@@ -42,74 +44,175 @@ export function runnerIsRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
-interface Walker {
-  scope: ScopeMatcher;
-  worker: UserIds;
-  guard: UserIds;
-  /** Ownership will really change (root or an applier): directories with read-only files become sticky. */
-  owned: boolean;
-  plan: OwnershipEntry[];
-  result: PermissionsResult;
+/** One file system entry under the sandbox repository, as listed before planning. */
+export interface ListedEntry {
+  /** `d` directory, `l` symlink, anything else a file-like entry. */
+  kind: string;
+  mode: number;
+  uid: number;
+  gid: number;
+  /** Relative to the root, `/`-separated; `''` for the root itself. */
+  path: string;
 }
 
-function add(walker: Walker, relative: string, ids: UserIds, mode: number | null): void {
-  walker.plan.push({ path: relative === '' ? '.' : relative, uid: ids.uid, gid: ids.gid, mode });
-}
-
-/** Everything below (and including) `target` belongs to the worker, writable. Never follows symlinks. */
-async function giveToWorker(walker: Walker, target: string, relative: string): Promise<void> {
-  const stats = await lstat(target);
-  if (stats.isSymbolicLink()) return add(walker, relative, walker.worker, null);
-  add(walker, relative, walker.worker, (stats.mode & 0o7777 & ~0o1000) | 0o200);
-  if (stats.isDirectory()) {
-    for (const name of await readdir(target)) {
-      await giveToWorker(walker, path.join(target, name), `${relative}/${name}`);
-    }
+/**
+ * Every entry under `root` (the root included) in one pass: one `find` process printing type, mode, owner
+ * and path NUL-separated, never following symlinks. Falls back to an lstat walk where GNU find is missing.
+ */
+export async function listEntries(root: string): Promise<ListedEntry[]> {
+  const listed = await execa('find', [root, '-printf', '%y %m %U %G %P\\0'], {
+    reject: false,
+    encoding: 'utf8',
+    stripFinalNewline: false,
+    maxBuffer: 1024 * 1024 * 1024,
+  });
+  if (listed.exitCode !== 0) return walkEntries(root);
+  const entries: ListedEntry[] = [];
+  for (const record of listed.stdout.split('\0')) {
+    if (record.length === 0) continue;
+    const [kind = '', mode = '', uid = '', gid = ''] = record.split(' ', 4);
+    const rest = record.slice(kind.length + mode.length + uid.length + gid.length + 4);
+    entries.push({ kind, mode: parseInt(mode, 8), uid: Number(uid), gid: Number(gid), path: rest });
   }
+  return entries;
 }
 
-/** Returns true when the subtree holds something the worker may not change. */
-async function planTree(walker: Walker, target: string, relative: string): Promise<boolean> {
-  const stats = await lstat(target);
-  if (stats.isDirectory()) {
-    let holdsReadOnly = false;
+async function walkEntries(root: string): Promise<ListedEntry[]> {
+  const entries: ListedEntry[] = [];
+  const walk = async (target: string, relative: string): Promise<void> => {
+    const stats = await lstat(target);
+    const kind = stats.isDirectory() ? 'd' : stats.isSymbolicLink() ? 'l' : 'f';
+    entries.push({ kind, mode: stats.mode & 0o7777, uid: stats.uid, gid: stats.gid, path: relative });
+    if (kind !== 'd') return;
     for (const name of await readdir(target)) {
-      const childRelative = relative === '' ? name : `${relative}/${name}`;
-      if (relative === '' && name === '.git') {
-        await giveToWorker(walker, path.join(target, name), childRelative);
-        continue;
-      }
-      if (await planTree(walker, path.join(target, name), childRelative)) holdsReadOnly = true;
+      await walk(path.join(target, name), relative === '' ? name : `${relative}/${name}`);
     }
-    if (holdsReadOnly)
-      add(walker, relative, walker.guard, walker.owned ? 0o1777 : (stats.mode & 0o777) | 0o200);
-    else add(walker, relative, walker.worker, (stats.mode & 0o777) | 0o700);
-    return holdsReadOnly;
-  }
-  const writable = walker.scope.isWritable(relative);
-  if (writable) walker.result.writableFiles += 1;
-  else walker.result.readOnlyFiles += 1;
-  const mode = stats.isSymbolicLink()
-    ? null
-    : writable
-      ? (stats.mode & 0o7777) | 0o200
-      : stats.mode & 0o7777 & ~0o222;
-  add(walker, relative, writable ? walker.worker : walker.guard, mode);
-  return !writable;
+  };
+  await walk(root, '');
+  return entries;
 }
 
-/** Applies a plan on the host: chown (root only) and chmod, never following symlinks. */
-async function applyLocally(root: string, entries: readonly OwnershipEntry[], chown: boolean): Promise<void> {
+/**
+ * The ownership plan of a sandbox repository from its listing. `.git` and everything in it belongs to the
+ * worker; a file is the worker's when writable in scope, else the guard's without write bits; a directory
+ * that holds something read-only (at any depth) belongs to the guard, sticky (when ownership really changes).
+ */
+export function planOwnership(
+  entries: readonly ListedEntry[],
+  options: { scope: ScopeMatcher; worker: UserIds; guard: UserIds; owned: boolean },
+): { plan: OwnershipEntry[]; readOnlyFiles: number; writableFiles: number } {
+  const holdsReadOnly = new Set<string>();
+  const planned: Array<{ entry: ListedEntry; ids: UserIds; mode: number | null }> = [];
+  let readOnlyFiles = 0;
+  let writableFiles = 0;
+  const directories: ListedEntry[] = [];
   for (const entry of entries) {
-    const target = path.join(root, entry.path);
-    if (chown) await lchown(target, entry.uid, entry.gid);
-    if (entry.mode !== null) await chmod(target, entry.mode);
+    if (entry.path === '.git' || entry.path.startsWith('.git/')) {
+      planned.push({
+        entry,
+        ids: options.worker,
+        mode: entry.kind === 'l' ? null : (entry.mode & 0o7777 & ~0o1000) | 0o200,
+      });
+      continue;
+    }
+    if (entry.kind === 'd') {
+      directories.push(entry);
+      continue;
+    }
+    const writable = options.scope.isWritable(entry.path);
+    if (writable) writableFiles += 1;
+    else {
+      readOnlyFiles += 1;
+      // Every ancestor directory holds something read-only; stop at the first one already marked.
+      let parent = entry.path;
+      do {
+        const slash = parent.lastIndexOf('/');
+        parent = slash === -1 ? '' : parent.slice(0, slash);
+        if (holdsReadOnly.has(parent)) break;
+        holdsReadOnly.add(parent);
+      } while (parent !== '');
+    }
+    const mode =
+      entry.kind === 'l' ? null : writable ? (entry.mode & 0o7777) | 0o200 : entry.mode & 0o7777 & ~0o222;
+    planned.push({ entry, ids: writable ? options.worker : options.guard, mode });
+  }
+  for (const entry of directories) {
+    planned.push(
+      holdsReadOnly.has(entry.path)
+        ? {
+            entry,
+            ids: options.guard,
+            mode: options.owned ? 0o1777 : (entry.mode & 0o777) | 0o200,
+          }
+        : { entry, ids: options.worker, mode: (entry.mode & 0o777) | 0o700 },
+    );
+  }
+  // Only what changes: a re-preparation (resume) touches the entries the worker added or changed.
+  const plan: OwnershipEntry[] = [];
+  for (const { entry, ids, mode } of planned) {
+    const ownerChanges = options.owned && (entry.uid !== ids.uid || entry.gid !== ids.gid);
+    const modeChanges = mode !== null && mode !== entry.mode;
+    if (!ownerChanges && !modeChanges) continue;
+    plan.push({
+      path: entry.path === '' ? '.' : entry.path,
+      uid: ids.uid,
+      gid: ids.gid,
+      mode: modeChanges ? mode : null,
+    });
+  }
+  return { plan, readOnlyFiles, writableFiles };
+}
+
+/** A plan grouped for one `chown` per owner and one `chmod` per mode (NUL-separated path lists). */
+export interface GroupedPlan {
+  chown: Map<string, string[]>;
+  chmod: Map<string, string[]>;
+}
+
+export function groupPlan(entries: readonly OwnershipEntry[]): GroupedPlan {
+  const grouped: GroupedPlan = { chown: new Map(), chmod: new Map() };
+  const push = (map: Map<string, string[]>, key: string, value: string) => {
+    const list = map.get(key);
+    if (list) list.push(value);
+    else map.set(key, [value]);
+  };
+  for (const entry of entries) {
+    push(grouped.chown, `${entry.uid}:${entry.gid}`, entry.path);
+    if (entry.mode !== null) push(grouped.chmod, entry.mode.toString(8), entry.path);
+  }
+  return grouped;
+}
+
+/**
+ * Applies a plan on the host in a few processes: `xargs chown -h` per owner (root only) and `xargs chmod` per
+ * mode (symlinks are never in a chmod list). Falls back to one call per entry where a batch fails.
+ */
+async function applyLocally(root: string, entries: readonly OwnershipEntry[], chown: boolean): Promise<void> {
+  const grouped = groupPlan(entries);
+  const batch = async (argv: string[], paths: string[]): Promise<boolean> => {
+    const result = await execa('xargs', ['-0', '-r', ...argv], {
+      cwd: root,
+      input: `${paths.join('\0')}\0`,
+      reject: false,
+    });
+    return result.exitCode === 0;
+  };
+  if (chown) {
+    for (const [owner, paths] of grouped.chown) {
+      if (await batch(['chown', '-h', '--', owner], paths)) continue;
+      const [uid = 0, gid = 0] = owner.split(':').map(Number);
+      for (const relative of paths) await lchown(path.join(root, relative), uid, gid);
+    }
+  }
+  for (const [mode, paths] of grouped.chmod) {
+    if (await batch(['chmod', '--', mode], paths)) continue;
+    for (const relative of paths) await chmod(path.join(root, relative), parseInt(mode, 8));
   }
 }
 
 /**
- * Applies ownership and modes to the whole sandbox repository (working tree and `.git`), walking with lstat
- * so a symlink planted by the worker never leads the host elsewhere.
+ * Applies ownership and modes to the whole sandbox repository (working tree and `.git`): one listing pass
+ * that never follows symlinks, a plan of what must change, and a few batched processes to apply it.
  */
 export async function applyScopePermissions(options: {
   sandboxRepoPath: string;
@@ -123,18 +226,17 @@ export async function applyScopePermissions(options: {
   const root = runnerIsRoot();
   const useApplier = options.applier !== undefined && (options.preferApplier || !root);
   const owned = root || useApplier;
-  const walker: Walker = {
+  const { plan, readOnlyFiles, writableFiles } = planOwnership(await listEntries(options.sandboxRepoPath), {
     scope: options.scope,
     worker: options.worker,
     guard: options.guard ?? guardIdsFor(options.worker),
     owned,
-    plan: [],
-    result: { readOnlyEnforced: owned, readOnlyFiles: 0, writableFiles: 0 },
-  };
-  await planTree(walker, options.sandboxRepoPath, '');
-  if (useApplier) await options.applier?.(options.sandboxRepoPath, walker.plan);
-  else await applyLocally(options.sandboxRepoPath, walker.plan, root);
-  return walker.result;
+  });
+  if (plan.length > 0) {
+    if (useApplier) await options.applier?.(options.sandboxRepoPath, plan);
+    else await applyLocally(options.sandboxRepoPath, plan, root);
+  }
+  return { readOnlyEnforced: owned, readOnlyFiles, writableFiles };
 }
 
 /**

@@ -37,7 +37,13 @@ export interface PrepareTaskWorkspaceOptions {
   applier?: OwnershipApplier;
   /** Use `applier` even as root (tests of the non-root path). */
   preferApplier?: boolean;
+  /** Told how long each preparation step took (the benchmark's breakdown). */
+  onStep?: (step: PreparationStep, ms: number) => void;
 }
+
+/** The steps of a preparation, as the benchmark reports them. */
+export type PreparationStep =
+  'inspect' | 'branch' | 'worktree' | 'snapshot' | 'sandbox repository' | 'permissions';
 
 /** Everything the runner needs to start the sandbox and, later, to sync and gather facts. */
 export interface PreparedWorkspace {
@@ -130,17 +136,25 @@ async function resolveBase(repoRoot: string, base: string | undefined): Promise<
   return sha;
 }
 
-/** Registered worktree paths of the repository. */
-async function worktreePaths(repoRoot: string): Promise<string[]> {
+/** Registered worktrees of the repository: their paths and the branch each has checked out. */
+async function worktreeList(repoRoot: string): Promise<Array<{ path: string; branch: string | null }>> {
   const output = await git(['worktree', 'list', '--porcelain', '-z'], { cwd: repoRoot });
-  return splitNul(output)
-    .filter((line) => line.startsWith('worktree '))
-    .map((line) => path.resolve(line.slice('worktree '.length)));
+  const worktrees: Array<{ path: string; branch: string | null }> = [];
+  for (const line of splitNul(output)) {
+    if (line.startsWith('worktree ')) worktrees.push({ path: path.resolve(line.slice(9)), branch: null });
+    else if (line.startsWith('branch ') && worktrees.length > 0) worktrees.at(-1)!.branch = line.slice(7);
+  }
+  return worktrees;
 }
 
-/** The person's worktree of the task branch: reused when present, re-created when missing. */
-async function ensureWorktree(repoRoot: string, layout: TaskLayout): Promise<boolean> {
-  const registered = (await worktreePaths(repoRoot)).includes(path.resolve(layout.worktreePath));
+/**
+ * Whether the person's worktree of the task branch must be made: false when it is there, true when it is
+ * missing. Refuses, before anything is created, what `git worktree add` would refuse later.
+ */
+async function worktreeNeeded(repoRoot: string, layout: TaskLayout): Promise<boolean> {
+  const worktrees = await worktreeList(repoRoot);
+  const target = path.resolve(layout.worktreePath);
+  const registered = worktrees.some((worktree) => worktree.path === target);
   if (registered && existsSync(layout.worktreePath)) return false;
   if (!registered && existsSync(layout.worktreePath)) {
     throw new UserError(
@@ -148,12 +162,36 @@ async function ensureWorktree(repoRoot: string, layout: TaskLayout): Promise<boo
       `${layout.worktreePath} exists but is not a git worktree of ${repoRoot}. Move it away (it may hold your edits) and run again.`,
     );
   }
+  const elsewhere = worktrees.find(
+    (worktree) =>
+      worktree.branch === layout.branchRef && worktree.path !== target && existsSync(worktree.path),
+  );
+  if (elsewhere) {
+    throw new UserError(
+      'repository_invalid',
+      `Could not create the worktree ${layout.worktreePath} for ${layout.branch}: it is checked out in ${elsewhere.path}. ` +
+        `Switch that checkout to another branch and run again.`,
+    );
+  }
+  return true;
+}
+
+/** The person's worktree of the task branch, checked out with git's parallel workers. */
+async function addWorktree(repoRoot: string, layout: TaskLayout): Promise<void> {
   await git(['worktree', 'prune'], { cwd: repoRoot });
   const added = await tryGit(
-    ['-c', 'core.hooksPath=/dev/null', 'worktree', 'add', '-q', layout.worktreePath, layout.branch],
-    {
-      cwd: repoRoot,
-    },
+    [
+      '-c',
+      'core.hooksPath=/dev/null',
+      '-c',
+      'checkout.workers=0',
+      'worktree',
+      'add',
+      '-q',
+      layout.worktreePath,
+      layout.branch,
+    ],
+    { cwd: repoRoot },
   );
   if (added.exitCode !== 0) {
     throw new UserError(
@@ -162,7 +200,14 @@ async function ensureWorktree(repoRoot: string, layout: TaskLayout): Promise<boo
         `If the branch is checked out elsewhere, switch that checkout to another branch and run again.`,
     );
   }
-  return true;
+}
+
+/** Awaits every one of `work` (none is left running), then throws the first failure if any. */
+async function together<T extends readonly unknown[]>(work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(work);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /**
@@ -170,12 +215,17 @@ async function ensureWorktree(repoRoot: string, layout: TaskLayout): Promise<boo
  * the worktree and the sandbox repository (with the worker's uncommitted files), re-creating what is missing.
  */
 export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions): Promise<PreparedWorkspace> {
-  const repository = await inspectRepository(options.repoRoot);
+  const step = async <T>(name: PreparationStep, work: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const value = await work();
+    options.onStep?.(name, performance.now() - started);
+    return value;
+  };
+  const repository = await step('inspect', () => inspectRepository(options.repoRoot));
   const repoRoot = repository.root;
   const layout = taskLayout(repoRoot, options.taskId);
   const scope = compileScope(options.scope);
   await ensureStateGitignore(layout.stateDir);
-  const dirtyPaths = await dirtyPathsOf(repoRoot);
 
   const previous = await readWorkspaceState(layout.workspaceStatePath);
   const existingBranchHead = await resolveCommit(repoRoot, layout.branchRef);
@@ -193,13 +243,13 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
         ? mergeBase.stdout.trim()
         : existingBranchHead;
   }
-  const worktreeCreated = await ensureWorktree(repoRoot, layout);
-  const branchHead = (await resolveCommit(repoRoot, layout.branchRef)) ?? baseSha;
+  const makeWorktree = await worktreeNeeded(repoRoot, layout);
+  const branchHead = existingBranchHead ?? baseSha;
 
   const sandboxExists = existsSync(layout.sandboxRepoPath);
-  let state: WorkspaceState;
-  let sandboxReused = false;
-  if (sandboxExists && previous !== null && (await sandboxGitDir(layout.sandboxRepoPath)).gitDir !== null) {
+  const reusable =
+    sandboxExists && previous !== null && (await sandboxGitDir(layout.sandboxRepoPath)).gitDir !== null;
+  if (reusable) {
     if (JSON.stringify([...previous.exclude].sort()) !== JSON.stringify([...options.scope.exclude].sort())) {
       throw new UserError(
         'config_invalid',
@@ -207,49 +257,70 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
           `Its commits are already on ${layout.branch}; remove ${layout.sandboxDir} (uncommitted sandbox files are lost) and run again.`,
       );
     }
-    state = previous;
-    sandboxReused = true;
-  } else {
-    if (sandboxExists) {
-      throw new UserError(
-        'repository_invalid',
-        `${layout.sandboxRepoPath} exists but is not a sandbox this runner knows (no usable state in ${layout.runDir}). ` +
-          'Look at it, move it away and run again.',
-      );
-    }
-    const snapshot = await createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef);
-    await createSandboxRepository({
-      repoRoot,
-      sandboxRepoPath: layout.sandboxRepoPath,
-      snapshotRef: layout.snapshotRef,
-      snapshotSha: snapshot.sha,
-      branch: layout.branch,
-    });
-    const commitMap = await readCommitMap(layout.commitMapPath);
-    commitMap.map[snapshot.sha] = branchHead;
-    await writeJsonAtomic(layout.commitMapPath, commitMap);
-    state = {
-      version: 1,
-      taskId: options.taskId,
-      baseSha,
-      snapshotSha: snapshot.sha,
-      snapshotOf: branchHead,
-      exclude: [...options.scope.exclude],
-      createdAt: new Date().toISOString(),
-    };
-    await writeJsonAtomic(layout.workspaceStatePath, state);
+  } else if (sandboxExists) {
+    throw new UserError(
+      'repository_invalid',
+      `${layout.sandboxRepoPath} exists but is not a sandbox this runner knows (no usable state in ${layout.runDir}). ` +
+        'Look at it, move it away and run again.',
+    );
   }
-
   const workerUser = options.workerUser ?? (await workerUserFor(repoRoot));
   const guardUser = guardIdsFor(workerUser);
-  const permissions = await applyScopePermissions({
-    sandboxRepoPath: layout.sandboxRepoPath,
-    scope,
-    worker: workerUser,
-    guard: guardUser,
-    ...(options.applier ? { applier: options.applier } : {}),
-    ...(options.preferApplier ? { preferApplier: true } : {}),
-  });
+
+  // The sandbox repository, then its permissions. Independent of the person's worktree and of the status of
+  // their main tree, which run at the same time (each writes or reads its own files).
+  const prepareSandbox = async (): Promise<{ state: WorkspaceState; readOnlyEnforced: boolean }> => {
+    let state: WorkspaceState;
+    if (reusable) state = previous;
+    else {
+      const snapshot = await step('snapshot', () =>
+        createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef),
+      );
+      await step('sandbox repository', () =>
+        createSandboxRepository({
+          repoRoot,
+          sandboxRepoPath: layout.sandboxRepoPath,
+          snapshotSha: snapshot.sha,
+          branch: layout.branch,
+        }),
+      );
+      const commitMap = await readCommitMap(layout.commitMapPath);
+      commitMap.map[snapshot.sha] = branchHead;
+      await writeJsonAtomic(layout.commitMapPath, commitMap);
+      state = {
+        version: 1,
+        taskId: options.taskId,
+        baseSha,
+        snapshotSha: snapshot.sha,
+        snapshotOf: branchHead,
+        exclude: [...options.scope.exclude],
+        createdAt: new Date().toISOString(),
+      };
+      await writeJsonAtomic(layout.workspaceStatePath, state);
+    }
+    const permissions = await step('permissions', () =>
+      applyScopePermissions({
+        sandboxRepoPath: layout.sandboxRepoPath,
+        scope,
+        worker: workerUser,
+        guard: guardUser,
+        ...(options.applier ? { applier: options.applier } : {}),
+        ...(options.preferApplier ? { preferApplier: true } : {}),
+      }),
+    );
+    return { state, readOnlyEnforced: permissions.readOnlyEnforced };
+  };
+  const [dirtyPaths, , sandbox] = await together<
+    [string[], void, Awaited<ReturnType<typeof prepareSandbox>>]
+  >([
+    step('inspect', () => dirtyPathsOf(repoRoot)),
+    makeWorktree ? step('worktree', () => addWorktree(repoRoot, layout)) : Promise.resolve(),
+    prepareSandbox(),
+  ]);
+  const { state } = sandbox;
+  const worktreeCreated = makeWorktree;
+  const sandboxReused = reusable;
+  const permissions = sandbox;
 
   return {
     taskId: options.taskId,

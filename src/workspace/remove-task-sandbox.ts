@@ -10,7 +10,7 @@ import { giveBackPlan, type OwnershipApplier } from './permissions.js';
 
 /**
  * Deletes `.agent-runner/sandboxes/<TASK-ID>` and the runner's snapshot/sandbox refs. Uncommitted files in the
- * sandbox are lost: call `syncBack` first and look at `TaskFacts.dirty`. The next prepare makes a new sandbox
+ * sandbox are lost: call `syncBack` first and look at `WorkspaceObservation.dirty`. The next prepare makes a new sandbox
  * from the task branch's head.
  */
 export async function removeTaskSandbox(

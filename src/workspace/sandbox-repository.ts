@@ -6,19 +6,21 @@
 import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentRunnerError } from '../errors.js';
-import { git } from './git-command.js';
+import { git, tryGit } from './git-command.js';
 
 /** The identity the worker commits with (set in the sandbox repository's config). */
 export const WORKER_IDENTITY = { name: 'agent-runner worker', email: 'worker@agent-runner.invalid' };
 
 /**
- * Creates the sandbox repository and checks out `branch` at the snapshot. Only the snapshot ref is fetched;
- * it has no parent, so only the objects of the filtered tree arrive.
+ * Creates the sandbox repository and checks out `branch` at the snapshot. Only the objects reachable from the
+ * snapshot (which has no parent: the filtered tree) go into it, as one pack that the host's `pack-objects`
+ * writes straight into the new repository, index included: no delta search (`--window=0`, existing deltas
+ * between packed objects are reused), no second hashing pass (`index-pack`), nothing sent over a transport.
+ * The checkout uses git's parallel workers.
  */
 export async function createSandboxRepository(options: {
   repoRoot: string;
   sandboxRepoPath: string;
-  snapshotRef: string;
   snapshotSha: string;
   branch: string;
 }): Promise<void> {
@@ -26,30 +28,45 @@ export async function createSandboxRepository(options: {
   await mkdir(sandboxRepoPath, { recursive: true });
   const cwd = sandboxRepoPath;
   await git(['init', '-q', `--initial-branch=${options.branch}`], { cwd });
+  // Host git in the user's repository (trusted), writing into the fresh sandbox repository the host just
+  // made: no worker has touched it yet. `--revs` with only the parentless snapshot: its commit, its trees and
+  // their blobs, and never a thin pack, so no delta can refer to an object that is not in the sandbox.
   await git(
     [
-      'fetch',
+      'pack-objects',
       '-q',
-      '--no-tags',
-      '--no-write-fetch-head',
-      options.repoRoot,
-      `${options.snapshotRef}:refs/agent-runner/snapshot`,
+      '--revs',
+      '--window=0',
+      '--depth=0',
+      path.join(sandboxRepoPath, '.git', 'objects', 'pack', 'pack'),
     ],
-    {
-      cwd,
-    },
+    { cwd: options.repoRoot, input: `${options.snapshotSha}\n` },
   );
-  const fetched = (await git(['rev-parse', 'refs/agent-runner/snapshot'], { cwd })).trim();
-  if (fetched !== options.snapshotSha) {
-    throw new AgentRunnerError(
-      'workspace_failed',
-      `The sandbox repository received ${fetched} instead of the snapshot ${options.snapshotSha}; remove ${sandboxRepoPath} and run again.`,
-    );
-  }
-  // Hooks off for the one checkout the host does here; the worker's hooks later run only inside the sandbox.
-  await git(['-c', 'core.hooksPath=/dev/null', 'checkout', '-q', '-B', options.branch, options.snapshotSha], {
+  const fetched = await tryGit(['rev-parse', '--verify', '--quiet', `${options.snapshotSha}^{commit}`], {
     cwd,
   });
+  if (fetched.exitCode !== 0 || fetched.stdout.trim() !== options.snapshotSha) {
+    throw new AgentRunnerError(
+      'workspace_failed',
+      `The sandbox repository did not receive the snapshot ${options.snapshotSha}; remove ${sandboxRepoPath} and run again.`,
+    );
+  }
+  await git(['update-ref', 'refs/agent-runner/snapshot', options.snapshotSha], { cwd });
+  // Hooks off for the one checkout the host does here; the worker's hooks later run only inside the sandbox.
+  await git(
+    [
+      '-c',
+      'core.hooksPath=/dev/null',
+      '-c',
+      'checkout.workers=0',
+      'checkout',
+      '-q',
+      '-B',
+      options.branch,
+      options.snapshotSha,
+    ],
+    { cwd },
+  );
   await git(['config', 'user.name', WORKER_IDENTITY.name], { cwd });
   await git(['config', 'user.email', WORKER_IDENTITY.email], { cwd });
 }

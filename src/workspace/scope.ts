@@ -2,10 +2,10 @@
  * Task scope: which paths are absent from the sandbox (exclude), present but read-only (read), and writable
  * (write). The rules come from `scope` in agent-runner.yaml and may be narrowed per task.
  */
-import { DEFAULT_EXCLUDE } from '../config/schema.js';
+import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../config/schema.js';
 import { compileGlobs } from './glob.js';
 
-/** The scope rules as written in config (globs, see glob.ts for their meaning). */
+/** The scope rules as written in config (`.gitignore` patterns, see glob.ts for their meaning). */
 export interface Scope {
   exclude: string[];
   read: string[];
@@ -16,17 +16,21 @@ export interface Scope {
 /** How one path is treated. */
 export type PathAccess = 'excluded' | 'read' | 'write' | 'outside_write';
 
-/** The default scope: nothing read-only, everything writable, the usual secrets excluded. */
+/** The default scope: agent-runner.yaml read-only, everything else writable, the usual secrets excluded. */
 export function defaultScope(): Scope {
-  return { exclude: [...DEFAULT_EXCLUDE], read: [], write: [] };
+  return { exclude: [...DEFAULT_EXCLUDE], read: [...DEFAULT_READ], write: [] };
 }
 
 /**
- * Combines the config's scope with a task's own: excludes and read-only paths add up (a task can only
- * hide or protect more); a task's `write`, when given, replaces the config's.
+ * Combines the config's scope with a task's own: excludes and read-only paths add up, in order (so a later
+ * `!pattern` re-includes what an earlier one matched, as in a `.gitignore`); a task's `write`, when given,
+ * replaces the config's.
  */
 export function mergeScope(base: Scope, task: Partial<Scope> = {}): Scope {
-  const union = (left: string[], right: string[] = []) => [...new Set([...left, ...right])];
+  // Duplicates go, keeping the last occurrence: with `.gitignore` meaning the last matching pattern decides,
+  // so dropping an earlier copy never changes the result (dropping a later one could).
+  const union = (left: string[], right: string[] = []) =>
+    [...left, ...right].filter((pattern, index, all) => all.lastIndexOf(pattern) === index);
   return {
     exclude: union(base.exclude, task.exclude),
     read: union(base.read, task.read),
@@ -42,7 +46,10 @@ export interface ScopeMatcher {
   isWritable(relativePath: string): boolean;
 }
 
-/** Compiles the globs once; `access` answers excluded > read > write > outside_write, in that order. */
+/**
+ * Compiles each pattern list once (never per path); `access` answers excluded > read > write > outside_write,
+ * in that order.
+ */
 export function compileScope(scope: Scope): ScopeMatcher {
   const exclude = compileGlobs(scope.exclude);
   const read = compileGlobs(scope.read);

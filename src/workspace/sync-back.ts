@@ -4,7 +4,7 @@
  * the excluded files of the real base put back, then move the task branch and the person's worktree.
  */
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { lstat, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentRunnerError } from '../errors.js';
 import { git, tryGit } from './git-command.js';
@@ -134,6 +134,30 @@ async function isAncestor(repoRoot: string, ancestor: string, descendant: string
 }
 
 /**
+ * The first entry under `gitDir`'s `names` that is neither a directory nor a regular file (a symlink to a host
+ * file or repository, a FIFO that would hang upload-pack), or null. Walked with lstat, never following a link;
+ * no worker process is alive while the host fetches (they are all ended after each run), so nothing can swap
+ * an entry between this check and the fetch.
+ */
+async function linkOrSpecialFileIn(gitDir: string, names: readonly string[]): Promise<string | null> {
+  const visit = async (relative: string): Promise<string | null> => {
+    const stats = await lstat(path.join(gitDir, relative)).catch(() => null);
+    if (stats === null || stats.isFile()) return null;
+    if (!stats.isDirectory()) return relative;
+    for (const name of await readdir(path.join(gitDir, relative))) {
+      const found = await visit(path.join(relative, name));
+      if (found !== null) return found;
+    }
+    return null;
+  };
+  for (const name of names) {
+    const found = await visit(name);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/**
  * Copies one ref of the sandbox repository into the user's repository (`+source:target`, forced). The only
  * way host git reads the sandbox repository: upload-pack only, after sandboxGitDir's checks, with every
  * received object checked. Returns a problem in words instead of throwing.
@@ -147,6 +171,10 @@ export async function fetchFromSandbox(options: {
   const layout = taskLayout(options.repoRoot, options.taskId);
   const checked = await sandboxGitDir(layout.sandboxRepoPath);
   if (checked.gitDir === null) return { problem: checked.problem };
+  const planted = await linkOrSpecialFileIn(checked.gitDir, ['HEAD', 'packed-refs', 'refs', 'objects']);
+  if (planted !== null) {
+    return { problem: `refusing to read ${checked.gitDir}: ${planted} is a symlink or a special file` };
+  }
   // safe.directory goes through a system config file because git drops `-c` settings (GIT_CONFIG_PARAMETERS)
   // when it starts upload-pack for a local path; it names this one directory only.
   const fetchConfig = path.join(layout.sandboxDir, 'host-fetch.gitconfig');

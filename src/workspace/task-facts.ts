@@ -38,7 +38,11 @@ export interface ScopeViolation {
   where: 'committed' | 'uncommitted';
 }
 
-export interface TaskFacts {
+/**
+ * What the workspace observes in detail (objects, line counts, DoD results). The core's one `TaskFacts` is
+ * made from it once, in `GitTaskWorkspace.observe`; nothing else maps between the two.
+ */
+export interface WorkspaceObservation {
   collectedAt: string;
   branch: string;
   baseSha: string;
@@ -113,7 +117,7 @@ export async function collectFacts(
   runtime: SandboxRuntime,
   sandboxId: string,
   options: CollectFactsOptions,
-): Promise<TaskFacts> {
+): Promise<WorkspaceObservation> {
   const { repoRoot, baseSha, sync } = options;
   const scope = compileScope(options.scope);
   const problems: string[] = sync.problem ? [sync.problem] : [];

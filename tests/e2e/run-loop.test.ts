@@ -144,7 +144,9 @@ describe('agent-runner run (end to end)', () => {
     expect(dod.dod.status).toBe('passed');
     // The note: AC table, one run with its commands, DoD results, head sha.
     expect(note).toContain('| **State** | **COMPLETE**');
-    expect(note).toMatch(/\| AC-1 \| slugify\("Hello Big World"\) is "hello-big-world" \| yes \| ✅ passed/);
+    expect(note).toMatch(
+      /\| AC-1 \| slugify\("Hello Big World"\) is "hello-big-world" \| functional \| yes \| — \| — \| ✅ passed/,
+    );
     expect(note).toContain('### Run 1 (exec');
     expect(note).toContain('git add -A');
     expect(note).toMatch(/\| test \| `npm test` \| ✅ passed/);

@@ -147,7 +147,12 @@ describe('interrupts, crashes and resume', () => {
 
   it('a second runner of the same task id is refused (exit 2, naming the holder)', async () => {
     const id = 'FAULT-LOCK';
-    const { root, env } = await setupRepo(id);
+    // A long request timeout: the first runner holds the lock until the interrupt (which ends its hanging
+    // Meta-agent call at once), however slow the machine is meanwhile.
+    const { root, env } = await setupRepo(
+      id,
+      SHORT_TIMEOUTS_YAML.replace('requestTimeout: 5s', 'requestTimeout: 120s'),
+    );
     // The first runner waits on the Meta-agent's plan until interrupted.
     chat.push({ hang: true });
     const first = startRunner(['run', '--prd', 'PRD.md', '--task-id', id, '--json'], { cwd: root, env });

@@ -62,9 +62,10 @@ describe('OpenAiChatModel against a scripted Chat Completions server', () => {
     const completion = await model.complete(messages);
     expect(completion.text).toBe('hi');
     expect(completion.usage).toEqual({
-      promptTokens: 2_000_000,
-      completionTokens: 1_000_000,
-      cachedTokens: 1_000_000,
+      inputTokens: 2_000_000,
+      outputTokens: 1_000_000,
+      cachedInputTokens: 1_000_000,
+      reasoningTokens: 0,
       costUsd: 2 + 0.5 + 8,
     });
     expect(server.requests).toHaveLength(1);

@@ -15,7 +15,16 @@ import type {
   WorkerRunRequest,
   WorkerRunResult,
 } from '../../src/core/ports.js';
-import type { Assessment, DodOutcome, MetaDecision, Plan, TaskFacts, Usage } from '../../src/core/types.js';
+import type {
+  AcceptanceCriterion,
+  Assessment,
+  CriterionCheckResult,
+  DodOutcome,
+  MetaDecision,
+  Plan,
+  TaskFacts,
+  Usage,
+} from '../../src/core/types.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
 
 export const usage = (tokens = 100): Usage => ({
@@ -28,7 +37,9 @@ export type MetaStep =
   | { kind: 'plan'; plan: Plan }
   | { kind: 'decide'; decision: MetaDecision }
   | { kind: 'assess'; assessment: Assessment }
-  | { kind: 'error'; on: 'plan' | 'decide' | 'assess'; error: Error };
+  | { kind: 'error'; on: 'plan' | 'decide' | 'assess'; error: Error }
+  /** The call never answers: it ends only when its signal aborts (with the signal's reason). */
+  | { kind: 'hang'; on: 'plan' | 'decide' | 'assess' };
 
 /** Consumes one scripted step per call; a call of the wrong kind or past the end throws. */
 export class ScriptedMetaAgent implements MetaAgentPort {
@@ -36,6 +47,20 @@ export class ScriptedMetaAgent implements MetaAgentPort {
   private position = 0;
 
   constructor(private readonly script: MetaStep[]) {}
+
+  /** Resolves with the step, or waits on `signal` for a hanging step. */
+  private async answer(kind: 'plan' | 'decide' | 'assess', signal?: AbortSignal): Promise<MetaStep> {
+    const step = this.script[this.position];
+    if (step?.kind === 'hang' && step.on === kind) {
+      this.position += 1;
+      return new Promise((_resolve, reject) => {
+        if (!signal) return reject(new Error('ScriptedMetaAgent: a hanging call without a signal'));
+        if (signal.aborted) return reject(signal.reason);
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      });
+    }
+    return this.next(kind);
+  }
 
   private next(kind: 'plan' | 'decide' | 'assess'): MetaStep {
     const step = this.script[this.position];
@@ -49,21 +74,25 @@ export class ScriptedMetaAgent implements MetaAgentPort {
     return step;
   }
 
-  async plan(): Promise<{ plan: Plan; usage: Usage }> {
+  async plan(input: { signal?: AbortSignal }): Promise<{ plan: Plan; usage: Usage }> {
     this.calls.push({ kind: 'plan' });
-    const step = this.next('plan');
+    const step = await this.answer('plan', input.signal);
     return { plan: (step as { plan: Plan }).plan, usage: usage() };
   }
 
-  async nextAction(view: MetaView): Promise<{ decision: MetaDecision; usage: Usage }> {
+  async nextAction(view: MetaView, signal?: AbortSignal): Promise<{ decision: MetaDecision; usage: Usage }> {
     this.calls.push({ kind: 'decide', view: structuredClone(view) });
-    const step = this.next('decide');
+    const step = await this.answer('decide', signal);
     return { decision: (step as { decision: MetaDecision }).decision, usage: usage() };
   }
 
-  async assess(view: MetaView): Promise<{ assessment: Assessment; usage: Usage }> {
+  async assess(
+    view: MetaView,
+    _evidence: unknown,
+    signal?: AbortSignal,
+  ): Promise<{ assessment: Assessment; usage: Usage }> {
     this.calls.push({ kind: 'assess', view: structuredClone(view) });
-    const step = this.next('assess');
+    const step = await this.answer('assess', signal);
     return { assessment: (step as { assessment: Assessment }).assessment, usage: usage() };
   }
 
@@ -83,10 +112,30 @@ export interface FakeRepo {
   violations: string[];
   testsPass: boolean;
   preserved: string[];
+  /** Files on the task branch (for file_exists checks). */
+  files: string[];
+  /** False: no DoD check is configured or detected (status `none`). */
+  hasDod: boolean;
+  /** Exit codes of `command` checks by command; a command not listed passes when `testsPass`. */
+  commandExits: Record<string, number>;
+  /** How many times the DoD and the criteria checks ran. */
+  dodRuns: number;
+  checkRuns: number;
 }
 
 export function fakeRepo(): FakeRepo {
-  return { commits: [], uncommitted: [], violations: [], testsPass: false, preserved: [] };
+  return {
+    commits: [],
+    uncommitted: [],
+    violations: [],
+    testsPass: false,
+    preserved: [],
+    files: [],
+    hasDod: true,
+    commandExits: {},
+    dodRuns: 0,
+    checkRuns: 0,
+  };
 }
 
 export class FakeWorkspace implements TaskWorkspacePort {
@@ -120,6 +169,9 @@ export class FakeWorkspace implements TaskWorkspacePort {
   }
 
   async runDod(_sandboxId: string, facts: TaskFacts): Promise<DodOutcome> {
+    this.repo.dodRuns += 1;
+    if (!this.repo.hasDod)
+      return { status: 'none', results: [], ranOnDirtyTree: facts.dirty, source: 'detected: nothing' };
     const status = this.repo.testsPass ? 'passed' : 'failed';
     return {
       status,
@@ -136,6 +188,48 @@ export class FakeWorkspace implements TaskWorkspacePort {
         },
       ],
     };
+  }
+
+  async runCriteriaChecks(
+    _sandboxId: string,
+    criteria: readonly AcceptanceCriterion[],
+    facts: TaskFacts,
+  ): Promise<CriterionCheckResult[]> {
+    this.repo.checkRuns += 1;
+    return criteria.flatMap((criterion): CriterionCheckResult[] => {
+      const check = criterion.check;
+      if (!check) return [];
+      const base = {
+        criterionId: criterion.id,
+        critical: criterion.critical,
+        kind: check.kind,
+        durationMs: 1,
+        outputTail: '',
+        ranOnDirtyTree: facts.dirty,
+      };
+      if (check.kind === 'command' && check.command) {
+        const exit = this.repo.commandExits[check.command] ?? (this.repo.testsPass ? 0 : 1);
+        return [
+          {
+            ...base,
+            target: check.command,
+            status: exit === 0 ? 'passed' : 'failed',
+            exitCode: exit,
+            outputTail: `exit ${exit}`,
+            reason: exit === 0 ? '' : `exit ${exit}`,
+          },
+        ];
+      }
+      if (check.kind === 'file_exists' && check.file) {
+        const exists = this.repo.files.includes(check.file);
+        return [
+          { ...base, target: check.file, status: exists ? 'passed' : 'failed', exitCode: null, reason: '' },
+        ];
+      }
+      return [
+        { ...base, target: check.kind, status: 'not_executed', exitCode: null, reason: 'not executed' },
+      ];
+    });
   }
 
   async preserveUncommitted(): Promise<string | null> {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { completionRefusals, type GateInput } from '../../src/core/completion-gate.js';
-import type { DodOutcome, TaskFacts } from '../../src/core/types.js';
+import {
+  completionRefusals,
+  decisionBasis,
+  onlyEvidenceMissing,
+  type GateInput,
+} from '../../src/core/completion-gate.js';
+import type { CriterionCheckResult, DodOutcome, TaskFacts } from '../../src/core/types.js';
 
 const facts: TaskFacts = {
   baseSha: 'b',
@@ -40,6 +45,21 @@ const good: GateInput = {
   dodSkipped: false,
 };
 
+const check = (overrides: Partial<CriterionCheckResult> = {}): CriterionCheckResult => ({
+  criterionId: 'AC1',
+  critical: true,
+  kind: 'command',
+  target: 'npm run e2e',
+  status: 'passed',
+  exitCode: 0,
+  durationMs: 10,
+  outputTail: '',
+  reason: '',
+  ranOnDirtyTree: false,
+  ...overrides,
+});
+const noDod: DodOutcome = { status: 'none', results: [], ranOnDirtyTree: false, source: 'detected: nothing' };
+
 describe('completion gate', () => {
   it('passes when assessment and facts agree', () => {
     expect(completionRefusals(good)).toEqual([]);
@@ -74,6 +94,67 @@ describe('completion gate', () => {
   ])('refuses when %s', (_name, change, reason) => {
     const reasons = completionRefusals({ ...good, ...change });
     expect(reasons.join('\n')).toMatch(reason);
+  });
+
+  it('a critical criterion whose check failed blocks COMPLETE, whatever the assessment says', () => {
+    const reasons = completionRefusals({
+      ...good,
+      criteriaChecks: [check({ status: 'failed', exitCode: 2 })],
+    });
+    expect(reasons).toEqual(['critical criterion AC1: its check command `npm run e2e` failed, exit 2']);
+  });
+
+  it('a non-critical failing check or a check that was not executed does not block by itself', () => {
+    const checks = [
+      check({ criterionId: 'AC2', critical: false, status: 'failed', exitCode: 1 }),
+      check({ kind: 'playwright', status: 'not_executed', exitCode: null }),
+    ];
+    expect(completionRefusals({ ...good, criteriaChecks: checks })).toEqual([]);
+  });
+
+  it('no evidence, no COMPLETE: no DoD check and no passing criterion check', () => {
+    const reasons = completionRefusals({
+      ...good,
+      dod: noDod,
+      criteriaChecks: [check({ status: 'not_executed' })],
+    });
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toMatch(/^no executable evidence: /);
+    expect(onlyEvidenceMissing(reasons)).toBe(true);
+    expect(onlyEvidenceMissing(['no commit on the task branch since the base', ...reasons])).toBe(false);
+  });
+
+  it('a passing criterion check on a clean tree is evidence without a DoD; on a dirty tree it is not', () => {
+    expect(completionRefusals({ ...good, dod: noDod, criteriaChecks: [check()] })).toEqual([]);
+    const dirty = completionRefusals({
+      ...good,
+      dod: noDod,
+      criteriaChecks: [check({ ranOnDirtyTree: true })],
+    });
+    expect(dirty.join()).toMatch(/no executable evidence/);
+  });
+
+  it('says what the decision rests on', () => {
+    const basis = decisionBasis({
+      ...good,
+      criteriaChecks: [
+        check(),
+        check({
+          criterionId: 'AC2',
+          kind: 'manual',
+          status: 'not_executed',
+          exitCode: null,
+          target: 'manual',
+        }),
+      ],
+    });
+    expect(basis).toEqual([
+      'Assessment: every criterion satisfied (1/2 passed).',
+      'Facts: 1 commit(s) on the task branch (head h), clean tree, no scope violation.',
+      'Definition of Done: 1/1 check(s) passed (test passed).',
+      'Criteria checks: 1/1 executed check(s) passed; AC1 command `npm run e2e` passed, exit 0; AC2 manual `manual` not_executed.',
+      'Executable evidence: DoD test, AC1 command check.',
+    ]);
   });
 
   it('accepts skipped DoD when the user asked for it', () => {

@@ -178,4 +178,31 @@ describe('CassetteRecorder and CassettePlayer', () => {
     await expect(CassettePlayer.load(file)).rejects.toThrow(/not an agent-runner cassette.*--record/);
     await expect(CassettePlayer.load(`${file}.missing`)).rejects.toThrow(/Cannot read the cassette/);
   });
+
+  it('a resumed task adds its own attempt to the cassette, and its replay answers from that attempt only', async () => {
+    const file = tempFile('attempts.json');
+    const redact = createRedactor([], []);
+    const exchange = (content: string, reply: string) => ({
+      kind: 'meta' as const,
+      index: 0,
+      method: 'POST',
+      path: '/chat/completions',
+      requestText: JSON.stringify({ messages: [{ role: 'user', content }] }),
+      response: { status: 200, contentType: 'application/json', body: reply },
+    });
+    const first = new CassetteRecorder(file, redact);
+    await first.add(exchange('plan it', 'first attempt'));
+    const resumed = await CassetteRecorder.continuing(file, redact);
+    await resumed.add(exchange('decide', 'second attempt'));
+    const again = await CassetteRecorder.continuing(file, redact);
+    await again.add(exchange('decide again', 'third attempt'));
+    const attempt2 = await CassettePlayer.load(file, 2);
+    expect(attempt2.remaining()).toEqual({ meta: 1, worker: 0 });
+    const requestText = JSON.stringify({ messages: [{ role: 'user', content: 'decide' }] });
+    expect(attempt2.match('meta', 'POST', '/chat/completions', requestText).response.body).toBe(
+      'second attempt',
+    );
+    expect((await CassettePlayer.load(file)).remaining().meta).toBe(1);
+    expect((await CassettePlayer.load(file, 3)).remaining().meta).toBe(1);
+  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatStatusTable } from '../../src/cli/status-command.js';
 import type { SandboxRuntime, SandboxSummary } from '../../src/core/ports.js';
-import { findOrphanSandboxes } from '../../src/lifecycle/orphan-sandboxes.js';
+import { findDeadOwnerSandboxes } from '../../src/lifecycle/orphan-sandboxes.js';
 import type { TaskEntry } from '../../src/lifecycle/task-inventory.js';
 
 const DEAD_PID = 2 ** 22 + 12345; // above pid_max's default: no such process
@@ -27,24 +27,15 @@ const runtime = {
 } as unknown as SandboxRuntime;
 
 describe('kept sandboxes', () => {
-  it("a run's sweep leaves a kept container alone; gc (includeKept) removes it", async () => {
-    const swept = await findOrphanSandboxes(runtime, { repoRoot: '/repo', hostname: 'this-host' });
-    expect(swept.map((sandbox) => sandbox.name)).toEqual(['orphan']);
-    const gc = await findOrphanSandboxes(runtime, {
-      repoRoot: '/repo',
-      hostname: 'this-host',
-      includeKept: true,
-    });
-    expect(gc.map((sandbox) => [sandbox.name, sandbox.kept])).toEqual([
-      ['orphan', false],
-      ['kept', true],
-    ]);
+  it("a run's sweep leaves a kept container alone (it is told apart from the orphans)", async () => {
+    const dead = await findDeadOwnerSandboxes(runtime, { repoRoot: '/repo', hostname: 'this-host' });
+    expect(dead.orphans.map((sandbox) => sandbox.name)).toEqual(['orphan']);
+    expect(dead.kept.map((sandbox) => sandbox.name)).toEqual(['kept']);
+    expect(dead.kept[0]?.kept).toBe(true);
   });
 
   it('status shows kept containers and keeps every cell on one line', async () => {
-    const [kept] = (await findOrphanSandboxes(runtime, { hostname: 'this-host', includeKept: true })).filter(
-      (sandbox) => sandbox.kept,
-    );
+    const [kept] = (await findDeadOwnerSandboxes(runtime, { hostname: 'this-host' })).kept;
     const task: TaskEntry = {
       taskId: 'rp-1',
       status: 'finished',

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
 import type { Plan } from '../../src/core/types.js';
-import { foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
+import { assertResumable, foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 import {
   FakeHuman,
@@ -168,5 +168,56 @@ describe('journal → task state', () => {
     ]);
     expect(state.attempts).toBe(1);
     expect(previousAttempt(state)).toBeNull();
+  });
+
+  it('keeps the wall clock used by every attempt and the answers the person gave', () => {
+    const started = (at: string): StampedEvent => ({
+      type: 'task_started',
+      taskId: 'T-1',
+      branch: 'agent-runner/T-1',
+      baseSha: 'abc',
+      worktreePath: '/w',
+      dirtyStart: false,
+      at,
+    });
+    const state = foldJournal('T-1', [
+      started('2026-01-01T00:00:00.000Z'),
+      {
+        type: 'plan',
+        plan,
+        usage: { inputTokens: 1, cachedInputTokens: 0, outputTokens: 1, reasoningTokens: 0, costUsd: 0 },
+        at: '2026-01-01T00:00:10.000Z',
+      },
+      { type: 'human', question: 'Which locale?', answer: 'en-GB', at: '2026-01-01T00:01:00.000Z' },
+      { type: 'human', question: 'Anything else?', answer: null, at: '2026-01-01T00:02:00.000Z' },
+      // A day later: the gap between attempts is not task time.
+      started('2026-01-02T00:00:00.000Z'),
+      { type: 'transition', from: 'PENDING', to: 'PLANNING', at: '2026-01-02T00:00:30.000Z' },
+    ]);
+    expect(state.elapsedMs).toBe(120_000 + 30_000);
+    expect(state.answers).toEqual([{ question: 'Which locale?', answer: 'en-GB' }]);
+    const previous = previousAttempt(state);
+    expect(previous?.elapsedMs).toBe(150_000);
+    expect(previous?.feedback.join('\n')).toContain(
+      'Earlier, the person was asked "Which locale?" and answered: en-GB',
+    );
+  });
+
+  it('checks what resume builds on against the record schemas', async () => {
+    const first = await runTask(
+      [
+        runWorker(),
+        assess(false),
+        { kind: 'decide', decision: { action: 'abort', reason: 'stop', usedPatterns: [] } },
+      ],
+      [commit(false)],
+    );
+    expect(() => assertResumable(foldJournal('T-1', first.events), 'events.jsonl')).not.toThrow();
+    const edited = first.events.map((event) =>
+      event.type === 'run_recorded' ? { ...event, record: { ...event.record, exitCode: 'zero' } } : event,
+    ) as StampedEvent[];
+    expect(() => assertResumable(foldJournal('T-1', edited), 'events.jsonl')).toThrow(
+      /events\.jsonl of task T-1 cannot be resumed: run 1 exitCode: .*number/,
+    );
   });
 });

@@ -71,11 +71,11 @@ const loopContext = (overrides: Partial<LoopContext> = {}): LoopContext => ({
 
 describe('ScriptedMetaModel', () => {
   it('answers in order, records calls, throws past the end, and checks completeness', async () => {
-    const model = new ScriptedMetaModel(['one', { text: 'two', usage: { promptTokens: 7 } }]);
+    const model = new ScriptedMetaModel(['one', { text: 'two', usage: { inputTokens: 7 } }]);
     expect(() => model.assertComplete()).toThrow(/2 of 2 scripted replies were not used/);
     expect((await model.complete([{ role: 'user', content: 'a' }], { purpose: 'p' })).text).toBe('one');
     const second = await model.complete([{ role: 'user', content: 'b' }]);
-    expect(second.usage.promptTokens).toBe(7);
+    expect(second.usage.inputTokens).toBe(7);
     model.assertComplete();
     await expect(model.complete([{ role: 'user', content: 'c' }])).rejects.toThrow(InternalError);
     expect(model.calls.map((call) => call.messages[0]?.content)).toEqual(['a', 'b', 'c']);
@@ -85,7 +85,7 @@ describe('ScriptedMetaModel', () => {
 describe('createMetaAgent', () => {
   it('plan: sends system prompt, then the PRD, and returns the parsed plan with usage', async () => {
     const model = new ScriptedMetaModel([
-      { text: PLAN, usage: { promptTokens: 1000, completionTokens: 50, costUsd: 0.01 } },
+      { text: PLAN, usage: { inputTokens: 1000, outputTokens: 50, costUsd: 0.01 } },
     ]);
     const agent = createMetaAgent({ model, config });
     const result = await agent.plan('# Add a health endpoint', {
@@ -96,13 +96,13 @@ describe('createMetaAgent', () => {
     expect(result.message.payload.acceptance_criteria[0]?.id).toBe('AC-1');
     expect(result).toMatchObject({
       attempts: 1,
-      usage: { promptTokens: 1000, completionTokens: 50, costUsd: 0.01 },
+      usage: { inputTokens: 1000, outputTokens: 50, costUsd: 0.01 },
     });
     const [system, stable, varying] = model.calls[0]?.messages ?? [];
     expect(system?.role).toBe('system');
     expect(system?.content).toContain('The task id is `ADD-HEALTH`');
     expect(system?.content).toContain(
-      '- payload.acceptance_criteria[].check.kind (required): one of command | test | file_exists | manual — how the criterion can be verified',
+      '- payload.acceptance_criteria[].check.kind (required): text — how the criterion can be verified: command | test | file_exists | manual | playwright or another label',
     );
     expect(system?.content).toContain('task_id: ADD-HEALTH-ENDPOINT'); // the example from protocols/
     expect(stable?.content).toMatch(/^# Task ADD-HEALTH\n\n## PRD\n```markdown\n# Add a health endpoint/);
@@ -146,13 +146,33 @@ describe('createMetaAgent', () => {
     const agent = createMetaAgent({ model, config });
     const result = await agent.assess(loopContext(), {
       summary: 'exit 0, 1 commit on the task branch, tree clean',
-      dodResults: [{ name: 'test', command: 'npm test', exitCode: 0, passed: true }],
+      dodResults: [
+        { name: 'test', command: 'npm test', status: 'passed', exitCode: 0, durationMs: 5, outputTail: '' },
+      ],
+      criteriaChecks: [
+        {
+          criterionId: 'AC-1',
+          critical: true,
+          kind: 'playwright',
+          target: 'tests/e2e/health.spec.ts "GET /health"',
+          status: 'not_executed',
+          exitCode: null,
+          durationMs: 0,
+          outputTail: '',
+          reason: 'agent-runner does not execute checks of kind `playwright`',
+          ranOnDirtyTree: false,
+        },
+      ],
       diff: '+app.get("/health")',
     });
     expect(result.message.payload.all_criteria_satisfied).toBe(true);
     const varying = model.calls[0]?.messages[2]?.content ?? '';
     expect(varying).toContain('- test (`npm test`): passed, exit 0');
     expect(varying).toContain('+app.get("/health")');
+    // The assessor sees the criteria's checks, including a kind the runner does not execute.
+    expect(varying).toContain(
+      '- AC-1 (critical) playwright `tests/e2e/health.spec.ts "GET /health"`: not executed',
+    );
   });
 
   it('repair succeeds on the second reply: the errors are sent back with lines and paths', async () => {

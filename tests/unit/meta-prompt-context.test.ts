@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FactsForAssessment, RunRecord } from '../../src/meta/meta-context.js';
+import type { FactsForAssessment, HistoryEntry } from '../../src/meta/meta-context.js';
 import {
   buildPromptContext,
   estimateTokens,
@@ -9,7 +9,7 @@ import {
 const tail = (label: string) =>
   Array.from({ length: 40 }, (_, index) => `${label} output line ${index}`).join('\n');
 
-const runs: RunRecord[] = [1, 2, 3].map((iteration) => ({
+const runs: HistoryEntry[] = [1, 2, 3].map((iteration) => ({
   iteration,
   action: 'run_worker',
   reason: `reason ${iteration}`,
@@ -28,7 +28,16 @@ const runs: RunRecord[] = [1, 2, 3].map((iteration) => ({
 
 const facts: FactsForAssessment = {
   summary: 'exit 0; 2 commits; tree clean; no scope violation',
-  dodResults: [{ name: 'test', command: 'npm test', exitCode: 1, passed: false, outputTail: tail('dod') }],
+  dodResults: [
+    {
+      name: 'test',
+      command: 'npm test',
+      status: 'failed',
+      exitCode: 1,
+      durationMs: 9,
+      outputTail: tail('dod'),
+    },
+  ],
   diff: 'diff --git a/x b/x\n' + '+added line\n'.repeat(2_000),
   workerSummary: 'I added the endpoint.',
 };

@@ -108,6 +108,40 @@ function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
     workerType: 'codex',
     runDir: '/r/.agent-runner/runs/T-7',
     error: null,
+    basis: ['Assessment: every criterion satisfied (1/2 passed).', 'Executable evidence: DoD test.'],
+    criteria: [
+      {
+        id: 'AC1',
+        description: 'slugify("A B") is "a-b"',
+        type: 'functional',
+        critical: true,
+        check: { kind: 'command', command: 'node -e "process.exit(3)"' },
+        status: 'passed',
+        comment: 'test passes',
+        checkResult: {
+          criterionId: 'AC1',
+          critical: true,
+          kind: 'command',
+          target: 'node -e "process.exit(3)"',
+          status: 'failed',
+          exitCode: 3,
+          durationMs: 40,
+          outputTail: 'boom from the check',
+          reason: 'exit 3',
+          ranOnDirtyTree: false,
+        },
+      },
+      {
+        id: 'AC2',
+        description: 'tests cover it',
+        type: 'e2e',
+        critical: false,
+        check: { kind: 'playwright', file: 'e2e/a.spec.ts', test_name: 'works' },
+        status: 'unknown',
+        comment: '',
+        checkResult: null,
+      },
+    ],
     ...overrides,
   };
 }
@@ -134,7 +168,21 @@ describe('task note', () => {
     const { text } = await write(record());
     expect(text).toContain('# Task T-7: Add slugify');
     expect(text).toContain('| **State** | **COMPLETE** (slugify done) |');
-    expect(text).toContain('| AC1 | slugify("A B") is "a-b" | yes | ✅ passed | test passes |');
+    expect(text).toContain(
+      '| AC1 | slugify("A B") is "a-b" | functional | yes | `command: node -e "process.exit(3)"` | ❌ failed (exit 3) | ✅ passed | test passes |',
+    );
+    // A check kind agent-runner does not run is shown as planned, its type label kept.
+    expect(text).toContain(
+      '| AC2 | tests cover it | e2e | no | `playwright: e2e/a.spec.ts works` | ➖ not run | ❔ unknown |',
+    );
+    // A failing check: its command, exit code and output; and what the decision rests on.
+    expect(text).toContain(
+      '<details><summary>AC1 check `node -e "process.exit(3)"`: failed, exit 3 (exit 3)</summary>',
+    );
+    expect(text).toContain('boom from the check');
+    expect(text).toContain(
+      '## Decision\n- Assessment: every criterion satisfied (1/2 passed).\n- Executable evidence: DoD test.',
+    );
     expect(text).toContain('| Head | `bbbbbbbbbbbbbbbb` |');
     expect(text).toContain('- `bbbbbbbbbb` Add slugify');
     expect(text).toContain('| lint | `npm run lint` | ❌ failed (exit 1) | 800ms |');

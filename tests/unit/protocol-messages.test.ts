@@ -71,6 +71,51 @@ describe('protocols/ examples', () => {
   });
 });
 
+describe("the specification's own example messages (protocols/spec/)", () => {
+  const specDir = path.join(protocolsDir, 'spec');
+  const read = (type: MessageType) => readFileSync(path.join(specDir, `${type}.yaml`), 'utf8');
+
+  it.each(MESSAGE_TYPES)('%s validates as written', (type) => {
+    const result = parseMessage(read(type), type, {
+      taskId: 'TASK-123',
+      knownPatterns: ['implement_feature'],
+      workerTypes: ['codex'],
+      acceptanceCriterionIds: ['AC-1', 'AC-2', 'AC-3'],
+    });
+    expect(result.ok ? 'valid' : result.issues.map(formatProtocolIssue)).toBe('valid');
+  });
+
+  it('keeps free criterion types and unknown check kinds exactly as written', () => {
+    const result = parseMessage(read('plan_task'), 'plan_task');
+    if (!result.ok) throw new Error(result.issues.map(formatProtocolIssue).join('\n'));
+    const [e2e, unit] = result.message.payload.acceptance_criteria;
+    expect(e2e).toEqual({
+      id: 'AC-1',
+      description: 'A logged-in user can reset their password from the settings page',
+      type: 'e2e',
+      critical: true,
+      check: {
+        kind: 'playwright',
+        file: 'tests/e2e/password-reset.spec.ts',
+        test_name: 'user can reset password',
+      },
+    });
+    expect(unit?.type).toBe('unit');
+  });
+
+  it('still refuses a check kind that is not a label, and a command check without its command', () => {
+    const broken = read('plan_task')
+      .replace('kind: "playwright"', 'kind: "play wright!"')
+      .replace('command: "npm run build"', 'file: "x"');
+    expect(errorsOf(broken, 'plan_task')).toEqual([
+      expect.stringMatching(/^payload\.acceptance_criteria\[0\]\.check\.kind .*short label/),
+      expect.stringMatching(
+        /^payload\.acceptance_criteria\[2\]\.check\.command .*required when kind is command/,
+      ),
+    ]);
+  });
+});
+
 describe('valid messages', () => {
   it('plan_task', () => {
     const result = parseMessage(PLAN, 'plan_task', { taskId: 'T-1' });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_EXCLUDE } from '../../src/config/schema.js';
+import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../../src/config/schema.js';
 import { compileGlob } from '../../src/workspace/glob.js';
 import { compileScope, defaultScope, mergeScope } from '../../src/workspace/scope.js';
 import { scopeStatement } from '../../src/workspace/scope-statement.js';
@@ -23,8 +23,10 @@ describe('scope globs', () => {
     ['src/**', 'srcx/a.ts', false],
     ['src/**/*.test.ts', 'src/a/b.test.ts', true],
     ['src/**/*.test.ts', 'src/b.test.ts', true],
-    ['src/{a,b}.ts', 'src/b.ts', true],
-    ['src/{a,b}.ts', 'src/c.ts', false],
+    ['build/', 'build/out.js', true],
+    ['build/', 'src/build', false],
+    ['/README.md', 'docs/README.md', false],
+    ['README.md', 'docs/README.md', true],
     ['file?.txt', 'file1.txt', true],
     ['[ab].txt', 'b.txt', true],
     ['[!ab].txt', 'b.txt', false],
@@ -32,6 +34,78 @@ describe('scope globs', () => {
     ['a.b', 'aXb', false],
   ])('%s matches %s: %s', (pattern, file, expected) => {
     expect(compileGlob(pattern).matches(file)).toBe(expected);
+  });
+
+  it.each([
+    ['.npmrc'],
+    ['packages/web/.npmrc'],
+    ['.yarnrc.yml'],
+    ['.netrc'],
+    ['.pypirc'],
+    ['.git-credentials'],
+    ['.docker/config.json'],
+    ['home/.docker/config.json'],
+    ['.aws/credentials'],
+    ['deploy/.aws/config'],
+    ['.ssh/known_hosts'],
+    ['keys/id_rsa'],
+    ['id_rsa.pub'],
+    ['id_ed25519'],
+    ['certs/client.p12'],
+    ['client.pfx'],
+    ['infra/prod.tfvars'],
+    ['credentials.json'],
+    ['config/credentials-prod.json'],
+    ['.env'],
+    ['secrets/a/b'],
+  ])('excludes %s by default', (file) => {
+    expect(compileScope(defaultScope()).access(file)).toBe('excluded');
+  });
+
+  it.each([
+    ['src/index.ts'],
+    ['.npmrc.example'],
+    ['docker/config.json'],
+    ['credentials.md'],
+    ['aws/notes.md'],
+  ])('keeps %s by default', (file) => {
+    expect(compileScope(defaultScope()).access(file)).toBe('write');
+  });
+
+  it('makes agent-runner.yaml at the root read-only by default, and `!` lifts it', () => {
+    expect(compileScope(defaultScope()).access('agent-runner.yaml')).toBe('read');
+    expect(compileScope(defaultScope()).access('pkg/agent-runner.yaml')).toBe('write');
+    const lifted = mergeScope(defaultScope(), { read: ['!/agent-runner.yaml'] });
+    expect(compileScope(lifted).access('agent-runner.yaml')).toBe('write');
+  });
+
+  it('follows .gitignore negation: a later `!` re-includes, except below an excluded directory', () => {
+    const scope = compileScope({
+      exclude: ['secrets/**', '!secrets/public.txt', 'private', '!private/ok.txt', '*.log', '!keep.log'],
+      read: [],
+      write: [],
+    });
+    expect(scope.access('secrets/token.txt')).toBe('excluded');
+    expect(scope.access('secrets/public.txt')).toBe('write');
+    // git cannot re-include a file whose parent directory is excluded; neither can the scope.
+    expect(scope.access('private/ok.txt')).toBe('excluded');
+    expect(scope.access('a/debug.log')).toBe('excluded');
+    expect(scope.access('keep.log')).toBe('write');
+    const reExcluded = mergeScope(
+      { exclude: ['.npmrc'], read: [], write: [] },
+      { exclude: ['!.npmrc', '.npmrc'] },
+    );
+    expect(compileScope(reExcluded).access('.npmrc')).toBe('excluded');
+  });
+
+  it('matches 100k paths fast: compiled once, not per path', () => {
+    const scope = compileScope(defaultScope());
+    const paths = Array.from({ length: 100_000 }, (_, index) => `src/module-${index % 500}/file-${index}.ts`);
+    const started = performance.now();
+    let writable = 0;
+    for (const file of paths) if (scope.access(file) === 'write') writable += 1;
+    expect(writable).toBe(100_000);
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it('classifies with exclude > read > write, and an empty write means everything else', () => {
@@ -55,6 +129,7 @@ describe('scope globs', () => {
     expect(merged).toEqual({ exclude: ['a', 'b'], read: ['r', 's'], write: ['lib/**'] });
     expect(mergeScope({ exclude: [], read: [], write: ['src/**'] }, {}).write).toEqual(['src/**']);
     expect(defaultScope().exclude).toEqual(DEFAULT_EXCLUDE);
+    expect(defaultScope().read).toEqual(DEFAULT_READ);
   });
 
   it('states the scope for the prompt', () => {

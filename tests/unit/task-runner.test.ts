@@ -13,8 +13,10 @@ import {
   NoMemory,
   ScriptedMetaAgent,
   fakeRepo,
+  type FakeRepo,
   type MetaStep,
   type WorkerEffect,
+  usage,
 } from '../support/core-fakes.js';
 
 const plan: Plan = {
@@ -55,15 +57,17 @@ const commitFailing: WorkerEffect = (repo) => {
 async function setup(
   script: MetaStep[],
   effects: WorkerEffect[],
-  options: Partial<TaskRunnerOptions> & { answers?: (string | null)[] } = {},
+  options: Partial<TaskRunnerOptions> & { answers?: (string | null)[]; repo?: FakeRepo; plan?: Plan } = {},
 ) {
-  const repo = fakeRepo();
+  const { repo = fakeRepo(), answers, plan: planned = plan, ...runnerOptions } = options;
   // A resumed task starts from its earlier plan: no plan call.
-  const meta = new ScriptedMetaAgent(options.previous ? script : [{ kind: 'plan', plan }, ...script]);
+  const meta = new ScriptedMetaAgent(
+    options.previous ? script : [{ kind: 'plan', plan: planned }, ...script],
+  );
   const worker = new FakeWorker(repo, effects);
   const sandboxes = new FakeSandboxes();
   const clock = new ManualClock();
-  const human = new FakeHuman(options.answers ?? []);
+  const human = new FakeHuman(answers ?? []);
   const events: StampedEvent[] = [];
   const notes: TaskRecord[] = [];
   const runner = new TaskRunner(
@@ -77,7 +81,7 @@ async function setup(
       headless: true,
       patterns: await loadPatternLibrary(),
       runDir: '/tmp/runs/T-1',
-      ...options,
+      ...runnerOptions,
     },
     {
       meta,
@@ -175,22 +179,170 @@ describe('task runner loop', () => {
     expect(summary.reason).toMatch(/past the end of the script/);
   });
 
-  it('accepts mark_complete when the last assessment and the facts agree (resumed task)', async () => {
-    const first = await setup([runWorker(), assess(true)], [commitPassing]);
-    await first.runner.run();
-    const previousRuns = first.notes[0]!.runs;
-    const t = await setup([decide({ action: 'mark_complete', reason: 'already done' })], [], {
+  it('resume observes the work first; mark_complete validates for real and completes from the facts', async () => {
+    // The first attempt died after the worker committed: its run has no facts, no DoD, no assessment.
+    const first = await setup([runWorker(), { kind: 'hang', on: 'assess' }], [commitPassing]);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 20);
+    await first.runner.run(controller.signal);
+    const crashedRun = { ...first.notes[0]!.runs[0]! };
+    delete crashedRun.facts;
+    delete crashedRun.dod;
+    delete crashedRun.assessment;
+    const t = await setup([decide({ action: 'mark_complete', reason: 'already done' }), assess(true)], [], {
+      repo: first.repo,
       previous: {
         plan,
-        runs: previousRuns,
+        runs: [crashedRun],
         threadId: 'thread-1',
         metaCalls: 3,
         usage: first.notes[0]!.usage.meta,
       },
     });
+    first.repo.dodRuns = 0;
+    first.repo.checkRuns = 0;
     const summary = await t.runner.run();
     expect(summary.state).toBe('COMPLETE');
     expect(summary.reason).toBe('already done');
+    t.meta.assertComplete();
+    // Two Meta-agent calls after the resume; the facts were observed before the first of them.
+    expect(t.meta.calls.map((call) => call.kind)).toEqual(['decide', 'assess']);
+    expect(t.meta.calls[0]?.view?.latest?.facts.headSha).toBe('c1');
+    expect(t.meta.calls[0]?.view?.latest?.dod?.status).toBe('passed');
+    // Nothing changed between the observation and mark_complete: the DoD ran once, not twice.
+    expect(first.repo.dodRuns).toBe(1);
+    expect(summary.basis.join('\n')).toMatch(/Executable evidence: DoD test/);
+  });
+
+  it('an assessment of the same evidence is reused: mark_complete costs one call', async () => {
+    const t = await setup(
+      [
+        runWorker(),
+        assess(false),
+        decide({ action: 'mark_complete', reason: 'try' }),
+        decide({ action: 'abort' }),
+      ],
+      [commitPassing],
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('FAILED');
+    t.meta.assertComplete();
+    expect(t.meta.calls.filter((call) => call.kind === 'assess')).toHaveLength(1);
+  });
+
+  it('a repeated refused mark_complete on unchanged facts ends NEEDS_REVIEW (stalled) after maxStalls', async () => {
+    const markComplete = decide({ action: 'mark_complete', reason: 'it is done' });
+    const t = await setup(
+      [runWorker(), assess(false), markComplete, markComplete, markComplete],
+      [commitPassing],
+      {
+        limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000, maxStalls: 3 },
+      },
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(3);
+    expect(summary.reason).toMatch(/^stalled: the Meta-agent decided mark_complete 3 times in a row/);
+    expect(summary.reason).toContain('the assessment says not every criterion is satisfied');
+    // Exactly the script: one call per refusal, no tight loop, nothing past the third.
+    t.meta.assertComplete();
+    expect(summary.metaCalls).toBe(6);
+    expect(t.events.some((event) => event.type === 'stalled')).toBe(true);
+  });
+
+  it('a worker run that changes the facts is progress, not a stall', async () => {
+    const markComplete = decide({ action: 'mark_complete', reason: 'done?' });
+    const t = await setup(
+      [runWorker(), assess(false), markComplete, markComplete, runWorker('Fix'), assess(true)],
+      [commitFailing, commitPassing],
+      { limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000, maxStalls: 3 } },
+    );
+    expect((await t.runner.run()).state).toBe('COMPLETE');
+  });
+
+  it("a critical criterion's failing command check blocks COMPLETE despite DoD and a satisfied assessment", async () => {
+    const checked: Plan = {
+      title: 'Add slugify',
+      acceptanceCriteria: [
+        {
+          id: 'AC1',
+          description: 'the CLI prints the slug',
+          type: 'e2e',
+          critical: true,
+          check: { kind: 'command', command: 'node cli.js "A B" | grep -qx a-b' },
+        },
+      ],
+    };
+    const repo = fakeRepo();
+    repo.commandExits['node cli.js "A B" | grep -qx a-b'] = 1;
+    const t = await setup(
+      [runWorker(), assess(true), decide({ action: 'abort', reason: 'stop' })],
+      [commitPassing],
+      {
+        repo,
+        plan: checked,
+      },
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('FAILED');
+    const refusals = t.events.filter((event) => event.type === 'refused').flatMap((event) => event.reasons);
+    expect(refusals).toContain(
+      'critical criterion AC1: its check command `node cli.js "A B" | grep -qx a-b` failed, exit 1',
+    );
+    expect(summary.criteria[0]?.checkResult).toMatchObject({
+      status: 'failed',
+      exitCode: 1,
+      outputTail: 'exit 1',
+    });
+    expect(t.notes[0]?.runs[0]?.dod?.status).toBe('passed');
+  });
+
+  it('no DoD and no executable check: NEEDS_REVIEW "no executable evidence", not COMPLETE', async () => {
+    const repo = fakeRepo();
+    repo.hasDod = false;
+    const t = await setup([runWorker(), assess(true)], [commitPassing], { repo });
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(3);
+    expect(summary.reason).toMatch(/^no executable evidence/);
+    expect(summary.basis).toContain('Executable evidence: none.');
+    t.meta.assertComplete();
+  });
+
+  it('no DoD but a passing criterion check is evidence enough', async () => {
+    const repo = fakeRepo();
+    repo.hasDod = false;
+    repo.files.push('README.md');
+    const withFile: Plan = {
+      ...plan,
+      acceptanceCriteria: [
+        { ...plan.acceptanceCriteria[0]!, check: { kind: 'file_exists', file: 'README.md' } },
+      ],
+    };
+    const t = await setup([runWorker(), assess(true)], [commitPassing], { repo, plan: withFile });
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    expect(summary.basis.join('\n')).toContain('Executable evidence: AC1 file_exists check.');
+  });
+
+  it('the wall clock of earlier attempts counts: a resumed task past its limit stops before any call', async () => {
+    const t = await setup([], [], {
+      previous: { plan, runs: [], threadId: null, metaCalls: 2, usage: usage(), elapsedMs: 3_600_000 },
+    });
+    const summary = await t.runner.run();
+    expect(summary.exitCode).toBe(124);
+    expect(t.meta.calls).toEqual([]);
+  });
+
+  it('Ctrl-C aborts a Meta-agent call in flight within a second', async () => {
+    const controller = new AbortController();
+    const t = await setup([{ kind: 'hang', on: 'decide' }], []);
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 50);
+    const summary = await t.runner.run(controller.signal);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(130);
   });
 
   it('headless ask_human → NEEDS_REVIEW, exit 3, the question kept for the note', async () => {
@@ -255,6 +407,26 @@ describe('task runner loop', () => {
     const summary = await t.runner.run();
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(summary.reason).toMatch(/token budget/);
+  });
+
+  it('a run the gateway cut off for the budget ends NEEDS_REVIEW "budget" with no further Meta-agent call', async () => {
+    const spent =
+      'budget: the token budget of 300 is spent (310 tokens used by the Meta-agent and the worker)';
+    const t = await setup(
+      [runWorker()],
+      [
+        (repo, request) => {
+          commitFailing(repo, request);
+          return { exitCode: 1, failed: true, errors: ['403 budget_exhausted'], budgetExhausted: spent };
+        },
+      ],
+    );
+    const summary = await t.runner.run();
+    expect(summary).toMatchObject({ state: 'NEEDS_REVIEW', reason: spent, exitCode: 3 });
+    // No assessment was asked for (the script would have thrown), and the run's commit came back anyway.
+    expect(t.meta.calls.map((call) => call.kind)).toEqual(['plan', 'decide']);
+    expect(t.events.some((event) => event.type === 'facts')).toBe(true);
+    expect(t.sandboxes.live.size).toBe(0);
   });
 
   it('a model error ends FAILED with its exit code, the note written and the sandbox stopped', async () => {

@@ -1,0 +1,127 @@
+/**
+ * The repository-size series: agent-runner's preparation of a task (snapshot, sandbox repository, scope
+ * permissions, the person's worktree) plus the sandbox's start, against the floor of the same work done the
+ * cheapest way (`git worktree add` of the same commit, then a container created and started through the
+ * Engine API directly). Also a second task and a re-preparation (resume) in the same repository.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import type { SandboxRuntime } from '../src/core/ports.js';
+import { defaultScope } from '../src/workspace/scope.js';
+import {
+  prepareTaskWorkspace,
+  type PreparationStep,
+  type PreparedWorkspace,
+} from '../src/workspace/prepare-task-workspace.js';
+import type { BenchSandboxes } from './bench-sandbox.js';
+import type { RawEngine } from './raw-engine.js';
+import { median, round } from './stats.js';
+import { resetSyntheticRepo, syntheticRepo } from './synthetic-repo.js';
+
+export interface PreparationRow {
+  files: number;
+  /** `git worktree add` of the same commit. */
+  worktreeAddMs: number;
+  /** Container create + start through the Engine API directly. */
+  containerStartMs: number;
+  floorMs: number;
+  /** prepareTaskWorkspace + sandbox start: everything before the first worker request but the worker. */
+  preparationMs: number;
+  /** The same for a second task in the same repository. */
+  secondTaskMs: number;
+  /** Preparing the first task again (a resume: branch, worktree and sandbox repository reused). */
+  resumeMs: number;
+  steps: Partial<Record<PreparationStep | 'container start', number>>;
+  ratio: number;
+}
+
+async function floor(repo: string, engine: RawEngine, sandboxes: BenchSandboxes) {
+  const directory = await mkdtemp(path.join(tmpdir(), 'agent-runner-bench-worktree-'));
+  const target = path.join(directory, 'wt');
+  const started = performance.now();
+  await execa('git', ['worktree', 'add', '-q', '--detach', target, 'HEAD'], { cwd: repo });
+  const worktreeAddMs = performance.now() - started;
+  await execa('git', ['worktree', 'remove', '--force', target], { cwd: repo });
+  await rm(directory, { recursive: true, force: true });
+  const spec = sandboxes.spec('floor');
+  const containerStarted = performance.now();
+  const id = await engine.createAndStart(sandboxes.createOptions(spec));
+  const containerStartMs = performance.now() - containerStarted;
+  await engine.remove(id);
+  return { worktreeAddMs, containerStartMs };
+}
+
+async function prepareAndStart(
+  repo: string,
+  taskId: string,
+  runtime: SandboxRuntime,
+  sandboxes: BenchSandboxes,
+  steps?: PreparationRow['steps'],
+): Promise<{ ms: number; prepared: PreparedWorkspace }> {
+  const started = performance.now();
+  const prepared = await prepareTaskWorkspace({
+    repoRoot: repo,
+    taskId,
+    scope: defaultScope(),
+    onStep: (step, ms) => {
+      if (steps) steps[step] = round((steps[step] ?? 0) + ms);
+    },
+  });
+  const spec = { ...sandboxes.spec('prepare'), mounts: prepared.mounts, env: prepared.env };
+  const containerStarted = performance.now();
+  const sandbox = await runtime.create(spec);
+  if (steps) steps['container start'] = round(performance.now() - containerStarted);
+  const ms = performance.now() - started;
+  await runtime.remove(sandbox.id);
+  return { ms, prepared };
+}
+
+/**
+ * One row of the series: the floor and a first task alternately (`repetitions` times, medians), then a
+ * second task and a re-preparation of the first (a resume) in the same repository.
+ */
+export async function measurePreparation(
+  files: number,
+  context: { runtime: SandboxRuntime; engine: RawEngine; sandboxes: BenchSandboxes },
+  log: (message: string) => void,
+  repetitions = 2,
+): Promise<PreparationRow> {
+  const repo = await syntheticRepo({ files }, log);
+  // Warm the page cache for both sides alike: the floor and the preparation read the same objects.
+  await execa('git', ['cat-file', '--batch-all-objects', '--batch-check'], { cwd: repo });
+  const worktreeAdd: number[] = [];
+  const containerStart: number[] = [];
+  const firsts: number[] = [];
+  let steps: PreparationRow['steps'] = {};
+  for (let index = 0; index < repetitions; index += 1) {
+    if (index > 0) await resetSyntheticRepo(repo);
+    const floorFirst = index % 2 === 0;
+    const runFloor = async () => {
+      const measured = await floor(repo, context.engine, context.sandboxes);
+      worktreeAdd.push(measured.worktreeAddMs);
+      containerStart.push(measured.containerStartMs);
+    };
+    if (floorFirst) await runFloor();
+    steps = {};
+    firsts.push((await prepareAndStart(repo, 'bench-first', context.runtime, context.sandboxes, steps)).ms);
+    if (!floorFirst) await runFloor();
+  }
+  const second = await prepareAndStart(repo, 'bench-second', context.runtime, context.sandboxes);
+  const resume = await prepareAndStart(repo, 'bench-first', context.runtime, context.sandboxes);
+  await resetSyntheticRepo(repo);
+  const floorMs = median(worktreeAdd) + median(containerStart);
+  const preparationMs = median(firsts);
+  return {
+    files,
+    worktreeAddMs: round(median(worktreeAdd)),
+    containerStartMs: round(median(containerStart)),
+    floorMs: round(floorMs),
+    preparationMs: round(preparationMs),
+    secondTaskMs: round(second.ms),
+    resumeMs: round(resume.ms),
+    steps,
+    ratio: round(preparationMs / floorMs, 2),
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * The zod schemas of what a task records and reads back (the event journal that `resume` rebuilds from, the
+ * `--json` summary): the single source of the core's record types (types.ts infers them from here). One schema
+ * per concept: a run record, the facts, a DoD result, a criterion check result, usage.
+ */
+import { z } from 'zod';
+import { acceptanceCriterionSchema } from '../protocol/messages.js';
+
+/** Tokens of one model call or one worker run. */
+export const tokenUsageSchema = z.object({
+  inputTokens: z.number(),
+  cachedInputTokens: z.number(),
+  outputTokens: z.number(),
+  reasoningTokens: z.number(),
+});
+
+/** Tokens and money (USD; 0 when the model has no price). */
+export const usageSchema = tokenUsageSchema.extend({ costUsd: z.number() });
+
+export const dodCheckStatusSchema = z.enum(['passed', 'failed', 'timeout', 'skipped']);
+
+export const dodCheckResultSchema = z.object({
+  name: z.string(),
+  command: z.string(),
+  status: dodCheckStatusSchema,
+  exitCode: z.number().nullable(),
+  durationMs: z.number(),
+  outputTail: z.string(),
+});
+
+export const dodOutcomeSchema = z.object({
+  /** `none`: nothing configured and nothing detected. */
+  status: z.enum(['passed', 'failed', 'skipped', 'none']),
+  results: z.array(dodCheckResultSchema),
+  ranOnDirtyTree: z.boolean(),
+  /** Where the checks came from: `config`, or what detection looked at (`package.json`, `go.mod`...). */
+  source: z.string(),
+});
+
+export const criterionCheckStatusSchema = z.enum([
+  'passed',
+  'failed',
+  'timeout',
+  'not_executable',
+  'not_executed',
+]);
+
+export const criterionCheckResultSchema = z.object({
+  criterionId: z.string(),
+  critical: z.boolean(),
+  /** The check's kind as the plan wrote it. */
+  kind: z.string(),
+  /** What ran or was looked at: the command, the file, the named test. */
+  target: z.string(),
+  status: criterionCheckStatusSchema,
+  exitCode: z.number().nullable(),
+  durationMs: z.number(),
+  outputTail: z.string(),
+  /** In words: why it failed, was not executable or not executed. */
+  reason: z.string(),
+  /** The sandbox had uncommitted changes when it ran: not evidence about the committed work. */
+  ranOnDirtyTree: z.boolean(),
+});
+
+/** What the runner observed itself after a run. */
+export const taskFactsSchema = z.object({
+  baseSha: z.string(),
+  headSha: z.string(),
+  commits: z.array(z.object({ sha: z.string(), subject: z.string() })),
+  dirty: z.boolean(),
+  /** `git status --porcelain` lines when dirty. */
+  uncommitted: z.array(z.string()),
+  changedFiles: z.array(z.string()),
+  diffStat: z.string(),
+  /** The diff since base, cut to a bounded size for the assessment. */
+  diff: z.string(),
+  scopeViolations: z.array(z.string()),
+  /** Set when the worker's commits could not be fast-forwarded into the person's worktree. */
+  pendingRef: z.string().optional(),
+});
+
+export const criterionStatusSchema = z.enum(['passed', 'failed', 'unknown']);
+
+export const assessmentSchema = z.object({
+  allCriteriaSatisfied: z.boolean(),
+  summary: z.string(),
+  byCriterion: z.array(z.object({ id: z.string(), status: criterionStatusSchema, comment: z.string() })),
+  retrospective: z.array(z.string()),
+});
+
+export const workerModeSchema = z.enum(['exec', 'resume']);
+
+export const metaDecisionSchema = z.object({
+  action: z.enum(['run_worker', 'mark_complete', 'ask_human', 'abort']),
+  reason: z.string(),
+  usedPatterns: z.array(z.string()),
+  workerCall: z.object({ workerType: z.string(), mode: workerModeSchema, prompt: z.string() }).optional(),
+  question: z.string().optional(),
+});
+
+export const workerCommandSchema = z.object({
+  command: z.string(),
+  exitCode: z.number().nullable(),
+  status: z.string(),
+  outputTail: z.string(),
+});
+
+/** One worker run and what followed it (the latest validation of the task, when it is the last run). */
+export const runRecordSchema = z.object({
+  index: z.number(),
+  decision: metaDecisionSchema,
+  startedAt: z.number(),
+  durationMs: z.number(),
+  mode: workerModeSchema,
+  exitCode: z.number(),
+  timedOut: z.boolean(),
+  failed: z.boolean(),
+  threadId: z.string().nullable(),
+  commands: z.array(workerCommandSchema),
+  finalMessage: z.string().nullable(),
+  errors: z.array(z.string()),
+  usage: usageSchema,
+  facts: taskFactsSchema.optional(),
+  dod: dodOutcomeSchema.optional(),
+  /** The acceptance criteria's checks, run with the DoD on the same tree. */
+  criteriaChecks: z.array(criterionCheckResultSchema).optional(),
+  assessment: assessmentSchema.optional(),
+  /** The evidence fingerprint the assessment judged; a new assessment is asked only when it changes. */
+  assessedEvidence: z.string().optional(),
+  /** Why the completion gate refused, fed back to the Meta-agent. */
+  refusals: z.array(z.string()),
+});
+
+export const planSchema = z.object({
+  title: z.string(),
+  acceptanceCriteria: z.array(acceptanceCriterionSchema),
+});

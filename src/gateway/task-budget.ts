@@ -1,0 +1,46 @@
+/**
+ * The task's token and cost budget as the gateway sees it during a worker run: what the Meta-agent spent (as
+ * the runner counts it) plus every worker response the gateway has metered so far. Once it is spent, the
+ * gateway refuses the worker's further model requests.
+ */
+import type { TokenUsage } from '../core/ports.js';
+import { totalTokens } from '../core/usage.js';
+
+export interface BudgetLimits {
+  maxTokens?: number;
+  maxCostUsd?: number;
+}
+
+export class TaskBudget {
+  private tokens = 0;
+  private costUsd = 0;
+
+  constructor(
+    private readonly limits: BudgetLimits,
+    /** The cost of a worker usage (the worker model's price; 0 when it has none). */
+    private readonly workerCost: (usage: TokenUsage) => number,
+  ) {}
+
+  /** Spending counted elsewhere: the Meta-agent's calls, or earlier attempts of a resumed task. */
+  add(spent: { tokens: number; costUsd: number }): void {
+    this.tokens += spent.tokens;
+    this.costUsd += spent.costUsd;
+  }
+
+  /** A worker response's usage, as metered by the gateway. */
+  addWorker(usage: TokenUsage): void {
+    this.add({ tokens: totalTokens(usage), costUsd: this.workerCost(usage) });
+  }
+
+  /** Null while there is budget left; else why it is spent (the task's reason, starting with "budget"). */
+  exhausted(): string | null {
+    const { maxTokens, maxCostUsd } = this.limits;
+    if (maxTokens !== undefined && this.tokens >= maxTokens) {
+      return `budget: the token budget of ${maxTokens} is spent (${this.tokens} tokens used by the Meta-agent and the worker); the worker's further model requests were refused`;
+    }
+    if (maxCostUsd !== undefined && this.costUsd >= maxCostUsd) {
+      return `budget: the cost budget of $${maxCostUsd} is spent ($${this.costUsd.toFixed(4)} used by the Meta-agent and the worker); the worker's further model requests were refused`;
+    }
+    return null;
+  }
+}

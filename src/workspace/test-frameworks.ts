@@ -1,0 +1,103 @@
+/**
+ * Running one named test: which framework a repository uses (read from the task branch's files as data,
+ * never executed on the host), the command that runs only that test, and how many tests its output says
+ * passed. A zero count with exit 0 means the name matched nothing: that is not evidence.
+ */
+
+export type TestFramework = 'vitest' | 'jest' | 'mocha' | 'node:test' | 'pytest' | 'go test' | 'cargo test';
+
+/** The files of the tree detection looks at (text of package.json, names of the others). */
+export interface FrameworkClues {
+  packageJson: string | null;
+  /** Top-level file names of the tree. */
+  files: readonly string[];
+}
+
+/** What was looked at, for the "not executable" reason. */
+export const FRAMEWORKS_LOOKED_FOR =
+  'vitest, jest, mocha or node --test in package.json; go.mod; Cargo.toml; pytest configuration';
+
+/** The framework of the tree, or null. JavaScript frameworks first: they are the most precise clue. */
+export function detectTestFramework(clues: FrameworkClues): TestFramework | null {
+  if (clues.packageJson !== null) {
+    let parsed: {
+      scripts?: Record<string, unknown>;
+      dependencies?: Record<string, unknown>;
+      devDependencies?: Record<string, unknown>;
+    } = {};
+    try {
+      parsed = JSON.parse(clues.packageJson) as typeof parsed;
+    } catch {
+      parsed = {};
+    }
+    const deps = { ...(parsed.dependencies ?? {}), ...(parsed.devDependencies ?? {}) };
+    const testScript = typeof parsed.scripts?.test === 'string' ? parsed.scripts.test : '';
+    for (const name of ['vitest', 'jest', 'mocha'] as const)
+      if (name in deps || new RegExp(`\\b${name}\\b`).test(testScript)) return name;
+    if (/\bnode\b[^&|;]*--test\b/.test(testScript)) return 'node:test';
+  }
+  const files = new Set(clues.files);
+  if (files.has('go.mod')) return 'go test';
+  if (files.has('Cargo.toml')) return 'cargo test';
+  if (['pytest.ini', 'conftest.py', 'pyproject.toml', 'setup.cfg', 'tox.ini'].some((name) => files.has(name)))
+    return 'pytest';
+  return null;
+}
+
+/** A single-quoted shell word: model text never reaches the shell unquoted. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function escapeRegExp(value: string): string {
+  return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The shell command (run with bash in the sandbox, like a DoD check) that runs only the test named `testName`. */
+export function namedTestCommand(framework: TestFramework, testName: string, file?: string): string {
+  const exact = escapeRegExp(testName);
+  const fileWord = file ? ` ${shellQuote(file)}` : '';
+  switch (framework) {
+    case 'vitest':
+      return `node_modules/.bin/vitest run${fileWord} -t ${shellQuote(exact)}`;
+    case 'jest':
+      return `node_modules/.bin/jest${fileWord} -t ${shellQuote(exact)}`;
+    case 'mocha':
+      return `node_modules/.bin/mocha${fileWord} --grep ${shellQuote(exact)}`;
+    case 'node:test':
+      return `node --test --test-name-pattern=${shellQuote(exact)}${fileWord}`;
+    case 'pytest':
+      // pytest ids (file::name) are exact; -k takes an expression, fine for a bare function name.
+      return file && /^[A-Za-z_][A-Za-z0-9_]*$/.test(testName)
+        ? `python3 -m pytest ${shellQuote(`${file}::${testName}`)}`
+        : `python3 -m pytest${fileWord} -k ${shellQuote(testName)}`;
+    case 'go test':
+      return `go test ./... -v -run ${shellQuote(`^${exact}$`)}`;
+    case 'cargo test':
+      return `cargo test ${shellQuote(testName)}`;
+  }
+}
+
+/** How many tests the output says passed (null: the output does not say). */
+export function passedTestCount(framework: TestFramework, output: string): number | null {
+  const sum = (pattern: RegExp) => {
+    const matches = [...output.matchAll(pattern)];
+    return matches.length === 0 ? null : matches.reduce((total, match) => total + Number(match[1]), 0);
+  };
+  switch (framework) {
+    case 'vitest':
+      return sum(/Tests\s+(\d+) passed/g);
+    case 'jest':
+      return sum(/Tests:.*?(\d+) passed/g);
+    case 'mocha':
+      return sum(/(\d+) passing/g);
+    case 'node:test':
+      return sum(/^(?:#|ℹ) pass (\d+)/gm);
+    case 'pytest':
+      return sum(/(\d+) passed/g);
+    case 'go test':
+      return (output.match(/^\s*--- PASS:/gm) ?? []).length;
+    case 'cargo test':
+      return sum(/test result: ok\. (\d+) passed/g);
+  }
+}

@@ -1,0 +1,221 @@
+import { symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { ExecOptions, ExecResult, SandboxRuntime } from '../../src/core/ports.js';
+import type { AcceptanceCriterion, TaskFacts } from '../../src/core/types.js';
+import { fileOnBranch, repositoryPath, runCriteriaChecks } from '../../src/workspace/criteria-checks.js';
+import {
+  detectTestFramework,
+  namedTestCommand,
+  passedTestCount,
+  shellQuote,
+} from '../../src/workspace/test-frameworks.js';
+import { git } from '../support/task-repo.js';
+
+async function repoWith(files: Record<string, string>, links: Record<string, string> = {}) {
+  const root = await mkdtemp(path.join(tmpdir(), 'ar-criteria-'));
+  onTestFinished(() => rm(root, { recursive: true, force: true }));
+  git(root, 'init', '-q', '-b', 'main');
+  git(root, 'config', 'user.name', 'T');
+  git(root, 'config', 'user.email', 't@example.com');
+  for (const [file, content] of Object.entries(files)) writeFileSync(path.join(root, file), content);
+  for (const [link, target] of Object.entries(links)) symlinkSync(target, path.join(root, link));
+  git(root, 'add', '-A');
+  git(root, 'commit', '-q', '-m', 'c');
+  return { root, head: git(root, 'rev-parse', 'HEAD') };
+}
+
+/** A sandbox runtime that records what it is asked to run and answers from a table (an honest port fake). */
+class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
+  /** The checks' commands, in order (the clean shell's argv ends with the command). */
+  readonly commands: string[] = [];
+  /** Other execs: the sweep of stray processes after each check. */
+  sweeps = 0;
+  constructor(private readonly answers: Record<string, Partial<ExecResult>>) {}
+  async exec(_id: string, argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
+    const result: ExecResult = {
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+      interrupted: false,
+      oomKilled: false,
+      durationMs: 5,
+      stdoutTail: '',
+      stderrTail: '',
+    };
+    // The sweep of leftover processes after each check is not a check.
+    if (argv.includes('agent-runner-reaper')) {
+      this.sweeps += 1;
+      return result;
+    }
+    const command = argv.at(-1) ?? '';
+    this.commands.push(command);
+    return {
+      ...result,
+      ...(this.answers[command] ?? { exitCode: 127, stderrTail: `bash: ${command}: command not found` }),
+    };
+  }
+}
+
+const facts = (headSha: string): TaskFacts => ({
+  baseSha: headSha,
+  headSha,
+  commits: [],
+  dirty: false,
+  uncommitted: [],
+  changedFiles: [],
+  diffStat: '',
+  diff: '',
+  scopeViolations: [],
+});
+
+describe('criteria checks', () => {
+  it('file_exists looks at the task branch with git objects; links and escaping paths do not count', async () => {
+    const { root, head } = await repoWith({ 'README.md': '# x\n' }, { 'link.md': '/etc/passwd' });
+    expect(await fileOnBranch(root, head, 'README.md')).toMatchObject({ exists: true });
+    expect(await fileOnBranch(root, head, './README.md')).toMatchObject({ exists: true });
+    expect(await fileOnBranch(root, head, 'MISSING.md')).toMatchObject({ exists: false });
+    expect((await fileOnBranch(root, head, 'link.md')).reason).toMatch(/symbolic link/);
+    expect((await fileOnBranch(root, head, '../etc/passwd')).reason).toMatch(/not a path inside/);
+    expect(repositoryPath('/etc/passwd')).toBeNull();
+    expect(repositoryPath('a/../../b')).toBeNull();
+    expect(repositoryPath('src/a.ts')).toBe('src/a.ts');
+  });
+
+  it('runs command checks in the sandbox, keeps unknown kinds as not executed, and says why a test cannot run', async () => {
+    const { root, head } = await repoWith({ 'README.md': '# x\n' });
+    const runtime = new TableRuntime({
+      'npm run e2e': { exitCode: 2, stdoutTail: 'e2e output', stderrTail: 'boom' },
+    });
+    const criteria: AcceptanceCriterion[] = [
+      {
+        id: 'AC-1',
+        description: 'a',
+        type: 'e2e',
+        critical: true,
+        check: { kind: 'command', command: 'npm run e2e' },
+      },
+      {
+        id: 'AC-2',
+        description: 'b',
+        type: 'e2e',
+        critical: false,
+        check: { kind: 'playwright', file: 'e.spec.ts', test_name: 'works' },
+      },
+      {
+        id: 'AC-3',
+        description: 'c',
+        type: 'unit',
+        critical: true,
+        check: { kind: 'test', test_name: 'adds' },
+      },
+      {
+        id: 'AC-4',
+        description: 'd',
+        type: 'docs',
+        critical: false,
+        check: { kind: 'file_exists', file: 'README.md' },
+      },
+      { id: 'AC-5', description: 'no check', type: 'functional', critical: false },
+    ];
+    const results = await runCriteriaChecks(
+      runtime as unknown as SandboxRuntime,
+      'sb',
+      criteria,
+      facts(head),
+      {
+        repoRoot: root,
+        timeoutMs: 60_000,
+      },
+    );
+    expect(results.map((result) => [result.criterionId, result.status])).toEqual([
+      ['AC-1', 'failed'],
+      ['AC-2', 'not_executed'],
+      ['AC-3', 'not_executable'],
+      ['AC-4', 'passed'],
+    ]);
+    expect(results[0]).toMatchObject({
+      exitCode: 2,
+      outputTail: 'e2e output\n--- stderr ---\nboom',
+      reason: 'exit 2',
+    });
+    expect(results[2]?.reason).toMatch(/no test framework detected on the task branch/);
+    // Only the command check reached the sandbox, in the DoD's clean shell, and its strays were swept.
+    expect(runtime.commands).toEqual(['npm run e2e']);
+    expect(runtime.sweeps).toBe(1);
+  });
+
+  it('a named test that matched nothing is not evidence, even with exit 0', async () => {
+    const { root, head } = await repoWith({
+      'package.json': JSON.stringify({ scripts: { test: 'node --test' } }),
+    });
+    const command = namedTestCommand('node:test', 'adds numbers');
+    const runtime = new TableRuntime({
+      [command]: { exitCode: 0, stdoutTail: '# tests 0\n# pass 0\n# skipped 3\n' },
+    });
+    const [result] = await runCriteriaChecks(
+      runtime as unknown as SandboxRuntime,
+      'sb',
+      [
+        {
+          id: 'AC-1',
+          description: 'a',
+          type: 'unit',
+          critical: true,
+          check: { kind: 'test', test_name: 'adds numbers' },
+        },
+      ],
+      facts(head),
+      { repoRoot: root, timeoutMs: 60_000 },
+    );
+    expect(result).toMatchObject({ status: 'failed', exitCode: 0 });
+    expect(result?.reason).toMatch(/no test ran/);
+  });
+});
+
+describe('test frameworks', () => {
+  it.each([
+    [{ devDependencies: { vitest: '1' } }, 'vitest'],
+    [{ devDependencies: { jest: '29' } }, 'jest'],
+    [{ scripts: { test: 'mocha --recursive' } }, 'mocha'],
+    [{ scripts: { test: 'node --test test/' } }, 'node:test'],
+  ])('detects %j as %s', (pkg, framework) => {
+    expect(detectTestFramework({ packageJson: JSON.stringify(pkg), files: ['package.json'] })).toBe(
+      framework,
+    );
+  });
+
+  it('detects go, cargo and pytest from the tree, and nothing from a bare one', () => {
+    expect(detectTestFramework({ packageJson: null, files: ['go.mod'] })).toBe('go test');
+    expect(detectTestFramework({ packageJson: null, files: ['Cargo.toml'] })).toBe('cargo test');
+    expect(detectTestFramework({ packageJson: null, files: ['pyproject.toml'] })).toBe('pytest');
+    expect(
+      detectTestFramework({ packageJson: '{"scripts":{"test":"echo"}}', files: ['README.md'] }),
+    ).toBeNull();
+  });
+
+  it('quotes model text: a test name cannot break out of its shell word', () => {
+    const name = "x'; touch /tmp/pwned; echo '";
+    expect(namedTestCommand('mocha', name)).toBe(`node_modules/.bin/mocha --grep ${shellQuote(name)}`);
+    expect(shellQuote("a'b")).toBe(`'a'\\''b'`);
+    expect(namedTestCommand('vitest', 'adds (1+1)', 'src/a.test.ts')).toBe(
+      "node_modules/.bin/vitest run 'src/a.test.ts' -t 'adds \\(1\\+1\\)'",
+    );
+    expect(namedTestCommand('pytest', 'test_adds', 'tests/test_a.py')).toBe(
+      "python3 -m pytest 'tests/test_a.py::test_adds'",
+    );
+  });
+
+  it('counts passed tests in each framework output', () => {
+    expect(passedTestCount('vitest', ' Tests  2 passed | 3 skipped (5)')).toBe(2);
+    expect(passedTestCount('jest', 'Tests:       4 skipped, 1 passed, 5 total')).toBe(1);
+    expect(passedTestCount('mocha', '  1 passing (3ms)')).toBe(1);
+    expect(passedTestCount('node:test', '# tests 1\n# pass 1\n')).toBe(1);
+    expect(passedTestCount('node:test', 'ℹ tests 1\nℹ pass 0\n')).toBe(0);
+    expect(passedTestCount('pytest', '==== 1 passed, 2 deselected in 0.01s ====')).toBe(1);
+    expect(passedTestCount('go test', '=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\nok  \tx\t0.1s')).toBe(1);
+    expect(passedTestCount('cargo test', 'test result: ok. 1 passed; 0 failed; 0 ignored')).toBe(1);
+  });
+});

@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import type { StampedEvent } from '../../src/core/events.js';
+import type { PreparedTask } from '../../src/core/ports.js';
+import { TaskRunner, type TaskRecord } from '../../src/core/task-runner.js';
+import type { Plan, Usage } from '../../src/core/types.js';
+import { AgentRunnerError } from '../../src/errors.js';
+import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import {
+  FakeHuman,
+  FakeSandboxes,
+  FakeWorker,
+  FakeWorkspace,
+  ManualClock,
+  NoMemory,
+  ScriptedMetaAgent,
+  fakeRepo,
+  type FakeRepo,
+  type MetaStep,
+} from '../support/core-fakes.js';
+
+const plan: Plan = {
+  title: 'Add slugify',
+  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
+};
+
+/** A promise the test resolves or rejects by hand. */
+function gate<T = void>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  return { promise, resolve, reject };
+}
+
+/** A workspace whose preparation finishes when the test opens its gate. */
+class GatedWorkspace extends FakeWorkspace {
+  readonly opened = gate();
+  constructor(
+    repo: FakeRepo,
+    private readonly log: string[],
+  ) {
+    super(repo);
+  }
+  override async prepare(): Promise<PreparedTask> {
+    this.log.push('prepare started');
+    await this.opened.promise;
+    this.log.push('prepare finished');
+    return super.prepare();
+  }
+}
+
+/** The scripted Meta-agent whose plan call is logged, and held until `release` when `hold` is set. */
+class LoggedMeta extends ScriptedMetaAgent {
+  readonly release = gate();
+  signal: AbortSignal | undefined;
+  constructor(
+    script: MetaStep[],
+    private readonly log: string[],
+    private readonly hold: boolean,
+  ) {
+    super(script);
+  }
+  override async plan(request?: { signal?: AbortSignal }): Promise<{ plan: Plan; usage: Usage }> {
+    this.log.push('plan requested');
+    this.signal = request?.signal;
+    if (this.hold) {
+      await new Promise<void>((resolve, reject) => {
+        void this.release.promise.then(resolve, reject);
+        request?.signal?.addEventListener('abort', () => reject(new Error('plan aborted')));
+      });
+    }
+    return super.plan({});
+  }
+}
+
+async function setup(script: MetaStep[], hold: boolean) {
+  const log: string[] = [];
+  const repo = fakeRepo();
+  const meta = new LoggedMeta(script, log, hold);
+  const workspace = new GatedWorkspace(repo, log);
+  const sandboxes = new FakeSandboxes();
+  const events: StampedEvent[] = [];
+  const notes: TaskRecord[] = [];
+  const runner = new TaskRunner(
+    {
+      taskId: 'T-1',
+      prd: '# Slugify\n\nAdd a slugify function.',
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000 },
+      worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
+      prices: {},
+      dodSkipped: false,
+      headless: true,
+      patterns: await loadPatternLibrary(),
+      runDir: '/tmp/runs/T-1',
+    },
+    {
+      meta,
+      workspace,
+      sandboxes,
+      worker: new FakeWorker(repo, []),
+      human: new FakeHuman([]),
+      notes: new NoMemory(),
+      clock: new ManualClock(),
+      writeNote: async (record) => {
+        notes.push(structuredClone(record));
+        return '/repo/.agent-runner/task-T-1.md';
+      },
+      onEvent: (event) => events.push(event),
+    },
+  );
+  return { runner, meta, workspace, sandboxes, events, notes, log };
+}
+
+const eventTypes = (events: StampedEvent[]) =>
+  events
+    .map((event) => event.type)
+    .filter((type) => ['task_started', 'sandbox_started', 'plan', 'note_written'].includes(type));
+
+describe('task start: planning does not wait for preparation', () => {
+  it('asks the Meta-agent for the plan while the workspace is still being prepared', async () => {
+    const t = await setup(
+      [
+        { kind: 'plan', plan },
+        { kind: 'decide', decision: { action: 'abort', reason: 'stop here', usedPatterns: [] } },
+      ],
+      false,
+    );
+    const running = t.runner.run();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(t.log).toEqual(['plan requested', 'prepare started']);
+    t.workspace.opened.resolve();
+    const summary = await running;
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toContain('stop here');
+    // Events keep their order whatever finished first: task, sandbox, plan.
+    expect(eventTypes(t.events)).toEqual(['task_started', 'sandbox_started', 'plan', 'note_written']);
+    expect(t.notes[0]?.plan?.title).toBe('Add slugify');
+    expect(t.sandboxes.live.size).toBe(0);
+    t.meta.assertComplete();
+  });
+
+  it('a failed preparation aborts the planning request and starts no sandbox', async () => {
+    const t = await setup([{ kind: 'plan', plan }], true);
+    const running = t.runner.run();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    t.workspace.opened.reject(new AgentRunnerError('workspace_failed', 'git worktree add failed: disk'));
+    const summary = await running;
+    expect(t.meta.signal?.aborted).toBe(true);
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toContain('git worktree add failed: disk');
+    expect(t.sandboxes.started).toBe(0);
+    expect(eventTypes(t.events)).toEqual(['note_written']);
+    expect(t.notes).toHaveLength(1);
+  });
+
+  it('a failed planning lets the preparation under way finish but starts no sandbox', async () => {
+    const t = await setup(
+      [
+        {
+          kind: 'error',
+          on: 'plan',
+          error: new AgentRunnerError('model_http_error', 'HTTP 500 from the model'),
+        },
+      ],
+      false,
+    );
+    const running = t.runner.run();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(t.log).toEqual(['plan requested', 'prepare started']);
+    t.workspace.opened.resolve();
+    const summary = await running;
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toContain('HTTP 500 from the model');
+    expect(t.log).toContain('prepare finished');
+    expect(t.sandboxes.started).toBe(0);
+    expect(t.notes).toHaveLength(1);
+  });
+});
