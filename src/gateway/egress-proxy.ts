@@ -32,38 +32,42 @@ const registryAgent = new https.Agent({
   ...({ lookup: egressDnsCache.lookup } as object),
 });
 
-/** Path prefix of the registry route: `/_registry/<host>/<path>` is fetched as `https://<host>/<path>`. */
-export const REGISTRY_ROUTE_PREFIX = '/_registry/';
+/**
+ * The registry route's host names: `<registry host>.agent-runner.invalid` (a reserved name no resolver
+ * answers). A package manager given `http://registry.npmjs.org.agent-runner.invalid/` as its registry sends
+ * every request to the proxy (the name is not in NO_PROXY) in absolute form, and the gateway fetches it from
+ * `https://registry.npmjs.org/` itself. A host name rather than a path prefix: npm builds tarball URLs of a
+ * lockfile without `resolved` from the registry's origin alone.
+ */
+export const REGISTRY_ROUTE_SUFFIX = '.agent-runner.invalid';
 
-/** The registry URL a package manager in the sandbox is given for `host` (plain HTTP to the relay). */
-export function registryRouteUrl(host: string, relayPort: number): string {
-  return `http://127.0.0.1:${relayPort}${REGISTRY_ROUTE_PREFIX}${host}/`;
+/** The registry URL a package manager in the sandbox is given for `host`. */
+export function registryRouteUrl(host: string): string {
+  return `http://${host}${REGISTRY_ROUTE_SUFFIX}/`;
 }
 
 /**
- * `GET /_registry/<host>/<path>` from the sandbox: forwarded to `https://<host>/<path>` over kept-alive
- * connections when the host is allowed, 403 otherwise. npm gets this as its registry under `allowlist`: npm
- * opens a new CONNECT tunnel (and TLS handshake) per request through a proxy, hundreds at once, and its
- * handshakes stall; through this route the same install is as fast as with a direct network. Integrity is
- * unchanged: npm checks every tarball against the lockfile's hash.
+ * A request for `http://<host>.agent-runner.invalid/<path>` from the sandbox: forwarded to
+ * `https://<host>/<path>` over kept-alive connections when the host is allowed, 403 otherwise. npm gets this
+ * as its registry under `allowlist`: through a proxy npm opens a new CONNECT tunnel (and TLS handshake) per
+ * request, hundreds at once, and its handshakes stall; through this route the same install is as fast as with
+ * a direct network. Integrity is unchanged: npm checks every tarball against the lockfile's hash.
  */
 export async function handleRegistryRequest(
   context: EgressProxyContext,
   request: IncomingMessage,
   response: ServerResponse,
-  pathname: string,
+  routed: URL,
 ): Promise<void> {
-  const rest = pathname.slice(REGISTRY_ROUTE_PREFIX.length);
-  const slash = rest.indexOf('/');
-  const host = slash === -1 ? rest : rest.slice(0, slash);
+  const host = routed.hostname.slice(0, -REGISTRY_ROUTE_SUFFIX.length);
   const allowlist = context.allowlist();
-  if (host === '' || /[^a-z0-9.-]/i.test(host) || allowlist === null || !isHostAllowed(host, allowlist)) {
+  if (host === '' || routed.port !== '' || allowlist === null || !isHostAllowed(host, allowlist)) {
     context.log(`registry route refused ${host}`);
     response.writeHead(403, { 'content-type': 'text/plain' });
     response.end(`${refusal(host, allowlist)}\n`);
     return;
   }
-  const target = new URL(`https://${host}/${slash === -1 ? '' : rest.slice(slash + 1)}`);
+  const target = new URL(`https://${host}${routed.pathname}${routed.search}`);
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
   try {
@@ -166,6 +170,10 @@ export async function handlePlainProxy(
   response: ServerResponse,
   target: URL,
 ): Promise<void> {
+  if (target.protocol === 'http:' && target.hostname.endsWith(REGISTRY_ROUTE_SUFFIX)) {
+    await handleRegistryRequest(context, request, response, target);
+    return;
+  }
   const allowlist = context.allowlist();
   if (target.protocol !== 'http:' || allowlist === null || !isHostAllowed(target.hostname, allowlist)) {
     context.log(`proxy refused ${request.method ?? ''} ${target.origin}`);

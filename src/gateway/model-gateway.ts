@@ -31,13 +31,7 @@ import {
   type ExchangeKind,
 } from './cassette.js';
 import { normalizeAllowlist } from './domain-allowlist.js';
-import {
-  handleConnect,
-  handlePlainProxy,
-  handleRegistryRequest,
-  REGISTRY_ROUTE_PREFIX,
-  type EgressAllowlist,
-} from './egress-proxy.js';
+import { handleConnect, handlePlainProxy, type EgressAllowlist } from './egress-proxy.js';
 import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
 import {
   GATEWAY_CONTAINER_DIR,
@@ -359,15 +353,6 @@ export class ModelGateway {
       }
       // The target as sent, not URL's normalised pathname: `..` and escapes must meet the route checks.
       request.url = url.replace(/^[a-z]+:\/\/[^/?#]*/i, '') || '/';
-    }
-    if ((request.url ?? '/').startsWith(REGISTRY_ROUTE_PREFIX)) {
-      await handleRegistryRequest(
-        { allowlist: () => this.allowlist, log: (line) => this.log(line) },
-        request,
-        response,
-        request.url ?? '/',
-      );
-      return;
     }
     const admitted = await this.workerGuard.admit(request, response);
     // The allowed route's own path is forwarded, never the text the worker sent.

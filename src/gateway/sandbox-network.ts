@@ -59,7 +59,7 @@ export function setupProxyEnv(allowlist: readonly string[], port = RELAY_PORT): 
   return {
     ...proxyEnv(port),
     ...(isHostAllowed(NPM_REGISTRY_HOST, allowlist)
-      ? { npm_config_registry: registryRouteUrl(NPM_REGISTRY_HOST, port) }
+      ? { npm_config_registry: registryRouteUrl(NPM_REGISTRY_HOST) }
       : {}),
   };
 }

@@ -4,7 +4,7 @@
  * writable by the worker's uid), every command is reported, and a failed command is described by its own
  * error line with what to try.
  */
-import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -94,6 +94,17 @@ describe('sandbox.setup', () => {
     ]);
     expect(reports[1]?.policy).toBe('allowlist (registry.npmjs.org)');
     expect(reports[1]?.outputTail).toBeUndefined();
+  });
+
+  it('npm ci of a lockfile without resolved URLs goes through the registry route too', async () => {
+    const dir = projectDir();
+    writeNpmProject(dir, { devDependencies: { 'is-number': '7.0.0' }, omitResolved: true });
+    expect(readFileSync(path.join(dir, 'package-lock.json'), 'utf8')).not.toContain('"resolved"');
+    chownTree(dir);
+    const { run, log } = await setUp(dir, ['npm ci --no-audit --no-fund']);
+    await run;
+    expect(existsSync(path.join(dir, 'node_modules', 'is-number', 'package.json'))).toBe(true);
+    expect(log).toContain('registry GET registry.npmjs.org -> 200');
   });
 
   it('a failed command is told by its own error line and what to try, one line first', async () => {

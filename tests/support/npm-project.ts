@@ -14,6 +14,8 @@ export interface NpmProjectOptions {
   scripts?: Record<string, string>;
   /** Extra package.json fields (engines, packageManager, type). */
   extra?: Record<string, unknown>;
+  /** A lockfile without `resolved` URLs (npm's omit-lockfile-registry-resolved): npm ci builds them itself. */
+  omitResolved?: boolean;
 }
 
 /** Writes package.json into `dir` and resolves its package-lock.json from the registry. */
@@ -33,7 +35,7 @@ export function writeNpmProject(dir: string, options: NpmProjectOptions): void {
     [
       'install',
       '--package-lock-only',
-      '--omit-lockfile-registry-resolved=false',
+      `--omit-lockfile-registry-resolved=${options.omitResolved ? 'true' : 'false'}`,
       '--ignore-scripts',
       '--no-audit',
       '--no-fund',
