@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
 import { configSecrets } from '../notes/redact.js';
+import { assertValidTaskId } from '../workspace/layout.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { writeConstrainedYaml } from '../protocol/constrained-yaml.js';
 import type { CommandContext } from './program.js';
@@ -50,6 +51,8 @@ export function registerPlanCommand(program: Command, context: CommandContext): 
       const prdPath = path.resolve(context.cwd, options.prd);
       const prd = await loadPrd(prdPath);
       const taskId = options.taskId ?? taskIdFromPrdPath(prdPath);
+      // The one task-id rule: the id the plan must carry is one `run` could use for its branch.
+      assertValidTaskId(taskId);
       const config = await loadConfig({ repoRoot: context.cwd, env: context.env });
       const secrets = configSecrets(config, context.env);
       context.redaction.add(secrets.values, secrets.patterns);

@@ -301,7 +301,6 @@ export class TaskRunner {
           .catch(failed);
     const preparing = (async () => {
       const task = await this.deps.workspace.prepare();
-      if (first.failed) throw first.error;
       this.task = task;
       this.emit({
         type: 'task_started',
@@ -312,6 +311,8 @@ export class TaskRunner {
         dirtyStart: task.dirtyStart,
         ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
       });
+      // Planning already failed: the workspace is there (the note names it), the sandbox is not needed.
+      if (first.failed) throw first.error;
       this.sandboxId = await this.deps.sandboxes.start(task);
       this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
     })().catch((error: unknown) => {

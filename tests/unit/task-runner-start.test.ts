@@ -175,6 +175,9 @@ describe('task start: planning does not wait for preparation', () => {
     expect(summary.reason).toContain('HTTP 500 from the model');
     expect(t.log).toContain('prepare finished');
     expect(t.sandboxes.started).toBe(0);
+    // The prepared workspace is recorded (the note names the branch), as when planning failed after it.
+    expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
+    expect(t.notes[0]?.task?.branch).toBe('agent-runner/T-1');
     expect(t.notes).toHaveLength(1);
   });
 });
