@@ -123,7 +123,7 @@ export function checkTargets(results: Omit<BenchResults, 'targets'>): TargetChec
   if (results.setupInstall) {
     const install = results.setupInstall;
     checks.push({
-      name: `8. npm ci of ${install.packages} packages in set-up: allowlist vs open`,
+      name: `9. npm ci of ${install.packages} packages in set-up: allowlist vs open`,
       target: '≤ 1.5×',
       measured: `${round1(install.allowlistMedianMs / 1000)} vs ${round1(install.openMedianMs / 1000)} s: ${install.ratio}×`,
       met: install.ratio <= 1.5,
