@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Config } from './config/schema.js';
-import type { StampedEvent } from './core/events.js';
+import type { SetupCommandReport, StampedEvent } from './core/events.js';
 import type { Clock, HumanPort, OwnershipEntry, SandboxRuntime, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
 import type { Plan, TaskSummary, Usage } from './core/types.js';
@@ -34,6 +34,10 @@ import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway
 import type { TaskBudget } from './gateway/task-budget.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
+import { buildWorkerImage } from './sandbox/image-builder.js';
+import { rememberedCa } from './sandbox/remembered-ca.js';
+import { IMAGE_EXTRA_CA_PATH, runInImage } from './toolchain/run-in-image.js';
+import { resolveTaskImage } from './toolchain/toolchain-image.js';
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
 import { StateRedactingWorker } from './worker/state-redacting-worker.js';
@@ -195,7 +199,8 @@ async function runLockedTask(
   dependencies: AppDependencies,
   taskId: string,
 ): Promise<TaskSummary> {
-  const { config, env, repoRoot } = request;
+  const { env, repoRoot } = request;
+  let config = request.config;
   const layout = taskLayout(repoRoot, taskId);
   const metaKey = env[config.meta.apiKeyEnv];
   // One redaction point for every writer of this task: journal, note, logs, meta call logs, cassette, stdout.
@@ -213,7 +218,7 @@ async function runLockedTask(
   const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
   for (const sandbox of kept)
     request.onNotice?.(
-      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (remove it with docker rm -f ${sandbox.name})`,
+      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
     );
   if (orphans.length > 0) {
     const swept = await removeSandboxes(runtime, orphans);
@@ -222,8 +227,42 @@ async function runLockedTask(
         `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
       );
   }
-  const image = await resolveWorkerImage(config);
-  await ensureImage(docker, image);
+  const workerImage = await resolveWorkerImage(config);
+  await ensureImage(docker, workerImage);
+  // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
+  const taskImage = await resolveTaskImage({
+    docker,
+    config,
+    repoRoot,
+    workerImage,
+    buildWorkerOn: async (base) => {
+      // The CA: configured, else remembered from the last build, else the one the worker image trusts.
+      const extraCa = config.sandbox.extraCaCert
+        ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+        : await rememberedCa(env);
+      const imageCa = extraCa
+        ? undefined
+        : await runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]);
+      request.onNotice?.(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
+      const built = await buildWorkerImage(docker, {
+        baseImage: base,
+        codexVersion: config.worker.codexVersion,
+        projectBase: true,
+        ...(extraCa ? { extraCaCertPath: extraCa } : {}),
+        ...(imageCa ? { extraCa: imageCa } : {}),
+      });
+      return built.tag;
+    },
+    onProgress: (line) => request.onNotice?.(line),
+  });
+  const image = taskImage.image;
+  for (const layer of taskImage.layers) request.onNotice?.(`sandbox toolchain: ${layer} (image ${image})`);
+  if (taskImage.setup.length > 0) {
+    config = {
+      ...config,
+      sandbox: { ...config.sandbox, setup: [...taskImage.setup, ...config.sandbox.setup] },
+    };
+  }
 
   // The gateway holds the real keys; the sandbox gets a per-task token and only the network its policy allows.
   const stamp = () => new Date((dependencies.clock ?? systemClock).now()).toISOString();
@@ -311,6 +350,14 @@ async function runLockedTask(
         : {}),
     });
     const workerModel = config.worker.model ?? config.meta.model;
+    // Set-up runs inside sandboxes.start(): its commands go to the progress, the journal and the note.
+    const setupReports: SetupCommandReport[] = [];
+    const onSetupReport = (report: SetupCommandReport): void => {
+      if (report.phase === 'finished') setupReports.push(report);
+      const event: StampedEvent = { type: 'setup_command', ...report, at: new Date().toISOString() };
+      request.onEvent?.(event);
+      journal.append(event);
+    };
     const sandboxes = new DockerSandboxProvider({
       runtime,
       config,
@@ -324,6 +371,7 @@ async function runLockedTask(
           workdir: SANDBOX_WORKDIR,
           logDir: layout.runDir,
           signal: request.signal,
+          onReport: onSetupReport,
         }),
       keep: request.keepSandbox,
       onKept: request.onKept,
@@ -403,6 +451,7 @@ async function runLockedTask(
             prdPath: request.prdPath,
             workerModel,
             redact,
+            setup: setupReports,
             ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
           }),
         onEvent: (event) => {
