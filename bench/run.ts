@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     }
     for (const start of startLatency)
       progress(
-        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms, worker ${start.firstWorkerRequestMs} ms`,
+        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; node -e 0 ${start.nodeFloorMs} ms), worker ${start.firstWorkerRequestMs} ms`,
       );
 
     leftoverContainers =

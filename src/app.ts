@@ -17,6 +17,7 @@ import { EngineWatchRuntime } from './lifecycle/engine-watch.js';
 import { hurryKillArgv } from './lifecycle/hurry-kill.js';
 import { findDeadOwnerSandboxes, keptSandboxLabels, removeSandboxes } from './lifecycle/orphan-sandboxes.js';
 import { acquireTaskLock } from './lifecycle/task-lock.js';
+import { deferredPorts, type DockerSidePorts } from './lifecycle/deferred-ports.js';
 import { readModelScript, startScriptedModelServer } from './demo/scripted-model-server.js';
 import { createMetaAgent } from './meta/meta-agent.js';
 import { MetaAgentPortAdapter, titleOf } from './meta/meta-agent-port.js';
@@ -27,7 +28,6 @@ import { readNoteMemory } from './notes/memory.js';
 import { writeTaskNote } from './notes/note-writer.js';
 import { Redaction, configSecrets, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
-import { createDockerClient, describeDockerHost, pingDocker } from './sandbox/docker-client.js';
 import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
 import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-sandbox-provider.js';
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
@@ -136,6 +136,33 @@ async function ensureImage(docker: Docker, image: string): Promise<void> {
   }
 }
 
+/** Pings the engine, sweeps this repository's orphaned sandboxes and checks the worker image; returns it. */
+async function startDockerSide(
+  docker: Docker,
+  runtime: SandboxRuntime,
+  request: RunTaskRequest,
+): Promise<string> {
+  const { config, env, repoRoot } = request;
+  const { pingDocker } = await import('./sandbox/docker-client.js');
+  await pingDocker(docker, env);
+  // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
+  const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
+  for (const sandbox of kept)
+    request.onNotice?.(
+      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (remove it with docker rm -f ${sandbox.name})`,
+    );
+  if (orphans.length > 0) {
+    const swept = await removeSandboxes(runtime, orphans);
+    for (const sandbox of swept.removed)
+      request.onNotice?.(
+        `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
+      );
+  }
+  const image = await resolveWorkerImage(config);
+  await ensureImage(docker, image);
+  return image;
+}
+
 /** Runs one task to a terminal state with the real adapters. */
 export async function runTask(
   request: RunTaskRequest,
@@ -193,28 +220,6 @@ async function runLockedTask(
   const secrets = configSecrets(config, env);
   redaction.add(secrets.values, secrets.patterns);
   const redact: Redactor = redaction.redact;
-  const docker = dependencies.docker ?? createDockerClient(env);
-  const runtime = new EngineWatchRuntime(
-    dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
-    { taskId, dockerHost: describeDockerHost(env) },
-  );
-  await pingDocker(docker, env);
-  // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
-  const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
-  for (const sandbox of kept)
-    request.onNotice?.(
-      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (remove it with docker rm -f ${sandbox.name})`,
-    );
-  if (orphans.length > 0) {
-    const swept = await removeSandboxes(runtime, orphans);
-    for (const sandbox of swept.removed)
-      request.onNotice?.(
-        `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
-      );
-  }
-  const image = await resolveWorkerImage(config);
-  await ensureImage(docker, image);
-
   // The gateway holds the real keys; the sandbox gets a per-task token and only the network its policy allows.
   const stamp = () => new Date((dependencies.clock ?? systemClock).now()).toISOString();
   let recordEvent: (event: StampedEvent) => void = () => {};
@@ -274,58 +279,78 @@ async function runLockedTask(
       redact,
     });
 
-    const scope = mergeScope(defaultScope(), config.scope);
-    const workspace = new GitTaskWorkspace(runtime, {
-      repoRoot,
-      taskId,
-      base: request.base,
-      scope,
-      dod: config.dod,
-      dodSkipped: request.dodSkipped,
-      graceMs: config.worker.grace,
-      // A runner that is not root cannot chown: a helper container applies the read-only ownership.
-      ...(runtime.applyOwnership
-        ? {
-            applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
-              runtime.applyOwnership!({ taskId, repoPath: repoRoot, image, hostDir, entries }),
-          }
-        : {}),
-    });
     const workerModel = config.worker.model ?? config.meta.model;
-    const sandboxes = new DockerSandboxProvider({
-      runtime,
-      config,
-      image,
-      repoRoot,
-      taskId,
-      workspace: () => workspace.workspace,
-      access: gateway.access,
-      setup: (sandboxId) =>
-        gateway.setup(runtime, sandboxId, {
-          workdir: SANDBOX_WORKDIR,
-          logDir: layout.runDir,
-          signal: request.signal,
-        }),
-      keep: request.keepSandbox,
-      onKept: request.onKept,
-      labels: keptSandboxLabels(request.keepSandbox),
-    });
-    const codexHomeHostPath = path.join(layout.runDir, 'codex-home');
-    const worker = new GatewayMeteredWorker(
-      dependencies.worker ??
-        new StateRedactingWorker(
-          new CodexWorkerAdapter(runtime, {
-            model: workerModel,
-            provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
-            configOverrides: gateway.codexConfigOverrides,
-            codexHome: CODEX_HOME_IN_SANDBOX,
-            codexHomeHostPath,
+    // The Docker side runs while the Meta-agent plans (planning needs only the PRD, the config and the memory);
+    // the loop's ports wait for it, and its failure fails the workspace's preparation, which stops the planning.
+    let runtime: SandboxRuntime | null = null;
+    const dockerSide = (async (): Promise<DockerSidePorts> => {
+      // Imported here: dockerode is the biggest module of the start and planning does not need it.
+      const client = await import('./sandbox/docker-client.js');
+      const docker = dependencies.docker ?? client.createDockerClient(env);
+      runtime = new EngineWatchRuntime(
+        dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
+        { taskId, dockerHost: client.describeDockerHost(env) },
+      );
+      const image = await startDockerSide(docker, runtime, request);
+      return buildDockerPorts(runtime, image);
+    })();
+    // Handled here; the loop's first call (the workspace's preparation) reports the failure.
+    dockerSide.catch(() => undefined);
+    function buildDockerPorts(runtime: SandboxRuntime, image: string): DockerSidePorts {
+      const scope = mergeScope(defaultScope(), config.scope);
+      const workspace = new GitTaskWorkspace(runtime, {
+        repoRoot,
+        taskId,
+        base: request.base,
+        scope,
+        dod: config.dod,
+        dodSkipped: request.dodSkipped,
+        graceMs: config.worker.grace,
+        // A runner that is not root cannot chown: a helper container applies the read-only ownership.
+        ...(runtime.applyOwnership
+          ? {
+              applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
+                runtime.applyOwnership!({ taskId, repoPath: repoRoot, image, hostDir, entries }),
+            }
+          : {}),
+      });
+      const sandboxes = new DockerSandboxProvider({
+        runtime,
+        config,
+        image,
+        repoRoot,
+        taskId,
+        workspace: () => workspace.workspace,
+        access: gateway.access,
+        setup: (sandboxId) =>
+          gateway.setup(runtime, sandboxId, {
+            workdir: SANDBOX_WORKDIR,
+            logDir: layout.runDir,
+            signal: request.signal,
           }),
-          codexHomeHostPath,
-          redact,
-        ),
-      gateway.gateway,
-    );
+        keep: request.keepSandbox,
+        onKept: request.onKept,
+        labels: keptSandboxLabels(request.keepSandbox),
+      });
+      const codexHomeHostPath = path.join(layout.runDir, 'codex-home');
+      const worker = new GatewayMeteredWorker(
+        dependencies.worker ??
+          new StateRedactingWorker(
+            new CodexWorkerAdapter(runtime, {
+              model: workerModel,
+              provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
+              configOverrides: gateway.codexConfigOverrides,
+              codexHome: CODEX_HOME_IN_SANDBOX,
+              codexHomeHostPath,
+            }),
+            codexHomeHostPath,
+            redact,
+          ),
+        gateway.gateway,
+      );
+      return { workspace, sandboxes, worker };
+    }
+    const ports = deferredPorts(dockerSide, dependencies.worker?.type ?? config.worker.type);
     // JSON-aware: every string of an event is redacted and the line stays valid JSON.
     const journal = new EventJournal(layout.runDir, redaction.redactJsonText);
     recordEvent = (event) => {
@@ -369,9 +394,7 @@ async function runLockedTask(
       },
       {
         meta: new MetaAgentPortAdapter(metaAgent),
-        workspace,
-        sandboxes,
-        worker,
+        ...ports,
         human: dependencies.human ?? request.human ?? { ask: async () => null },
         notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
         clock: dependencies.clock ?? systemClock,
@@ -398,7 +421,7 @@ async function runLockedTask(
     let workerRunning = false;
     const onHurry = () => {
       // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
-      if (sandboxId && workerRunning)
+      if (sandboxId && workerRunning && runtime)
         void runtime.exec(sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 }).catch(() => {});
     };
     request.hurry?.addEventListener('abort', onHurry, { once: true });
@@ -406,6 +429,8 @@ async function runLockedTask(
       return await runner.run(request.signal);
     } finally {
       request.hurry?.removeEventListener('abort', onHurry);
+      // Nothing of the Docker side (a sweep, an image inspect) outlives the task's lock.
+      await dockerSide.catch(() => undefined);
     }
   } finally {
     await gateway.close();
