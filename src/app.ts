@@ -28,7 +28,6 @@ import { readNoteMemory } from './notes/memory.js';
 import { writeTaskNote } from './notes/note-writer.js';
 import { Redaction, configSecrets, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
-import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
 import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-sandbox-provider.js';
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
@@ -100,6 +99,9 @@ export interface AppDependencies {
   human?: HumanPort;
   clock?: Clock;
 }
+
+/** The longest the Docker side waits for the plan request to leave before it starts anyway. */
+const PLAN_HEAD_START_MS = 300;
 
 /** A task id from the PRD's title: `add-slugify-3f9a1c`. */
 export function newTaskId(prd: string): string {
@@ -224,6 +226,13 @@ async function runLockedTask(
   const stamp = () => new Date((dependencies.clock ?? systemClock).now()).toISOString();
   let recordEvent: (event: StampedEvent) => void = () => {};
   const previous = request.resume?.previous;
+  // Loading dockerode holds the event loop for a while (it is most of the Docker side's start): the Docker
+  // side waits until the plan request has left, or at most PLAN_HEAD_START_MS, or not at all on a resume
+  // that has its plan already.
+  let planLeft = () => {};
+  const planSent = new Promise<void>((resolve) => (planLeft = resolve));
+  if (previous?.plan) planLeft();
+  else setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
   const gateway = await startTaskGateway({
     config,
     env,
@@ -235,6 +244,9 @@ async function runLockedTask(
       } catch {
         // A full disk stops the task through the journal; the gateway keeps answering meanwhile.
       }
+    },
+    onSent: (kind) => {
+      if (kind === 'meta') planLeft();
     },
     onRefusal: (refusal) => {
       try {
@@ -284,8 +296,12 @@ async function runLockedTask(
     // the loop's ports wait for it, and its failure fails the workspace's preparation, which stops the planning.
     let runtime: SandboxRuntime | null = null;
     const dockerSide = (async (): Promise<DockerSidePorts> => {
+      await planSent;
       // Imported here: dockerode is the biggest module of the start and planning does not need it.
-      const client = await import('./sandbox/docker-client.js');
+      const [client, { DockerSandboxRuntime }] = await Promise.all([
+        import('./sandbox/docker-client.js'),
+        import('./sandbox/docker-runtime.js'),
+      ]);
       const docker = dependencies.docker ?? client.createDockerClient(env);
       runtime = new EngineWatchRuntime(
         dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),

@@ -35,6 +35,8 @@ export interface TaskGatewayInput {
   attempt?: number;
   /** Gateway log lines, already redacted. */
   onLog?: (line: string) => void;
+  /** A Meta-agent or worker request has left for its upstream (or been answered by the cassette). */
+  onSent?: (kind: 'meta' | 'worker') => void;
   /** The task's redaction point (the gateway adds its keys and tokens). */
   redaction?: Redaction;
   /** Each refused request (redacted), for the journal. */
@@ -101,6 +103,7 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     limits: config.gateway,
     budget,
     ...(input.onRefusal ? { onRefusal: input.onRefusal } : {}),
+    ...(input.onSent ? { onSent: input.onSent } : {}),
   });
   const registries =
     config.sandbox.setupNetwork === undefined ? await detectPackageRegistries(input.repoRoot) : [];
