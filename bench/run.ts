@@ -19,6 +19,7 @@ import { VERSION } from '../src/version.js';
 import { benchSandboxes } from './bench-sandbox.js';
 import { docker } from './docker-cli.js';
 import { measureLoopOverhead, measureParallel, measurePromptGrowth } from './loop-benchmarks.js';
+import { measureParallelSubtasks, renderParallelSubtasks } from './parallel-subtasks.js';
 import { loadAverage, machineInfo } from './machine.js';
 import { checkTargets, renderMarkdown, type BenchResults } from './report.js';
 import {
@@ -134,6 +135,13 @@ async function main(): Promise<void> {
         `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; node -e 0 ${start.nodeFloorMs} ms), worker ${start.firstWorkerRequestMs} ms`,
       );
 
+    progress('8. a PRD split into 4 subtasks: parallel.max 4 vs 1, zero-latency and 5 s model');
+    const parallelSubtasks = await measureParallelSubtasks();
+    progress(
+      `   ${parallelSubtasks.parallel.wallMs} ms vs ${parallelSubtasks.sequential.wallMs} ms (${parallelSubtasks.speedup}x), ` +
+        `with latency ${parallelSubtasks.withLatency.speedup}x; peak ${parallelSubtasks.parallel.peakContainers} containers`,
+    );
+
     leftoverContainers =
       (await sandboxes.cleanup(client)) + parallel.reduce((sum, item) => sum + item.leftoverContainers, 0);
     const partial: Omit<BenchResults, 'targets'> = {
@@ -152,7 +160,7 @@ async function main(): Promise<void> {
       leftoverContainers,
     };
     const results: BenchResults = { ...partial, targets: checkTargets(partial) };
-    const markdown = renderMarkdown(results);
+    const markdown = `${renderMarkdown(results)}\n${renderParallelSubtasks(parallelSubtasks)}`;
     await mkdir(RESULTS_DIR, { recursive: true });
     // Formatted as the repository's formatter would, so `npm run lint` stays clean after a bench run.
     const jsonFile = path.join(RESULTS_DIR, 'latest.json');
@@ -160,6 +168,10 @@ async function main(): Promise<void> {
     const formatting = (await resolveConfig(jsonFile)) ?? {};
     await writeFile(jsonFile, await format(JSON.stringify(results), { ...formatting, parser: 'json' }));
     await writeFile(markdownFile, markdown);
+    await writeFile(
+      path.join(RESULTS_DIR, 'parallel-subtasks.json'),
+      await format(JSON.stringify(parallelSubtasks), { ...formatting, parser: 'json' }),
+    );
     process.stdout.write(`${markdown}\n`);
   } finally {
     if (leftoverContainers < 0) await sandboxes.cleanup(client).catch(() => undefined);

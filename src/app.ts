@@ -11,7 +11,7 @@ import type { Config } from './config/schema.js';
 import type { StampedEvent } from './core/events.js';
 import type { Clock, HumanPort, OwnershipEntry, SandboxRuntime, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
-import type { TaskSummary } from './core/types.js';
+import type { Plan, TaskSummary, Usage } from './core/types.js';
 import { EnvironmentError } from './errors.js';
 import { EngineWatchRuntime } from './lifecycle/engine-watch.js';
 import { hurryKillArgv } from './lifecycle/hurry-kill.js';
@@ -88,6 +88,11 @@ export interface RunTaskRequest {
    * its keys, `redact.patterns` and the gateway's tokens to it. Default: a new one.
    */
   redaction?: Redaction;
+  /**
+   * A plan made before the task started (parallel work: the planner's answer for one task, or a subtask's
+   * criteria): the task does not call `plan_task` again; the plan is journalled as if it had.
+   */
+  plan?: { plan: Plan; usage: Usage; metaCalls: number };
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -388,6 +393,7 @@ async function runLockedTask(
           ...(request.replay ? { replay: request.replay } : {}),
         },
         ...(request.resume ? { previous: request.resume.previous } : {}),
+        ...(request.plan ? { givenPlan: request.plan } : {}),
         limits: {
           maxIterations: config.limits.maxIterations,
           maxMetaCalls: config.limits.maxMetaCalls,

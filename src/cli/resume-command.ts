@@ -18,6 +18,7 @@ import {
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { taskLayout } from '../workspace/layout.js';
+import { readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
 import type { CommandContext } from './program.js';
 import { driveTask, flagsLayer } from './run-command.js';
 
@@ -39,6 +40,8 @@ export async function resumeCommand(
 ): Promise<TaskSummary> {
   const repository = await inspectRepository(context.cwd);
   const layout = taskLayout(repository.root, taskId);
+  const project = readProjectJournal(layout.runDir);
+  if (project) return resumeProject(taskId, project, options, context, repository.root);
   const journal = readTaskJournal(layout.runDir, taskId);
   if (journal === null || journal.attempts === 0) {
     throw new UserError(
@@ -93,6 +96,44 @@ export async function resumeCommand(
       ...(started?.replay ? { replay: started.replay } : {}),
       // No plan yet (it died while planning): the task simply starts over from the PRD.
       ...(previous ? { resume: { previous, attempt: journal.attempts + 1 } } : {}),
+    },
+    options,
+    context,
+  );
+}
+
+/** A project (a PRD split into subtasks): its graph continues; merged subtasks stay merged. */
+async function resumeProject(
+  taskId: string,
+  project: ProjectResume,
+  options: ResumeCommandOptions,
+  context: CommandContext,
+  repoRoot: string,
+): Promise<TaskSummary> {
+  if (project.finished?.state === 'COMPLETE') {
+    throw new UserError(
+      'usage',
+      `Task ${taskId} is already COMPLETE (see ${project.finished.notePath ?? `.agent-runner/task-${taskId}.md`}). ` +
+        'Start a new task for further work: `agent-runner run --prd FILE`.',
+    );
+  }
+  const config = await loadConfig({
+    repoRoot,
+    env: context.env,
+    flags: flagsLayer(options),
+    ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
+  });
+  return driveTask(
+    {
+      repoRoot,
+      prd: project.prd,
+      prdPath: project.prdPath,
+      taskId,
+      config,
+      env: context.env,
+      keepSandbox: false,
+      dodSkipped: Boolean(options.skipDod),
+      project,
     },
     options,
     context,

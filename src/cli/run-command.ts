@@ -11,6 +11,8 @@ import type { TaskSummary } from '../core/types.js';
 import { configSecrets } from '../notes/redact.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
+import { createProjectProgress } from '../parallel/project-progress.js';
+import type { ProjectResume } from '../parallel/project-journal.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
 
@@ -30,6 +32,7 @@ export interface RunCommandOptions {
   modelScript?: string;
   record?: string;
   replay?: string;
+  single?: boolean;
 }
 
 /** The config layer of the flags `run` and `resume` share. */
@@ -98,6 +101,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
       ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
       ...(options.record ? { record: path.resolve(context.cwd, options.record) } : {}),
       ...(options.replay ? { replay: path.resolve(context.cwd, options.replay) } : {}),
+      ...(options.single ? { single: true } : {}),
     },
     options,
     context,
@@ -108,7 +112,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
 export type DrivenTaskRequest = Omit<
   RunTaskRequest,
   'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human' | 'redaction'
->;
+> & { single?: boolean; project?: ProjectResume };
 
 /**
  * Runs a task with live progress (or `--json`), Ctrl-C handling (first: stop and save; second: kill the
@@ -124,7 +128,10 @@ export async function driveTask(
   const secrets = configSecrets(request.config, env);
   redaction.add(secrets.values, secrets.patterns);
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
-  const progress = createProgressPrinter((line) => output.err(line));
+  const progress = createProjectProgress((text) => output.err(text), {
+    tty: output.isTTY,
+    single: createProgressPrinter((line) => output.err(line)),
+  });
   const controller = new AbortController();
   const hurry = new AbortController();
   let interrupts = 0;
@@ -143,8 +150,9 @@ export async function driveTask(
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const { runTask } = await import('../app.js');
-    const summary = await runTask({
+    // Planned first: one task as always, or a project of subtasks (parallel.split, --single).
+    const { runProject } = await import('../parallel/run-project.js');
+    const summary = await runProject({
       ...request,
       redaction,
       headless,
@@ -200,6 +208,7 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
     .option('--max-iterations <n>', 'most worker runs')
     .option('--timeout <duration>', 'wall clock for the whole task, e.g. 45m')
+    .option('--single', 'never split the PRD into subtasks (parallel.split: never for this run)')
     .option('--skip-dod', 'do not run the Definition-of-Done checks (recorded as skipped)')
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')

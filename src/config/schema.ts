@@ -163,6 +163,16 @@ export const configSchema = z.strictObject({
       maxStalls: positiveInt.default(3),
     })
     .prefault({}),
+  parallel: z
+    .strictObject({
+      // auto: the Meta-agent may split a PRD into subtasks; never: one task, as without parallel work.
+      // Opt-in for now: a split-capable run asks for its plan before the task exists, so a model failure at
+      // that first call has no task note, and the plan call is outside the task's gateway budget.
+      split: z.enum(['auto', 'never']).default('never'),
+      // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
+      max: positiveInt.max(32).optional(),
+    })
+    .prefault({}),
   prices: z.record(z.string(), priceSchema).default({}),
   patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
   notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),

@@ -73,6 +73,12 @@ export interface TaskRunnerOptions {
   };
   /** Recorded in `task_started` so `resume` can start the task again the same way. */
   startOptions?: TaskStartOptions;
+  /**
+   * A plan made before the task started (parallel work: the planner answered for one task, or a subtask's
+   * criteria): `plan_task` is not asked again; the plan is emitted (and journalled) as if it had been.
+   * Ignored with `previous`.
+   */
+  givenPlan?: { plan: Plan; usage: Usage; metaCalls: number };
 }
 
 /** Everything the note is written from. */
@@ -183,6 +189,10 @@ export class TaskRunner {
       this.metaUsage = previous.usage;
       if (previous.workerUsage) this.workerUsage = previous.workerUsage;
       if (previous.feedback) this.feedback.push(...previous.feedback);
+    } else if (options.givenPlan) {
+      this.plan = options.givenPlan.plan;
+      this.metaCalls = options.givenPlan.metaCalls;
+      this.metaUsage = options.givenPlan.usage;
     }
   }
 
@@ -321,6 +331,8 @@ export class TaskRunner {
     });
     const [planned] = await Promise.allSettled([planning, preparing]);
     if (first.failed) throw first.error;
+    const given = this.options.previous ? undefined : this.options.givenPlan;
+    if (given) this.emit({ type: 'plan', plan: given.plan, usage: given.usage });
     if (planned.status === 'fulfilled' && planned.value) {
       const { plan, usage } = planned.value;
       this.countMeta(usage);

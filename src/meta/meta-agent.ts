@@ -13,7 +13,11 @@ import type {
   NextActionMessage,
   PlanTaskMessage,
 } from '../protocol/messages.js';
-import { parseMessage, type MessageCheckContext } from '../protocol/parse-message.js';
+import {
+  parseMessage,
+  type MessageCheckContext,
+  type ParseMessageResult,
+} from '../protocol/parse-message.js';
 import { formatProtocolIssue } from '../protocol/protocol-issue.js';
 import { MetaCallLog } from './meta-call-log.js';
 import type { FactsForAssessment, LoopContext, PlanContext } from './meta-context.js';
@@ -83,13 +87,116 @@ interface CallSpec<T extends MessageType> {
   signal?: AbortSignal;
 }
 
-function repairRequest(type: MessageType, issues: string[]): string {
+function repairRequest(type: string, issues: string[]): string {
   return [
     `Your reply is not a valid \`${type}\` message. Errors (line numbers refer to your reply):`,
     ...issues.map((issue) => `- ${issue}`),
     '',
     `Reply again with the whole corrected \`${type}\` message: one YAML document, nothing else.`,
   ].join('\n');
+}
+
+/** What `callWithRepairs` needs besides the call itself. */
+export interface MetaCallDeps {
+  model: MetaModel;
+  config: Pick<Config, 'meta'>;
+  log?: MetaCallLog;
+  signal?: AbortSignal;
+}
+
+/** One Meta-agent call: its purpose (the message type asked for), system prompt, context and reply parser. */
+export interface MetaCallSpec<T> {
+  purpose: string;
+  system: string;
+  context: PromptContextInput;
+  parse: (reply: string) => ParseMessageResult<T>;
+}
+
+/**
+ * Asks the model, parses the reply and sends invalid replies back with their exact errors up to
+ * `meta.maxRepairs` times; every attempt is logged. Shared by every message the Meta-agent answers.
+ */
+export async function callWithRepairs<T>(
+  options: MetaCallDeps,
+  spec: MetaCallSpec<T>,
+): Promise<MetaCallResult<T>> {
+  const log = options.log;
+  const system = spec.system;
+  const prompt = buildPromptContext(spec.context, system, options.config.meta.promptBudgetTokens);
+  const messages: MetaMessage[] = [
+    { role: 'system', content: system },
+    { role: 'user', content: prompt.stable },
+    { role: 'user', content: prompt.varying },
+  ];
+  const maxAttempts = options.config.meta.maxRepairs + 1;
+  const rawReplies: string[] = [];
+  const calls: Usage[] = [];
+  let lastIssues: string[] = [];
+  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+    let completion;
+    try {
+      completion = await options.model.complete(messages, { purpose: spec.purpose, signal: options.signal });
+    } catch (error) {
+      await log?.write({
+        purpose: spec.purpose,
+        attempt,
+        maxAttempts,
+        model: options.model.model,
+        messages,
+        error: error instanceof Error ? error.message : String(error),
+        reductions: prompt.reductions,
+        estimatedTokens: prompt.estimatedTokens,
+      });
+      throw error;
+    }
+    rawReplies.push(completion.text);
+    calls.push(completion.usage);
+    const parsed = spec.parse(completion.text);
+    lastIssues = parsed.ok ? [] : parsed.issues.map(formatProtocolIssue);
+    await log?.write({
+      purpose: spec.purpose,
+      attempt,
+      maxAttempts,
+      model: completion.model,
+      messages,
+      reply: completion.text,
+      usage: completion.usage,
+      durationMs: completion.durationMs,
+      issues: lastIssues,
+      reductions: prompt.reductions,
+      estimatedTokens: prompt.estimatedTokens,
+    });
+    if (parsed.ok) {
+      return {
+        message: parsed.message,
+        usage: calls.reduce(addUsage, ZERO_USAGE),
+        calls,
+        attempts: attempt,
+        rawReplies,
+        reductions: prompt.reductions,
+      };
+    }
+    messages.push(
+      { role: 'assistant', content: completion.text },
+      { role: 'user', content: repairRequest(spec.purpose, lastIssues) },
+    );
+  }
+  const rawFile = await log?.writeRawReplies(spec.purpose, rawReplies);
+  const where = rawFile ? ` The raw replies are in ${rawFile}.` : '';
+  throw new ModelBehaviorError(
+    'protocol_invalid',
+    `The Meta-agent's \`${spec.purpose}\` reply was still invalid after ${maxAttempts - 1} repair(s): ${lastIssues.slice(0, 3).join('; ')}.${where} ` +
+      'Use a stronger model (meta.model) or allow more repairs (meta.maxRepairs).',
+    {
+      details: {
+        messageType: spec.purpose,
+        issues: lastIssues,
+        rawReplies,
+        rawRepliesFile: rawFile,
+        usage: calls.reduce(addUsage, ZERO_USAGE),
+      },
+    },
+  );
 }
 
 /** Creates the Meta-agent the loop calls. Templates are loaded on first use. */
@@ -104,82 +211,15 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
     ));
 
   async function call<T extends MessageType>(spec: CallSpec<T>): Promise<MetaCallResult<MessageOf<T>>> {
-    const system = (await systemPrompts())(spec.type, spec.systemData);
-    const prompt = buildPromptContext(spec.context, system, options.config.meta.promptBudgetTokens);
-    const messages: MetaMessage[] = [
-      { role: 'system', content: system },
-      { role: 'user', content: prompt.stable },
-      { role: 'user', content: prompt.varying },
-    ];
-    const maxAttempts = options.config.meta.maxRepairs + 1;
     const signals = [options.signal, spec.signal].filter((item): item is AbortSignal => item !== undefined);
     const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-    const rawReplies: string[] = [];
-    const calls: Usage[] = [];
-    let lastIssues: string[] = [];
-    for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
-      let completion;
-      try {
-        completion = await options.model.complete(messages, { purpose: spec.type, signal });
-      } catch (error) {
-        await log?.write({
-          purpose: spec.type,
-          attempt,
-          maxAttempts,
-          model: options.model.model,
-          messages,
-          error: error instanceof Error ? error.message : String(error),
-          reductions: prompt.reductions,
-          estimatedTokens: prompt.estimatedTokens,
-        });
-        throw error;
-      }
-      rawReplies.push(completion.text);
-      calls.push(completion.usage);
-      const parsed = parseMessage(completion.text, spec.type, spec.checks);
-      lastIssues = parsed.ok ? [] : parsed.issues.map(formatProtocolIssue);
-      await log?.write({
-        purpose: spec.type,
-        attempt,
-        maxAttempts,
-        model: completion.model,
-        messages,
-        reply: completion.text,
-        usage: completion.usage,
-        durationMs: completion.durationMs,
-        issues: lastIssues,
-        reductions: prompt.reductions,
-        estimatedTokens: prompt.estimatedTokens,
-      });
-      if (parsed.ok) {
-        return {
-          message: parsed.message,
-          usage: calls.reduce(addUsage, ZERO_USAGE),
-          calls,
-          attempts: attempt,
-          rawReplies,
-          reductions: prompt.reductions,
-        };
-      }
-      messages.push(
-        { role: 'assistant', content: completion.text },
-        { role: 'user', content: repairRequest(spec.type, lastIssues) },
-      );
-    }
-    const rawFile = await log?.writeRawReplies(spec.type, rawReplies);
-    const where = rawFile ? ` The raw replies are in ${rawFile}.` : '';
-    throw new ModelBehaviorError(
-      'protocol_invalid',
-      `The Meta-agent's \`${spec.type}\` reply was still invalid after ${maxAttempts - 1} repair(s): ${lastIssues.slice(0, 3).join('; ')}.${where} ` +
-        'Use a stronger model (meta.model) or allow more repairs (meta.maxRepairs).',
+    return callWithRepairs(
+      { model: options.model, config: options.config, log, signal },
       {
-        details: {
-          messageType: spec.type,
-          issues: lastIssues,
-          rawReplies,
-          rawRepliesFile: rawFile,
-          usage: calls.reduce(addUsage, ZERO_USAGE),
-        },
+        purpose: spec.type,
+        system: (await systemPrompts())(spec.type, spec.systemData),
+        context: spec.context,
+        parse: (reply) => parseMessage(reply, spec.type, spec.checks),
       },
     );
   }

@@ -4,3 +4,5 @@ export * from './extract-yaml.js';
 export * from './messages.js';
 export * from './parse-message.js';
 export * from './protocol-issue.js';
+export * from './decomposition.js';
+export * from './review.js';

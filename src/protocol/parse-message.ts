@@ -61,8 +61,9 @@ function zodIssues(issues: readonly z.core.$ZodIssue[], document?: ConstrainedYa
 
 function checkEnvelope(
   value: unknown,
-  expected: MessageType,
+  expected: string,
   document?: ConstrainedYamlDocument,
+  knownTypes: readonly string[] = MESSAGE_TYPES,
 ): ProtocolIssue[] {
   const at = (path: PropertyKey[]) => ({ path: formatDottedPath(path), ...document?.locate(path) });
   if (!isPlainObject(value)) {
@@ -77,10 +78,10 @@ function checkEnvelope(
   const type = value.type;
   if (type === undefined) {
     issues.push({ ...at(['type']), message: `required: expected \`type: ${expected}\`` });
-  } else if (typeof type !== 'string' || !(MESSAGE_TYPES as string[]).includes(type)) {
+  } else if (typeof type !== 'string' || !knownTypes.includes(type)) {
     issues.push({
       ...at(['type']),
-      message: `unknown message type \`${String(type)}\`; expected \`${expected}\` (known types: ${MESSAGE_TYPES.join(', ')})`,
+      message: `unknown message type \`${String(type)}\`; expected \`${expected}\` (known types: ${knownTypes.join(', ')})`,
     });
   } else if (type !== expected) {
     issues.push({ ...at(['type']), message: `a \`${expected}\` message was asked for, not \`${type}\`` });
@@ -222,4 +223,35 @@ export function parseMessage<T extends MessageType>(
   if (!read.ok) return read;
   const validated = validateMessage(read.document.value, expected, context, read.document);
   return validated.ok ? { ...validated, yaml: extracted.yaml.text } : validated;
+}
+
+/**
+ * Parses a reply against a schema that is not one of `MESSAGE_SCHEMAS` (a decomposition, a review): the same
+ * extraction, constrained-YAML reading, envelope check and dotted-path issues, then `check` for rules that
+ * need the caller's context. Never throws on bad input.
+ */
+export function parseMessageAs<T>(
+  reply: string,
+  expected: string,
+  schema: z.ZodType<T>,
+  check: (message: T, value: unknown) => ProtocolIssue[] = () => [],
+  select?: (value: unknown) => { expected: string; schema: z.ZodType<T> } | null,
+): ParseMessageResult<T> {
+  const extracted = extractYaml(reply);
+  if (!extracted.ok) return extracted;
+  const read = readConstrainedYaml(extracted.yaml.text, { lineOffset: extracted.yaml.lineOffset });
+  if (!read.ok) return read;
+  const document = read.document;
+  const chosen = select?.(document.value) ?? { expected, schema };
+  const envelopeIssues = checkEnvelope(document.value, chosen.expected, document, [
+    ...new Set([...MESSAGE_TYPES, chosen.expected]),
+  ]);
+  if (envelopeIssues.length > 0) return { ok: false, issues: envelopeIssues };
+  const result = chosen.schema.safeParse(document.value);
+  if (!result.success) return { ok: false, issues: zodIssues(result.error.issues, document) };
+  const issues = check(result.data, document.value).map((issue) =>
+    issue.path === undefined ? issue : { ...issue, ...document.locate(parseDottedPath(issue.path)) },
+  );
+  if (issues.length > 0) return { ok: false, issues };
+  return { ok: true, message: result.data, yaml: extracted.yaml.text };
 }

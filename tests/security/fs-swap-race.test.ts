@@ -14,7 +14,11 @@ import { rewriteWorkerFiles, takeWorkerFile } from '../../src/sandbox/worker-fil
 
 const SECRET = 'sk-swaprace0000000000000000000000';
 
-function racingDirectory(hostContent: string): { dir: string; hostFile: string } {
+function racingDirectory(hostContent: string): {
+  dir: string;
+  hostFile: string;
+  swapperAlive: () => boolean;
+} {
   const base = mkdtempSync(path.join(tmpdir(), 'ar-sec-race-'));
   const dir = path.join(base, 'codex-home');
   mkdirSync(dir);
@@ -41,18 +45,25 @@ function racingDirectory(hostContent: string): { dir: string; hostFile: string }
     { stdio: 'ignore', detached: true },
   );
   onTestFinished(async () => {
-    const exited = new Promise((resolve) => swapper.once('exit', resolve));
+    const exited =
+      swapper.exitCode !== null || swapper.signalCode !== null
+        ? Promise.resolve()
+        : new Promise((resolve) => swapper.once('exit', resolve));
     // The whole group: a `mv` the loop had started must not recreate files while they are removed.
-    process.kill(-(swapper.pid as number), 'SIGKILL');
-    await exited;
+    try {
+      process.kill(-(swapper.pid as number), 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
     rmSync(base, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   });
-  return { dir, hostFile };
+  return { dir, hostFile, swapperAlive: () => swapper.exitCode === null && swapper.signalCode === null };
 }
 
 describe('swap races in a worker-writable directory', () => {
   it('the redaction walk never writes through a symlink swapped in between check and use', async () => {
-    const { dir, hostFile } = racingDirectory(`${SECRET}\n`);
+    const { dir, hostFile, swapperAlive } = racingDirectory(`${SECRET}\n`);
     let redactedRegular = 0;
     const deadline = Date.now() + 3_000;
     while (Date.now() < deadline) {
@@ -60,6 +71,8 @@ describe('swap races in a worker-writable directory', () => {
       redactedRegular += report.changed;
       expect(readFileSync(hostFile, 'utf8')).toBe(`${SECRET}\n`);
     }
+    // The race was real: the swapper ran the whole time.
+    expect(swapperAlive()).toBe(true);
     // Canary: the walk did catch and redact regular files during the race.
     expect(redactedRegular).toBeGreaterThan(0);
   });

@@ -27,7 +27,9 @@ describe('processes a worker run leaves behind', () => {
           'setsid nohup sleep 4321 >/dev/null 2>&1 &',
           'env -i /usr/bin/setsid /bin/sleep 4322 >/dev/null 2>&1 &',
           'setsid bash -c \'trap "" TERM HUP; exec -a innocent-daemon sleep 4323\' >/dev/null 2>&1 &',
-          '(setsid sh -c "sleep 4324 & exit 0" &) ; sleep 0.3',
+          '(setsid sh -c "sleep 4324 & exit 0" &)',
+          // Wait (up to 10 s on a loaded machine) until every daemon is running under its final name.
+          `for i in $(seq 100); do [ "$(${LIST_PROCESSES} | grep -cE '^(sleep 432[124]|innocent-daemon 4323) ?$')" -ge 4 ] && break; sleep 0.1; done`,
           `${LIST_PROCESSES} | grep -E '^(sleep|innocent)'`,
         ].join('\n'),
       ],

@@ -8,12 +8,19 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type ChatStep =
+export type ChatStep = (
   | { reply: string; usage?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number } }
   | { status: number; headers?: Record<string, string>; body?: unknown }
   | { hang: true }
   /** Sends 200 and the start of a body, then stalls until the server closes. */
-  | { stall: true };
+  | { stall: true }
+) & {
+  /**
+   * Only for a request whose messages contain this text (e.g. a subtask's task id): concurrent tasks then
+   * each get their own steps in their own order. A request takes the first unconsumed step it matches.
+   */
+  match?: string;
+};
 
 export interface RecordedChatRequest {
   at: number;
@@ -112,6 +119,7 @@ function reply(
 /** Starts the server on 127.0.0.1 with a free port. */
 export async function startScriptedChatServer(script: readonly ChatStep[] = []): Promise<ScriptedChatServer> {
   const steps = [...script];
+  const consumed = new Set<number>();
   let next = 0;
   const requests: RecordedChatRequest[] = [];
   const hanging = new Set<ServerResponse>();
@@ -134,7 +142,13 @@ export async function startScriptedChatServer(script: readonly ChatStep[] = []):
         });
         return;
       }
-      const step = steps[next];
+      const text = JSON.stringify(body.messages ?? []);
+      const index = steps.findIndex(
+        (candidate, position) =>
+          !consumed.has(position) && (candidate.match === undefined || text.includes(candidate.match)),
+      );
+      const step = index === -1 ? undefined : steps[index];
+      if (index !== -1) consumed.add(index);
       next += 1;
       if (step === undefined) {
         sendJson(response, 500, {
@@ -168,7 +182,7 @@ export async function startScriptedChatServer(script: readonly ChatStep[] = []):
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
-    remaining: () => Math.max(0, steps.length - next),
+    remaining: () => Math.max(0, steps.length - consumed.size),
     push: (...more) => steps.push(...more),
     close: async () => {
       for (const response of hanging) response.destroy();

@@ -21,13 +21,21 @@ export type ResponseOutputItem = Record<string, unknown>;
 
 export type ScriptedReply =
   /** A streamed response: these output items, then `response.completed` with the usage. */
-  | { kind: 'output'; items: ResponseOutputItem[]; usage?: ScriptedUsage }
-  /** A stream that ends in `response.failed` (codex retries it `stream_max_retries` times). */
-  | { kind: 'failed'; code: string; message: string }
-  /** An HTTP error with an OpenAI-style JSON error body. */
-  | { kind: 'http_error'; status: number; message: string }
-  /** Headers are never sent: the request stays open until the server closes. */
-  | { kind: 'hang' };
+  (
+    | { kind: 'output'; items: ResponseOutputItem[]; usage?: ScriptedUsage }
+    /** A stream that ends in `response.failed` (codex retries it `stream_max_retries` times). */
+    | { kind: 'failed'; code: string; message: string }
+    /** An HTTP error with an OpenAI-style JSON error body. */
+    | { kind: 'http_error'; status: number; message: string }
+    /** Headers are never sent: the request stays open until the server closes. */
+    | { kind: 'hang' }
+  ) & {
+    /**
+     * Only for a request whose body contains this text (e.g. a subtask's branch name in the worker prompt):
+     * concurrent workers each get their own replies in order. A request takes the first unconsumed match.
+     */
+    match?: string;
+  };
 
 export interface RecordedRequest {
   method: string;
@@ -75,7 +83,7 @@ export class ScriptedResponsesServer {
   readonly requests: RecordedRequest[] = [];
   private readonly server: Server;
   private readonly script: ScriptedReply[] = [];
-  private next = 0;
+  private readonly consumed = new Set<number>();
   private port = 0;
 
   constructor(script: ScriptedReply[] = []) {
@@ -122,9 +130,9 @@ export class ScriptedResponsesServer {
 
   /** Throws when scripted replies were not consumed. */
   assertComplete(): void {
-    if (this.next < this.script.length) {
+    if (this.consumed.size < this.script.length) {
       throw new Error(
-        `scripted server: ${this.script.length - this.next} scripted replies were never requested`,
+        `scripted server: ${this.script.length - this.consumed.size} scripted replies were never requested`,
       );
     }
   }
@@ -151,9 +159,15 @@ export class ScriptedResponsesServer {
     }
     const path = url.split('?')[0] ?? url;
     const isResponses = method === 'POST' && path.endsWith('/responses');
-    const reply = isResponses ? this.script[this.next] : undefined;
-    const replyIndex = reply === undefined ? null : this.next;
-    if (reply !== undefined) this.next += 1;
+    const index = isResponses
+      ? this.script.findIndex(
+          (candidate, position) =>
+            !this.consumed.has(position) && (candidate.match === undefined || raw.includes(candidate.match)),
+        )
+      : -1;
+    const reply = index === -1 ? undefined : this.script[index];
+    const replyIndex = reply === undefined ? null : index;
+    if (reply !== undefined) this.consumed.add(index);
     this.requests.push({ method, path, headers, body, replyIndex });
 
     if (!isResponses) {

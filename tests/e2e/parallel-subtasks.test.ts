@@ -1,0 +1,404 @@
+/**
+ * Parallel work end to end: `agent-runner run` with the real CLI, real git, real Docker sandboxes and the
+ * real codex binary; only the models are scripted, and they answer each subtask by matching its task id in
+ * the request (subtasks run at once, so their calls interleave).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { runCliCaptured } from '../support/cli.js';
+import { assessmentReply, runWorkerReply } from '../support/meta-replies.js';
+import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
+import {
+  ScriptedResponsesServer,
+  assistantMessage,
+  commandCall,
+  type ScriptedReply,
+} from '../support/scripted-responses-server.js';
+import { createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+
+const docker = createDockerClient();
+let chat: ScriptedChatServer;
+let responses: ScriptedResponsesServer;
+
+beforeAll(async () => {
+  chat = await startScriptedChatServer();
+  responses = await new ScriptedResponsesServer().start();
+});
+afterAll(async () => {
+  await chat?.close();
+  await responses?.close();
+});
+
+interface SubtaskSpec {
+  id: string;
+  title: string;
+  write: string[];
+  blockedBy?: string[];
+}
+
+function decompositionReply(taskId: string, subtasks: SubtaskSpec[]): string {
+  return [
+    'type: plan_task',
+    'version: 1',
+    'payload:',
+    `  task_id: ${taskId}`,
+    '  subtasks:',
+    ...subtasks.flatMap((subtask) => [
+      `    - id: ${subtask.id}`,
+      `      title: ${subtask.title}`,
+      '      prd: |',
+      `        ${subtask.title}, with a test.`,
+      '      acceptance_criteria:',
+      '        - id: AC-1',
+      `          description: ${subtask.title} works and npm test passes.`,
+      '          type: functional',
+      '          critical: true',
+      '      write_scope:',
+      ...subtask.write.map((glob) => `        - ${glob}`),
+      `      blocked_by: [${(subtask.blockedBy ?? []).join(', ')}]`,
+    ]),
+  ].join('\n');
+}
+
+function reviewReply(taskId: string): string {
+  return [
+    'type: review',
+    'version: 1',
+    'payload:',
+    `  task_id: ${taskId}`,
+    '  verdict: ok',
+    '  summary: Does what the subtask asks; the tests cover it.',
+    '  findings: []',
+  ].join('\n');
+}
+
+/** A codex turn for the worker whose prompt names `match`: runs the commands, then says it is done. */
+function codexTurn(match: string, commands: string[]): ScriptedReply[] {
+  return [
+    ...commands.map((command): ScriptedReply => ({ kind: 'output', items: [commandCall(command)], match })),
+    { kind: 'output', items: [assistantMessage(`Done: ${match}`)], match },
+  ];
+}
+
+/** The Meta-agent's part of one subtask: run the worker once, judge it done, review it ok. */
+function subtaskMeta(taskId: string) {
+  return [
+    { reply: runWorkerReply('Implement it with a test, run npm test, commit.'), match: taskId },
+    { reply: assessmentReply(true, ['AC-1'], 'Implemented, tested and committed.'), match: taskId },
+    { reply: reviewReply(taskId), match: taskId },
+  ];
+}
+
+const writeAndCommit = (files: Record<string, string>, message: string) => [
+  Object.entries(files)
+    .map(([file, content]) => `mkdir -p ${path.posix.dirname(file)} && ${writeFileCommand(file, content)}`)
+    .join('\n'),
+  // Long enough for two workers to be seen at work at the same time.
+  `sleep 2 && git add -A && git commit -q -m ${JSON.stringify(message)}`,
+];
+
+type Event = { type: string; at: string; subtask?: string; [key: string]: unknown };
+
+async function runProject(taskId: string, prd: string, max: number) {
+  const repo = createNodeRepo();
+  onTestFinished(repo.remove);
+  writeFileSync(path.join(repo.root, 'BIG.md'), prd);
+  writeFileSync(path.join(repo.root, 'agent-runner.yaml'), `parallel:\n  split: auto\n  max: ${max}\n`);
+  git(repo.root, 'add', '-A');
+  git(repo.root, 'commit', '-q', '-m', 'project PRD');
+  onTestFinished(async () => {
+    const left = (await docker.listContainers({ all: true })).filter((container) =>
+      (container.Labels['agent-runner.task'] ?? '').startsWith(taskId),
+    );
+    expect(left).toEqual([]);
+  });
+  const result = await runCliCaptured(['run', '--prd', 'BIG.md', '--task-id', taskId, '--json'], {
+    cwd: repo.root,
+    env: {
+      ...process.env,
+      OPENAI_BASE_URL: chat.url,
+      OPENAI_API_KEY: 'e2e-parallel-key',
+      AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
+      AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
+      CI: 'true',
+    },
+  });
+  const events = result.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Event);
+  const summary = events.at(-1) as Event & { state: string; notePath: string; exitCode: number };
+  const journal = readFileSync(path.join(repo.root, '.agent-runner', 'runs', taskId, 'project.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Event);
+  return { repo, result, events, summary, journal };
+}
+
+/** [start, end] of the subtask's worker run, from the project journal. */
+function workerWindow(journal: Event[], subtask: string): [number, number] {
+  const start = journal.find((event) => event.type === 'worker_started' && event.subtask === subtask);
+  const end = journal.find((event) => event.type === 'worker_finished' && event.subtask === subtask);
+  if (!start || !end) throw new Error(`no worker run of ${subtask} in the journal`);
+  return [Date.parse(start.at), Date.parse(end.at)];
+}
+
+const indexOf = (events: Event[], predicate: (event: Event) => boolean) => {
+  const index = events.findIndex(predicate);
+  if (index === -1) throw new Error('event not found');
+  return index;
+};
+
+describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
+  it('runs two independent subtasks at once, the dependent one after both merged, and checks the combined tree', async () => {
+    const id = 'par-three';
+    chat.push(
+      {
+        reply: decompositionReply(id, [
+          { id: 'alpha', title: 'Add alpha()', write: ['alpha.js', 'test/alpha.test.js'] },
+          { id: 'beta', title: 'Add beta()', write: ['beta.js', 'test/beta.test.js'] },
+          {
+            id: 'gamma',
+            title: 'Add both() from alpha and beta',
+            write: ['both.js', 'test/both.test.js'],
+            blockedBy: ['alpha', 'beta'],
+          },
+        ]),
+      },
+      ...subtaskMeta(`${id}--alpha`),
+      ...subtaskMeta(`${id}--beta`),
+      ...subtaskMeta(`${id}--gamma`),
+    );
+    const testOf = (name: string, expected: string) =>
+      `const test = require('node:test');\nconst assert = require('node:assert');\ntest('${name}', () => assert.strictEqual(require('../${name}.js').${name}(), ${expected}));\n`;
+    responses.enqueue(
+      ...codexTurn(
+        `${id}--alpha`,
+        writeAndCommit(
+          { 'alpha.js': "exports.alpha = () => 'a';\n", 'test/alpha.test.js': testOf('alpha', "'a'") },
+          'Add alpha',
+        ),
+      ),
+      ...codexTurn(
+        `${id}--beta`,
+        writeAndCommit(
+          { 'beta.js': "exports.beta = () => 'b';\n", 'test/beta.test.js': testOf('beta', "'b'") },
+          'Add beta',
+        ),
+      ),
+      ...codexTurn(
+        `${id}--gamma`,
+        writeAndCommit(
+          {
+            'both.js': "exports.both = () => require('./alpha.js').alpha() + require('./beta.js').beta();\n",
+            'test/both.test.js': testOf('both', "'ab'"),
+          },
+          'Add both',
+        ),
+      ),
+    );
+    const { repo, result, events, summary, journal } = await runProject(
+      id,
+      '# Letters\n\nAdd alpha() and beta(), then both() that joins them.\n',
+      2,
+    );
+    expect(result.stderr).toBe('');
+    expect(summary).toMatchObject({
+      type: 'summary',
+      state: 'COMPLETE',
+      branch: `agent-runner/${id}`,
+      exitCode: 0,
+    });
+    expect(result.exitCode).toBe(0);
+
+    // alpha and beta worked at the same time; gamma waited for both to merge, then started.
+    const [alphaStart, alphaEnd] = workerWindow(journal, 'alpha');
+    const [betaStart, betaEnd] = workerWindow(journal, 'beta');
+    expect(alphaStart).toBeLessThan(betaEnd);
+    expect(betaStart).toBeLessThan(alphaEnd);
+    expect(
+      journal.some(
+        (event) => event.type === 'subtask_waiting' && event.subtask === 'gamma' && event.kind === 'blocked',
+      ),
+    ).toBe(true);
+    const gammaStarts = indexOf(
+      journal,
+      (event) => event.type === 'task_started' && event.subtask === 'gamma',
+    );
+    for (const blocker of ['alpha', 'beta'])
+      expect(
+        indexOf(
+          journal,
+          (event) => event.type === 'merge' && event.subtask === blocker && event.status === 'merged',
+        ),
+      ).toBeLessThan(gammaStarts);
+
+    // Every merge was followed by the DoD on the combined tree, in a sandbox, and it passed.
+    const combined = journal.filter((event) => event.type === 'combined_dod');
+    expect(combined.map((event) => (event.dod as { status: string }).status)).toEqual([
+      'passed',
+      'passed',
+      'passed',
+    ]);
+    const integration = `agent-runner/${id}`;
+    expect(git(repo.root, 'ls-tree', '--name-only', '-r', integration).split('\n')).toEqual(
+      expect.arrayContaining(['alpha.js', 'beta.js', 'both.js', 'test/both.test.js']),
+    );
+    expect(git(repo.root, 'rev-parse', integration)).toBe(summary.headSha);
+    // The person's checkout is untouched.
+    expect(git(repo.root, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('main');
+    expect(existsSync(path.join(repo.root, 'alpha.js'))).toBe(false);
+
+    // --json: every subtask event carries its subtask id.
+    const subtaskEvents = events.filter((event) => event.type === 'worker_started');
+    expect(subtaskEvents.map((event) => event.subtask).sort()).toEqual(['alpha', 'beta', 'gamma']);
+
+    // The parent note: the plan table links each subtask's own note, which exists.
+    const note = readFileSync(summary.notePath, 'utf8');
+    for (const subtask of ['alpha', 'beta', 'gamma']) {
+      expect(note).toMatch(
+        new RegExp(`\\| \`${subtask}\` \\|.*\\| merged \\| 1 \\| \\[task-${id}--${subtask}\\.md\\]`),
+      );
+      expect(existsSync(path.join(repo.root, '.agent-runner', `task-${id}--${subtask}.md`))).toBe(true);
+    }
+    expect(note).toContain('## Merge log');
+    expect(note).toContain('## Combined Definition of Done');
+    expect(note).toMatch(/`alpha` review 1: \*\*ok\*\*/);
+    expect(chat.remaining()).toBe(0);
+    responses.assertComplete();
+  });
+
+  it('repairs with a fix-up when two subtasks pass alone but their merge fails the combined DoD', async () => {
+    const id = 'par-fix';
+    const onlyFeature = (name: string) =>
+      `const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\ntest('${name} is the only feature', () => assert.deepStrictEqual(fs.readdirSync(path.join(__dirname, '..', 'features')), ['${name}.js']));\n`;
+    const hasFeature = (name: string) =>
+      `const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\ntest('${name} is a feature', () => assert.ok(fs.readdirSync(path.join(__dirname, '..', 'features')).includes('${name}.js')));\n`;
+    chat.push(
+      {
+        reply: decompositionReply(id, [
+          { id: 'alpha', title: 'Add feature a', write: ['features/a.js', 'test/a.test.js'] },
+          { id: 'beta', title: 'Add feature b', write: ['features/b.js', 'test/b.test.js'] },
+        ]),
+      },
+      ...subtaskMeta(`${id}--alpha`),
+      ...subtaskMeta(`${id}--beta`),
+      // The fix-up task on the integration branch: the Meta-agent instructs its worker.
+      {
+        reply: runWorkerReply(
+          'Both feature tests assume they are alone; make each check its own feature only.',
+        ),
+        match: `${id}--fixup-1`,
+      },
+      { reply: assessmentReply(true, ['AC-1'], 'The combined tree passes.'), match: `${id}--fixup-1` },
+    );
+    responses.enqueue(
+      ...codexTurn(
+        `${id}--alpha`,
+        writeAndCommit(
+          { 'features/a.js': 'module.exports = 1;\n', 'test/a.test.js': onlyFeature('a') },
+          'Add a',
+        ),
+      ),
+      ...codexTurn(
+        `${id}--beta`,
+        writeAndCommit(
+          { 'features/b.js': 'module.exports = 2;\n', 'test/b.test.js': onlyFeature('b') },
+          'Add b',
+        ),
+      ),
+      ...codexTurn(`${id}--fixup-1`, [
+        `${writeFileCommand('test/a.test.js', hasFeature('a'))}\n${writeFileCommand('test/b.test.js', hasFeature('b'))}`,
+        "git commit -q -am 'Feature tests check their own feature'",
+      ]),
+    );
+    const { repo, summary, journal, result } = await runProject(
+      id,
+      '# Features\n\nAdd feature a and feature b, each with a test.\n',
+      2,
+    );
+    expect(result.stderr).toBe('');
+    expect(summary).toMatchObject({ state: 'COMPLETE', exitCode: 0 });
+    // Each subtask passed its own DoD; the second merge broke the combined tree; the fix-up repaired it.
+    const combined = journal
+      .filter((event) => event.type === 'combined_dod')
+      .map((event) => (event.dod as { status: string }).status);
+    expect(combined).toEqual(['passed', 'failed', 'passed']);
+    expect(journal.filter((event) => event.type === 'fixup').map((event) => event.state)).toEqual([
+      'running',
+      'COMPLETE',
+    ]);
+    const integration = `agent-runner/${id}`;
+    expect(git(repo.root, 'log', '--format=%s', integration)).toContain(
+      'Feature tests check their own feature',
+    );
+    expect(git(repo.root, 'show', `${integration}:test/a.test.js`)).toBe(hasFeature('a').trim());
+    const note = readFileSync(summary.notePath, 'utf8');
+    expect(note).toMatch(/\| `fixup-1` \| `agent-runner\/par-fix--fixup-1` \| merged \|/);
+    expect(chat.remaining()).toBe(0);
+    responses.assertComplete();
+  });
+
+  it('never runs two subtasks whose write scopes overlap at the same time', async () => {
+    const id = 'par-overlap';
+    chat.push(
+      {
+        reply: decompositionReply(id, [
+          { id: 'alpha', title: 'Add lib/strings.js', write: ['lib/**'] },
+          { id: 'beta', title: 'Add lib/util.js', write: ['lib/util.js', 'test/util.test.js'] },
+        ]),
+      },
+      ...subtaskMeta(`${id}--alpha`),
+      ...subtaskMeta(`${id}--beta`),
+    );
+    const testOf = (module: string, name: string) =>
+      `const test = require('node:test');\nconst assert = require('node:assert');\ntest('${name}', () => assert.strictEqual(typeof require('${module}').${name}, 'function'));\n`;
+    responses.enqueue(
+      ...codexTurn(
+        `${id}--alpha`,
+        writeAndCommit(
+          {
+            'lib/strings.js': 'exports.shout = (text) => text.toUpperCase();\n',
+            'lib/strings.test.js': testOf('./strings.js', 'shout'),
+          },
+          'Add strings',
+        ),
+      ),
+      ...codexTurn(
+        `${id}--beta`,
+        writeAndCommit(
+          {
+            'lib/util.js': 'exports.noop = () => {};\n',
+            'test/util.test.js': testOf('../lib/util.js', 'noop'),
+          },
+          'Add util',
+        ),
+      ),
+    );
+    const { summary, journal } = await runProject(
+      id,
+      '# Library\n\nAdd lib/strings.js and lib/util.js.\n',
+      2,
+    );
+    expect(summary).toMatchObject({ state: 'COMPLETE', exitCode: 0 });
+    const wait = journal.find((event) => event.type === 'subtask_waiting' && event.subtask === 'beta');
+    expect(wait).toMatchObject({ kind: 'overlap' });
+    expect(wait?.reason).toContain('waits for alpha');
+    // beta started only after alpha merged, so their worker runs never overlapped.
+    const alphaMerged = indexOf(
+      journal,
+      (event) => event.type === 'merge' && event.subtask === 'alpha' && event.status === 'merged',
+    );
+    expect(
+      indexOf(journal, (event) => event.type === 'task_started' && event.subtask === 'beta'),
+    ).toBeGreaterThan(alphaMerged);
+    const [, alphaEnd] = workerWindow(journal, 'alpha');
+    const [betaStart] = workerWindow(journal, 'beta');
+    expect(betaStart).toBeGreaterThan(alphaEnd);
+    expect(chat.remaining()).toBe(0);
+    responses.assertComplete();
+  });
+});
