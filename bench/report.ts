@@ -8,6 +8,7 @@ import {
 import type { MachineInfo } from './machine.js';
 import type { PreparationRow } from './preparation.js';
 import type { Comparison } from './sandbox-comparison.js';
+import type { SetupInstallResult } from './setup-install.js';
 import type { StartLatency } from './start-latency.js';
 import { round, type SampleSummary } from './stats.js';
 
@@ -35,6 +36,8 @@ export interface BenchResults {
   loop: LoopOverhead[];
   parallel: ParallelResult[];
   prompt: PromptGrowth;
+  /** `npm ci` in sandbox.setup under allowlist vs open. */
+  setupInstall?: SetupInstallResult;
   targets: TargetCheck[];
   /** Bench containers still present at the end (removed then); 0 when every path cleaned up. */
   leftoverContainers: number;
@@ -117,8 +120,19 @@ export function checkTargets(results: Omit<BenchResults, 'targets'>): TargetChec
       met: start.firstMetaRequestMs <= 500,
     });
   }
+  if (results.setupInstall) {
+    const install = results.setupInstall;
+    checks.push({
+      name: `9. npm ci of ${install.packages} packages in set-up: allowlist vs open`,
+      target: '≤ 1.5×',
+      measured: `${round1(install.allowlistMedianMs / 1000)} vs ${round1(install.openMedianMs / 1000)} s: ${install.ratio}×`,
+      met: install.ratio <= 1.5,
+    });
+  }
   return checks;
 }
+
+const round1 = (value: number): number => Math.round(value * 10) / 10;
 
 function table(header: string[], rows: (string | number)[][]): string {
   return [

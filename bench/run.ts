@@ -32,6 +32,7 @@ import {
 } from './sandbox-comparison.js';
 import { measurePreparation, type PreparationRow } from './preparation.js';
 import { rawEngine } from './raw-engine.js';
+import { measureSetupInstall } from './setup-install.js';
 import { round } from './stats.js';
 import { measureStartLatency, type StartLatency } from './start-latency.js';
 import { resetSyntheticRepo, syntheticRepo } from './synthetic-repo.js';
@@ -142,6 +143,18 @@ async function main(): Promise<void> {
         `with latency ${parallelSubtasks.withLatency.speedup}x; peak ${parallelSubtasks.parallel.peakContainers} containers`,
     );
 
+    const attempts = Number(process.env.AGENT_RUNNER_BENCH_INSTALL_ATTEMPTS ?? 3);
+    progress(`9. npm ci of a lockfile project in sandbox.setup: allowlist vs open (${attempts} each)`);
+    const setupInstall = await measureSetupInstall(runtime, {
+      image,
+      runId,
+      attempts,
+      onProgress: progress,
+    });
+    progress(
+      `   ${setupInstall.packages} packages: ${setupInstall.allowlistMedianMs} vs ${setupInstall.openMedianMs} ms (${setupInstall.ratio}x)`,
+    );
+
     leftoverContainers =
       (await sandboxes.cleanup(client)) + parallel.reduce((sum, item) => sum + item.leftoverContainers, 0);
     const partial: Omit<BenchResults, 'targets'> = {
@@ -157,6 +170,7 @@ async function main(): Promise<void> {
       loop,
       parallel,
       prompt,
+      setupInstall,
       leftoverContainers,
     };
     const results: BenchResults = { ...partial, targets: checkTargets(partial) };

@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Config } from './config/schema.js';
-import type { StampedEvent } from './core/events.js';
+import type { SetupCommandReport, StampedEvent } from './core/events.js';
 import type { Clock, HumanPort, OwnershipEntry, SandboxRuntime, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
 import type { Plan, TaskSummary, Usage } from './core/types.js';
@@ -32,6 +32,10 @@ import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-s
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
+import { buildWorkerImage } from './sandbox/image-builder.js';
+import { rememberedCa } from './sandbox/remembered-ca.js';
+import { IMAGE_EXTRA_CA_PATH, runInImage } from './toolchain/run-in-image.js';
+import { resolveTaskImage } from './toolchain/toolchain-image.js';
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
 import { StateRedactingWorker } from './worker/state-redacting-worker.js';
@@ -143,12 +147,15 @@ async function ensureImage(docker: Docker, image: string): Promise<void> {
   }
 }
 
-/** Pings the engine, sweeps this repository's orphaned sandboxes and checks the worker image; returns it. */
+/**
+ * Pings the engine, sweeps this repository's orphaned sandboxes, checks the worker image and resolves the
+ * task's image (the toolchain the repository declares); returns it and the set-up commands to run.
+ */
 async function startDockerSide(
   docker: Docker,
   runtime: SandboxRuntime,
   request: RunTaskRequest,
-): Promise<string> {
+): Promise<{ image: string; setup: string[] }> {
   const { config, env, repoRoot } = request;
   const { pingDocker } = await import('./sandbox/docker-client.js');
   await pingDocker(docker, env);
@@ -156,7 +163,7 @@ async function startDockerSide(
   const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
   for (const sandbox of kept)
     request.onNotice?.(
-      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (remove it with docker rm -f ${sandbox.name})`,
+      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
     );
   if (orphans.length > 0) {
     const swept = await removeSandboxes(runtime, orphans);
@@ -165,9 +172,37 @@ async function startDockerSide(
         `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
       );
   }
-  const image = await resolveWorkerImage(config);
-  await ensureImage(docker, image);
-  return image;
+  const workerImage = await resolveWorkerImage(config);
+  await ensureImage(docker, workerImage);
+  // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
+  const taskImage = await resolveTaskImage({
+    docker,
+    config,
+    repoRoot,
+    workerImage,
+    buildWorkerOn: async (base) => {
+      // The CA: configured, else remembered from the last build, else the one the worker image trusts.
+      const extraCa = config.sandbox.extraCaCert
+        ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+        : await rememberedCa(env);
+      const imageCa = extraCa
+        ? undefined
+        : await runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]);
+      request.onNotice?.(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
+      const built = await buildWorkerImage(docker, {
+        baseImage: base,
+        codexVersion: config.worker.codexVersion,
+        projectBase: true,
+        ...(extraCa ? { extraCaCertPath: extraCa } : {}),
+        ...(imageCa ? { extraCa: imageCa } : {}),
+      });
+      return built.tag;
+    },
+    onProgress: (line) => request.onNotice?.(line),
+  });
+  const image = taskImage.image;
+  for (const layer of taskImage.layers) request.onNotice?.(`sandbox toolchain: ${layer} (image ${image})`);
+  return { image, setup: [...taskImage.setup, ...config.sandbox.setup] };
 }
 
 /** Runs one task to a terminal state with the real adapters. */
@@ -312,12 +347,20 @@ async function runLockedTask(
         dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
         { taskId, dockerHost: client.describeDockerHost(env) },
       );
-      const image = await startDockerSide(docker, runtime, request);
-      return buildDockerPorts(runtime, image);
+      const { image, setup } = await startDockerSide(docker, runtime, request);
+      return buildDockerPorts(runtime, image, setup);
     })();
     // Handled here; the loop's first call (the workspace's preparation) reports the failure.
     dockerSide.catch(() => undefined);
-    function buildDockerPorts(runtime: SandboxRuntime, image: string): DockerSidePorts {
+    // Set-up runs inside sandboxes.start(): its commands go to the progress, the journal and the note.
+    const setupReports: SetupCommandReport[] = [];
+    const onSetupReport = (report: SetupCommandReport): void => {
+      if (report.phase === 'finished') setupReports.push(report);
+      const event: StampedEvent = { type: 'setup_command', ...report, at: new Date().toISOString() };
+      request.onEvent?.(event);
+      journal.append(event);
+    };
+    function buildDockerPorts(runtime: SandboxRuntime, image: string, setup: string[]): DockerSidePorts {
       const scope = mergeScope(defaultScope(), config.scope);
       const workspace = new GitTaskWorkspace(runtime, {
         repoRoot,
@@ -337,7 +380,7 @@ async function runLockedTask(
       });
       const sandboxes = new DockerSandboxProvider({
         runtime,
-        config,
+        config: { ...config, sandbox: { ...config.sandbox, setup } },
         image,
         repoRoot,
         taskId,
@@ -348,6 +391,8 @@ async function runLockedTask(
             workdir: SANDBOX_WORKDIR,
             logDir: layout.runDir,
             signal: request.signal,
+            onReport: onSetupReport,
+            commands: setup,
           }),
         keep: request.keepSandbox,
         onKept: request.onKept,
@@ -427,6 +472,7 @@ async function runLockedTask(
             prdPath: request.prdPath,
             workerModel,
             redact,
+            setup: setupReports,
             ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
           }),
         onEvent: (event) => {

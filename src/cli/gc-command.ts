@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { EXIT_CODES } from '../errors.js';
-import { findOrphanSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
+import { findDeadOwnerSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
 import { listTasks } from '../lifecycle/task-inventory.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
 import { loadConfig } from '../config/load.js';
@@ -36,11 +36,13 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
   const verb = dryRun ? 'would remove' : 'removed';
 
   try {
-    const orphans = await findOrphanSandboxes(runtime, options.all ? {} : { repoRoot: repository.root });
+    // gc removes the containers kept with --keep-sandbox too: the person looked, now they go.
+    const dead = await findDeadOwnerSandboxes(runtime, options.all ? {} : { repoRoot: repository.root });
+    const orphans = [...dead.orphans, ...dead.kept];
     const swept = dryRun ? { removed: orphans, failed: [] } : await removeSandboxes(runtime, orphans);
     for (const sandbox of swept.removed)
       output.out(
-        `${verb} container ${sandbox.name} (task ${sandbox.taskId}, runner pid ${sandbox.pid} is gone)`,
+        `${verb} container ${sandbox.name} (task ${sandbox.taskId}, ${sandbox.kept ? 'kept with --keep-sandbox' : `runner pid ${sandbox.pid} is gone`})`,
       );
     for (const failure of swept.failed)
       output.err(`agent-runner: could not remove container ${failure.sandbox.name}: ${failure.message}`);

@@ -6,7 +6,9 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { findGitRoot } from '../doctor/git-check.js';
-import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
+import type Docker from 'dockerode';
+import { rememberCa, rememberedCa } from '../sandbox/remembered-ca.js';
+import { DERIVED_LABEL, readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import type { CommandContext } from './program.js';
 
 interface BuildFlags {
@@ -14,6 +16,7 @@ interface BuildFlags {
   caCert?: string;
   force?: boolean;
   quiet?: boolean;
+  workerOnly?: boolean;
 }
 
 /** Registers `image build` and `image tag` on the program. */
@@ -30,18 +33,34 @@ export function registerImageCommand(program: Command, context: CommandContext):
     .option('--ca-cert <file>', 'extra CA bundle to trust in the image (default: sandbox.extraCaCert)')
     .option('--force', 'rebuild even when a matching image exists')
     .option('--quiet', 'print only the result')
+    .option(
+      '--worker-only',
+      "build the worker image only, not the toolchain of the repository it runs in (scripts/setup.sh uses it: agent-runner's own checkout is not a project to work on)",
+    )
     .action(async (flags: BuildFlags) => {
       const { config, repoRoot } = await loadCommandConfig(context);
-      const [{ createDockerClient, pingDocker }, { buildWorkerImage, resolveBaseImage }] = await Promise.all([
+      const [
+        { createDockerClient, pingDocker },
+        { buildWorkerImage, resolveBaseImage },
+        { IMAGE_EXTRA_CA_PATH, runInImage },
+        { resolveTaskImage },
+      ] = await Promise.all([
         import('../sandbox/docker-client.js'),
         import('../sandbox/image-builder.js'),
+        import('../toolchain/run-in-image.js'),
+        import('../toolchain/toolchain-image.js'),
       ]);
       const docker = createDockerClient(context.env);
       await pingDocker(docker, context.env);
       const baseImage = flags.baseImage ?? (await resolveBaseImage(docker, config.sandbox.baseImage));
+      // The bundle the last build trusted is remembered: a build with no flag trusts it again.
       const caCert = flags.caCert
         ? path.resolve(context.cwd, flags.caCert)
-        : config.sandbox.extraCaCert && path.resolve(repoRoot, config.sandbox.extraCaCert);
+        : config.sandbox.extraCaCert
+          ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+          : await rememberedCa(context.env);
+      if (caCert && !flags.caCert && !config.sandbox.extraCaCert && !flags.quiet)
+        context.output.err(`Trusting the CA bundle remembered from the last build: ${caCert}`);
       if (!flags.quiet) context.output.err(`Building the worker image from ${baseImage}...`);
       const result = await buildWorkerImage(docker, {
         baseImage,
@@ -50,12 +69,74 @@ export function registerImageCommand(program: Command, context: CommandContext):
         force: Boolean(flags.force),
         ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
       });
+      if (caCert) await rememberCa(context.env, caCert);
       const id = result.imageId.replace(/^sha256:/, '').slice(0, 12);
-      context.output.out(
-        result.reused
-          ? `${result.tag} (reused: already built from the same inputs, ${id})`
-          : `${result.tag} (built, ${id})`,
-      );
+      const summary = result.reused
+        ? `${result.tag} (reused: already built from the same inputs, ${id})`
+        : `${result.tag} (built, ${id})`;
+      if (flags.workerOnly) {
+        context.output.out(summary);
+        return;
+      }
+      // The project's own toolchain (sandbox.dockerfile, a dev container, the Node it declares) on top.
+      const task = await resolveTaskImage({
+        docker,
+        config,
+        repoRoot,
+        workerImage: config.sandbox.image ?? result.tag,
+        buildWorkerOn: async (base) =>
+          (
+            await buildWorkerImage(docker, {
+              baseImage: base,
+              codexVersion: config.worker.codexVersion,
+              projectBase: true,
+              ...(caCert
+                ? { extraCaCertPath: caCert }
+                : { extraCa: await runInImage(docker, result.tag, ['cat', IMAGE_EXTRA_CA_PATH]) }),
+              ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
+            })
+          ).tag,
+        ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
+      });
+      for (const layer of task.layers) context.output.out(`${task.image} (toolchain: ${layer})`);
+      context.output.out(summary);
+    });
+
+  image
+    .command('ls')
+    .description('List the worker images and the derived images built for projects')
+    .action(async () => {
+      const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
+      const docker = createDockerClient(context.env);
+      await pingDocker(docker, context.env);
+      for (const line of await listWorkerImages(docker)) context.output.out(line);
+    });
+
+  image
+    .command('rm <tags...>')
+    .description('Remove worker or derived images by tag (never an image a container still uses)')
+    .action(async (tags: string[]) => {
+      const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
+      const docker = createDockerClient(context.env);
+      await pingDocker(docker, context.env);
+      for (const tag of tags) {
+        if (!/^agent-runner-(worker|project):/.test(tag)) {
+          context.output.err(
+            `agent-runner: ${tag} is not an agent-runner image (agent-runner-worker:* or agent-runner-project:*).`,
+          );
+          context.setExitCode(2);
+          continue;
+        }
+        try {
+          await docker.getImage(tag).remove();
+          context.output.out(`removed ${tag}`);
+        } catch (error) {
+          context.output.err(
+            `agent-runner: could not remove ${tag}: ${(error as Error).message.split('\n')[0]}`,
+          );
+          context.setExitCode(4);
+        }
+      }
     });
 
   image
@@ -73,6 +154,29 @@ export function registerImageCommand(program: Command, context: CommandContext):
       });
       context.output.out(workerImageTag(inputs));
     });
+}
+
+/** One line per image: tag, size, created, what it is. */
+async function listWorkerImages(docker: Docker): Promise<string[]> {
+  const images = await docker.listImages();
+  const lines: string[] = [];
+  for (const info of images) {
+    for (const tag of info.RepoTags ?? []) {
+      if (!/^agent-runner-(worker|project):/.test(tag)) continue;
+      const labels = info.Labels ?? {};
+      const kind =
+        labels[DERIVED_LABEL] ?? (tag.includes(':project-codex-') ? 'worker on a project base' : 'worker');
+      const from =
+        labels['agent-runner.from'] ??
+        labels['agent-runner.base-image'] ??
+        labels['agent-runner.source'] ??
+        '';
+      lines.push(
+        `${tag}  ${Math.round(info.Size / 1e6)} MB  ${new Date(info.Created * 1000).toISOString().slice(0, 16)}  ${kind}${from ? ` (from ${from})` : ''}`,
+      );
+    }
+  }
+  return lines.length ? lines.sort() : ['No agent-runner images. Build one with `agent-runner image build`.'];
 }
 
 async function loadCommandConfig(context: CommandContext): Promise<{ config: Config; repoRoot: string }> {

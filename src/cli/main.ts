@@ -55,8 +55,22 @@ function report(error: unknown, output: CliOutput): number {
 
 export { AgentRunnerError };
 
+/**
+ * A reader that goes away (`agent-runner run ... | head -1`, a closed terminal) must not kill the task: with
+ * no listener an EPIPE on stdout/stderr is an uncaught exception, which left the task stale and its container
+ * running. Output just stops; the task goes on, writes its note and exits with its own code.
+ */
+export function ignoreClosedOutput(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
+    throw error;
+  });
+}
+
 const invokedDirectly = process.argv[1] && /(?:main\.(?:js|ts)|agent-runner(?:\.js)?)$/.test(process.argv[1]);
 if (invokedDirectly) {
+  ignoreClosedOutput(process.stdout);
+  ignoreClosedOutput(process.stderr);
   runCli(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });

@@ -11,6 +11,9 @@ const clip = (text: string, max = 160) => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 };
 
+const SETUP_TICK_MS = 15_000;
+
+/** A printer of events as progress lines (set-up commands also tick their elapsed time while they run). */
 export function createProgressPrinter(
   write: (line: string) => void,
   startedAt = Date.now(),
@@ -19,8 +22,10 @@ export function createProgressPrinter(
     const seconds = Math.max(0, Math.round((Date.parse(at) - startedAt) / 1000));
     return `[${String(Math.floor(seconds / 60)).padStart(2, '0')}:${String(seconds % 60).padStart(2, '0')}]`;
   };
+  let setupTicker: NodeJS.Timeout | undefined;
   return (event) => {
     const t = stamp(event.at);
+    if (event.type === 'task_finished') clearInterval(setupTicker);
     switch (event.type) {
       case 'task_started':
         write(
@@ -29,6 +34,22 @@ export function createProgressPrinter(
         break;
       case 'transition':
         write(`${t} ${event.to}${event.reason ? `: ${clip(event.reason)}` : ''}`);
+        break;
+      case 'setup_command':
+        clearInterval(setupTicker);
+        if (event.phase === 'started') {
+          write(`${t} set-up ${event.index}: $ ${clip(event.command, 140)} (${event.policy})`);
+          // A long install shows it is alive: the elapsed time every 15 s (unref: never holds the exit).
+          const began = Date.now();
+          setupTicker = setInterval(
+            () => write(`        set-up ${event.index}: running, ${formatDuration(Date.now() - began)}`),
+            SETUP_TICK_MS,
+          );
+          setupTicker.unref();
+        } else
+          write(
+            `${t} set-up ${event.index}: ${event.exitCode === 0 ? '✓' : '✗'} ${event.timedOut ? 'timed out' : `exit ${event.exitCode ?? '?'}`} after ${formatDuration(event.durationMs ?? 0)}`,
+          );
         break;
       case 'plan':
         write(`${t} plan: ${event.plan.title}`);

@@ -8,28 +8,36 @@ import { VERSION } from '../version.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import type { CommandContext } from './program.js';
 
+/** A status column holds one line: a multi-line reason is joined and clipped (`status --json` has it whole). */
+function oneLine(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
+}
+
 /** One line per task, plus hints for stale tasks and orphaned containers. */
 export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
   if (tasks.length === 0) return ['No tasks in this repository.'];
-  const rows = tasks.map((task) => [
-    task.taskId,
-    task.status,
-    task.state ?? '-',
-    task.lastEventAt ?? '-',
-    task.status === 'running' || task.status === 'unknown'
-      ? task.lock
-        ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
-        : '-'
-      : (task.reason ?? (task.status === 'stale' ? 'the runner stopped without finishing' : '-')),
-    task.containers.length
-      ? task.containers
-          .map(
-            (container) =>
-              `${container.name} ${container.state}${container.kept ? ' (kept)' : container.owner === 'dead' ? ' (orphan)' : ''}`,
-          )
-          .join(', ')
-      : '-',
-  ]);
+  const rows = tasks.map((task) =>
+    [
+      task.taskId,
+      task.status,
+      task.state ?? '-',
+      task.lastEventAt ?? '-',
+      task.status === 'running' || task.status === 'unknown'
+        ? task.lock
+          ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
+          : '-'
+        : (task.reason ?? (task.status === 'stale' ? 'the runner stopped without finishing' : '-')),
+      task.containers.length
+        ? task.containers
+            .map(
+              (container) =>
+                `${container.name} ${container.state}${container.kept ? ' (kept)' : container.owner === 'dead' ? ' (orphan)' : ''}`,
+            )
+            .join(', ')
+        : '-',
+    ].map(oneLine),
+  );
   const header = ['TASK', 'STATUS', 'STATE', 'LAST EVENT', 'HOLDER / REASON', 'CONTAINERS'];
   const widths = header.map((title, column) =>
     Math.min(60, Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length))),
@@ -49,6 +57,10 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
     tasks.some((task) => task.containers.some((container) => container.owner === 'dead' && !container.kept))
   )
     lines.push('Orphaned containers: remove them with `agent-runner gc`.');
+  if (tasks.some((task) => task.containers.some((container) => container.kept)))
+    lines.push(
+      'Kept containers (--keep-sandbox): later runs leave them; remove them with `agent-runner gc`.',
+    );
   return lines;
 }
 

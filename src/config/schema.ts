@@ -72,6 +72,9 @@ export const DEFAULT_EXCLUDE = [
 export const DEFAULT_READ = ['/agent-runner.yaml'];
 export const CODEX_VERSION = '0.169.0';
 
+/** Names that look like credentials; refused in sandbox.env. */
+export const SECRET_LIKE_NAME = /(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|SESSION|COOKIE)/i;
+
 export const networkPolicySchema = z.enum(['gateway-only', 'allowlist', 'open']);
 export type NetworkPolicy = z.infer<typeof networkPolicySchema>;
 
@@ -90,94 +93,117 @@ export const dodCheckSchema = z.strictObject({
 });
 export type DodCheck = z.infer<typeof dodCheckSchema>;
 
-export const configSchema = z.strictObject({
-  meta: z
-    .strictObject({
-      baseUrl: z.url().default('https://api.openai.com/v1'),
-      model: z.string().min(1).default('gpt-5.5'),
-      apiKeyEnv: z.string().min(1).default('OPENAI_API_KEY'),
-      requestTimeout: duration('2m').default(120_000),
-      maxRetries: z.number().int().min(0).max(10).default(3),
-      maxRepairs: z.number().int().min(0).max(10).default(2),
-      promptBudgetTokens: positiveInt.default(24_000),
-    })
-    .prefault({}),
-  worker: z
-    .strictObject({
-      type: z.enum(['codex']).default('codex'),
-      codexVersion: z.string().default(CODEX_VERSION),
-      model: z.string().min(1).optional(),
-      baseUrl: z.url().optional(),
-      apiKeyEnv: z.string().min(1).optional(),
-      /** Models the gateway lets the worker ask for; unset: only `worker.model` (or `meta.model`). */
-      allowedModels: z.array(z.string().min(1)).min(1).optional(),
-      timeout: duration('20m').default(1_200_000),
-      grace: duration('10s').default(10_000),
-    })
-    .prefault({}),
-  sandbox: z
-    .strictObject({
-      image: z.string().min(1).optional(),
-      baseImage: z.string().min(1).default('node:22-bookworm-slim'),
-      cpus: z.number().positive().max(256).default(2),
-      memory: size('4g').default(4 * 1024 ** 3),
-      pids: positiveInt.default(512),
-      network: networkPolicySchema.default('gateway-only'),
-      allowlist: z.array(z.string().min(1)).default([]),
-      setup: z.array(z.string().min(1)).default([]),
-      setupNetwork: networkPolicySchema.optional(),
-      setupTimeout: duration('15m').default(900_000),
-      extraCaCert: z.string().min(1).optional(),
-    })
-    .prefault({}),
-  gateway: z
-    .strictObject({
-      /** Largest request body the gateway accepts from the worker (counted as it streams in). */
-      maxRequestBytes: size('8m').default(8 * 1024 ** 2),
-      /** Largest request head (request line and headers) it accepts. */
-      maxHeaderBytes: size('16k').default(16 * 1024),
-      /** Model requests per minute the worker may make (every request on the model route counts). */
-      requestsPerMinute: positiveInt.default(120),
-    })
-    .prefault({}),
-  scope: z
-    .strictObject({
-      exclude: z.array(z.string().min(1)).default(DEFAULT_EXCLUDE),
-      read: z.array(z.string().min(1)).default(DEFAULT_READ),
-      write: z.array(z.string().min(1)).default([]),
-    })
-    .prefault({}),
-  dod: z
-    .strictObject({
-      checks: z.array(dodCheckSchema).optional(),
-      skip: z.boolean().default(false),
-    })
-    .prefault({}),
-  limits: z
-    .strictObject({
-      maxIterations: positiveInt.default(8),
-      maxMetaCalls: positiveInt.default(40),
-      wallClock: duration('2h').default(2 * 3_600_000),
-      maxTokens: positiveInt.optional(),
-      maxCostUsd: z.number().positive().optional(),
-      maxStalls: positiveInt.default(3),
-    })
-    .prefault({}),
-  parallel: z
-    .strictObject({
-      // auto: the Meta-agent may split a PRD into subtasks; never: one task, as without parallel work.
-      // Opt-in for now: a split-capable run asks for its plan before the task exists, so a model failure at
-      // that first call has no task note, and the plan call is outside the task's gateway budget.
-      split: z.enum(['auto', 'never']).default('never'),
-      // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
-      max: positiveInt.max(32).optional(),
-    })
-    .prefault({}),
-  prices: z.record(z.string(), priceSchema).default({}),
-  patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
-  notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
-  redact: z.strictObject({ patterns: z.array(regularExpression).default([]) }).prefault({}),
-});
+export const configSchema = z
+  .strictObject({
+    meta: z
+      .strictObject({
+        baseUrl: z.url().default('https://api.openai.com/v1'),
+        model: z.string().min(1).default('gpt-5.5'),
+        apiKeyEnv: z.string().min(1).default('OPENAI_API_KEY'),
+        requestTimeout: duration('2m').default(120_000),
+        maxRetries: z.number().int().min(0).max(10).default(3),
+        maxRepairs: z.number().int().min(0).max(10).default(2),
+        promptBudgetTokens: positiveInt.default(24_000),
+      })
+      .prefault({}),
+    worker: z
+      .strictObject({
+        type: z.enum(['codex']).default('codex'),
+        codexVersion: z.string().default(CODEX_VERSION),
+        model: z.string().min(1).optional(),
+        baseUrl: z.url().optional(),
+        apiKeyEnv: z.string().min(1).optional(),
+        /** Models the gateway lets the worker ask for; unset: only `worker.model` (or `meta.model`). */
+        allowedModels: z.array(z.string().min(1)).min(1).optional(),
+        timeout: duration('20m').default(1_200_000),
+        grace: duration('10s').default(10_000),
+      })
+      .prefault({}),
+    sandbox: z
+      .strictObject({
+        image: z.string().min(1).optional(),
+        baseImage: z.string().min(1).default('node:22-bookworm-slim'),
+        cpus: z.number().positive().max(256).default(2),
+        memory: size('4g').default(4 * 1024 ** 3),
+        pids: positiveInt.default(512),
+        network: networkPolicySchema.default('gateway-only'),
+        allowlist: z.array(z.string().min(1)).default([]),
+        setup: z.array(z.string().min(1)).default([]),
+        setupNetwork: networkPolicySchema.optional(),
+        setupTimeout: duration('15m').default(900_000),
+        extraCaCert: z.string().min(1).optional(),
+        env: z
+          .record(
+            z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'),
+            z.union([z.string(), z.number(), z.boolean()]).transform(String),
+          )
+          .default({}),
+        dockerfile: z.string().min(1).optional(),
+        toolchain: z.enum(['auto', 'image']).default('auto'),
+      })
+      .prefault({}),
+    gateway: z
+      .strictObject({
+        /** Largest request body the gateway accepts from the worker (counted as it streams in). */
+        maxRequestBytes: size('8m').default(8 * 1024 ** 2),
+        /** Largest request head (request line and headers) it accepts. */
+        maxHeaderBytes: size('16k').default(16 * 1024),
+        /** Model requests per minute the worker may make (every request on the model route counts). */
+        requestsPerMinute: positiveInt.default(120),
+      })
+      .prefault({}),
+    scope: z
+      .strictObject({
+        exclude: z.array(z.string().min(1)).default(DEFAULT_EXCLUDE),
+        read: z.array(z.string().min(1)).default(DEFAULT_READ),
+        write: z.array(z.string().min(1)).default([]),
+      })
+      .prefault({}),
+    dod: z
+      .strictObject({
+        checks: z.array(dodCheckSchema).optional(),
+        skip: z.boolean().default(false),
+      })
+      .prefault({}),
+    limits: z
+      .strictObject({
+        maxIterations: positiveInt.default(8),
+        maxMetaCalls: positiveInt.default(40),
+        wallClock: duration('2h').default(2 * 3_600_000),
+        maxTokens: positiveInt.optional(),
+        maxCostUsd: z.number().positive().optional(),
+        maxStalls: positiveInt.default(3),
+      })
+      .prefault({}),
+    parallel: z
+      .strictObject({
+        // auto: the Meta-agent may split a PRD into subtasks; never: one task, as without parallel work.
+        // Opt-in for now: a split-capable run asks for its plan before the task exists, so a model failure at
+        // that first call has no task note, and the plan call is outside the task's gateway budget.
+        split: z.enum(['auto', 'never']).default('never'),
+        // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
+        max: positiveInt.max(32).optional(),
+      })
+      .prefault({}),
+    prices: z.record(z.string(), priceSchema).default({}),
+    patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
+    notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
+    redact: z.strictObject({ patterns: z.array(regularExpression).default([]) }).prefault({}),
+  })
+  .superRefine((config, context) => {
+    // Set-up and the worker see sandbox.env: a secret there would be readable by the worker, so refuse it.
+    const keyEnvs = new Set([config.meta.apiKeyEnv, config.worker.apiKeyEnv].filter(Boolean));
+    for (const name of Object.keys(config.sandbox.env)) {
+      if (keyEnvs.has(name) || SECRET_LIKE_NAME.test(name)) {
+        context.addIssue({
+          code: 'custom',
+          path: ['sandbox', 'env', name],
+          message:
+            'looks like a secret; the worker can read every sandbox.env variable, so secrets stay out (the model key reaches the model through the gateway)',
+        });
+      }
+    }
+  });
 
 /** The validated configuration. */
 export type Config = z.infer<typeof configSchema>;

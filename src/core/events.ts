@@ -46,6 +46,21 @@ export interface GatewayRefusal {
   detail: string;
 }
 
+/** One `sandbox.setup` command: `started` before it runs, `finished` with its result. */
+export interface SetupCommandReport {
+  /** 1-based position in `sandbox.setup`. */
+  index: number;
+  command: string;
+  /** The network policy it ran under, e.g. `allowlist (registry.npmjs.org)`. */
+  policy: string;
+  phase: 'started' | 'finished';
+  durationMs?: number;
+  exitCode?: number;
+  timedOut?: boolean;
+  /** The end of its output (redacted), on failure only. */
+  outputTail?: string;
+}
+
 export type RunnerEvent =
   | {
       type: 'task_started';
@@ -58,6 +73,7 @@ export type RunnerEvent =
     }
   | { type: 'transition'; from: TaskState; to: TaskState; reason?: string }
   | { type: 'sandbox_started'; sandboxId: string }
+  | ({ type: 'setup_command' } & SetupCommandReport)
   | { type: 'plan'; plan: Plan; usage: Usage }
   | { type: 'decision'; decision: MetaDecision; usage: Usage }
   | { type: 'worker_started'; run: number; mode: string; prompt: string }

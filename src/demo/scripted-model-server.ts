@@ -83,9 +83,15 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
     if (request.method === 'POST' && url.endsWith('/chat/completions')) {
       const text = script.meta[metaIndex];
       if (text === undefined) {
-        response.writeHead(500, { 'content-type': 'application/json' });
+        // 400, not 5xx: running out is final (no retries, no "try again later"), and the message says so.
+        response.writeHead(400, { 'content-type': 'application/json' });
         response.end(
-          JSON.stringify({ error: { message: 'the model script has no more Meta-agent replies' } }),
+          JSON.stringify({
+            error: {
+              message: `the model script (--model-script) ran out: all ${script.meta.length} Meta-agent replies were used and the task asked for another. Add replies to the script`,
+              type: 'model_script_exhausted',
+            },
+          }),
         );
         return;
       }
@@ -139,8 +145,15 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
       };
       usage.total_tokens = usage.input_tokens + usage.output_tokens;
       if (turn === undefined) {
-        response.writeHead(500, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ error: { message: 'the model script has no more worker turns' } }));
+        response.writeHead(400, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify({
+            error: {
+              message: `the model script (--model-script) ran out: all ${script.worker.length} worker turns were used. Add turns to the script`,
+              type: 'model_script_exhausted',
+            },
+          }),
+        );
         return;
       }
       workerIndex += 1;

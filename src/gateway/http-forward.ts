@@ -52,13 +52,15 @@ export function sendUpstream(
   headers: OutgoingHttpHeaders,
   body: Buffer,
   signal?: AbortSignal,
+  /** A keep-alive agent of the caller's; node's global agent otherwise. */
+  agent?: http.Agent | https.Agent,
   onSent?: () => void,
 ): Promise<IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const request = client.request(
       url,
-      { method, headers: { ...headers, 'content-length': body.length }, signal },
+      { method, headers: { ...headers, 'content-length': body.length }, signal, ...(agent ? { agent } : {}) },
       resolve,
     );
     request.setNoDelay(true);

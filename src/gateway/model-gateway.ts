@@ -409,6 +409,7 @@ export class ModelGateway {
         headers,
         body,
         AbortSignal.any([this.closing.signal, abandoned.signal]),
+        undefined,
         () => this.options.onSent?.(kind),
       );
     } catch (error) {

@@ -16,7 +16,8 @@ import type { ExecResult, MountSpec, SandboxNetwork, SandboxRuntime } from '../c
 import type { NetworkPolicy } from '../config/schema.js';
 import { InternalError } from '../errors.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
-import { normalizeAllowlist } from './domain-allowlist.js';
+import { isHostAllowed, normalizeAllowlist } from './domain-allowlist.js';
+import { registryRouteUrl } from './egress-proxy.js';
 import { GATEWAY_TOKEN_ENV, type ModelGateway } from './model-gateway.js';
 import { RELAY_PORT, relayKeeper } from './relay-script.js';
 
@@ -48,6 +49,22 @@ export function proxyEnv(port = RELAY_PORT): Record<string, string> {
     npm_config_https_proxy: proxy,
   };
 }
+
+/**
+ * The set-up phase's variables under `allowlist`: the proxy, and npm's registry through the gateway's
+ * registry route when registry.npmjs.org is allowed (npm, pnpm and yarn 1 read `npm_config_registry`; npm's
+ * default `replace-registry-host` sends the lockfile's registry.npmjs.org URLs there too).
+ */
+export function setupProxyEnv(allowlist: readonly string[], port = RELAY_PORT): Record<string, string> {
+  return {
+    ...proxyEnv(port),
+    ...(isHostAllowed(NPM_REGISTRY_HOST, allowlist)
+      ? { npm_config_registry: registryRouteUrl(NPM_REGISTRY_HOST) }
+      : {}),
+  };
+}
+
+const NPM_REGISTRY_HOST = 'registry.npmjs.org';
 
 /**
  * Codex `-c` overrides that give the worker's commands the proxy variables under `allowlist`. Codex 0.169.0
@@ -150,6 +167,9 @@ export interface PrepareSandboxNetworkOptions {
   logDir?: string;
   onStdoutLine?: (line: string) => void;
   onStderrLine?: (line: string) => void;
+  /** Before each command (1-based index), and after it with its result. */
+  onCommandStarted?: (index: number, command: string) => void;
+  onCommandFinished?: (index: number, command: string, result: ExecResult) => void;
   signal?: AbortSignal;
 }
 
@@ -171,7 +191,7 @@ export async function prepareSandboxNetwork(
       await applyNetworkPhase(runtime, sandboxId, gateway, plan, plan.setup);
       await waitForRelay(runtime, sandboxId);
       const deadline = Date.now() + options.timeoutMs;
-      const env = plan.setup.policy === 'allowlist' ? proxyEnv() : {};
+      const env = plan.setup.policy === 'allowlist' ? setupProxyEnv(plan.setup.allowlist) : {};
       for (const [index, command] of options.setup.entries()) {
         const log = (stream: string): string | undefined =>
           options.logDir === undefined
@@ -190,6 +210,7 @@ export async function prepareSandboxNetwork(
           '--norc',
           '-c',
         ];
+        options.onCommandStarted?.(index + 1, command);
         const result = await runtime.exec(sandboxId, [...argv, command], {
           workdir: options.workdir,
           env,
@@ -203,6 +224,7 @@ export async function prepareSandboxNetwork(
         // A set-up command's leftovers (a postinstall daemon) must not run on into the worker's phase.
         await endStrayProcesses(runtime, sandboxId);
         results.push({ command, result });
+        options.onCommandFinished?.(index + 1, command, result);
         if (result.exitCode !== 0) break;
       }
     }

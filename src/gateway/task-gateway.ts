@@ -4,10 +4,12 @@
  * phase. app.ts wires these into DockerSandboxProvider, CodexWorkerAdapter and the Meta-agent's model.
  */
 import type { Config } from '../config/schema.js';
+import type { SetupCommandReport } from '../core/events.js';
 import type { GatewayRefusal } from '../core/events.js';
 import type { MountSpec, SandboxNetwork, SandboxRuntime } from '../core/ports.js';
 import { costOf } from '../core/usage.js';
 import { EnvironmentError, UserError } from '../errors.js';
+import { describeSetupFailure } from '../sandbox/setup-failure.js';
 import type { Redaction } from '../notes/redact.js';
 import { ModelGateway } from './model-gateway.js';
 import { detectPackageRegistries } from './package-registries.js';
@@ -71,7 +73,15 @@ export interface TaskGateway {
   setup(
     runtime: SandboxRuntime,
     sandboxId: string,
-    options: { workdir: string; logDir?: string; signal?: AbortSignal },
+    options: {
+      workdir: string;
+      logDir?: string;
+      signal?: AbortSignal;
+      /** Each command as it starts and ends (the output tail, redacted, on failure only). */
+      onReport?: (report: SetupCommandReport) => void;
+      /** The set-up commands when they differ from `sandbox.setup` (the toolchain's come first). */
+      commands?: readonly string[];
+    },
   ): Promise<void>;
   close(): Promise<void>;
 }
@@ -124,30 +134,39 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     meta: { baseUrl: gateway.metaBaseUrl, apiKey: gateway.metaToken },
     budget,
     async setup(runtime, sandboxId, options) {
-      const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
-        setup: config.sandbox.setup,
-        workdir: options.workdir,
-        timeoutMs: config.sandbox.setupTimeout,
-        logDir: options.logDir,
-        signal: options.signal,
-      });
-      const failed = results.find((entry) => entry.result.exitCode !== 0);
-      if (failed === undefined) return;
       const policy =
         plan.setup.policy === 'allowlist'
           ? `allowlist (${plan.setup.allowlist.join(', ') || 'no host'})`
           : plan.setup.policy;
-      const tail = gateway.redact(
-        `${failed.result.stderrTail}${failed.result.stdoutTail}`.trim().slice(-1_500),
-      );
+      const tailOf = (result: { stderrTail: string; stdoutTail: string }): string =>
+        gateway.redact(`${result.stderrTail}${result.stdoutTail}`.trim().slice(-1_500));
+      const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
+        setup: options.commands ?? config.sandbox.setup,
+        workdir: options.workdir,
+        timeoutMs: config.sandbox.setupTimeout,
+        logDir: options.logDir,
+        signal: options.signal,
+        onCommandStarted: (index, command) =>
+          options.onReport?.({ index, command, policy, phase: 'started' }),
+        onCommandFinished: (index, command, result) =>
+          options.onReport?.({
+            index,
+            command,
+            policy,
+            phase: 'finished',
+            durationMs: result.durationMs,
+            exitCode: result.exitCode,
+            timedOut: result.timedOut,
+            ...(result.exitCode === 0 ? {} : { outputTail: tailOf(result) }),
+          }),
+      });
+      const failed = results.find((entry) => entry.result.exitCode !== 0);
+      if (failed === undefined) return;
+      const { summary, hint } = describeSetupFailure(failed.command, failed.result, policy);
+      const tail = tailOf(failed.result);
       throw new EnvironmentError(
         'sandbox_failed',
-        `sandbox.setup command \`${failed.command}\` ${
-          failed.result.timedOut
-            ? 'did not finish within sandbox.setupTimeout'
-            : `exited ${failed.result.exitCode}`
-        } under network policy ${policy}. Fix the command, or allow what it needs with sandbox.setupNetwork ` +
-          `(gateway-only | allowlist | open) and sandbox.allowlist.${tail === '' ? '' : `\n${tail}`}`,
+        `${gateway.redact(summary)}. ${hint}${tail === '' ? '' : `\n${tail}`}`,
         { details: { command: failed.command, exitCode: failed.result.exitCode } },
       );
     },

@@ -6,6 +6,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Handlebars from 'handlebars';
 import { formatDuration } from '../config/units.js';
+import type { SetupCommandReport } from '../core/events.js';
 import type { TaskRecord } from '../core/task-runner.js';
 import { totalTokens } from '../core/usage.js';
 import { PACKAGE_ROOT } from '../version.js';
@@ -52,6 +53,8 @@ export interface NoteContext {
   workerModel: string;
   /** Applied to every text that goes into the note (keys, configured secrets). */
   redact?: (text: string) => string;
+  /** The `sandbox.setup` commands that ran (finished reports), in order. */
+  setup?: readonly SetupCommandReport[];
 }
 
 /** The first paragraph of the PRD, bounded. */
@@ -133,6 +136,12 @@ export function noteView(record: TaskRecord, context: NoteContext): Record<strin
       patterns: run.decision.usedPatterns.join(', '),
     })),
     retrospective: lastAssessment?.retrospective ?? [],
+    setup: (context.setup ?? []).map((report) => ({
+      ...report,
+      duration: formatDuration(report.durationMs ?? 0),
+      result: report.timedOut ? 'timed out' : report.exitCode === 0 ? 'passed' : 'failed',
+    })),
+    setupFailures: (context.setup ?? []).filter((report) => report.exitCode !== 0 && report.outputTail),
   };
 }
 

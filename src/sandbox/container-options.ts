@@ -21,6 +21,11 @@ export const SANDBOX_LABELS = {
 /** The writable home of the sandbox user; the root filesystem is read-only. */
 export const SANDBOX_HOME = '/home/agent';
 
+/** The home tmpfs options: owned by the worker (uid=/gid= are honoured on every engine; mode= is not). */
+export function homeTmpfsOptions(user: { uid: number; gid: number }): string {
+  return `rw,nosuid,nodev,exec,uid=${user.uid},gid=${user.gid},mode=0755`;
+}
+
 /** Who creates the container, recorded in its labels. */
 export interface SandboxOwner {
   version: string;
@@ -134,7 +139,9 @@ export function containerCreateOptions(
       })),
       Tmpfs: {
         '/tmp': 'rw,nosuid,nodev,mode=1777',
-        [SANDBOX_HOME]: 'rw,nosuid,nodev,mode=1777',
+        // Owned by the worker's uid through uid=/gid=: Docker 20.10 ignores mode= on a tmpfs mounted over a
+        // directory the image already has (the home does), which left it root-owned and `npm ci` failing.
+        [SANDBOX_HOME]: homeTmpfsOptions(spec.user),
       },
       ReadonlyRootfs: true,
       CapDrop: ['ALL'],

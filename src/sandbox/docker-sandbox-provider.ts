@@ -70,7 +70,8 @@ export class DockerSandboxProvider implements SandboxProviderPort {
         ...access.mounts,
       ],
       workdir: workspace.workdir,
-      env: { ...workspace.env, CODEX_HOME: CODEX_HOME_IN_SANDBOX, ...access.env },
+      // sandbox.env first: the runner's own variables (CODEX_HOME, the gateway token, proxies) win.
+      env: { ...config.sandbox.env, ...workspace.env, CODEX_HOME: CODEX_HOME_IN_SANDBOX, ...access.env },
       limits: { cpus: config.sandbox.cpus, memoryBytes: config.sandbox.memory, pids: config.sandbox.pids },
       network: access.network,
       extraHosts: access.extraHosts,
@@ -80,7 +81,9 @@ export class DockerSandboxProvider implements SandboxProviderPort {
     try {
       await this.options.setup?.(info.id);
     } catch (error) {
-      await this.options.runtime.remove(info.id).catch(() => undefined);
+      // --keep-sandbox holds on every path, a failed set-up included: that is when the person wants to look.
+      if (this.options.keep) this.options.onKept?.(info.id);
+      else await this.options.runtime.remove(info.id).catch(() => undefined);
       throw error instanceof AgentRunnerError
         ? error
         : new AgentRunnerError('sandbox_failed', `Sandbox set-up failed: ${(error as Error).message}`, {

@@ -42,6 +42,8 @@ export interface BuildWorkerImageOptions {
   dockerfile?: string;
   /** Rebuild even when a matching image exists. */
   force?: boolean;
+  /** The base is a project's own image: its own tag (see WorkerImageInputs.projectBase). */
+  projectBase?: boolean;
   /** Called with each line of build output as it arrives. */
   onProgress?: (line: string) => void;
 }
@@ -108,6 +110,7 @@ export async function resolveBuildInputs(options: BuildWorkerImageOptions): Prom
     ...read,
     dockerfile: options.dockerfile ?? read.dockerfile,
     extraCa: options.extraCa ?? read.extraCa,
+    ...(options.projectBase ? { projectBase: true } : {}),
   };
 }
 
@@ -169,6 +172,52 @@ export async function buildWorkerImage(
   const built = await inspectWorkerImage(docker, inputs);
   if (!built.imageId) throw buildFailed(existing.tag, 'the build finished but the tag does not exist', []);
   return { tag: built.tag, imageId: built.imageId, reused: false };
+}
+
+export interface TaggedImageBuild {
+  tag: string;
+  /** Dockerfile content. */
+  dockerfile: string;
+  /** A directory sent as the build context (default: an empty one). The Dockerfile replaces its own. */
+  contextDir?: string;
+  /** Path of the Dockerfile inside contextDir, when it is the context's own (a user's Dockerfile). */
+  dockerfileInContext?: string;
+  buildargs?: Record<string, string>;
+  labels: Record<string, string>;
+  onProgress?: (line: string) => void;
+}
+
+/**
+ * Builds one image under `tag` (a derived image: a toolchain layer, a project's own Dockerfile). The caller
+ * chose a tag that names its inputs, so an existing tag is the same image: check before calling.
+ */
+export async function buildTaggedImage(docker: Docker, build: TaggedImageBuild): Promise<string> {
+  const scratch =
+    build.contextDir === undefined ? await mkdtemp(path.join(tmpdir(), 'agent-runner-image-')) : undefined;
+  try {
+    const contextDir = build.contextDir ?? (scratch as string);
+    if (build.dockerfileInContext === undefined)
+      await writeFile(path.join(contextDir, '.agent-runner.Dockerfile'), build.dockerfile);
+    const stream = await docker
+      .buildImage(contextStream(contextDir), {
+        t: build.tag,
+        dockerfile: build.dockerfileInContext ?? '.agent-runner.Dockerfile',
+        buildargs: build.buildargs ?? {},
+        labels: { ...build.labels, 'agent-runner.version': VERSION },
+        rm: true,
+        forcerm: true,
+      })
+      .catch((error: unknown) => {
+        throw buildFailed(build.tag, `the engine refused the build: ${(error as Error).message}`, []);
+      });
+    await followBuild(stream, build.tag, build.onProgress);
+  } finally {
+    if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+    else if (build.dockerfileInContext === undefined && build.contextDir !== undefined)
+      await rm(path.join(build.contextDir, '.agent-runner.Dockerfile'), { force: true });
+  }
+  const info = await docker.getImage(build.tag).inspect();
+  return info.Id;
 }
 
 /** The build context as a tar stream. tar-fs gives a streamx stream; dockerode wants a Node one. */

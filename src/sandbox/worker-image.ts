@@ -13,6 +13,8 @@ import { PACKAGE_ROOT } from '../version.js';
 
 export const WORKER_IMAGE_REPOSITORY = 'agent-runner-worker';
 export const DOCKERFILE_NAME = 'Dockerfile.worker';
+/** Label on every derived image (a toolchain layer, a project base): what it is, for `image ls`. */
+export const DERIVED_LABEL = 'agent-runner.derived';
 
 export interface WorkerImageInputs {
   dockerfile: string;
@@ -20,6 +22,11 @@ export interface WorkerImageInputs {
   baseImage: string;
   /** Content of the extra CA bundle, empty when none. */
   extraCa: string;
+  /**
+   * A worker layered on a project's own base image: the base and the CA are part of the tag, so each
+   * project's worker image has its own tag and never replaces the default one.
+   */
+  projectBase?: boolean;
 }
 
 /** Reads the inputs of a worker image build. */
@@ -40,7 +47,9 @@ export async function readWorkerImageInputs(options: {
 /** `agent-runner-worker:codex-0.169.0-<12 hex>` */
 export function workerImageTag(inputs: WorkerImageInputs): string {
   const hash = createHash('sha256').update(inputs.dockerfile).update('\0').update(inputs.codexVersion);
-  return `${WORKER_IMAGE_REPOSITORY}:codex-${inputs.codexVersion}-${hash.digest('hex').slice(0, 12)}`;
+  if (inputs.projectBase) hash.update('\0').update(inputs.baseImage).update('\0').update(inputs.extraCa);
+  const kind = inputs.projectBase ? 'project-codex' : 'codex';
+  return `${WORKER_IMAGE_REPOSITORY}:${kind}-${inputs.codexVersion}-${hash.digest('hex').slice(0, 12)}`;
 }
 
 /** Labels that say which per-machine inputs an image was built from. */

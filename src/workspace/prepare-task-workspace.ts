@@ -3,6 +3,7 @@
  * repository (snapshot of the base minus excluded paths) with read-only scope applied. The user's
  * repository itself is never mounted into the sandbox. See docs/isolation.md for the guarantees.
  */
+import { CONFIG_FILE_NAME } from '../config/load.js';
 import { existsSync } from 'node:fs';
 import { appendFile, readFile, stat, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -108,6 +109,8 @@ async function dirtyPathsOf(repoRoot: string): Promise<string[]> {
       '--',
       '.',
       ':(exclude).agent-runner',
+      // agent-runner's own config is not the user's work in progress (an untracked one is the usual case).
+      `:(exclude)${CONFIG_FILE_NAME}`,
     ],
     { cwd: repoRoot },
   );

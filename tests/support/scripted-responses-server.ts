@@ -1,7 +1,7 @@
 /**
  * A scripted OpenAI Responses API server for running the real codex binary in tests. `POST /v1/responses`
- * answers with the next scripted reply as data-only SSE (what codex 0.169.0 needs, see
- * /work/shared/reference/codex-cli.md), records every request (headers and JSON body) so tests can assert the
+ * answers with the next scripted reply as data-only SSE (what codex 0.169.0 needs: `response.output_item.done`
+ * items, then `response.completed`), records every request (headers and JSON body) so tests can assert the
  * history codex sent, and answers 500 "script exhausted" past the end of its script. It listens on 0.0.0.0 so
  * containers reach it through `host.docker.internal` (ExtraHosts `host.docker.internal:host-gateway`).
  */

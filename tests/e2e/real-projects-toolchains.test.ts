@@ -1,0 +1,105 @@
+/**
+ * Real projects with other toolchains, end to end (real CLI, codex and sandbox; a scripted model): pnpm
+ * through corepack (packageManager), a Python project whose pytest comes from a sandbox.dockerfile (Debian's
+ * python3-pytest), and the same toolchain from a .devcontainer/devcontainer.json with a postCreateCommand.
+ * Each ends COMPLETE with its DoD detected and passed. The two Python projects share one Dockerfile, so the
+ * project image (and the worker layered on it) is built once and reused by the second.
+ */
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { LOCAL_BASE_IMAGE } from '../../src/sandbox/image-builder.js';
+import { lastDod, realProjectRepo, runRealProject } from '../support/real-project-run.js';
+
+const PYTHON_DOCKERFILE = `FROM ${LOCAL_BASE_IMAGE}
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pytest && rm -rf /var/lib/apt/lists/*
+`;
+const PYTHON_FILES = {
+  'calc.py': 'def add(a, b):\n    return a + b\n',
+  'test_calc.py': 'from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+};
+const PYTHON_IGNORE = '__pycache__/\n.pytest_cache/\n';
+
+describe('real projects: other toolchains', () => {
+  it('pnpm via corepack (packageManager): pnpm install in set-up, COMPLETE with pnpm test passed', async () => {
+    const root = realProjectRepo(
+      'rp-pnpm',
+      {
+        '.gitignore': 'node_modules/\n',
+        'agent-runner.yaml': 'sandbox:\n  setup: ["pnpm install --frozen-lockfile"]\n',
+        'package.json': `${JSON.stringify(
+          {
+            name: 'rp-pnpm',
+            version: '1.0.0',
+            private: true,
+            packageManager: 'pnpm@9.15.9',
+            scripts: { test: 'node --test' },
+            devDependencies: { 'is-number': '7.0.0' },
+          },
+          null,
+          2,
+        )}\n`,
+      },
+      (dir) =>
+        execFileSync('npx', ['--yes', 'pnpm@9.15.9', 'install', '--lockfile-only'], {
+          cwd: dir,
+          stdio: ['ignore', 'ignore', 'pipe'],
+          env: { ...process.env, COREPACK_ENABLE_STRICT: '0' },
+          timeout: 240_000,
+        }),
+    );
+    const run = await runRealProject(root, `rp-pnpm-${Date.now()}`, {
+      'five.test.js': `const test = require('node:test');
+const assert = require('node:assert');
+const isNumber = require('is-number');
+test('five', () => assert.ok(isNumber(5)));
+`,
+    });
+    expect(run.summary?.state, run.stderr).toBe('COMPLETE');
+    expect(lastDod(run)).toMatchObject({
+      status: 'passed',
+      results: [{ command: 'pnpm test', status: 'passed' }],
+    });
+    expect(run.stderr).toContain('sandbox toolchain: pnpm 9.15.9 (packageManager, corepack)');
+  });
+
+  it('Python with pytest from a sandbox.dockerfile: COMPLETE with pytest passed', async () => {
+    const root = realProjectRepo('rp-python', {
+      '.gitignore': PYTHON_IGNORE,
+      'pytest.ini': '[pytest]\n',
+      'docker/Dockerfile': PYTHON_DOCKERFILE,
+      'agent-runner.yaml': 'sandbox:\n  dockerfile: docker/Dockerfile\n',
+    });
+    const run = await runRealProject(root, `rp-python-${Date.now()}`, PYTHON_FILES);
+    expect(run.summary?.state, run.stderr).toBe('COMPLETE');
+    expect(lastDod(run)).toMatchObject({
+      status: 'passed',
+      results: [{ command: 'python3 -m pytest', status: 'passed' }],
+    });
+    expect(run.stderr).toContain('sandbox toolchain: project image from docker/Dockerfile');
+  });
+
+  it('a .devcontainer/devcontainer.json: its Dockerfile and postCreateCommand, COMPLETE with pytest passed', async () => {
+    const root = realProjectRepo('rp-devcontainer', {
+      '.gitignore': PYTHON_IGNORE,
+      'pytest.ini': '[pytest]\n',
+      '.devcontainer/Dockerfile': PYTHON_DOCKERFILE,
+      '.devcontainer/devcontainer.json': `{
+  // as editors write them: comments and trailing commas
+  "build": { "dockerfile": "Dockerfile" },
+  "postCreateCommand": "python3 -m pytest --version",
+}
+`,
+    });
+    const run = await runRealProject(root, `rp-devc-${Date.now()}`, PYTHON_FILES);
+    expect(run.summary?.state, run.stderr).toBe('COMPLETE');
+    expect(lastDod(run)).toMatchObject({
+      status: 'passed',
+      results: [{ command: 'python3 -m pytest', status: 'passed' }],
+    });
+    const setup = run.events.filter((event) => event.type === 'setup_command' && event.phase === 'finished');
+    expect(setup.map((event) => [event.command, event.exitCode])).toEqual([
+      ['python3 -m pytest --version', 0],
+    ]);
+    expect(run.note).toContain('`python3 -m pytest --version`');
+  });
+});

