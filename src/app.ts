@@ -32,10 +32,6 @@ import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-s
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
-import { buildWorkerImage } from './sandbox/image-builder.js';
-import { rememberedCa } from './sandbox/remembered-ca.js';
-import { IMAGE_EXTRA_CA_PATH, runInImage } from './toolchain/run-in-image.js';
-import { resolveTaskImage } from './toolchain/toolchain-image.js';
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
 import { StateRedactingWorker } from './worker/state-redacting-worker.js';
@@ -174,6 +170,14 @@ async function startDockerSide(
   }
   const workerImage = await resolveWorkerImage(config);
   await ensureImage(docker, workerImage);
+  // Imported here like dockerode: tar-fs and the image builder are not needed before the plan request.
+  const [{ buildWorkerImage }, { rememberedCa }, { IMAGE_EXTRA_CA_PATH, runInImage }, { resolveTaskImage }] =
+    await Promise.all([
+      import('./sandbox/image-builder.js'),
+      import('./sandbox/remembered-ca.js'),
+      import('./toolchain/run-in-image.js'),
+      import('./toolchain/toolchain-image.js'),
+    ]);
   // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
   const taskImage = await resolveTaskImage({
     docker,
