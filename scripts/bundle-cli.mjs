@@ -20,7 +20,8 @@ await build({
   target: 'node20',
   outdir: dist,
   chunkNames: 'cli-[hash]',
-  external: ['dockerode'],
+  // jsonc-parser's main file is a UMD build whose require() calls a bundler cannot follow.
+  external: ['dockerode', 'jsonc-parser'],
   // CommonJS dependencies bundled into ESM still call require() for Node's built-in modules.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
