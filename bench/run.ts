@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     }
     for (const start of startLatency)
       progress(
-        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms, worker ${start.firstWorkerRequestMs} ms`,
+        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; node -e 0 ${start.nodeFloorMs} ms), worker ${start.firstWorkerRequestMs} ms`,
       );
 
     progress('8. a PRD split into 4 subtasks: parallel.max 4 vs 1, zero-latency and 5 s model');

@@ -7,20 +7,73 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
 import { assistantMessage, ScriptedResponsesServer } from '../tests/support/scripted-responses-server.js';
 import { startScriptedChatServer } from '../tests/support/scripted-chat-server.js';
 import { planReply, runWorkerReply } from '../tests/support/meta-replies.js';
-import { round } from './stats.js';
+import { median, round } from './stats.js';
 
 export interface StartLatency {
   label: string;
   files: number;
-  /** From spawning `agent-runner run` to the plan_task request reaching the model server. */
+  /**
+   * From spawning `agent-runner run` to the first byte of the plan_task request reaching the model server:
+   * the median of `metaSamplesMs`.
+   */
   firstMetaRequestMs: number;
-  /** From spawning `agent-runner run` to codex's first request reaching the model server. */
+  metaSamplesMs: number[];
+  /** The same spawn of `node -e 0` (Node's own start on this machine now), median of as many samples. */
+  nodeFloorMs: number;
+  /** From spawning `agent-runner run` to codex's first request reaching the model server (one full run). */
   firstWorkerRequestMs: number;
   exitCode: number | null;
+}
+
+interface OneStart {
+  metaMs: number;
+  workerMs: number | null;
+  exitCode: number | null;
+}
+
+/** `node -e 0` from spawn to exit: the floor any Node CLI starts from. */
+function nodeStart(): Promise<number> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('exit', () => resolve(performance.now() - started));
+  });
+}
+
+/**
+ * Section 7 for one repository: `samples` runs interrupted at their first Meta-agent request (their median is
+ * the figure; the machine is shared, single samples are noise), interleaved with `node -e 0` as the floor,
+ * then one run to the worker's first request.
+ */
+export async function measureStartLatency(
+  repo: string,
+  label: string,
+  files: number,
+  scratch: string,
+  samples = 7,
+): Promise<StartLatency> {
+  const metaSamplesMs: number[] = [];
+  const floor: number[] = [];
+  for (let i = 0; i < samples; i += 1) {
+    floor.push(await nodeStart());
+    metaSamplesMs.push((await startOnce(repo, scratch, true)).metaMs);
+  }
+  const full = await startOnce(repo, scratch, false);
+  return {
+    label,
+    files,
+    firstMetaRequestMs: round(median(metaSamplesMs)),
+    metaSamplesMs: metaSamplesMs.map((ms) => round(ms)),
+    nodeFloorMs: round(median(floor)),
+    firstWorkerRequestMs: round(full.workerMs!),
+    exitCode: full.exitCode,
+  };
 }
 
 const BIN = path.join(import.meta.dirname, '..', 'bin', 'agent-runner.js');
@@ -42,12 +95,45 @@ function firstTime(probe: () => boolean, timeoutMs: number, what: string): Promi
   });
 }
 
-export async function measureStartLatency(
-  repo: string,
-  label: string,
-  files: number,
-  scratch: string,
-): Promise<StartLatency> {
+/**
+ * A TCP forwarder in front of the model server that notes when the first byte of the first connection
+ * arrives: the Meta-agent's request is timed at its first byte, not when the server has parsed it.
+ */
+async function firstByteForwarder(target: string): Promise<{
+  url: string;
+  firstByteAt: () => number | undefined;
+  close: () => Promise<void>;
+}> {
+  const upstream = new URL(target);
+  let firstByteAt: number | undefined;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    client.once('data', () => (firstByteAt ??= performance.now()));
+    const forward = createConnection(Number(upstream.port), upstream.hostname);
+    for (const socket of [client, forward]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.pipe(forward).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${upstream.pathname}`,
+    firstByteAt: () => firstByteAt,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * One `agent-runner run` from spawn to its first Meta-agent request and, unless `metaOnly`, to the worker's
+ * first request; then it is interrupted and must end NEEDS_REVIEW (130).
+ */
+async function startOnce(repo: string, scratch: string, metaOnly: boolean): Promise<OneStart> {
   const taskId = `bench-start-${randomBytes(3).toString('hex')}`;
   const chat = await startScriptedChatServer([
     { reply: planReply(taskId, [{ id: 'AC1', description: 'The change is made.' }]) },
@@ -56,6 +142,7 @@ export async function measureStartLatency(
   const responses = await new ScriptedResponsesServer([
     { kind: 'output', items: [assistantMessage('Done.')] },
   ]).start();
+  const forwarder = await firstByteForwarder(chat.url);
   const prd = path.join(scratch, `${taskId}.md`);
   const config = path.join(scratch, `${taskId}.yaml`);
   await writeFile(prd, '# Bench task\n\nMake the change.\n');
@@ -70,7 +157,7 @@ export async function measureStartLatency(
         stdio: ['ignore', 'ignore', 'pipe'],
         env: {
           ...process.env,
-          OPENAI_BASE_URL: chat.url,
+          OPENAI_BASE_URL: forwarder.url,
           OPENAI_API_KEY: KEY,
           AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
         },
@@ -83,23 +170,22 @@ export async function measureStartLatency(
       throw new Error(`agent-runner exited ${code} before the worker's first request:\n${stderr}`);
     });
     const meta = await Promise.race([
-      firstTime(() => chat.requests.length > 0, 120_000, 'Meta-agent request'),
+      firstTime(() => forwarder.firstByteAt() !== undefined, 120_000, 'Meta-agent request').then(() =>
+        forwarder.firstByteAt()!,
+      ),
       failedEarly,
     ]);
-    const worker = await Promise.race([
-      firstTime(() => responses.responseRequests().length > 0, 300_000, 'worker request'),
-      failedEarly,
-    ]);
+    const worker = metaOnly
+      ? null
+      : await Promise.race([
+          firstTime(() => responses.responseRequests().length > 0, 300_000, 'worker request'),
+          failedEarly,
+        ]);
     child.kill('SIGINT');
     const exitCode = await exited;
-    return {
-      label,
-      files,
-      firstMetaRequestMs: round(meta - started),
-      firstWorkerRequestMs: round(worker - started),
-      exitCode,
-    };
+    return { metaMs: meta - started, workerMs: worker === null ? null : worker - started, exitCode };
   } finally {
+    await forwarder.close();
     await chat.close();
     await responses.close();
   }

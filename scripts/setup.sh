@@ -40,4 +40,4 @@ run_cli=(node bin/agent-runner.js)
 if [ "$(id -u)" != 0 ] && ! docker info >/dev/null 2>&1; then run_cli=(sudo -E node bin/agent-runner.js); fi
 
 log "worker image (first build downloads the Codex CLI, about 400 MB)"
-"${run_cli[@]}" image build --base-image "$base" "${ca_args[@]}"
+"${run_cli[@]}" image build --worker-only --base-image "$base" "${ca_args[@]}"

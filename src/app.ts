@@ -17,6 +17,7 @@ import { EngineWatchRuntime } from './lifecycle/engine-watch.js';
 import { hurryKillArgv } from './lifecycle/hurry-kill.js';
 import { findDeadOwnerSandboxes, keptSandboxLabels, removeSandboxes } from './lifecycle/orphan-sandboxes.js';
 import { acquireTaskLock } from './lifecycle/task-lock.js';
+import { deferredPorts, type DockerSidePorts } from './lifecycle/deferred-ports.js';
 import { readModelScript, startScriptedModelServer } from './demo/scripted-model-server.js';
 import { createMetaAgent } from './meta/meta-agent.js';
 import { MetaAgentPortAdapter, titleOf } from './meta/meta-agent-port.js';
@@ -27,17 +28,11 @@ import { readNoteMemory } from './notes/memory.js';
 import { writeTaskNote } from './notes/note-writer.js';
 import { Redaction, configSecrets, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
-import { createDockerClient, describeDockerHost, pingDocker } from './sandbox/docker-client.js';
-import { DockerSandboxRuntime } from './sandbox/docker-runtime.js';
 import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-sandbox-provider.js';
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
 import type { TaskBudget } from './gateway/task-budget.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
-import { buildWorkerImage } from './sandbox/image-builder.js';
-import { rememberedCa } from './sandbox/remembered-ca.js';
-import { IMAGE_EXTRA_CA_PATH, runInImage } from './toolchain/run-in-image.js';
-import { resolveTaskImage } from './toolchain/toolchain-image.js';
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
 import { StateRedactingWorker } from './worker/state-redacting-worker.js';
@@ -115,6 +110,9 @@ export interface AppDependencies {
   clock?: Clock;
 }
 
+/** The longest the Docker side waits for the plan request to leave before it starts anyway. */
+const PLAN_HEAD_START_MS = 300;
+
 /** A task id from the PRD's title: `add-slugify-3f9a1c`. */
 export function newTaskId(prd: string): string {
   const slug = titleOf(prd, 'task')
@@ -148,6 +146,72 @@ async function ensureImage(docker: Docker, image: string): Promise<void> {
     }
     throw error;
   }
+}
+
+/**
+ * Pings the engine, sweeps this repository's orphaned sandboxes, checks the worker image and resolves the
+ * task's image (the toolchain the repository declares); returns it and the set-up commands to run.
+ */
+async function startDockerSide(
+  docker: Docker,
+  runtime: SandboxRuntime,
+  request: RunTaskRequest,
+): Promise<{ image: string; setup: string[] }> {
+  const { config, env, repoRoot } = request;
+  const { pingDocker } = await import('./sandbox/docker-client.js');
+  await pingDocker(docker, env);
+  // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
+  const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
+  for (const sandbox of kept)
+    request.onNotice?.(
+      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
+    );
+  if (orphans.length > 0) {
+    const swept = await removeSandboxes(runtime, orphans);
+    for (const sandbox of swept.removed)
+      request.onNotice?.(
+        `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
+      );
+  }
+  const workerImage = await resolveWorkerImage(config);
+  await ensureImage(docker, workerImage);
+  // Imported here like dockerode: tar-fs and the image builder are not needed before the plan request.
+  const [{ buildWorkerImage }, { rememberedCa }, { IMAGE_EXTRA_CA_PATH, runInImage }, { resolveTaskImage }] =
+    await Promise.all([
+      import('./sandbox/image-builder.js'),
+      import('./sandbox/remembered-ca.js'),
+      import('./toolchain/run-in-image.js'),
+      import('./toolchain/toolchain-image.js'),
+    ]);
+  // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
+  const taskImage = await resolveTaskImage({
+    docker,
+    config,
+    repoRoot,
+    workerImage,
+    buildWorkerOn: async (base) => {
+      // The CA: configured, else remembered from the last build, else the one the worker image trusts.
+      const extraCa = config.sandbox.extraCaCert
+        ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+        : await rememberedCa(env);
+      const imageCa = extraCa
+        ? undefined
+        : await runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]);
+      request.onNotice?.(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
+      const built = await buildWorkerImage(docker, {
+        baseImage: base,
+        codexVersion: config.worker.codexVersion,
+        projectBase: true,
+        ...(extraCa ? { extraCaCertPath: extraCa } : {}),
+        ...(imageCa ? { extraCa: imageCa } : {}),
+      });
+      return built.tag;
+    },
+    onProgress: (line) => request.onNotice?.(line),
+  });
+  const image = taskImage.image;
+  for (const layer of taskImage.layers) request.onNotice?.(`sandbox toolchain: ${layer} (image ${image})`);
+  return { image, setup: [...taskImage.setup, ...config.sandbox.setup] };
 }
 
 /** Runs one task to a terminal state with the real adapters. */
@@ -199,8 +263,7 @@ async function runLockedTask(
   dependencies: AppDependencies,
   taskId: string,
 ): Promise<TaskSummary> {
-  const { env, repoRoot } = request;
-  let config = request.config;
+  const { config, env, repoRoot } = request;
   const layout = taskLayout(repoRoot, taskId);
   const metaKey = env[config.meta.apiKeyEnv];
   // One redaction point for every writer of this task: journal, note, logs, meta call logs, cassette, stdout.
@@ -208,66 +271,17 @@ async function runLockedTask(
   const secrets = configSecrets(config, env);
   redaction.add(secrets.values, secrets.patterns);
   const redact: Redactor = redaction.redact;
-  const docker = dependencies.docker ?? createDockerClient(env);
-  const runtime = new EngineWatchRuntime(
-    dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
-    { taskId, dockerHost: describeDockerHost(env) },
-  );
-  await pingDocker(docker, env);
-  // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
-  const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
-  for (const sandbox of kept)
-    request.onNotice?.(
-      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
-    );
-  if (orphans.length > 0) {
-    const swept = await removeSandboxes(runtime, orphans);
-    for (const sandbox of swept.removed)
-      request.onNotice?.(
-        `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
-      );
-  }
-  const workerImage = await resolveWorkerImage(config);
-  await ensureImage(docker, workerImage);
-  // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
-  const taskImage = await resolveTaskImage({
-    docker,
-    config,
-    repoRoot,
-    workerImage,
-    buildWorkerOn: async (base) => {
-      // The CA: configured, else remembered from the last build, else the one the worker image trusts.
-      const extraCa = config.sandbox.extraCaCert
-        ? path.resolve(repoRoot, config.sandbox.extraCaCert)
-        : await rememberedCa(env);
-      const imageCa = extraCa
-        ? undefined
-        : await runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]);
-      request.onNotice?.(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
-      const built = await buildWorkerImage(docker, {
-        baseImage: base,
-        codexVersion: config.worker.codexVersion,
-        projectBase: true,
-        ...(extraCa ? { extraCaCertPath: extraCa } : {}),
-        ...(imageCa ? { extraCa: imageCa } : {}),
-      });
-      return built.tag;
-    },
-    onProgress: (line) => request.onNotice?.(line),
-  });
-  const image = taskImage.image;
-  for (const layer of taskImage.layers) request.onNotice?.(`sandbox toolchain: ${layer} (image ${image})`);
-  if (taskImage.setup.length > 0) {
-    config = {
-      ...config,
-      sandbox: { ...config.sandbox, setup: [...taskImage.setup, ...config.sandbox.setup] },
-    };
-  }
-
   // The gateway holds the real keys; the sandbox gets a per-task token and only the network its policy allows.
   const stamp = () => new Date((dependencies.clock ?? systemClock).now()).toISOString();
   let recordEvent: (event: StampedEvent) => void = () => {};
   const previous = request.resume?.previous;
+  // Loading dockerode holds the event loop for a while (it is most of the Docker side's start): the Docker
+  // side waits until the plan request has left, or at most PLAN_HEAD_START_MS, or not at all when the task
+  // has its plan already (a resume after planning, a plan given by parallel work).
+  let planLeft = () => {};
+  const planSent = new Promise<void>((resolve) => (planLeft = resolve));
+  if (previous?.plan || request.plan) planLeft();
+  else setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
   const gateway = await startTaskGateway({
     config,
     env,
@@ -279,6 +293,9 @@ async function runLockedTask(
       } catch {
         // A full disk stops the task through the journal; the gateway keeps answering meanwhile.
       }
+    },
+    onSent: (kind) => {
+      if (kind === 'meta') planLeft();
     },
     onRefusal: (refusal) => {
       try {
@@ -332,24 +349,27 @@ async function runLockedTask(
       redact,
     });
 
-    const scope = mergeScope(defaultScope(), config.scope);
-    const workspace = new GitTaskWorkspace(runtime, {
-      repoRoot,
-      taskId,
-      base: request.base,
-      scope,
-      dod: config.dod,
-      dodSkipped: request.dodSkipped,
-      graceMs: config.worker.grace,
-      // A runner that is not root cannot chown: a helper container applies the read-only ownership.
-      ...(runtime.applyOwnership
-        ? {
-            applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
-              runtime.applyOwnership!({ taskId, repoPath: repoRoot, image, hostDir, entries }),
-          }
-        : {}),
-    });
     const workerModel = config.worker.model ?? config.meta.model;
+    // The Docker side runs while the Meta-agent plans (planning needs only the PRD, the config and the memory);
+    // the loop's ports wait for it, and its failure fails the workspace's preparation, which stops the planning.
+    let runtime: SandboxRuntime | null = null;
+    const dockerSide = (async (): Promise<DockerSidePorts> => {
+      await planSent;
+      // Imported here: dockerode is the biggest module of the start and planning does not need it.
+      const [client, { DockerSandboxRuntime }] = await Promise.all([
+        import('./sandbox/docker-client.js'),
+        import('./sandbox/docker-runtime.js'),
+      ]);
+      const docker = dependencies.docker ?? client.createDockerClient(env);
+      runtime = new EngineWatchRuntime(
+        dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact }),
+        { taskId, dockerHost: client.describeDockerHost(env) },
+      );
+      const { image, setup } = await startDockerSide(docker, runtime, request);
+      return buildDockerPorts(runtime, image, setup);
+    })();
+    // Handled here; the loop's first call (the workspace's preparation) reports the failure.
+    dockerSide.catch(() => undefined);
     // Set-up runs inside sandboxes.start(): its commands go to the progress, the journal and the note.
     const setupReports: SetupCommandReport[] = [];
     const onSetupReport = (report: SetupCommandReport): void => {
@@ -358,41 +378,63 @@ async function runLockedTask(
       request.onEvent?.(event);
       journal.append(event);
     };
-    const sandboxes = new DockerSandboxProvider({
-      runtime,
-      config,
-      image,
-      repoRoot,
-      taskId,
-      workspace: () => workspace.workspace,
-      access: gateway.access,
-      setup: (sandboxId) =>
-        gateway.setup(runtime, sandboxId, {
-          workdir: SANDBOX_WORKDIR,
-          logDir: layout.runDir,
-          signal: request.signal,
-          onReport: onSetupReport,
-        }),
-      keep: request.keepSandbox,
-      onKept: request.onKept,
-      labels: keptSandboxLabels(request.keepSandbox),
-    });
-    const codexHomeHostPath = path.join(layout.runDir, 'codex-home');
-    const worker = new GatewayMeteredWorker(
-      dependencies.worker ??
-        new StateRedactingWorker(
-          new CodexWorkerAdapter(runtime, {
-            model: workerModel,
-            provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
-            configOverrides: gateway.codexConfigOverrides,
-            codexHome: CODEX_HOME_IN_SANDBOX,
-            codexHomeHostPath,
+    function buildDockerPorts(runtime: SandboxRuntime, image: string, setup: string[]): DockerSidePorts {
+      const scope = mergeScope(defaultScope(), config.scope);
+      const workspace = new GitTaskWorkspace(runtime, {
+        repoRoot,
+        taskId,
+        base: request.base,
+        scope,
+        dod: config.dod,
+        dodSkipped: request.dodSkipped,
+        graceMs: config.worker.grace,
+        // A runner that is not root cannot chown: a helper container applies the read-only ownership.
+        ...(runtime.applyOwnership
+          ? {
+              applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
+                runtime.applyOwnership!({ taskId, repoPath: repoRoot, image, hostDir, entries }),
+            }
+          : {}),
+      });
+      const sandboxes = new DockerSandboxProvider({
+        runtime,
+        config: { ...config, sandbox: { ...config.sandbox, setup } },
+        image,
+        repoRoot,
+        taskId,
+        workspace: () => workspace.workspace,
+        access: gateway.access,
+        setup: (sandboxId) =>
+          gateway.setup(runtime, sandboxId, {
+            workdir: SANDBOX_WORKDIR,
+            logDir: layout.runDir,
+            signal: request.signal,
+            onReport: onSetupReport,
+            commands: setup,
           }),
-          codexHomeHostPath,
-          redact,
-        ),
-      gateway.gateway,
-    );
+        keep: request.keepSandbox,
+        onKept: request.onKept,
+        labels: keptSandboxLabels(request.keepSandbox),
+      });
+      const codexHomeHostPath = path.join(layout.runDir, 'codex-home');
+      const worker = new GatewayMeteredWorker(
+        dependencies.worker ??
+          new StateRedactingWorker(
+            new CodexWorkerAdapter(runtime, {
+              model: workerModel,
+              provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
+              configOverrides: gateway.codexConfigOverrides,
+              codexHome: CODEX_HOME_IN_SANDBOX,
+              codexHomeHostPath,
+            }),
+            codexHomeHostPath,
+            redact,
+          ),
+        gateway.gateway,
+      );
+      return { workspace, sandboxes, worker };
+    }
+    const ports = deferredPorts(dockerSide, dependencies.worker?.type ?? config.worker.type);
     // JSON-aware: every string of an event is redacted and the line stays valid JSON.
     const journal = new EventJournal(layout.runDir, redaction.redactJsonText);
     recordEvent = (event) => {
@@ -438,9 +480,7 @@ async function runLockedTask(
       },
       {
         meta: new MetaAgentPortAdapter(metaAgent),
-        workspace,
-        sandboxes,
-        worker,
+        ...ports,
         human: dependencies.human ?? request.human ?? { ask: async () => null },
         notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
         clock: dependencies.clock ?? systemClock,
@@ -468,7 +508,7 @@ async function runLockedTask(
     let workerRunning = false;
     const onHurry = () => {
       // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
-      if (sandboxId && workerRunning)
+      if (sandboxId && workerRunning && runtime)
         void runtime.exec(sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 }).catch(() => {});
     };
     request.hurry?.addEventListener('abort', onHurry, { once: true });
@@ -476,6 +516,8 @@ async function runLockedTask(
       return await runner.run(request.signal);
     } finally {
       request.hurry?.removeEventListener('abort', onHurry);
+      // Nothing of the Docker side (a sweep, an image inspect) outlives the task's lock.
+      await dockerSide.catch(() => undefined);
     }
   } finally {
     await gateway.close();

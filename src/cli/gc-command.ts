@@ -13,8 +13,7 @@ import { listTasks } from '../lifecycle/task-inventory.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
 import { loadConfig } from '../config/load.js';
 import { runnerIsRoot, type OwnershipApplier } from '../workspace/permissions.js';
-import { createDockerClient, describeDockerHost } from '../sandbox/docker-client.js';
-import { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
+import type { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
 import { VERSION } from '../version.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import type { CommandContext } from './program.js';
@@ -28,6 +27,11 @@ export interface GcCommandOptions {
 export async function gcCommand(options: GcCommandOptions, context: CommandContext): Promise<void> {
   const { output, env } = context;
   const repository = await inspectRepository(context.cwd);
+  // Imported here, as `status` does: every other command's start would otherwise load dockerode.
+  const [{ createDockerClient, describeDockerHost }, { DockerSandboxRuntime }] = await Promise.all([
+    import('../sandbox/docker-client.js'),
+    import('../sandbox/docker-runtime.js'),
+  ]);
   const runtime = new DockerSandboxRuntime(createDockerClient(env), { version: VERSION, env });
   const dryRun = Boolean(options.dryRun);
   const verb = dryRun ? 'would remove' : 'removed';

@@ -16,6 +16,7 @@ interface BuildFlags {
   caCert?: string;
   force?: boolean;
   quiet?: boolean;
+  workerOnly?: boolean;
 }
 
 /** Registers `image build` and `image tag` on the program. */
@@ -32,6 +33,10 @@ export function registerImageCommand(program: Command, context: CommandContext):
     .option('--ca-cert <file>', 'extra CA bundle to trust in the image (default: sandbox.extraCaCert)')
     .option('--force', 'rebuild even when a matching image exists')
     .option('--quiet', 'print only the result')
+    .option(
+      '--worker-only',
+      "build the worker image only, not the toolchain of the repository it runs in (scripts/setup.sh uses it: agent-runner's own checkout is not a project to work on)",
+    )
     .action(async (flags: BuildFlags) => {
       const { config, repoRoot } = await loadCommandConfig(context);
       const [
@@ -66,6 +71,13 @@ export function registerImageCommand(program: Command, context: CommandContext):
       });
       if (caCert) await rememberCa(context.env, caCert);
       const id = result.imageId.replace(/^sha256:/, '').slice(0, 12);
+      const summary = result.reused
+        ? `${result.tag} (reused: already built from the same inputs, ${id})`
+        : `${result.tag} (built, ${id})`;
+      if (flags.workerOnly) {
+        context.output.out(summary);
+        return;
+      }
       // The project's own toolchain (sandbox.dockerfile, a dev container, the Node it declares) on top.
       const task = await resolveTaskImage({
         docker,
@@ -87,11 +99,7 @@ export function registerImageCommand(program: Command, context: CommandContext):
         ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
       });
       for (const layer of task.layers) context.output.out(`${task.image} (toolchain: ${layer})`);
-      context.output.out(
-        result.reused
-          ? `${result.tag} (reused: already built from the same inputs, ${id})`
-          : `${result.tag} (built, ${id})`,
-      );
+      context.output.out(summary);
     });
 
   image

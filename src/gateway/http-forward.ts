@@ -42,7 +42,10 @@ export function joinUrl(base: string, rest: string): URL {
   return url;
 }
 
-/** Sends the request and resolves with the upstream's response (headers received, body not yet read). */
+/**
+ * Sends the request and resolves with the upstream's response (headers received, body not yet read);
+ * `onSent` is called once the whole request is handed to the connection.
+ */
 export function sendUpstream(
   url: URL,
   method: string,
@@ -51,6 +54,7 @@ export function sendUpstream(
   signal?: AbortSignal,
   /** A keep-alive agent of the caller's; node's global agent otherwise. */
   agent?: http.Agent | https.Agent,
+  onSent?: () => void,
 ): Promise<IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -61,6 +65,7 @@ export function sendUpstream(
     );
     request.setNoDelay(true);
     request.on('error', reject);
+    if (onSent) request.once('finish', onSent);
     request.end(body);
   });
 }

@@ -99,6 +99,8 @@ export interface ModelGatewayOptions {
   now?: () => number;
   /** Gateway log lines (already redacted). */
   onLog?: (line: string) => void;
+  /** A request has left for its upstream (or, under replay, been answered from the cassette). */
+  onSent?: (kind: ExchangeKind) => void;
   /** Parent of the per-task directory (default: the OS temp dir; unix socket paths must stay short). */
   runtimeRoot?: string;
 }
@@ -382,6 +384,7 @@ export class ModelGateway {
     this.counters[kind] = index + 1;
     if (this.player !== null) {
       this.replay(kind, method, subPath, body, response);
+      this.options.onSent?.(kind);
       return;
     }
     const upstreamConfig = kind === 'worker' ? this.options.worker : this.options.meta;
@@ -406,6 +409,8 @@ export class ModelGateway {
         headers,
         body,
         AbortSignal.any([this.closing.signal, abandoned.signal]),
+        undefined,
+        () => this.options.onSent?.(kind),
       );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

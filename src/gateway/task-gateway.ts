@@ -37,6 +37,8 @@ export interface TaskGatewayInput {
   attempt?: number;
   /** Gateway log lines, already redacted. */
   onLog?: (line: string) => void;
+  /** A Meta-agent or worker request has left for its upstream (or been answered by the cassette). */
+  onSent?: (kind: 'meta' | 'worker') => void;
   /** The task's redaction point (the gateway adds its keys and tokens). */
   redaction?: Redaction;
   /** Each refused request (redacted), for the journal. */
@@ -79,6 +81,8 @@ export interface TaskGateway {
       signal?: AbortSignal;
       /** Each command as it starts and ends (the output tail, redacted, on failure only). */
       onReport?: (report: SetupCommandReport) => void;
+      /** The set-up commands when they differ from `sandbox.setup` (the toolchain's come first). */
+      commands?: readonly string[];
     },
   ): Promise<void>;
   close(): Promise<void>;
@@ -113,6 +117,7 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     limits: config.gateway,
     budget,
     ...(input.onRefusal ? { onRefusal: input.onRefusal } : {}),
+    ...(input.onSent ? { onSent: input.onSent } : {}),
   });
   const registries =
     config.sandbox.setupNetwork === undefined ? await detectPackageRegistries(input.repoRoot) : [];
@@ -140,7 +145,7 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
       const tailOf = (result: { stderrTail: string; stdoutTail: string }): string =>
         gateway.redact(`${result.stderrTail}${result.stdoutTail}`.trim().slice(-1_500));
       const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
-        setup: config.sandbox.setup,
+        setup: options.commands ?? config.sandbox.setup,
         workdir: options.workdir,
         timeoutMs: config.sandbox.setupTimeout,
         logDir: options.logDir,

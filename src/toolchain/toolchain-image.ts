@@ -50,6 +50,10 @@ export function nodeLayerDockerfile(
   if (node !== undefined) {
     lines.push(
       'RUN set -eux; \\',
+      // Official Node binaries from 24 on link libatomic, which a minimal Debian base does not carry.
+      '    if command -v apt-get >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q libatomic.so.1; then \\',
+      '      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libatomic1 && rm -rf /var/lib/apt/lists/*; \\',
+      '    fi; \\',
       `    npm install -g --no-fund --no-audit --prefix /opt/agent-runner-node ${NODE_BINARY_PACKAGE}@${node}; \\`,
       '    ln -sf /opt/agent-runner-node/bin/node /usr/local/bin/node; \\',
       '    npm cache clean --force; \\',

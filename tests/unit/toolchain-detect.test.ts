@@ -71,6 +71,11 @@ describe('toolchain detection', () => {
   it('picks the newest version in range and knows when the image already satisfies it', () => {
     expect(pickNodeVersion(['18.20.4', '20.11.1', '20.19.0', '22.1.0'], '>=20 <22')).toBe('20.19.0');
     expect(pickNodeVersion(['18.20.4'], '>=20')).toBeUndefined();
+    // An open range takes the newest release of its lowest major line, not the newest major.
+    expect(pickNodeVersion(['20.18.0', '20.19.0', '20.19.5', '22.1.0', '26.10.0'], '>=20.19')).toBe(
+      '20.19.5',
+    );
+    expect(pickNodeVersion(['18.20.4', '20.19.5', '22.1.0'], '^18 || ^22')).toBe('18.20.4');
     expect(nodeSatisfies('v18.20.4', '>=18')).toBe(true);
     expect(nodeSatisfies('v18.20.4', '>=20')).toBe(false);
   });

@@ -1,0 +1,35 @@
+/**
+ * The Docker side of a task (engine ping, orphan sweep, worker image, then the workspace, the sandbox and the
+ * worker built on it) is made while the Meta-agent plans. These ports stand in for it from the start: each
+ * call waits for the side to be ready, so a failed side fails the first call (the workspace's `prepare`),
+ * which stops the planning the way any failed preparation does.
+ */
+import type { SandboxProviderPort, TaskWorkspacePort, WorkerAdapter } from '../core/ports.js';
+
+/** The ports the loop needs from the Docker side. */
+export interface DockerSidePorts {
+  workspace: TaskWorkspacePort;
+  sandboxes: SandboxProviderPort;
+  worker: WorkerAdapter;
+}
+
+/** Ports that forward to the side once `ready` resolves; `workerType` is known before (it is config). */
+export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: string): DockerSidePorts {
+  return {
+    workspace: {
+      prepare: async () => (await ready).workspace.prepare(),
+      observe: async (...args) => (await ready).workspace.observe(...args),
+      runDod: async (...args) => (await ready).workspace.runDod(...args),
+      runCriteriaChecks: async (...args) => (await ready).workspace.runCriteriaChecks(...args),
+      preserveUncommitted: async (...args) => (await ready).workspace.preserveUncommitted(...args),
+    },
+    sandboxes: {
+      start: async (...args) => (await ready).sandboxes.start(...args),
+      stop: async (...args) => (await ready).sandboxes.stop(...args),
+    },
+    worker: {
+      type: workerType,
+      run: async (...args) => (await ready).worker.run(...args),
+    },
+  };
+}
