@@ -277,10 +277,10 @@ async function runLockedTask(
   const previous = request.resume?.previous;
   // Loading dockerode holds the event loop for a while (it is most of the Docker side's start): the Docker
   // side waits until the plan request has left, or at most PLAN_HEAD_START_MS, or not at all when the task
-  // has its plan already (a resume after planning, a plan given by parallel work).
+  // has its plan already (a resume after planning, a plan given by parallel work) or its planning failed.
   let planLeft = () => {};
   const planSent = new Promise<void>((resolve) => (planLeft = resolve));
-  if (previous?.plan || request.plan) planLeft();
+  if (previous?.plan || request.plan || request.planError !== undefined) planLeft();
   else setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
   const gateway = await startTaskGateway({
     config,
