@@ -30,6 +30,7 @@ import { Redaction, configSecrets, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
 import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-sandbox-provider.js';
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
+import type { TaskBudget } from './gateway/task-budget.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
 import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js';
 import { VERSION } from './version.js';
@@ -93,6 +94,10 @@ export interface RunTaskRequest {
    * criteria): the task does not call `plan_task` again; the plan is journalled as if it had.
    */
   plan?: { plan: Plan; usage: Usage; metaCalls: number };
+  /** The planning call made before the task started failed: the task ends FAILED with it (note written). */
+  planError?: unknown;
+  /** A project's subtask: the project's budget, which the task's gateway also counts against and enforces. */
+  projectBudget?: Pick<TaskBudget, 'add' | 'exhausted'>;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -272,10 +277,10 @@ async function runLockedTask(
   const previous = request.resume?.previous;
   // Loading dockerode holds the event loop for a while (it is most of the Docker side's start): the Docker
   // side waits until the plan request has left, or at most PLAN_HEAD_START_MS, or not at all when the task
-  // has its plan already (a resume after planning, a plan given by parallel work).
+  // has its plan already (a resume after planning, a plan given by parallel work) or its planning failed.
   let planLeft = () => {};
   const planSent = new Promise<void>((resolve) => (planLeft = resolve));
-  if (previous?.plan || request.plan) planLeft();
+  if (previous?.plan || request.plan || request.planError !== undefined) planLeft();
   else setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
   const gateway = await startTaskGateway({
     config,
@@ -311,7 +316,16 @@ async function runLockedTask(
             costUsd: previous.usage.costUsd + (previous.workerUsage?.costUsd ?? 0),
           },
         }
-      : {}),
+      : request.plan
+        ? // The planning call made before the task started counts like the task's own would have.
+          {
+            spent: {
+              tokens: request.plan.usage.inputTokens + request.plan.usage.outputTokens,
+              costUsd: request.plan.usage.costUsd,
+            },
+          }
+        : {}),
+    ...(request.projectBudget ? { parentBudget: request.projectBudget } : {}),
     ...(request.record ? { record: request.record, appendRecord: request.resume !== undefined } : {}),
     ...(request.replay ? { replay: request.replay, attempt: request.resume?.attempt ?? 1 } : {}),
   });
@@ -443,6 +457,7 @@ async function runLockedTask(
         },
         ...(request.resume ? { previous: request.resume.previous } : {}),
         ...(request.plan ? { givenPlan: request.plan } : {}),
+        ...(request.planError !== undefined ? { planError: request.planError } : {}),
         limits: {
           maxIterations: config.limits.maxIterations,
           maxMetaCalls: config.limits.maxMetaCalls,

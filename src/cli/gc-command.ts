@@ -3,7 +3,8 @@
  * is gone (this repository's; `--all` for every repository on this engine). Worktrees (and sandbox
  * repositories) of finished tasks, only when nothing would be lost: no uncommitted change, no commit that is
  * on no other branch or remote (`--force` overrides; the task branch always stays). Running and stale tasks
- * are never touched. Exit 0, or 4 when Docker could not be asked.
+ * are never touched; a project (a PRD split into subtasks) is a task like any other, its integration worktree
+ * its worktree, and its subtasks' worktrees and sandboxes go as any task's once the project has finished. Exit 0, or 4 when Docker could not be asked.
  */
 import type { Command } from 'commander';
 import { EXIT_CODES } from '../errors.js';
@@ -57,8 +58,11 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
   // Not root: sandboxes hold files of the guard uid that only a helper container can give back.
   const applier = runnerIsRoot() ? undefined : await ownershipApplier(runtime, repository.root, env);
   const { tasks } = await listTasks(repository.root);
+  const statusOf = new Map(tasks.map((task) => [task.taskId, task.status]));
   for (const task of tasks) {
     if (task.status !== 'finished' || (!task.worktreePath && !task.sandboxRepoPath)) continue;
+    // A project's subtasks go with the project: not while it runs or can still be resumed.
+    if (task.parent && statusOf.get(task.parent) !== 'finished') continue;
     const verdict = await cleanFinishedTask(repository.root, task, {
       force: Boolean(options.force),
       dryRun,

@@ -14,12 +14,34 @@ function oneLine(text: string): string {
   return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 }
 
-/** One line per task, plus hints for stale tasks and orphaned containers. */
+/** A project's entry first, then its subtasks' and checks' entries under it (indented). */
+function grouped(tasks: readonly TaskEntry[]): { task: TaskEntry; child: boolean }[] {
+  const parents = new Set(tasks.filter((task) => task.project).map((task) => task.taskId));
+  const rows: { task: TaskEntry; child: boolean }[] = [];
+  for (const task of tasks) {
+    if (task.parent && parents.has(task.parent)) continue;
+    rows.push({ task, child: false });
+    if (task.project)
+      for (const child of tasks.filter((entry) => entry.parent === task.taskId))
+        rows.push({ task: child, child: true });
+  }
+  return rows;
+}
+
+/** A project's reason: how it ended (or who holds it) and where each subtask stands. */
+function projectDetail(task: TaskEntry, base: string): string {
+  const subtasks = task.project?.subtasks ?? [];
+  if (subtasks.length === 0) return base;
+  const states = subtasks.map((subtask) => `${subtask.id} ${subtask.state}`).join(', ');
+  return `${base === '-' ? '' : `${base}; `}subtasks: ${states}`;
+}
+
+/** One line per task (a project's subtasks under it), plus hints for stale tasks and orphaned containers. */
 export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
   if (tasks.length === 0) return ['No tasks in this repository.'];
-  const rows = tasks.map((task) =>
+  const rows = grouped(tasks).map(({ task, child }) =>
     [
-      task.taskId,
+      child ? `└ ${task.taskId}` : task.taskId,
       task.status,
       task.state ?? '-',
       task.lastEventAt ?? '-',
@@ -28,15 +50,19 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
           ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
           : '-'
         : (task.reason ?? (task.status === 'stale' ? 'the runner stopped without finishing' : '-')),
-      task.containers.length
-        ? task.containers
-            .map(
-              (container) =>
-                `${container.name} ${container.state}${container.kept ? ' (kept)' : container.owner === 'dead' ? ' (orphan)' : ''}`,
-            )
-            .join(', ')
-        : '-',
-    ].map(oneLine),
+    ]
+      .map((cell, column) => (column === 4 && task.project ? projectDetail(task, cell) : cell))
+      .concat([
+        task.containers.length
+          ? task.containers
+              .map(
+                (container) =>
+                  `${container.name} ${container.state}${container.kept ? ' (kept)' : container.owner === 'dead' ? ' (orphan)' : ''}`,
+              )
+              .join(', ')
+          : '-',
+      ])
+      .map(oneLine),
   );
   const header = ['TASK', 'STATUS', 'STATE', 'LAST EVENT', 'HOLDER / REASON', 'CONTAINERS'];
   const widths = header.map((title, column) =>
@@ -47,7 +73,8 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
       .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
       .join('  ');
   const lines = [line(header), ...rows.map(line)];
-  const stale = tasks.filter((task) => task.status === 'stale');
+  // A project's subtasks continue with the project (`resume <ID>`), not on their own.
+  const stale = tasks.filter((task) => task.status === 'stale' && !task.parent);
   if (stale.length)
     lines.push(
       '',

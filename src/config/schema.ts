@@ -177,9 +177,9 @@ export const configSchema = z
       .prefault({}),
     parallel: z
       .strictObject({
-        // auto: the Meta-agent may split a PRD into subtasks; never: one task, as without parallel work.
-        // Opt-in for now: a split-capable run asks for its plan before the task exists, so a model failure at
-        // that first call has no task note, and the plan call is outside the task's gateway budget.
+        // auto: the Meta-agent may split a PRD into subtasks (it answers either way); never: one task, always.
+        // Opt-in for now: a split-capable run makes its planning call before the task's workspace and sandbox
+        // exist, so a run that stays one task no longer prepares them while the Meta-agent plans (slower start).
         split: z.enum(['auto', 'never']).default('never'),
         // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
         max: positiveInt.max(32).optional(),

@@ -79,6 +79,12 @@ export interface TaskRunnerOptions {
    * Ignored with `previous`.
    */
   givenPlan?: { plan: Plan; usage: Usage; metaCalls: number };
+  /**
+   * The planning call made before the task started failed (parallel work: the project's planner): the task
+   * ends FAILED with this error as if its own `plan_task` had failed, after preparing the workspace the note
+   * names. Ignored with `previous` or `givenPlan`.
+   */
+  planError?: unknown;
 }
 
 /** Everything the note is written from. */
@@ -301,14 +307,15 @@ export class TaskRunner {
     };
     const planning = this.plan
       ? null
-      : this.deps.meta
-          .plan({
-            taskId: this.options.taskId,
-            prd: this.options.prd,
-            memory: this.memory,
-            signal: this.callSignal(planSignal),
-          })
-          .catch(failed);
+      : (this.options.planError !== undefined
+          ? Promise.reject(this.options.planError)
+          : this.deps.meta.plan({
+              taskId: this.options.taskId,
+              prd: this.options.prd,
+              memory: this.memory,
+              signal: this.callSignal(planSignal),
+            })
+        ).catch(failed);
     const preparing = (async () => {
       const task = await this.deps.workspace.prepare();
       this.task = task;

@@ -12,19 +12,35 @@ export interface BudgetLimits {
 }
 
 export class TaskBudget {
-  private tokens = 0;
-  private costUsd = 0;
+  private tokens: number;
+  private costUsd: number;
 
   constructor(
     private readonly limits: BudgetLimits,
     /** The cost of a worker usage (the worker model's price; 0 when it has none). */
     private readonly workerCost: (usage: TokenUsage) => number,
-  ) {}
+    options: {
+      /** Spent before this budget existed (earlier attempts of a resumed task); not passed on to `parent`. */
+      spent?: { tokens: number; costUsd: number };
+      /**
+       * The budget of the whole run this task is part of (a project's subtask): every spending is added to it
+       * as well, and this budget is spent once either is. Subtasks running at once share it as it is spent.
+       */
+      parent?: Pick<TaskBudget, 'add' | 'exhausted'>;
+    } = {},
+  ) {
+    this.tokens = options.spent?.tokens ?? 0;
+    this.costUsd = options.spent?.costUsd ?? 0;
+    this.parent = options.parent;
+  }
+
+  private readonly parent: Pick<TaskBudget, 'add' | 'exhausted'> | undefined;
 
   /** Spending counted elsewhere: the Meta-agent's calls, or earlier attempts of a resumed task. */
   add(spent: { tokens: number; costUsd: number }): void {
     this.tokens += spent.tokens;
     this.costUsd += spent.costUsd;
+    this.parent?.add(spent);
   }
 
   /** A worker response's usage, as metered by the gateway. */
@@ -41,6 +57,6 @@ export class TaskBudget {
     if (maxCostUsd !== undefined && this.costUsd >= maxCostUsd) {
       return `budget: the cost budget of $${maxCostUsd} is spent ($${this.costUsd.toFixed(4)} used by the Meta-agent and the worker); the worker's further model requests were refused`;
     }
-    return null;
+    return this.parent?.exhausted() ?? null;
   }
 }

@@ -45,6 +45,8 @@ export interface TaskGatewayInput {
   onRefusal?: (refusal: GatewayRefusal) => void;
   /** Tokens and cost already spent by earlier attempts of a resumed task. */
   spent?: { tokens: number; costUsd: number };
+  /** The budget of the whole project this task is a subtask of (see {@link TaskBudget}). */
+  parentBudget?: Pick<TaskBudget, 'add' | 'exhausted'>;
 }
 
 export interface TaskGateway {
@@ -94,8 +96,10 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
   }
   const workerKeyEnv = config.worker.apiKeyEnv ?? config.meta.apiKeyEnv;
   const workerModel = config.worker.model ?? config.meta.model;
-  const budget = new TaskBudget(config.limits, (usage) => costOf(usage, workerModel, config.prices));
-  if (input.spent) budget.add(input.spent);
+  const budget = new TaskBudget(config.limits, (usage) => costOf(usage, workerModel, config.prices), {
+    ...(input.spent ? { spent: input.spent } : {}),
+    ...(input.parentBudget ? { parent: input.parentBudget } : {}),
+  });
   const gateway = await ModelGateway.start({
     worker: { baseUrl: config.worker.baseUrl ?? config.meta.baseUrl, apiKey: env[workerKeyEnv] || undefined },
     meta: { baseUrl: config.meta.baseUrl, apiKey: env[config.meta.apiKeyEnv] || undefined },

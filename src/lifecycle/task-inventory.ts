@@ -12,6 +12,8 @@ import { listLabelledSandboxes, type LabelledSandbox } from './orphan-sandboxes.
 import type { Liveness } from './process-liveness.js';
 import { readTaskJournal, type JournalTaskState } from './task-journal-state.js';
 import { inspectTaskLock, type LockHolder } from './task-lock.js';
+import { readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
+import type { SubtaskState } from '../parallel/scheduler.js';
 
 export type TaskStatus = 'running' | 'stale' | 'finished' | 'unknown';
 
@@ -28,6 +30,13 @@ export interface TaskEntry {
   sandboxRepoPath: string | null;
   containers: LabelledSandbox[];
   journal: JournalTaskState | null;
+  /**
+   * A PRD split into subtasks (its run directory holds `project.jsonl`): each subtask's state and the task id
+   * of its last attempt, which is listed as a task of its own. Null for a task that was not split.
+   */
+  project?: { subtasks: { id: string; state: SubtaskState; taskId: string }[] } | null;
+  /** A project's subtask (or its combined-DoD check): the project's task id. */
+  parent?: string | null;
 }
 
 function subdirectories(directory: string): string[] {
@@ -40,9 +49,11 @@ function subdirectories(directory: string): string[] {
   }
 }
 
-function statusOf(entry: Pick<TaskEntry, 'lock' | 'journal'>): TaskStatus {
+function statusOf(entry: Pick<TaskEntry, 'lock' | 'journal'>, project: ProjectResume | null): TaskStatus {
   if (entry.lock?.liveness === 'alive') return 'running';
   if (entry.lock?.liveness === 'unknown') return 'unknown';
+  // A project keeps no task journal: its own journal says whether it ended.
+  if (project) return project.finished ? 'finished' : 'stale';
   if (entry.journal === null || entry.journal.attempts === 0) return entry.lock ? 'stale' : 'unknown';
   return entry.journal.finished ? 'finished' : 'stale';
 }
@@ -79,21 +90,36 @@ export async function listTasks(
       continue; // not a task directory of ours
     }
     const journal = readTaskJournal(layout.runDir, taskId);
+    const project = journal ? null : readProjectJournal(layout.runDir);
     const lock = inspectTaskLock(layout.runDir);
-    const finished = journal?.finished ?? null;
+    const finished = journal?.finished ?? project?.finished ?? null;
     tasks.push({
       taskId,
-      status: statusOf({ lock, journal }),
-      state: finished?.state ?? journal?.lastState ?? null,
+      status: statusOf({ lock, journal }, project),
+      state: finished?.state ?? journal?.lastState ?? (project ? 'RUNNING' : null),
       reason: finished?.reason ?? null,
       lock,
-      lastEventAt: journal?.lastEventAt ?? null,
+      lastEventAt: journal?.lastEventAt ?? project?.lastEventAt ?? null,
       branch: journal?.branch ?? layout.branch,
       worktreePath: existsSync(layout.worktreePath) ? layout.worktreePath : null,
       sandboxRepoPath: existsSync(layout.sandboxDir) ? layout.sandboxDir : null,
       containers: containers.filter((container) => container.taskId === taskId),
       journal,
+      project: project
+        ? {
+            subtasks: project.subtasks.map((subtask) => ({
+              id: subtask.id,
+              state: project.states[subtask.id]?.state ?? 'waiting',
+              taskId: project.states[subtask.id]?.taskId ?? `${taskId}--${subtask.id}`,
+            })),
+          }
+        : null,
+      parent: null,
     });
+  }
+  // A subtask's attempts and the combined DoD's checks (`<ID>--<SUB>`, `<ID>--<SUB>-r2`, `<ID>--check-N`).
+  for (const parent of tasks.filter((task) => task.project)) {
+    for (const task of tasks) if (task.taskId.startsWith(`${parent.taskId}--`)) task.parent ??= parent.taskId;
   }
   return { tasks, dockerError };
 }

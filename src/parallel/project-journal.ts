@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { TaskSummary, Usage } from '../core/types.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import type { PlannedSubtask, ProjectEvent } from './project-events.js';
+import type { SubtaskState } from './scheduler.js';
 
 /** The project journal's file in `.agent-runner/runs/<ID>/` (the task journal `events.jsonl` is not used). */
 export const PROJECT_JOURNAL = 'project.jsonl';
@@ -23,6 +24,10 @@ export interface ProjectResume {
   merged: string[];
   spent: { metaCalls: number; usage: Usage };
   finished: TaskSummary | null;
+  /** Each subtask's last state and the task id of its last attempt (`status`). */
+  states: Record<string, { state: SubtaskState; taskId: string }>;
+  /** When the last event of the project's journal was written. */
+  lastEventAt: string | null;
 }
 
 /** Reads the journal; null when the task has none (it was not split). */
@@ -43,6 +48,7 @@ export function readProjectJournal(runDir: string): ProjectResume | null {
   const subtasks = new Map(started.subtasks.map((subtask) => [subtask.id, subtask]));
   const attempts: Record<string, number> = {};
   const states = new Map<string, string>();
+  const last: ProjectResume['states'] = {};
   let metaCalls = 0;
   let usage = ZERO_USAGE;
   let finished: TaskSummary | null = null;
@@ -66,6 +72,7 @@ export function readProjectJournal(runDir: string): ProjectResume | null {
       }
       case 'subtask_state':
         states.set(event.subtask, event.state);
+        last[event.subtask] = { state: event.state, taskId: event.taskId };
         break;
       case 'project_finished':
         finished = event.summary;
@@ -83,5 +90,7 @@ export function readProjectJournal(runDir: string): ProjectResume | null {
     merged: [...states].filter(([, state]) => state === 'merged').map(([id]) => id),
     spent: { metaCalls, usage },
     finished,
+    states: last,
+    lastEventAt: (events.at(-1) as { at?: string } | undefined)?.at ?? null,
   };
 }

@@ -22,7 +22,7 @@ import {
 import type { Config } from '../config/schema.js';
 import type { OwnershipEntry } from '../core/ports.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
-import { ZERO_USAGE } from '../core/usage.js';
+import { totalTokens, ZERO_USAGE } from '../core/usage.js';
 import { EXIT_CODES } from '../errors.js';
 import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
 import { startTaskGateway, type TaskGateway } from '../gateway/task-gateway.js';
@@ -126,7 +126,25 @@ export async function runProject(
     const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
     const docker = dependencies.docker ?? createDockerClient(env);
     await pingDocker(docker, env);
-    gateway = await startTaskGateway({ config, env, repoRoot: request.repoRoot, redaction });
+    const spent = request.project?.spent.usage;
+    gateway = await startTaskGateway({
+      config,
+      env,
+      repoRoot: request.repoRoot,
+      redaction,
+      onLog: (line) => {
+        try {
+          appendFileSync(
+            path.join(layout.runDir, 'gateway.log'),
+            `${new Date(clock.now()).toISOString()} ${line}\n`,
+          );
+        } catch {
+          // The project's journal reports a full disk; the gateway keeps answering meanwhile.
+        }
+      },
+      // The project's budget: its own Meta-agent calls (plan, reviews, re-plans) and every subtask's spending.
+      ...(spent ? { spent: { tokens: totalTokens(spent), costUsd: spent.costUsd } } : {}),
+    });
     const model = new GatewayCheckedMetaModel(
       dependencies.metaModel ??
         createOpenAiChatModel(config, env, {
@@ -135,6 +153,7 @@ export async function runProject(
           displayUrl: config.meta.baseUrl,
         }),
       gateway.gateway,
+      gateway.budget,
     );
     const meta = createParallelMeta({ model, config, logDir: path.join(layout.runDir, 'meta'), redact });
     if (request.project) {
@@ -151,25 +170,41 @@ export async function runProject(
         resume: request.project,
       });
     }
-    const answer = await meta.plan({
-      taskId,
-      prd: request.prd,
-      memory: (await readNoteMemory(layout.stateDir, taskId)).map(({ title, summary }) => ({
-        title,
-        summary,
-      })),
-      allowSubtasks: true,
-      ...(request.signal ? { signal: request.signal } : {}),
-    });
-    const planUsage = answer.usage;
-    const payload = answer.message.payload;
-    if (!('subtasks' in payload)) {
-      emit({ type: 'project_plan', usage: planUsage, split: false });
-      await gateway.close();
+    const planned = await meta
+      .plan({
+        taskId,
+        prd: request.prd,
+        memory: (await readNoteMemory(layout.stateDir, taskId)).map(({ title, summary }) => ({
+          title,
+          summary,
+        })),
+        allowSubtasks: true,
+        ...(request.signal ? { signal: request.signal } : {}),
+      })
+      .then(
+        (answer) => ({ answer }),
+        (error: unknown) => ({ error }),
+      );
+    const release = async () => {
+      await gateway?.close();
       gateway = null;
       // The task takes its own lock on the same id.
-      lock.release();
+      lock?.release();
       lock = null;
+    };
+    if ('error' in planned) {
+      await release();
+      // No plan, no project: the task ends FAILED with the planner's error, its note written as for any task.
+      return await runTask(
+        { ...request, redaction, taskId, onEvent: forward, planError: planned.error },
+        dependencies,
+      );
+    }
+    const planUsage = planned.answer.usage;
+    const payload = planned.answer.message.payload;
+    if (!('subtasks' in payload)) {
+      emit({ type: 'project_plan', usage: planUsage, split: false });
+      await release();
       return await runTask(
         {
           ...request,
@@ -306,6 +341,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
         {
           ...request,
           redaction,
+          projectBudget: gateway.budget,
           taskId: run.taskId,
           prd: run.prd,
           base: run.base,

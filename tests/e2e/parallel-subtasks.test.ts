@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { runCliCaptured } from '../support/cli.js';
-import { assessmentReply, runWorkerReply } from '../support/meta-replies.js';
+import { assessmentReply, decompositionReply, reviewReply, runWorkerReply } from '../support/meta-replies.js';
 import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
 import {
   ScriptedResponsesServer,
@@ -30,49 +30,6 @@ afterAll(async () => {
   await chat?.close();
   await responses?.close();
 });
-
-interface SubtaskSpec {
-  id: string;
-  title: string;
-  write: string[];
-  blockedBy?: string[];
-}
-
-function decompositionReply(taskId: string, subtasks: SubtaskSpec[]): string {
-  return [
-    'type: plan_task',
-    'version: 1',
-    'payload:',
-    `  task_id: ${taskId}`,
-    '  subtasks:',
-    ...subtasks.flatMap((subtask) => [
-      `    - id: ${subtask.id}`,
-      `      title: ${subtask.title}`,
-      '      prd: |',
-      `        ${subtask.title}, with a test.`,
-      '      acceptance_criteria:',
-      '        - id: AC-1',
-      `          description: ${subtask.title} works and npm test passes.`,
-      '          type: functional',
-      '          critical: true',
-      '      write_scope:',
-      ...subtask.write.map((glob) => `        - ${glob}`),
-      `      blocked_by: [${(subtask.blockedBy ?? []).join(', ')}]`,
-    ]),
-  ].join('\n');
-}
-
-function reviewReply(taskId: string): string {
-  return [
-    'type: review',
-    'version: 1',
-    'payload:',
-    `  task_id: ${taskId}`,
-    '  verdict: ok',
-    '  summary: Does what the subtask asks; the tests cover it.',
-    '  findings: []',
-  ].join('\n');
-}
 
 /** A codex turn for the worker whose prompt names `match`: runs the commands, then says it is done. */
 function codexTurn(match: string, commands: string[]): ScriptedReply[] {
@@ -269,6 +226,46 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(note).toMatch(/`alpha` review 1: \*\*ok\*\*/);
     expect(chat.remaining()).toBe(0);
     responses.assertComplete();
+
+    // status: the project with its subtasks' states; their own entries belong to it.
+    const status = await runCliCaptured(['status', '--json'], { cwd: repo.root, env: process.env });
+    const tasks = (
+      JSON.parse(status.stdout) as {
+        tasks: { taskId: string; status: string; state: string; parent?: string; project?: unknown }[];
+      }
+    ).tasks;
+    expect(tasks.find((task) => task.taskId === id)).toMatchObject({
+      status: 'finished',
+      state: 'COMPLETE',
+      project: {
+        subtasks: ['alpha', 'beta', 'gamma'].map((sub) => ({
+          id: sub,
+          state: 'merged',
+          taskId: `${id}--${sub}`,
+        })),
+      },
+    });
+    for (const sub of ['alpha', 'beta', 'gamma'])
+      expect(tasks.find((task) => task.taskId === `${id}--${sub}`)).toMatchObject({
+        status: 'finished',
+        state: 'COMPLETE',
+        parent: id,
+      });
+    // gc: the subtasks' worktrees go (their commits are on the integration branch); the integration
+    // branch's own commits are on no other branch, so its worktree stays, as any task's would.
+    const worktree = (taskId: string) => path.join(repo.root, '.agent-runner', 'worktrees', taskId);
+    expect(existsSync(worktree(`${id}--alpha`))).toBe(true);
+    const gc = await runCliCaptured(['gc'], { cwd: repo.root, env: process.env });
+    expect(gc.exitCode, gc.stderr).toBe(0);
+    for (const sub of ['alpha', 'beta', 'gamma']) {
+      expect(gc.stdout).toContain(`removed the worktree and sandbox of ${id}--${sub} (COMPLETE)`);
+      expect(existsSync(worktree(`${id}--${sub}`))).toBe(false);
+    }
+    expect(gc.stdout).toMatch(
+      new RegExp(`kept ${id}: \\d+ commit\\(s\\) on agent-runner/${id} that are on no other branch`),
+    );
+    expect(existsSync(worktree(id))).toBe(true);
+    expect(git(repo.root, 'rev-parse', integration)).toBe(summary.headSha);
   });
 
   it('repairs with a fix-up when two subtasks pass alone but their merge fails the combined DoD', async () => {

@@ -83,3 +83,49 @@ export function assessmentReply(satisfied: boolean, ids: string[], summary: stri
     `    - ${JSON.stringify(satisfied ? 'Went as planned.' : 'Needs another run.')}`,
   ].join('\n');
 }
+
+/** One subtask of a scripted decomposition. */
+export interface SubtaskSpec {
+  id: string;
+  title: string;
+  write: string[];
+  blockedBy?: string[];
+}
+
+/** `plan_task` answered with subtasks (each with one functional criterion). */
+export function decompositionReply(taskId: string, subtasks: SubtaskSpec[]): string {
+  return [
+    'type: plan_task',
+    'version: 1',
+    'payload:',
+    `  task_id: ${taskId}`,
+    '  subtasks:',
+    ...subtasks.flatMap((subtask) => [
+      `    - id: ${subtask.id}`,
+      `      title: ${subtask.title}`,
+      '      prd: |',
+      `        ${subtask.title}, with a test.`,
+      '      acceptance_criteria:',
+      '        - id: AC-1',
+      `          description: ${subtask.title} works and npm test passes.`,
+      '          type: functional',
+      '          critical: true',
+      '      write_scope:',
+      ...subtask.write.map((glob) => `        - ${glob}`),
+      `      blocked_by: [${(subtask.blockedBy ?? []).join(', ')}]`,
+    ]),
+  ].join('\n');
+}
+
+/** `review` with verdict ok and no findings. */
+export function reviewReply(taskId: string): string {
+  return [
+    'type: review',
+    'version: 1',
+    'payload:',
+    `  task_id: ${taskId}`,
+    '  verdict: ok',
+    '  summary: Does what the subtask asks; the tests cover it.',
+    '  findings: []',
+  ].join('\n');
+}

@@ -113,6 +113,24 @@ describe('TaskBudget', () => {
     expect(budget.exhausted()).toMatch(/^budget: the cost budget of \$0.01 is spent/);
   });
 
+  it("a subtask's budget adds every spending to the project's and is spent once the project's is", () => {
+    const project = new TaskBudget({ maxTokens: 1000 }, () => 0, { spent: { tokens: 100, costUsd: 0 } });
+    // Two subtasks running at once, each handed what was left when it started.
+    const first = new TaskBudget({ maxTokens: 900 }, () => 0, { parent: project });
+    const second = new TaskBudget({ maxTokens: 900 }, () => 0, {
+      parent: project,
+      spent: { tokens: 50, costUsd: 0 },
+    });
+    first.addWorker(usage(400, 0));
+    second.add({ tokens: 300, costUsd: 0 });
+    expect(first.exhausted()).toBeNull();
+    expect(second.exhausted()).toBeNull();
+    second.addWorker(usage(200, 0));
+    // 100 + 400 + 300 + 200 = 1000 for the project (the resumed attempt's 50 was counted there already).
+    expect(first.exhausted()).toMatch(/^budget: the token budget of 1000 is spent \(1000 tokens/);
+    expect(second.exhausted()).toMatch(/^budget: the token budget of 1000 is spent/);
+  });
+
   it('never runs out without limits', () => {
     const budget = new TaskBudget({}, () => 1);
     budget.addWorker(usage(10 ** 9, 10 ** 9));

@@ -3,7 +3,7 @@ import type { StampedEvent } from '../../src/core/events.js';
 import type { PreparedTask } from '../../src/core/ports.js';
 import { TaskRunner, type TaskRecord } from '../../src/core/task-runner.js';
 import type { Plan, Usage } from '../../src/core/types.js';
-import { AgentRunnerError } from '../../src/errors.js';
+import { AgentRunnerError, ModelBehaviorError } from '../../src/errors.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 import {
   FakeHuman,
@@ -75,7 +75,7 @@ class LoggedMeta extends ScriptedMetaAgent {
   }
 }
 
-async function setup(script: MetaStep[], hold: boolean) {
+async function setup(script: MetaStep[], hold: boolean, planError?: unknown) {
   const log: string[] = [];
   const repo = fakeRepo();
   const meta = new LoggedMeta(script, log, hold);
@@ -94,6 +94,7 @@ async function setup(script: MetaStep[], hold: boolean) {
       headless: true,
       patterns: await loadPatternLibrary(),
       runDir: '/tmp/runs/T-1',
+      ...(planError !== undefined ? { planError } : {}),
     },
     {
       meta,
@@ -179,5 +180,23 @@ describe('task start: planning does not wait for preparation', () => {
     expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
     expect(t.notes[0]?.task?.branch).toBe('agent-runner/T-1');
     expect(t.notes).toHaveLength(1);
+  });
+
+  it('a planning call that failed before the task started ends it FAILED with that error, workspace prepared', async () => {
+    const t = await setup(
+      [],
+      false,
+      new ModelBehaviorError('model_unreachable', 'the Meta-agent endpoint is unreachable'),
+    );
+    t.workspace.opened.resolve();
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('FAILED');
+    expect(summary.error?.code).toBe('model_unreachable');
+    expect(summary.exitCode).toBe(5);
+    // Its own plan_task is not asked again.
+    expect(t.log).not.toContain('plan requested');
+    expect(t.sandboxes.started).toBe(0);
+    expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
+    expect(t.notes[0]?.error?.code).toBe('model_unreachable');
   });
 });
