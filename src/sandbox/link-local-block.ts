@@ -11,7 +11,8 @@
  */
 import type Docker from 'dockerode';
 import { EnvironmentError } from '../errors.js';
-import { SANDBOX_LABELS, type SandboxOwner } from './container-options.js';
+import type { SandboxOwner } from './container-options.js';
+import { runOneShotContainer } from './one-shot-container.js';
 
 /** The blocked prefixes: `[family, prefix length, address as hex]`. */
 export const BLOCKED_PREFIXES: readonly (readonly [4 | 6, number, string])[] = [
@@ -48,49 +49,24 @@ export async function blockLinkLocal(
   owner: SandboxOwner,
   request: { sandboxId: string; image: string; taskId: string; repoPath: string },
 ): Promise<void> {
-  let containerId: string | null = null;
-  try {
-    const container = await docker.createContainer({
-      Image: request.image,
-      Entrypoint: ['perl', '-e', ROUTE_SCRIPT],
-      Cmd: BLOCKED_PREFIXES.flatMap(([family, length, hex]) => [String(family), String(length), hex]),
-      User: '0:0',
-      WorkingDir: '/',
-      Labels: {
-        [SANDBOX_LABELS.task]: request.taskId,
-        [SANDBOX_LABELS.repo]: request.repoPath,
-        [SANDBOX_LABELS.version]: owner.version,
-        [SANDBOX_LABELS.pid]: String(owner.pid),
-        [SANDBOX_LABELS.hostname]: owner.hostname,
-        'agent-runner.role': 'network-guard',
-      },
-      HostConfig: {
-        NetworkMode: `container:${request.sandboxId}`,
-        CapDrop: ['ALL'],
-        CapAdd: ['NET_ADMIN'],
-        SecurityOpt: ['no-new-privileges'],
-        ReadonlyRootfs: true,
-        PidsLimit: 8,
-        Memory: 64 * 1024 * 1024,
-      },
-    });
-    containerId = container.id;
-    await container.start();
-    const { StatusCode } = (await container.wait()) as { StatusCode: number };
-    if (StatusCode !== 0) {
-      const logs = (await container.logs({ stdout: true, stderr: true })).toString('utf8').slice(-1000);
-      throw new EnvironmentError(
-        'sandbox_failed',
-        `Could not block link-local and metadata addresses in sandbox ${request.sandboxId} (helper exit ` +
-          `${StatusCode}: ${logs.trim()}). The open network policy is not used without them; the worker image ` +
-          'needs perl (perl-base), or use the gateway-only or allowlist policy.',
-      );
-    }
-  } finally {
-    if (containerId)
-      await docker
-        .getContainer(containerId)
-        .remove({ force: true })
-        .catch(() => undefined);
+  const result = await runOneShotContainer(docker, owner, {
+    image: request.image,
+    taskId: request.taskId,
+    repoPath: request.repoPath,
+    role: 'network-guard',
+    entrypoint: ['perl', '-e', ROUTE_SCRIPT],
+    cmd: BLOCKED_PREFIXES.flatMap(([family, length, hex]) => [String(family), String(length), hex]),
+    capAdd: ['NET_ADMIN'],
+    networkMode: `container:${request.sandboxId}`,
+    pidsLimit: 8,
+    memoryBytes: 64 * 1024 * 1024,
+  });
+  if (result.statusCode !== 0) {
+    throw new EnvironmentError(
+      'sandbox_failed',
+      `Could not block link-local and metadata addresses in sandbox ${request.sandboxId} (helper exit ` +
+        `${result.statusCode}: ${result.logsTail}). The open network policy is not used without them; the worker image ` +
+        'needs perl (perl-base), or use the gateway-only or allowlist policy.',
+    );
   }
 }

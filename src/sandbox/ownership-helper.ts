@@ -12,7 +12,8 @@ import type Docker from 'dockerode';
 import type { OwnershipEntry } from '../core/ports.js';
 import { EnvironmentError } from '../errors.js';
 import { groupPlan } from '../workspace/permissions.js';
-import { SANDBOX_LABELS, type SandboxOwner } from './container-options.js';
+import type { SandboxOwner } from './container-options.js';
+import { runOneShotContainer } from './one-shot-container.js';
 
 // One `chown -h` per owner and one `chmod` per mode over NUL-separated lists (a few processes, not one per
 // file). A batch that fails (a path already gone, e.g. while a failed delete is still running) is redone
@@ -55,55 +56,33 @@ export async function applyOwnershipInContainer(
   request: OwnershipHelperRequest,
 ): Promise<void> {
   const manifestDir = await mkdtemp(path.join(tmpdir(), 'agent-runner-ownership-'));
-  let containerId: string | null = null;
   try {
     for (const [name, content] of ownershipManifest(request.entries))
       await writeFile(path.join(manifestDir, name), content);
-    const container = await docker.createContainer({
-      Image: request.image,
-      Entrypoint: ['bash', '-c'],
-      Cmd: [SCRIPT],
-      User: '0:0',
-      WorkingDir: '/',
-      Labels: {
-        [SANDBOX_LABELS.task]: request.taskId,
-        [SANDBOX_LABELS.repo]: request.repoPath,
-        [SANDBOX_LABELS.version]: owner.version,
-        [SANDBOX_LABELS.pid]: String(owner.pid),
-        [SANDBOX_LABELS.hostname]: owner.hostname,
-        'agent-runner.role': 'ownership',
-      },
-      HostConfig: {
-        Mounts: [
-          { Type: 'bind', Source: request.hostDir, Target: '/w' },
-          { Type: 'bind', Source: manifestDir, Target: '/m', ReadOnly: true },
-        ],
-        CapDrop: ['ALL'],
-        CapAdd: ['CHOWN', 'FOWNER', 'DAC_OVERRIDE'],
-        SecurityOpt: ['no-new-privileges'],
-        NetworkMode: 'none',
-        ReadonlyRootfs: true,
-        PidsLimit: 32,
-        Memory: 256 * 1024 * 1024,
-      },
+    const result = await runOneShotContainer(docker, owner, {
+      image: request.image,
+      taskId: request.taskId,
+      repoPath: request.repoPath,
+      role: 'ownership',
+      entrypoint: ['bash', '-c'],
+      cmd: [SCRIPT],
+      mounts: [
+        { source: request.hostDir, target: '/w' },
+        { source: manifestDir, target: '/m', readOnly: true },
+      ],
+      capAdd: ['CHOWN', 'FOWNER', 'DAC_OVERRIDE'],
+      networkMode: 'none',
+      pidsLimit: 32,
+      memoryBytes: 256 * 1024 * 1024,
     });
-    containerId = container.id;
-    await container.start();
-    const { StatusCode } = (await container.wait()) as { StatusCode: number };
-    if (StatusCode !== 0) {
-      const logs = (await container.logs({ stdout: true, stderr: true })).toString('utf8').slice(-2000);
+    if (result.statusCode !== 0) {
       throw new EnvironmentError(
         'sandbox_failed',
-        `Could not set the ownership of ${request.hostDir} (helper container exit ${StatusCode}): ${logs.trim()}. ` +
+        `Could not set the ownership of ${request.hostDir} (helper container exit ${result.statusCode}): ${result.logsTail}. ` +
           'Run agent-runner as root, or check that the worker image has bash, chown and chmod.',
       );
     }
   } finally {
-    if (containerId)
-      await docker
-        .getContainer(containerId)
-        .remove({ force: true })
-        .catch(() => undefined);
     await rm(manifestDir, { recursive: true, force: true });
   }
 }
