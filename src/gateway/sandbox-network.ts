@@ -15,6 +15,7 @@ import path from 'node:path';
 import type { ExecResult, MountSpec, SandboxNetwork, SandboxRuntime } from '../core/ports.js';
 import type { NetworkPolicy } from '../config/schema.js';
 import { InternalError } from '../errors.js';
+import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { isHostAllowed, normalizeAllowlist } from './domain-allowlist.js';
 import { registryRouteUrl } from './egress-proxy.js';
@@ -199,19 +200,8 @@ export async function prepareSandboxNetwork(
             : path.join(options.logDir, `setup-${index + 1}.${stream}.log`);
         // No login profile, no ~/.bashrc, no BASH_ENV/ENV. HOME stays: set-up runs in a fresh container before
         // the first worker run, so nothing in it is the worker's yet, and tools installed there stay usable.
-        const argv = [
-          '/usr/bin/env',
-          '-u',
-          'BASH_ENV',
-          '-u',
-          'ENV',
-          '/bin/bash',
-          '--noprofile',
-          '--norc',
-          '-c',
-        ];
         options.onCommandStarted?.(index + 1, command);
-        const result = await runtime.exec(sandboxId, [...argv, command], {
+        const result = await runtime.exec(sandboxId, [...BASH_WITHOUT_STARTUP_FILES, command], {
           workdir: options.workdir,
           env,
           stdoutPath: log('stdout'),

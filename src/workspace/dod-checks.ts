@@ -6,6 +6,7 @@
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
+import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import { sandboxStatus } from './sandbox-git.js';
@@ -26,21 +27,7 @@ const CLEAN_SHELL_SCRIPT = [
 
 /** The argv that runs `command` in `workdir` with no worker-writable startup file and a fresh HOME. */
 export function cleanShellArgv(command: string, workdir = SANDBOX_WORKDIR): string[] {
-  return [
-    '/usr/bin/env',
-    '-u',
-    'BASH_ENV',
-    '-u',
-    'ENV',
-    '/bin/bash',
-    '--noprofile',
-    '--norc',
-    '-c',
-    CLEAN_SHELL_SCRIPT,
-    'agent-runner-dod',
-    workdir,
-    command,
-  ];
+  return [...BASH_WITHOUT_STARTUP_FILES, CLEAN_SHELL_SCRIPT, 'agent-runner-dod', workdir, command];
 }
 
 export type DodStatus = DodCheckStatus;
