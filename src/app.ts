@@ -378,6 +378,7 @@ async function runLockedTask(
       request.onEvent?.(event);
       journal.append(event);
     };
+    let taskWorkspace: GitTaskWorkspace | null = null;
     function buildDockerPorts(runtime: SandboxRuntime, image: string, setup: string[]): DockerSidePorts {
       const scope = mergeScope(defaultScope(), config.scope);
       const workspace = new GitTaskWorkspace(runtime, {
@@ -432,6 +433,7 @@ async function runLockedTask(
           ),
         gateway.gateway,
       );
+      taskWorkspace = workspace;
       return { workspace, sandboxes, worker };
     }
     const ports = deferredPorts(dockerSide, dependencies.worker?.type ?? config.worker.type);
@@ -516,8 +518,9 @@ async function runLockedTask(
       return await runner.run(request.signal);
     } finally {
       request.hurry?.removeEventListener('abort', onHurry);
-      // Nothing of the Docker side (a sweep, an image inspect) outlives the task's lock.
+      // Nothing of the Docker side (a sweep, an image inspect, the worktree's checkout) outlives the task's lock.
       await dockerSide.catch(() => undefined);
+      await (taskWorkspace as GitTaskWorkspace | null)?.settled();
     }
   } finally {
     await gateway.close();

@@ -553,6 +553,7 @@ async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
     }
   } finally {
     // Nothing of this check is the person's: the sandbox, the worktree and the branch all go.
+    await workspace.settled();
     await removeTaskSandbox(repoRoot, taskId).catch(() => undefined);
     await tryGit(['worktree', 'remove', '--force', layout.worktreePath], { cwd: repoRoot });
     await tryGit(['branch', '-D', layout.branch], { cwd: repoRoot });

@@ -70,6 +70,9 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       base: this.options.base,
       scope: this.options.scope,
       ...(this.options.applier ? { applier: this.options.applier } : {}),
+      // The worktree is checked out while the sandbox starts and the first worker run goes on; every step
+      // that brings commits back (observe, preserveUncommitted) awaits it first.
+      deferWorktree: true,
     });
     return {
       branch: this.prepared.branch,
@@ -80,8 +83,14 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     };
   }
 
+  /** Waits for the background worktree checkout, whatever its outcome: nothing of it outlives the task. */
+  async settled(): Promise<void> {
+    await this.prepared?.worktreeReady.catch(() => undefined);
+  }
+
   async observe(sandboxId: string): Promise<TaskFacts> {
     const workspace = this.workspace;
+    await workspace.worktreeReady;
     const sync = await syncBack({
       repoRoot: workspace.repoRoot,
       taskId: workspace.taskId,

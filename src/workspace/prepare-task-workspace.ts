@@ -39,6 +39,12 @@ export interface PrepareTaskWorkspaceOptions {
   preferApplier?: boolean;
   /** Told how long each preparation step took (the benchmark's breakdown). */
   onStep?: (step: PreparationStep, ms: number) => void;
+  /**
+   * Return before the person's worktree is checked out and let it finish in the background
+   * (`worktreeReady`). Only the sandbox's checkout is on the way to the first worker request; the worktree is
+   * for the person, and for the first sync-back, which awaits it.
+   */
+  deferWorktree?: boolean;
 }
 
 /** The steps of a preparation, as the benchmark reports them. */
@@ -65,6 +71,8 @@ export interface PreparedWorkspace {
   branchReused: boolean;
   sandboxReused: boolean;
   worktreeCreated: boolean;
+  /** Settles when the person's worktree is there (at once unless `deferWorktree`); rejects when it failed. */
+  worktreeReady: Promise<void>;
   workerUser: UserIds;
   guardUser: UserIds;
   /** False when the runner could not chown (not root): read-only scope is then only a write-bit courtesy. */
@@ -310,11 +318,14 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     );
     return { state, readOnlyEnforced: permissions.readOnlyEnforced };
   };
+  const worktree = makeWorktree ? step('worktree', () => addWorktree(repoRoot, layout)) : Promise.resolve();
+  // A deferred worktree's failure is reported where it is awaited, not as an unhandled rejection meanwhile.
+  worktree.catch(() => undefined);
   const [dirtyPaths, , sandbox] = await together<
     [string[], void, Awaited<ReturnType<typeof prepareSandbox>>]
   >([
     step('inspect', () => dirtyPathsOf(repoRoot)),
-    makeWorktree ? step('worktree', () => addWorktree(repoRoot, layout)) : Promise.resolve(),
+    options.deferWorktree ? Promise.resolve() : worktree,
     prepareSandbox(),
   ]);
   const { state } = sandbox;
@@ -338,6 +349,7 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     branchReused: existingBranchHead !== null,
     sandboxReused,
     worktreeCreated,
+    worktreeReady: worktree,
     workerUser,
     guardUser,
     readOnlyEnforced: permissions.readOnlyEnforced,
