@@ -68,27 +68,11 @@ export async function handleRegistryRequest(
     return;
   }
   const target = new URL(`https://${host}${routed.pathname}${routed.search}`);
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  try {
-    const upstream = await sendUpstream(
-      target,
-      request.method ?? 'GET',
-      { ...forwardableHeaders(request.headers), host: target.host },
-      Buffer.concat(chunks),
-      undefined,
-      registryAgent,
-    );
-    context.log(`registry ${request.method ?? ''} ${target.host} -> ${upstream.statusCode ?? 0}`);
-    response.writeHead(upstream.statusCode ?? 502, forwardableHeaders(upstream.headers));
-    upstream.pipe(response);
-    response.on('close', () => upstream.destroy());
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    context.log(`registry ${target.host} failed: ${message}`);
-    if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
-    response.end(`agent-runner registry route: ${target.host} unreachable: ${message}\n`);
-  }
+  await forwardBuffered(request, response, target, registryAgent, context, {
+    label: 'registry',
+    name: target.host,
+    route: 'agent-runner registry route',
+  });
 }
 
 /** Kept-alive upstream connections for plain-HTTP proxying (tunnels are the client's own connections). */
@@ -105,6 +89,41 @@ export type EgressAllowlist = readonly string[] | null;
 export interface EgressProxyContext {
   allowlist(): EgressAllowlist;
   log(line: string): void;
+}
+
+/**
+ * Sends one buffered request on to `target` over `agent` and streams the answer back; an unreachable upstream
+ * is a 502 naming it. Shared by the registry route and plain-HTTP proxying, which differ only in the agent.
+ */
+async function forwardBuffered(
+  request: IncomingMessage,
+  response: ServerResponse,
+  target: URL,
+  agent: http.Agent,
+  context: { log: (line: string) => void },
+  names: { label: string; name: string; route: string },
+): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  try {
+    const upstream = await sendUpstream(
+      target,
+      request.method ?? 'GET',
+      { ...forwardableHeaders(request.headers), host: target.host },
+      Buffer.concat(chunks),
+      undefined,
+      agent,
+    );
+    context.log(`${names.label} ${request.method ?? ''} ${names.name} -> ${upstream.statusCode ?? 0}`);
+    response.writeHead(upstream.statusCode ?? 502, forwardableHeaders(upstream.headers));
+    upstream.pipe(response);
+    response.on('close', () => upstream.destroy());
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    context.log(`${names.label} ${names.name} failed: ${message}`);
+    if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
+    response.end(`${names.route}: ${names.name} unreachable: ${message}\n`);
+  }
 }
 
 function refusal(host: string, allowlist: EgressAllowlist): string {
@@ -181,24 +200,9 @@ export async function handlePlainProxy(
     response.end(`${refusal(target.hostname, allowlist)}\n`);
     return;
   }
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  try {
-    const upstream = await sendUpstream(
-      target,
-      request.method ?? 'GET',
-      { ...forwardableHeaders(request.headers), host: target.host },
-      Buffer.concat(chunks),
-      undefined,
-      plainAgent,
-    );
-    context.log(`proxy ${request.method ?? ''} ${target.origin} -> ${upstream.statusCode ?? 0}`);
-    response.writeHead(upstream.statusCode ?? 502, forwardableHeaders(upstream.headers));
-    upstream.pipe(response);
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    context.log(`proxy ${target.origin} failed: ${message}`);
-    response.writeHead(502, { 'content-type': 'text/plain' });
-    response.end(`agent-runner proxy: ${target.origin} unreachable: ${message}\n`);
-  }
+  await forwardBuffered(request, response, target, plainAgent, context, {
+    label: 'proxy',
+    name: target.origin,
+    route: 'agent-runner proxy',
+  });
 }
