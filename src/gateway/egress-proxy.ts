@@ -9,6 +9,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import CacheableLookup from 'cacheable-lookup';
+import { readBoundedBody } from './bounded-body.js';
 import { isHostAllowed } from './domain-allowlist.js';
 import { forwardableHeaders, sendUpstream } from './http-forward.js';
 
@@ -89,6 +90,8 @@ export type EgressAllowlist = readonly string[] | null;
 export interface EgressProxyContext {
   allowlist(): EgressAllowlist;
   log(line: string): void;
+  /** The largest request body forwarded (`gateway.maxRequestBytes`); 413 above. */
+  maxBodyBytes: number;
 }
 
 /**
@@ -100,17 +103,29 @@ async function forwardBuffered(
   response: ServerResponse,
   target: URL,
   agent: http.Agent,
-  context: { log: (line: string) => void },
+  context: EgressProxyContext,
   names: { label: string; name: string; route: string },
 ): Promise<void> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
+  // Counted as it streams in: a worker cannot make the host hold more than the cap.
+  const read = await readBoundedBody(request, context.maxBodyBytes);
+  if ('tooLarge' in read) {
+    context.log(
+      `${names.label} refused ${request.method ?? ''} ${names.name}: body over ${context.maxBodyBytes} bytes`,
+    );
+    // Not read to the end: the connection cannot carry another request.
+    response.writeHead(413, { 'content-type': 'text/plain', connection: 'close' });
+    response.on('finish', () => request.socket.destroy());
+    response.end(
+      `agent-runner: a request body through the sandbox proxy is limited to ${context.maxBodyBytes} bytes (gateway.maxRequestBytes); at least ${read.tooLarge} were sent.\n`,
+    );
+    return;
+  }
   try {
     const upstream = await sendUpstream(
       target,
       request.method ?? 'GET',
       { ...forwardableHeaders(request.headers), host: target.host },
-      Buffer.concat(chunks),
+      read.body,
       undefined,
       agent,
     );

@@ -31,7 +31,12 @@ import {
   type ExchangeKind,
 } from './cassette.js';
 import { normalizeAllowlist } from './domain-allowlist.js';
-import { handleConnect, handlePlainProxy, type EgressAllowlist } from './egress-proxy.js';
+import {
+  handleConnect,
+  handlePlainProxy,
+  type EgressAllowlist,
+  type EgressProxyContext,
+} from './egress-proxy.js';
 import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
 import {
   GATEWAY_CONTAINER_DIR,
@@ -305,7 +310,7 @@ export class ModelGateway {
         );
       }),
     );
-    const proxyContext = { allowlist: () => this.allowlist, log: (line: string) => this.log(line) };
+    const proxyContext = this.proxyContext;
     sandboxSide.on('connect', (request: IncomingMessage, client, head: Buffer) =>
       handleConnect(proxyContext, request, client, head),
     );
@@ -331,6 +336,15 @@ export class ModelGateway {
     this.metaPort = (hostSide.address() as AddressInfo).port;
   }
 
+  /** What the egress proxy (CONNECT, plain HTTP, the registry route) is told. */
+  private get proxyContext(): EgressProxyContext {
+    return {
+      allowlist: () => this.allowlist,
+      log: (line: string) => this.log(line),
+      maxBodyBytes: this.limits.maxRequestBytes,
+    };
+  }
+
   private fail(response: ServerResponse, what: string, error: unknown): void {
     const message = error instanceof Error ? error.message : String(error);
     this.log(`gateway ${what} failed: ${message}`);
@@ -345,12 +359,7 @@ export class ModelGateway {
       const local =
         ['127.0.0.1', 'localhost'].includes(target.hostname) && target.port === String(RELAY_PORT);
       if (!local) {
-        await handlePlainProxy(
-          { allowlist: () => this.allowlist, log: (line) => this.log(line) },
-          request,
-          response,
-          target,
-        );
+        await handlePlainProxy(this.proxyContext, request, response, target);
         return;
       }
       // The target as sent, not URL's normalised pathname: `..` and escapes must meet the route checks.

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { EnvironmentError } from '../../src/errors.js';
-import { ModelGateway } from '../../src/gateway/model-gateway.js';
+import { ModelGateway, type GatewayLimits } from '../../src/gateway/model-gateway.js';
 import { startTaskGateway } from '../../src/gateway/task-gateway.js';
 import {
   planSandboxNetwork,
@@ -47,16 +47,22 @@ afterAll(async () => {
   await upstream.close();
 });
 
-async function startGateway(): Promise<ModelGateway> {
+async function startGateway(limits: Partial<GatewayLimits> = {}): Promise<ModelGateway> {
   const gateway = await ModelGateway.start({
     worker: { baseUrl: upstream.baseUrl('127.0.0.1'), apiKey: REAL_KEY },
+    limits,
   });
   onTestFinished(() => gateway.close());
   return gateway;
 }
 
-async function sandboxWith(plan: SandboxNetworkPlan, setup: string[] = [], image = IMAGE) {
-  const gateway = await startGateway();
+async function sandboxWith(
+  plan: SandboxNetworkPlan,
+  setup: string[] = [],
+  image = IMAGE,
+  limits: Partial<GatewayLimits> = {},
+) {
+  const gateway = await startGateway(limits);
   const sandbox = await startGatewaySandbox(runtime, { image, gateway, plan });
   const setupResults = await prepareSandboxNetwork(runtime, sandbox.id, gateway, plan, {
     setup,
@@ -172,6 +178,35 @@ describe('allowlist', () => {
     // Tools find the proxy in the environment.
     const env = await bash(sandbox.id, 'echo "$HTTPS_PROXY $NO_PROXY"');
     expect(env.output.trim()).toBe('http://127.0.0.1:8787 127.0.0.1,localhost');
+  });
+
+  it('a body over gateway.maxRequestBytes is refused with 413 before it reaches a listed host, counted as it streams', async () => {
+    const hostServer = await startHostServer('listed-service');
+    const { sandbox } = await sandboxWith(
+      planSandboxNetwork(
+        { network: 'allowlist', allowlist: ['localhost'], setupNetwork: 'gateway-only' },
+        [],
+      ),
+      [],
+      IMAGE,
+      { maxRequestBytes: 1024 * 1024 },
+    );
+    const url = `http://localhost:${hostServer.port}/upload`;
+    // The canary: a body under the cap reaches the listed host whole.
+    expect(await probe(runtime, sandbox.id, 'proxy-post', url, String(512 * 1024))).toMatch(
+      /^200 listed-service \| written 524288$/,
+    );
+    expect(hostServer.bodyBytes).toEqual([512 * 1024]);
+    // 64 MiB: refused once the cap is passed; the sender never got to write it all.
+    const huge = await probe(runtime, sandbox.id, 'proxy-post', url, String(64 * 1024 * 1024));
+    const match =
+      /^(?:413 agent-runner: a request body through the sandbox proxy is limited to 1048576 bytes[^|]*|error \w+) \| written (\d+)$/.exec(
+        huge,
+      );
+    expect(match, huge).not.toBeNull();
+    expect(huge).not.toContain('listed-service');
+    expect(Number(match?.[1])).toBeLessThan(64 * 1024 * 1024);
+    expect(hostServer.requests).toEqual(['POST /upload']);
   });
 
   it('npm reaches a listed registry through the proxy', async () => {

@@ -49,24 +49,33 @@ export async function startGatewaySandbox(
 }
 
 /** An HTTP server on 0.0.0.0 that answers every request with `marker`; closed when the test ends. */
-export async function startHostServer(marker: string): Promise<{ port: number; requests: string[] }> {
+export async function startHostServer(
+  marker: string,
+): Promise<{ port: number; requests: string[]; bodyBytes: number[] }> {
   const requests: string[] = [];
+  const bodyBytes: number[] = [];
   const server: Server = createServer((request, response) => {
     requests.push(`${request.method ?? ''} ${request.url ?? ''}`);
-    response.writeHead(200, { 'content-type': 'text/plain' });
-    response.end(marker);
+    let size = 0;
+    request.on('data', (chunk: Buffer) => (size += chunk.length));
+    request.on('end', () => {
+      bodyBytes.push(size);
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      response.end(marker);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
   onTestFinished(async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
-  return { port: (server.address() as AddressInfo).port, requests };
+  return { port: (server.address() as AddressInfo).port, requests, bodyBytes };
 }
 
 /**
  * The probe: `tcp HOST PORT` connects and prints `connected` or the error code; `get URL [TOKEN]` prints
  * the status and body; `proxy-get URL` sends an absolute-form request to the relay (plain HTTP proxying);
+ * `proxy-post URL BYTES` does the same with a streamed body of that many bytes;
  * `connect HOST PORT` opens a CONNECT tunnel through the relay and sends a GET inside it.
  */
 const PROBE = String.raw`
@@ -90,6 +99,28 @@ if (mode === 'tcp') {
   });
   request.on('error', (e) => done('error ' + e.code));
   request.end();
+} else if (mode === 'proxy-post') {
+  // Streams b bytes (chunked, no Content-Length) until the answer comes; prints the status, the answer and
+  // how many bytes had been written by then.
+  const url = new URL(a);
+  const total = Number(b);
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  let sent = 0;
+  const request = http.request({ host: '127.0.0.1', port: 8787, path: a, method: 'POST', headers: { host: url.host } }, (response) => {
+    let body = '';
+    response.on('data', (c) => (body += c));
+    response.on('end', () => done(response.statusCode + ' ' + body.trim() + ' | written ' + sent));
+  });
+  request.on('error', (e) => done('error ' + e.code + ' | written ' + sent));
+  const pump = () => {
+    while (sent < total) {
+      const part = chunk.subarray(0, Math.min(chunk.length, total - sent));
+      sent += part.length;
+      if (!request.write(part)) return request.once('drain', pump);
+    }
+    request.end();
+  };
+  pump();
 } else if (mode === 'connect') {
   const request = http.request({ host: '127.0.0.1', port: 8787, method: 'CONNECT', path: a + ':' + b });
   request.on('connect', (response, socket) => {
