@@ -13,6 +13,7 @@ import type {
   WorkerAdapter,
   WorkerRunRequest,
   WorkerRunResult,
+  WorkspacePreparation,
 } from '../src/core/ports.js';
 import type { CriterionCheckResult, DodOutcome, TaskFacts } from '../src/core/types.js';
 
@@ -81,8 +82,8 @@ export class ExecWorkspace implements TaskWorkspacePort {
     private readonly passFromRun: number,
   ) {}
 
-  async prepare(): Promise<PreparedTask> {
-    return this.task;
+  prepare(): WorkspacePreparation {
+    return { mountable: Promise.resolve(), prepared: Promise.resolve(this.task) };
   }
 
   async observe(sandboxId: string): Promise<TaskFacts> {
@@ -140,9 +141,11 @@ export class RuntimeSandboxes implements SandboxProviderPort {
     private readonly spec: SandboxSpec,
   ) {}
 
-  async start(): Promise<string> {
+  async create(): Promise<string> {
     return (await this.runtime.create(this.spec)).id;
   }
+
+  async setUp(): Promise<void> {}
 
   async stop(sandboxId: string): Promise<void> {
     await this.runtime.remove(sandboxId);

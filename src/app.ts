@@ -370,7 +370,7 @@ async function runLockedTask(
     })();
     // Handled here; the loop's first call (the workspace's preparation) reports the failure.
     dockerSide.catch(() => undefined);
-    // Set-up runs inside sandboxes.start(): its commands go to the progress, the journal and the note.
+    // Set-up runs inside sandboxes.setUp(): its commands go to the progress, the journal and the note.
     const setupReports: SetupCommandReport[] = [];
     const onSetupReport = (report: SetupCommandReport): void => {
       if (report.phase === 'finished') setupReports.push(report);
@@ -403,7 +403,7 @@ async function runLockedTask(
         image,
         repoRoot,
         taskId,
-        workspace: () => workspace.workspace,
+        workspace: () => workspace.mount,
         access: gateway.access,
         setup: (sandboxId) =>
           gateway.setup(runtime, sandboxId, {

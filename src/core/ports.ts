@@ -258,8 +258,19 @@ export interface PreparedTask {
   scopeStatement: string;
 }
 
+/**
+ * A preparation under way. `mountable` settles as soon as a sandbox can be created over the workspace (its
+ * directory exists, the worker's user is known), before the files are checked out, so the container starts
+ * meanwhile; `prepared` settles when everything is there. A failure rejects both (`mountable` only if it had
+ * not settled yet).
+ */
+export interface WorkspacePreparation {
+  mountable: Promise<void>;
+  prepared: Promise<PreparedTask>;
+}
+
 export interface TaskWorkspacePort {
-  prepare(): Promise<PreparedTask>;
+  prepare(): WorkspacePreparation;
   /** Brings the worker's commits back to the task branch and observes the facts. */
   observe(sandboxId: string): Promise<TaskFacts>;
   runDod(sandboxId: string, facts: TaskFacts, bounds: CheckBounds): Promise<DodOutcome>;
@@ -278,8 +289,14 @@ export interface TaskWorkspacePort {
 }
 
 export interface SandboxProviderPort {
-  /** Creates and starts the task's sandbox (and runs set-up commands); returns its id. */
-  start(task: PreparedTask): Promise<string>;
+  /**
+   * Creates and starts the task's sandbox over a mountable workspace whose files may still be arriving (no
+   * command runs in it yet); returns its id.
+   */
+  create(): Promise<string>;
+  /** Runs the set-up commands once the workspace is prepared. */
+  setUp(sandboxId: string): Promise<void>;
+  /** Removes the sandbox (or keeps it, under --keep-sandbox). */
   stop(sandboxId: string): Promise<void>;
 }
 

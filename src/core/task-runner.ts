@@ -291,9 +291,11 @@ export class TaskRunner {
 
   /**
    * Planning needs only the PRD, the config and the memory, so the Meta-agent is asked at once while the
-   * workspace and the sandbox are prepared. A failure on either side stops the other: a failed preparation
-   * aborts the planning request; a failed planning keeps the sandbox from starting (a preparation already
-   * under way finishes, so nothing is left half-made). Events keep their order: task, sandbox, plan.
+   * workspace and the sandbox are prepared; the sandbox's container starts as soon as the workspace is
+   * mountable, while its files are still being checked out. A failure on any side stops the others: a failed
+   * preparation aborts the planning request and removes a container already started; a failed planning
+   * keeps the sandbox from being set up (a preparation already under way finishes, so nothing is left
+   * half-made). Events keep their order: task, sandbox, plan.
    */
   private async planWhilePreparing(signal?: AbortSignal): Promise<void> {
     if (!this.plan) this.checkLimits(signal);
@@ -317,20 +319,41 @@ export class TaskRunner {
             })
         ).catch(failed);
     const preparing = (async () => {
-      const task = await this.deps.workspace.prepare();
-      this.task = task;
-      this.emit({
-        type: 'task_started',
-        taskId: this.options.taskId,
-        branch: task.branch,
-        baseSha: task.baseSha,
-        worktreePath: task.worktreePath,
-        dirtyStart: task.dirtyStart,
-        ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
-      });
-      // Planning already failed: the workspace is there (the note names it), the sandbox is not needed.
-      if (first.failed) throw first.error;
-      this.sandboxId = await this.deps.sandboxes.start(task);
+      const preparation = this.deps.workspace.prepare();
+      const creating = (async () => {
+        await preparation.mountable;
+        // Planning already failed: the sandbox is not needed.
+        if (first.failed) return;
+        // Set at once: every later path (a failed preparation, Ctrl-C) removes it in finish().
+        this.sandboxId = await this.deps.sandboxes.create();
+      })();
+      // Both settle before anything is reported, so nothing is left half-made.
+      const [prepared, created] = await Promise.allSettled([preparation.prepared, creating]);
+      try {
+        if (prepared.status === 'rejected') throw prepared.reason;
+        const task = prepared.value;
+        this.task = task;
+        this.emit({
+          type: 'task_started',
+          taskId: this.options.taskId,
+          branch: task.branch,
+          baseSha: task.baseSha,
+          worktreePath: task.worktreePath,
+          dirtyStart: task.dirtyStart,
+          ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
+        });
+        if (created.status === 'rejected') throw created.reason;
+        // Planning already failed: the workspace is there (the note names it), the sandbox is not needed.
+        if (first.failed) throw first.error;
+        if (!this.sandboxId) throw new Error('the sandbox was not created');
+        await this.deps.sandboxes.setUp(this.sandboxId);
+      } catch (error) {
+        // No worker ever ran in it: nothing to observe or preserve, it only goes (or is kept).
+        const sandboxId = this.sandboxId;
+        this.sandboxId = null;
+        if (sandboxId) await this.deps.sandboxes.stop(sandboxId).catch(() => undefined);
+        throw error;
+      }
       this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
     })().catch((error: unknown) => {
       stopPlanning.abort();

@@ -17,14 +17,21 @@ export interface DockerSidePorts {
 export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: string): DockerSidePorts {
   return {
     workspace: {
-      prepare: async () => (await ready).workspace.prepare(),
+      prepare: () => {
+        const preparation = ready.then((side) => side.workspace.prepare());
+        return {
+          mountable: preparation.then((started) => started.mountable),
+          prepared: preparation.then((started) => started.prepared),
+        };
+      },
       observe: async (...args) => (await ready).workspace.observe(...args),
       runDod: async (...args) => (await ready).workspace.runDod(...args),
       runCriteriaChecks: async (...args) => (await ready).workspace.runCriteriaChecks(...args),
       preserveUncommitted: async (...args) => (await ready).workspace.preserveUncommitted(...args),
     },
     sandboxes: {
-      start: async (...args) => (await ready).sandboxes.start(...args),
+      create: async () => (await ready).sandboxes.create(),
+      setUp: async (...args) => (await ready).sandboxes.setUp(...args),
       stop: async (...args) => (await ready).sandboxes.stop(...args),
     },
     worker: {

@@ -529,7 +529,7 @@ async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
     image: input.image,
     repoRoot,
     taskId,
-    workspace: () => workspace.workspace,
+    workspace: () => workspace.mount,
     access: gateway.access,
     setup: (sandboxId) =>
       gateway.setup(runtime, sandboxId, {
@@ -540,16 +540,22 @@ async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
     keep: false,
   });
   try {
-    const task = await workspace.prepare();
-    const sandboxId = await sandboxes.start(task);
+    // The container starts while the files are checked out, as a task's does.
+    const preparation = workspace.prepare();
+    const creating = preparation.mountable.then(() => sandboxes.create());
+    const [prepared, created] = await Promise.allSettled([preparation.prepared, creating]);
+    const sandboxId = created.status === 'fulfilled' ? created.value : null;
     try {
-      const facts = await workspace.observe(sandboxId);
-      return await workspace.runDod(sandboxId, facts, {
+      if (prepared.status === 'rejected') throw prepared.reason;
+      if (created.status === 'rejected') throw created.reason;
+      await sandboxes.setUp(created.value);
+      const facts = await workspace.observe(created.value);
+      return await workspace.runDod(created.value, facts, {
         ...(input.signal ? { signal: input.signal } : {}),
         timeoutMs: config.limits.wallClock,
       });
     } finally {
-      await sandboxes.stop(sandboxId).catch(() => undefined);
+      if (sandboxId) await sandboxes.stop(sandboxId).catch(() => undefined);
     }
   } finally {
     // Nothing of this check is the person's: the sandbox, the worktree and the branch all go.

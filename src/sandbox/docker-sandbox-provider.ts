@@ -1,20 +1,15 @@
 /**
  * The core's SandboxProviderPort: builds the task's container spec from the config and the prepared
- * workspace (the sandbox repository at /workspace, a per-task CODEX_HOME, limits, network), starts it, and
- * runs the set-up commands once before the first worker run.
+ * workspace (the sandbox repository at /workspace, a per-task CODEX_HOME, limits, network) and starts it as
+ * soon as the workspace is mountable; runs the set-up commands once the workspace is prepared, before the
+ * first worker run.
  */
 import { chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
-import type {
-  MountSpec,
-  PreparedTask,
-  SandboxNetwork,
-  SandboxProviderPort,
-  SandboxRuntime,
-} from '../core/ports.js';
+import type { MountSpec, SandboxNetwork, SandboxProviderPort, SandboxRuntime } from '../core/ports.js';
 import { AgentRunnerError } from '../errors.js';
-import type { PreparedWorkspace } from '../workspace/prepare-task-workspace.js';
+import type { WorkspaceMount } from '../workspace/prepare-task-workspace.js';
 
 export const CODEX_HOME_IN_SANDBOX = '/codex-home';
 
@@ -34,8 +29,8 @@ export interface DockerSandboxProviderOptions {
   image: string;
   repoRoot: string;
   taskId: string;
-  /** The prepared workspace (mounts, worker user); read when start() is called. */
-  workspace: () => PreparedWorkspace;
+  /** The workspace's mount and worker user; read when create() is called (the workspace is mountable). */
+  workspace: () => WorkspaceMount;
   access: SandboxModelAccess;
   /** Runs `sandbox.setup` and switches to the worker network policy; provided with the gateway. */
   setup?: (sandboxId: string) => Promise<void>;
@@ -53,7 +48,7 @@ export class DockerSandboxProvider implements SandboxProviderPort {
     return path.join(this.options.workspace().runDir, 'codex-home');
   }
 
-  async start(_task: PreparedTask): Promise<string> {
+  async create(): Promise<string> {
     const { config, access } = this.options;
     const workspace = this.options.workspace();
     const codexHome = this.codexHomeHostPath();
@@ -78,19 +73,19 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       ...(access.keeper ? { keeper: access.keeper } : {}),
       ...(this.options.labels ? { labels: this.options.labels } : {}),
     });
+    return info.id;
+  }
+
+  async setUp(sandboxId: string): Promise<void> {
     try {
-      await this.options.setup?.(info.id);
+      await this.options.setup?.(sandboxId);
     } catch (error) {
-      // --keep-sandbox holds on every path, a failed set-up included: that is when the person wants to look.
-      if (this.options.keep) this.options.onKept?.(info.id);
-      else await this.options.runtime.remove(info.id).catch(() => undefined);
       throw error instanceof AgentRunnerError
         ? error
         : new AgentRunnerError('sandbox_failed', `Sandbox set-up failed: ${(error as Error).message}`, {
             cause: error,
           });
     }
-    return info.id;
   }
 
   async stop(sandboxId: string): Promise<void> {

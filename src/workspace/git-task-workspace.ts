@@ -4,7 +4,13 @@
  * uncommitted work on a WIP ref.
  */
 import type { Config } from '../config/schema.js';
-import type { CheckBounds, PreparedTask, SandboxRuntime, TaskWorkspacePort } from '../core/ports.js';
+import type {
+  CheckBounds,
+  PreparedTask,
+  SandboxRuntime,
+  TaskWorkspacePort,
+  WorkspacePreparation,
+} from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, DodOutcome, TaskFacts } from '../core/types.js';
 import { runCriteriaChecks } from './criteria-checks.js';
 import { resolveDodChecks } from './detect-dod-checks.js';
@@ -12,7 +18,11 @@ import { runDodChecks } from './dod-checks.js';
 import { git, tryGit } from './git-command.js';
 import { taskLayout } from './layout.js';
 import type { OwnershipApplier } from './permissions.js';
-import { prepareTaskWorkspace, type PreparedWorkspace } from './prepare-task-workspace.js';
+import {
+  prepareTaskWorkspace,
+  type PreparedWorkspace,
+  type WorkspaceMount,
+} from './prepare-task-workspace.js';
 import { scopeStatement } from './scope-statement.js';
 import type { Scope } from './scope.js';
 import { fetchFromSandbox, syncBack } from './sync-back.js';
@@ -57,14 +67,26 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     private readonly options: GitTaskWorkspaceOptions,
   ) {}
 
-  /** Set after prepare(): what the sandbox provider mounts. */
+  private mounted: WorkspaceMount | null = null;
+
+  /** Set after prepare(). */
   get workspace(): PreparedWorkspace {
     if (!this.prepared) throw new Error('workspace not prepared');
     return this.prepared;
   }
 
-  async prepare(): Promise<PreparedTask> {
-    this.prepared = await prepareTaskWorkspace({
+  /** Set once the preparation says the workspace is mountable: what the sandbox provider mounts. */
+  get mount(): WorkspaceMount {
+    if (!this.mounted) throw new Error('workspace not mountable yet');
+    return this.mounted;
+  }
+
+  prepare(): WorkspacePreparation {
+    let isMountable!: () => void;
+    const mountable = new Promise<void>((resolve) => {
+      isMountable = resolve;
+    });
+    const prepared = prepareTaskWorkspace({
       repoRoot: this.options.repoRoot,
       taskId: this.options.taskId,
       base: this.options.base,
@@ -73,14 +95,22 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       // The worktree is checked out while the sandbox starts and the first worker run goes on; every step
       // that brings commits back (observe, preserveUncommitted) awaits it first.
       deferWorktree: true,
+      onMountable: (mount) => {
+        this.mounted = mount;
+        isMountable();
+      },
+    }).then((workspace): PreparedTask => {
+      this.prepared = workspace;
+      return {
+        branch: workspace.branch,
+        baseSha: workspace.baseSha,
+        worktreePath: workspace.worktreePath,
+        dirtyStart: workspace.dirtyStart,
+        scopeStatement: scopeStatement(this.options.scope),
+      };
     });
-    return {
-      branch: this.prepared.branch,
-      baseSha: this.prepared.baseSha,
-      worktreePath: this.prepared.worktreePath,
-      dirtyStart: this.prepared.dirtyStart,
-      scopeStatement: scopeStatement(this.options.scope),
-    };
+    // A preparation that fails before the workspace is mountable rejects both.
+    return { mountable: Promise.race([mountable, prepared.then(() => undefined)]), prepared };
   }
 
   /** Waits for the background worktree checkout, whatever its outcome: nothing of it outlives the task. */

@@ -5,7 +5,7 @@
  */
 import { CONFIG_FILE_NAME } from '../config/load.js';
 import { existsSync } from 'node:fs';
-import { appendFile, readFile, stat, writeFile, mkdir } from 'node:fs/promises';
+import { appendFile, readFile, stat, writeFile, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { MountSpec } from '../core/ports.js';
 import { UserError } from '../errors.js';
@@ -13,9 +13,9 @@ import { git, splitNul, tryGit } from './git-command.js';
 import { inspectRepository } from './inspect-repository.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment, taskLayout, type TaskLayout } from './layout.js';
 import { applyScopePermissions, guardIdsFor, type OwnershipApplier, type UserIds } from './permissions.js';
-import { createSandboxRepository, sandboxGitDir } from './sandbox-repository.js';
+import { fillSandboxRepository, initSandboxRepository, sandboxGitDir } from './sandbox-repository.js';
 import { compileScope, type Scope } from './scope.js';
-import { createSnapshot } from './snapshot.js';
+import { createSnapshot, type Snapshot } from './snapshot.js';
 import { resolveCommit } from './tree-entries.js';
 import {
   readCommitMap,
@@ -45,14 +45,30 @@ export interface PrepareTaskWorkspaceOptions {
    * for the person, and for the first sync-back, which awaits it.
    */
   deferWorktree?: boolean;
+  /**
+   * Told as soon as a sandbox can be created over the workspace (the sandbox repository's directory exists,
+   * the worker's user is known), before the files are checked out into it: the container starts meanwhile.
+   */
+  onMountable?: (mount: WorkspaceMount) => void;
 }
 
 /** The steps of a preparation, as the benchmark reports them. */
 export type PreparationStep =
   'inspect' | 'branch' | 'worktree' | 'snapshot' | 'sandbox repository' | 'permissions';
 
+/** What a sandbox needs to be created over the workspace; known before the files are checked out. */
+export interface WorkspaceMount {
+  runDir: string;
+  workerUser: UserIds;
+  /** For SandboxSpec: the sandbox repository at /workspace, nothing else of the user's. */
+  mounts: MountSpec[];
+  workdir: string;
+  /** For SandboxSpec.env: lets git inside trust /workspace, which belongs to the guard uid. */
+  env: Record<string, string>;
+}
+
 /** Everything the runner needs to start the sandbox and, later, to sync and gather facts. */
-export interface PreparedWorkspace {
+export interface PreparedWorkspace extends WorkspaceMount {
   taskId: string;
   repoRoot: string;
   branch: string;
@@ -62,7 +78,6 @@ export interface PreparedWorkspace {
   snapshotOf: string;
   worktreePath: string;
   sandboxRepoPath: string;
-  runDir: string;
   /** The user's main working tree had uncommitted or untracked changes (not brought into the sandbox). */
   dirtyStart: boolean;
   dirtyPaths: string[];
@@ -73,16 +88,10 @@ export interface PreparedWorkspace {
   worktreeCreated: boolean;
   /** Settles when the person's worktree is there (at once unless `deferWorktree`); rejects when it failed. */
   worktreeReady: Promise<void>;
-  workerUser: UserIds;
   guardUser: UserIds;
   /** False when the runner could not chown (not root): read-only scope is then only a write-bit courtesy. */
   readOnlyEnforced: boolean;
   scope: Scope;
-  /** For SandboxSpec: the sandbox repository at /workspace, nothing else of the user's. */
-  mounts: MountSpec[];
-  workdir: string;
-  /** For SandboxSpec.env: lets git inside trust /workspace, which belongs to the guard uid. */
-  env: Record<string, string>;
 }
 
 const GITIGNORE_LINES = ['worktrees/', 'sandboxes/', 'runs/'];
@@ -210,6 +219,8 @@ async function addWorktree(repoRoot: string, layout: TaskLayout): Promise<void> 
   }
 }
 
+const noop = (): void => undefined;
+
 /** Awaits every one of `work` (none is left running), then throws the first failure if any. */
 async function together<T extends readonly unknown[]>(work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
   const settled = await Promise.allSettled(work);
@@ -274,6 +285,19 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
   }
   const workerUser = options.workerUser ?? (await workerUserFor(repoRoot));
   const guardUser = guardIdsFor(workerUser);
+  const mount: WorkspaceMount = {
+    runDir: layout.runDir,
+    workerUser,
+    mounts: [{ hostPath: layout.sandboxRepoPath, containerPath: SANDBOX_WORKDIR, readOnly: false }],
+    workdir: SANDBOX_WORKDIR,
+    env: sandboxGitEnvironment(),
+  };
+  if (!reusable) await mkdir(layout.sandboxRepoPath, { recursive: true });
+  options.onMountable?.(mount);
+  const removeMadeDirectory = async (error: unknown): Promise<never> => {
+    await rm(layout.sandboxRepoPath, { recursive: true, force: true }).catch(() => undefined);
+    throw error;
+  };
 
   // The sandbox repository, then its permissions. Independent of the person's worktree and of the status of
   // their main tree, which run at the same time (each writes or reads its own files).
@@ -281,17 +305,20 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     let state: WorkspaceState;
     if (reusable) state = previous;
     else {
-      const snapshot = await step('snapshot', () =>
-        createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef),
-      );
+      // The directory was made by this call (and may be mounted already): when the snapshot or the sandbox
+      // repository fails, it goes, so the next run does not find a directory it does not know.
+      const [snapshot] = await together<[Snapshot, void]>([
+        step('snapshot', () => createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef)),
+        initSandboxRepository({ sandboxRepoPath: layout.sandboxRepoPath, branch: layout.branch }),
+      ]).catch(removeMadeDirectory);
       await step('sandbox repository', () =>
-        createSandboxRepository({
+        fillSandboxRepository({
           repoRoot,
           sandboxRepoPath: layout.sandboxRepoPath,
           snapshotSha: snapshot.sha,
           branch: layout.branch,
         }),
-      );
+      ).catch(removeMadeDirectory);
       const commitMap = await readCommitMap(layout.commitMapPath);
       commitMap.map[snapshot.sha] = branchHead;
       await writeJsonAtomic(layout.commitMapPath, commitMap);
@@ -318,15 +345,21 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     );
     return { state, readOnlyEnforced: permissions.readOnlyEnforced };
   };
-  const worktree = makeWorktree ? step('worktree', () => addWorktree(repoRoot, layout)) : Promise.resolve();
+  const sandboxSide = prepareSandbox();
+  // A deferred worktree is checked out once the sandbox is: on 2 cores two checkouts at once slow the one on
+  // the way to the first worker request. Otherwise both run at once, for the shortest total.
+  const worktreeMayStart = options.deferWorktree ? sandboxSide.then(noop, noop) : Promise.resolve();
+  const worktree = makeWorktree
+    ? worktreeMayStart.then(() => step('worktree', () => addWorktree(repoRoot, layout)))
+    : Promise.resolve();
   // A deferred worktree's failure is reported where it is awaited, not as an unhandled rejection meanwhile.
-  worktree.catch(() => undefined);
+  worktree.catch(noop);
   const [dirtyPaths, , sandbox] = await together<
     [string[], void, Awaited<ReturnType<typeof prepareSandbox>>]
   >([
     step('inspect', () => dirtyPathsOf(repoRoot)),
     options.deferWorktree ? Promise.resolve() : worktree,
-    prepareSandbox(),
+    sandboxSide,
   ]);
   const { state } = sandbox;
   const worktreeCreated = makeWorktree;
@@ -342,7 +375,6 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     snapshotOf: state.snapshotOf,
     worktreePath: layout.worktreePath,
     sandboxRepoPath: layout.sandboxRepoPath,
-    runDir: layout.runDir,
     dirtyStart: dirtyPaths.length > 0,
     dirtyPaths,
     detachedHead: repository.detached,
@@ -350,12 +382,9 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     sandboxReused,
     worktreeCreated,
     worktreeReady: worktree,
-    workerUser,
+    ...mount,
     guardUser,
     readOnlyEnforced: permissions.readOnlyEnforced,
     scope: options.scope,
-    mounts: [{ hostPath: layout.sandboxRepoPath, containerPath: SANDBOX_WORKDIR, readOnly: false }],
-    workdir: SANDBOX_WORKDIR,
-    env: sandboxGitEnvironment(),
   };
 }

@@ -12,22 +12,35 @@ import { git, tryGit } from './git-command.js';
 export const WORKER_IDENTITY = { name: 'agent-runner worker', email: 'worker@agent-runner.invalid' };
 
 /**
- * Creates the sandbox repository and checks out `branch` at the snapshot. Only the objects reachable from the
- * snapshot (which has no parent: the filtered tree) go into it, as one pack that the host's `pack-objects`
- * writes straight into the new repository, index included: no delta search (`--window=0`, existing deltas
- * between packed objects are reused), no second hashing pass (`index-pack`), nothing sent over a transport.
- * The checkout uses git's parallel workers.
+ * Starts the sandbox repository: an empty repository on `branch` with the worker's identity. Needs nothing
+ * of the snapshot, so it runs while the snapshot is made.
  */
-export async function createSandboxRepository(options: {
+export async function initSandboxRepository(options: {
+  sandboxRepoPath: string;
+  branch: string;
+}): Promise<void> {
+  const cwd = options.sandboxRepoPath;
+  await mkdir(cwd, { recursive: true });
+  await git(['init', '-q', `--initial-branch=${options.branch}`], { cwd });
+  await git(['config', 'user.name', WORKER_IDENTITY.name], { cwd });
+  await git(['config', 'user.email', WORKER_IDENTITY.email], { cwd });
+}
+
+/**
+ * Fills the initialised sandbox repository and checks out `branch` at the snapshot. Only the objects
+ * reachable from the snapshot (which has no parent: the filtered tree) go into it, as one pack that the
+ * host's `pack-objects` writes straight into the new repository, index included: no delta search
+ * (`--window=0`, existing deltas between packed objects are reused), no second hashing pass (`index-pack`),
+ * nothing sent over a transport. The checkout uses git's parallel workers.
+ */
+export async function fillSandboxRepository(options: {
   repoRoot: string;
   sandboxRepoPath: string;
   snapshotSha: string;
   branch: string;
 }): Promise<void> {
   const { sandboxRepoPath } = options;
-  await mkdir(sandboxRepoPath, { recursive: true });
   const cwd = sandboxRepoPath;
-  await git(['init', '-q', `--initial-branch=${options.branch}`], { cwd });
   // Host git in the user's repository (trusted), writing into the fresh sandbox repository the host just
   // made: no worker has touched it yet. `--revs` with only the parentless snapshot: its commit, its trees and
   // their blobs, and never a thin pack, so no delta can refer to an object that is not in the sandbox.
@@ -51,24 +64,25 @@ export async function createSandboxRepository(options: {
       `The sandbox repository did not receive the snapshot ${options.snapshotSha}; remove ${sandboxRepoPath} and run again.`,
     );
   }
-  await git(['update-ref', 'refs/agent-runner/snapshot', options.snapshotSha], { cwd });
   // Hooks off for the one checkout the host does here; the worker's hooks later run only inside the sandbox.
-  await git(
-    [
-      '-c',
-      'core.hooksPath=/dev/null',
-      '-c',
-      'checkout.workers=0',
-      'checkout',
-      '-q',
-      '-B',
-      options.branch,
-      options.snapshotSha,
-    ],
-    { cwd },
-  );
-  await git(['config', 'user.name', WORKER_IDENTITY.name], { cwd });
-  await git(['config', 'user.email', WORKER_IDENTITY.email], { cwd });
+  // The snapshot's ref is its own file: written alongside the checkout.
+  await Promise.all([
+    git(['update-ref', 'refs/agent-runner/snapshot', options.snapshotSha], { cwd }),
+    git(
+      [
+        '-c',
+        'core.hooksPath=/dev/null',
+        '-c',
+        'checkout.workers=0',
+        'checkout',
+        '-q',
+        '-B',
+        options.branch,
+        options.snapshotSha,
+      ],
+      { cwd },
+    ),
+  ]);
 }
 
 /**

@@ -34,13 +34,21 @@ export async function createSnapshot(
   scope: ScopeMatcher,
   ref: string,
 ): Promise<Snapshot> {
-  const excludedEntries = await excludedEntriesOf(repoRoot, commit, scope);
-  const tree = await buildTree(
-    repoRoot,
-    `${commit}^{tree}`,
-    excludedEntries.map((entry) => ({ kind: 'remove', path: entry.path })),
-  );
-  const date = (await git(['show', '-s', '--format=%ct +0000', commit], { cwd: repoRoot })).trim();
+  const [excludedEntries, shown] = await Promise.all([
+    excludedEntriesOf(repoRoot, commit, scope),
+    git(['show', '-s', '--format=%T %ct', commit], { cwd: repoRoot }),
+  ]);
+  const [commitTree = '', seconds = ''] = shown.trim().split(' ');
+  const date = `${seconds} +0000`;
+  // Nothing excluded: the commit's own tree, with no index to build.
+  const tree =
+    excludedEntries.length === 0
+      ? commitTree
+      : await buildTree(
+          repoRoot,
+          commitTree,
+          excludedEntries.map((entry) => ({ kind: 'remove', path: entry.path })),
+        );
   const identity = {
     GIT_AUTHOR_NAME: 'agent-runner',
     GIT_AUTHOR_EMAIL: 'agent-runner@localhost',

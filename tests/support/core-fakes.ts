@@ -14,6 +14,7 @@ import type {
   WorkerAdapter,
   WorkerRunRequest,
   WorkerRunResult,
+  WorkspacePreparation,
 } from '../../src/core/ports.js';
 import type {
   AcceptanceCriterion,
@@ -142,7 +143,13 @@ export class FakeWorkspace implements TaskWorkspacePort {
   prepared = 0;
   constructor(private readonly repo: FakeRepo) {}
 
-  async prepare(): Promise<PreparedTask> {
+  prepare(): WorkspacePreparation {
+    // Mountable when prepared: tests that need the two apart override this.
+    const prepared = this.prepareTask();
+    return { mountable: prepared.then(() => undefined), prepared };
+  }
+
+  async prepareTask(): Promise<PreparedTask> {
     this.prepared += 1;
     return {
       branch: 'agent-runner/T-1',
@@ -241,12 +248,18 @@ export class FakeWorkspace implements TaskWorkspacePort {
 
 export class FakeSandboxes implements SandboxProviderPort {
   readonly live = new Set<string>();
+  /** Containers created. */
   started = 0;
-  async start(): Promise<string> {
+  /** Sandboxes set up (their ids). */
+  readonly setUpIds: string[] = [];
+  async create(): Promise<string> {
     this.started += 1;
     const id = `sandbox-${this.started}`;
     this.live.add(id);
     return id;
+  }
+  async setUp(id: string): Promise<void> {
+    this.setUpIds.push(id);
   }
   async stop(id: string): Promise<void> {
     this.live.delete(id);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
-import type { PreparedTask } from '../../src/core/ports.js';
+import type { WorkspacePreparation } from '../../src/core/ports.js';
 import { TaskRunner, type TaskRecord } from '../../src/core/task-runner.js';
 import type { Plan, Usage } from '../../src/core/types.js';
 import { AgentRunnerError, ModelBehaviorError } from '../../src/errors.js';
@@ -34,20 +34,43 @@ function gate<T = void>() {
   return { promise, resolve, reject };
 }
 
-/** A workspace whose preparation finishes when the test opens its gate. */
+/**
+ * A workspace whose preparation finishes when the test opens `opened`. It is mountable at the same moment,
+ * or, with `mountableFirst`, when the test opens `mountable` (the files still being checked out).
+ */
 class GatedWorkspace extends FakeWorkspace {
   readonly opened = gate();
+  readonly mountable = gate();
   constructor(
     repo: FakeRepo,
     private readonly log: string[],
+    private readonly mountableFirst = false,
   ) {
     super(repo);
   }
-  override async prepare(): Promise<PreparedTask> {
+  override prepare(): WorkspacePreparation {
     this.log.push('prepare started');
-    await this.opened.promise;
-    this.log.push('prepare finished');
-    return super.prepare();
+    const prepared = this.opened.promise.then(() => {
+      this.log.push('prepare finished');
+      return this.prepareTask();
+    });
+    const mountable = this.mountableFirst ? this.mountable.promise : prepared.then(() => undefined);
+    return { mountable: Promise.race([mountable, prepared.then(() => undefined)]), prepared };
+  }
+}
+
+/** Sandboxes whose create or set-up fails when told to. */
+class FailingSandboxes extends FakeSandboxes {
+  constructor(private readonly failing: 'create' | 'setUp') {
+    super();
+  }
+  override async create(): Promise<string> {
+    if (this.failing === 'create') throw new AgentRunnerError('sandbox_failed', 'no such image: worker');
+    return super.create();
+  }
+  override async setUp(id: string): Promise<void> {
+    if (this.failing === 'setUp') throw new AgentRunnerError('sandbox_failed', 'set-up: npm ci exited 1');
+    return super.setUp(id);
   }
 }
 
@@ -75,12 +98,17 @@ class LoggedMeta extends ScriptedMetaAgent {
   }
 }
 
-async function setup(script: MetaStep[], hold: boolean, planError?: unknown) {
+async function setup(
+  script: MetaStep[],
+  hold: boolean,
+  planError?: unknown,
+  options: { mountableFirst?: boolean; sandboxes?: FakeSandboxes } = {},
+) {
   const log: string[] = [];
   const repo = fakeRepo();
   const meta = new LoggedMeta(script, log, hold);
-  const workspace = new GatedWorkspace(repo, log);
-  const sandboxes = new FakeSandboxes();
+  const workspace = new GatedWorkspace(repo, log, options.mountableFirst);
+  const sandboxes = options.sandboxes ?? new FakeSandboxes();
   const events: StampedEvent[] = [];
   const notes: TaskRecord[] = [];
   const runner = new TaskRunner(
@@ -198,5 +226,101 @@ describe('task start: planning does not wait for preparation', () => {
     expect(t.sandboxes.started).toBe(0);
     expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
     expect(t.notes[0]?.error?.code).toBe('model_unreachable');
+  });
+});
+
+describe('task start: the sandbox starts while the files are checked out', () => {
+  const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
+  const abortPlan: MetaStep[] = [
+    { kind: 'plan', plan },
+    { kind: 'decide', decision: { action: 'abort', reason: 'stop here', usedPatterns: [] } },
+  ];
+
+  it('creates the container once the workspace is mountable and sets it up once it is prepared', async () => {
+    const t = await setup(abortPlan, false, undefined, { mountableFirst: true });
+    const running = t.runner.run();
+    await tick();
+    expect(t.sandboxes.started).toBe(0);
+    t.workspace.mountable.resolve();
+    await tick();
+    // The container is there while the preparation is not finished; nothing runs in it yet.
+    expect(t.sandboxes.started).toBe(1);
+    expect(t.log).not.toContain('prepare finished');
+    expect(t.sandboxes.setUpIds).toEqual([]);
+    t.workspace.opened.resolve();
+    const summary = await running;
+    expect(summary.reason).toContain('stop here');
+    expect(t.sandboxes.setUpIds).toEqual(['sandbox-1']);
+    expect(eventTypes(t.events)).toEqual(['task_started', 'sandbox_started', 'plan', 'note_written']);
+    expect(t.sandboxes.live.size).toBe(0);
+  });
+
+  it('a preparation failing after the container started removes it', async () => {
+    const t = await setup(abortPlan, true, undefined, { mountableFirst: true });
+    const running = t.runner.run();
+    t.workspace.mountable.resolve();
+    await tick();
+    expect(t.sandboxes.live.size).toBe(1);
+    t.workspace.opened.reject(new AgentRunnerError('workspace_failed', 'git checkout failed: disk full'));
+    const summary = await running;
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toContain('git checkout failed: disk full');
+    expect(t.meta.signal?.aborted).toBe(true);
+    expect(t.sandboxes.live.size).toBe(0);
+    expect(t.sandboxes.setUpIds).toEqual([]);
+    expect(eventTypes(t.events)).toEqual(['note_written']);
+  });
+
+  it('a container that fails to start lets the preparation finish, then fails the task with its error', async () => {
+    const t = await setup(abortPlan, false, undefined, {
+      mountableFirst: true,
+      sandboxes: new FailingSandboxes('create'),
+    });
+    const running = t.runner.run();
+    t.workspace.mountable.resolve();
+    await tick();
+    expect(t.log).not.toContain('prepare finished');
+    t.workspace.opened.resolve();
+    const summary = await running;
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toContain('no such image: worker');
+    expect(t.log).toContain('prepare finished');
+    // The note names the prepared branch.
+    expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
+    expect(t.notes[0]?.task?.branch).toBe('agent-runner/T-1');
+  });
+
+  it('a failed set-up removes the sandbox, with nothing to preserve from it', async () => {
+    const sandboxes = new FailingSandboxes('setUp');
+    const t = await setup(abortPlan, false, undefined, { sandboxes });
+    t.workspace.opened.resolve();
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toContain('npm ci exited 1');
+    expect(sandboxes.started).toBe(1);
+    expect(sandboxes.live.size).toBe(0);
+    expect(t.events.map((event) => event.type)).not.toContain('preserved');
+    expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
+  });
+
+  it('a planning that failed after the container started removes it, unset up', async () => {
+    const t = await setup(
+      [{ kind: 'error', on: 'plan', error: new AgentRunnerError('model_http_error', 'HTTP 500') }],
+      true,
+      undefined,
+      { mountableFirst: true },
+    );
+    const running = t.runner.run();
+    t.workspace.mountable.resolve();
+    await tick();
+    expect(t.sandboxes.started).toBe(1);
+    t.meta.release.resolve();
+    await tick();
+    t.workspace.opened.resolve();
+    const summary = await running;
+    expect(summary.reason).toContain('HTTP 500');
+    expect(t.sandboxes.live.size).toBe(0);
+    expect(t.sandboxes.setUpIds).toEqual([]);
+    expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
   });
 });
