@@ -14,6 +14,30 @@
 export const EXEC_MARKER_VARIABLE = 'AGENT_RUNNER_EXEC';
 
 /**
+ * The end of both scripts: `<signal> TERM`, a grace period of `$grace_ticks` tenths of a second while any
+ * survives (`<signal> 0` counts them), then `<signal> KILL` until none is left. `<signal> SIG` sets `found` to
+ * the number of processes it signalled. Exit 0: none is left; exit 3: some survived 50 rounds of SIGKILL.
+ */
+function escalation(signal: string): string {
+  return `${signal} TERM
+tick=0
+while [ "$found" -gt 0 ] && [ "$tick" -lt "$grace_ticks" ]; do
+  sleep 0.1 2>/dev/null
+  tick=$((tick + 1))
+  ${signal} 0
+done
+round=0
+while [ "$round" -lt 50 ]; do
+  ${signal} KILL
+  [ "$found" -eq 0 ] && exit 0
+  sleep 0.05 2>/dev/null
+  round=$((round + 1))
+done
+exit 3
+`;
+}
+
+/**
  * Runs under bash (builtins only in the scan, so it works even when the pids limit leaves no room for a fork)
  * or, when the image has no bash, under sh with `tr` and `grep`. No text from the model or the user is in it:
  * the marker and the grace period come in as positional arguments.
@@ -44,22 +68,7 @@ signal_marked() {
     fi
   done
 }
-signal_marked TERM
-tick=0
-while [ "$found" -gt 0 ] && [ "$tick" -lt "$grace_ticks" ]; do
-  sleep 0.1 2>/dev/null
-  tick=$((tick + 1))
-  signal_marked 0
-done
-round=0
-while [ "$round" -lt 50 ]; do
-  signal_marked KILL
-  [ "$found" -eq 0 ] && exit 0
-  sleep 0.05 2>/dev/null
-  round=$((round + 1))
-done
-exit 3
-`;
+${escalation('signal_marked')}`;
 
 /** The killer's argv for one interpreter (`/bin/bash` first, `/bin/sh` when bash is missing). */
 export function killerArgv(interpreter: '/bin/bash' | '/bin/sh', marker: string, graceMs: number): string[] {
@@ -125,22 +134,7 @@ signal_strays() {
     kill -s "$1" "$pid" 2>/dev/null && found=$((found + 1))
   done
 }
-signal_strays TERM
-tick=0
-while [ "$found" -gt 0 ] && [ "$tick" -lt "$grace_ticks" ]; do
-  sleep 0.1 2>/dev/null
-  tick=$((tick + 1))
-  signal_strays 0
-done
-round=0
-while [ "$round" -lt 50 ]; do
-  signal_strays KILL
-  [ "$found" -eq 0 ] && exit 0
-  sleep 0.05 2>/dev/null
-  round=$((round + 1))
-done
-exit 3
-`;
+${escalation('signal_strays')}`;
 
 /** The reaper's argv (see REAPER_SCRIPT); it needs bash, which the worker image has. */
 export function reaperArgv(graceMs: number): string[] {
