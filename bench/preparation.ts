@@ -29,7 +29,7 @@ export interface PreparationRow {
   floorMs: number;
   /** prepareTaskWorkspace with the sandbox started alongside: everything before the first worker request but the worker. */
   preparationMs: number;
-  /** The same for a second task in the same repository (later tasks: each one more task in it). */
+  /** The same for a second task in the same repository (which holds the first task). */
   secondTaskMs: number;
   /** Preparing the first task again (a resume: branch, worktree and sandbox repository reused). */
   resumeMs: number;
@@ -37,7 +37,11 @@ export interface PreparationRow {
   ratio: number;
 }
 
-async function floor(repo: string, engine: RawEngine, sandboxes: BenchSandboxes) {
+/**
+ * The floor of preparing a task in `repo`: `git worktree add` of HEAD, then a container created and started
+ * through the Engine API directly (each timed; both undone afterwards, untimed).
+ */
+export async function measureFloor(repo: string, engine: RawEngine, sandboxes: BenchSandboxes) {
   const directory = await mkdtemp(path.join(tmpdir(), 'agent-runner-bench-worktree-'));
   const target = path.join(directory, 'wt');
   const started = performance.now();
@@ -98,8 +102,9 @@ async function prepareAndStart(
 }
 
 /**
- * One row of the series: the floor and a first task alternately (`repetitions` times, medians), then as many
- * later tasks and re-preparations of the first (a resume) in the same repository (medians).
+ * One row of the series, `repetitions` times from a pristine repository (medians): the floor and a first task
+ * (alternating which goes first), then a second task in the same repository and the first prepared again (a
+ * resume).
  */
 export async function measurePreparation(
   files: number,
@@ -115,12 +120,14 @@ export async function measurePreparation(
   const worktreeAdd: number[] = [];
   const containerStart: number[] = [];
   const firsts: number[] = [];
+  const seconds: number[] = [];
+  const resumes: number[] = [];
   let steps: PreparationRow['steps'] = {};
   for (let index = 0; index < repetitions; index += 1) {
     if (index > 0) await resetSyntheticRepo(repo);
     const floorFirst = index % 2 === 0;
     const runFloor = async () => {
-      const measured = await floor(repo, context.engine, context.sandboxes);
+      const measured = await measureFloor(repo, context.engine, context.sandboxes);
       worktreeAdd.push(measured.worktreeAddMs);
       containerStart.push(measured.containerStartMs);
     };
@@ -128,13 +135,9 @@ export async function measurePreparation(
     steps = {};
     firsts.push((await prepareAndStart(repo, 'bench-first', context.runtime, context.sandboxes, steps)).ms);
     if (!floorFirst) await runFloor();
-  }
-  // As many samples as the first task had, so the comparison is median against median.
-  const seconds: number[] = [];
-  const resumes: number[] = [];
-  for (let index = 0; index < repetitions; index += 1) {
-    const taskId = `bench-second-${index}`;
-    seconds.push((await prepareAndStart(repo, taskId, context.runtime, context.sandboxes)).ms);
+    // In the same repetition, so a drift in the machine's load hits the first task and the later ones alike:
+    // a second task in the repository that now holds the first, then the first prepared again (a resume).
+    seconds.push((await prepareAndStart(repo, 'bench-second', context.runtime, context.sandboxes)).ms);
     resumes.push((await prepareAndStart(repo, 'bench-first', context.runtime, context.sandboxes)).ms);
   }
   await resetSyntheticRepo(repo);

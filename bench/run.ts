@@ -30,7 +30,7 @@ import {
   compareExec,
   compareExecRawApi,
 } from './sandbox-comparison.js';
-import { measurePreparation, type PreparationRow } from './preparation.js';
+import { measureFloor, measurePreparation, type PreparationRow } from './preparation.js';
 import { rawEngine } from './raw-engine.js';
 import { measureSetupInstall } from './setup-install.js';
 import { round } from './stats.js';
@@ -124,16 +124,21 @@ async function main(): Promise<void> {
     progress('7. agent-runner run → first Meta-agent request and first worker request');
     const startLatency: StartLatency[] = [];
     const small = await smallRepository(scratch);
-    startLatency.push(await measureStartLatency(small, 'small (demo project)', 4, scratch));
+    const floorOf = (repo: string) => async () => {
+      const measured = await measureFloor(repo, engine, sandboxes);
+      return measured.worktreeAddMs + measured.containerStartMs;
+    };
+    startLatency.push(await measureStartLatency(small, 'small (demo project)', 4, scratch, floorOf(small)));
     const big = await syntheticRepo({ files: 30000 }, progress);
     try {
-      startLatency.push(await measureStartLatency(big, '30,000 files', 30000, scratch));
+      startLatency.push(await measureStartLatency(big, '30,000 files', 30000, scratch, floorOf(big)));
     } finally {
       await resetSyntheticRepo(big);
     }
     for (const start of startLatency)
       progress(
-        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; node -e 0 ${start.nodeFloorMs} ms), worker ${start.firstWorkerRequestMs} ms`,
+        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; node -e 0 ${start.nodeFloorMs} ms), ` +
+          `worker ${start.firstWorkerRequestMs} ms (median) vs floor ${start.floorMs} ms (${start.workerRatio}x)`,
       );
 
     progress('8. a PRD split into 4 subtasks: parallel.max 4 vs 1, zero-latency and 5 s model');
