@@ -9,7 +9,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Config } from './config/schema.js';
 import type { SetupCommandReport, StampedEvent } from './core/events.js';
-import type { Clock, HumanPort, OwnershipEntry, SandboxRuntime, WorkerAdapter } from './core/ports.js';
+import type { Clock, HumanPort, SandboxRuntime, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
 import type { Plan, TaskSummary, Usage } from './core/types.js';
 import { EnvironmentError } from './errors.js';
@@ -28,7 +28,8 @@ import { readNoteMemory } from './notes/memory.js';
 import { writeTaskNote } from './notes/note-writer.js';
 import { Redaction, configSecrets, type Redactor } from './notes/redact.js';
 import { loadPatternLibrary } from './patterns/pattern-library.js';
-import { CODEX_HOME_IN_SANDBOX, DockerSandboxProvider } from './sandbox/docker-sandbox-provider.js';
+import { CODEX_HOME_IN_SANDBOX } from './sandbox/docker-sandbox-provider.js';
+import { taskSandboxPorts } from './lifecycle/task-sandbox-ports.js';
 import { GatewayCheckedMetaModel, GatewayMeteredWorker } from './gateway/gateway-guards.js';
 import type { TaskBudget } from './gateway/task-budget.js';
 import { startTaskGateway } from './gateway/task-gateway.js';
@@ -36,9 +37,8 @@ import { readWorkerImageInputs, workerImageTag } from './sandbox/worker-image.js
 import { VERSION } from './version.js';
 import { CodexWorkerAdapter } from './worker/codex-adapter.js';
 import { StateRedactingWorker } from './worker/state-redacting-worker.js';
-import { GitTaskWorkspace } from './workspace/git-task-workspace.js';
-import { SANDBOX_WORKDIR, taskLayout } from './workspace/layout.js';
-import { defaultScope, mergeScope } from './workspace/scope.js';
+import type { GitTaskWorkspace } from './workspace/git-task-workspace.js';
+import { taskLayout } from './workspace/layout.js';
 
 export const systemClock: Clock = {
   now: () => Date.now(),
@@ -380,41 +380,18 @@ async function runLockedTask(
     };
     let taskWorkspace: GitTaskWorkspace | null = null;
     function buildDockerPorts(runtime: SandboxRuntime, image: string, setup: string[]): DockerSidePorts {
-      const scope = mergeScope(defaultScope(), config.scope);
-      const workspace = new GitTaskWorkspace(runtime, {
-        repoRoot,
-        taskId,
-        base: request.base,
-        scope,
-        dod: config.dod,
-        dodSkipped: request.dodSkipped,
-        graceMs: config.worker.grace,
-        // A runner that is not root cannot chown: a helper container applies the read-only ownership.
-        ...(runtime.applyOwnership
-          ? {
-              applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
-                runtime.applyOwnership!({ taskId, repoPath: repoRoot, image, hostDir, entries }),
-            }
-          : {}),
-      });
-      const sandboxes = new DockerSandboxProvider({
+      const { workspace, sandboxes } = taskSandboxPorts({
         runtime,
-        config: { ...config, sandbox: { ...config.sandbox, setup } },
+        config,
         image,
         repoRoot,
         taskId,
-        workspace: () => workspace.mount,
-        access: gateway.access,
-        setup: (sandboxId) =>
-          gateway.setup(runtime, sandboxId, {
-            workdir: SANDBOX_WORKDIR,
-            logDir: layout.runDir,
-            signal: request.signal,
-            onReport: onSetupReport,
-            commands: setup,
-          }),
+        ...(request.base !== undefined ? { base: request.base } : {}),
+        dodSkipped: request.dodSkipped,
+        gateway,
+        setup: { signal: request.signal, onReport: onSetupReport, commands: setup },
         keep: request.keepSandbox,
-        onKept: request.onKept,
+        ...(request.onKept ? { onKept: request.onKept } : {}),
         labels: keptSandboxLabels(request.keepSandbox),
       });
       const codexHomeHostPath = path.join(layout.runDir, 'codex-home');

@@ -20,26 +20,23 @@ import {
   type RunTaskRequest,
 } from '../app.js';
 import type { Config } from '../config/schema.js';
-import type { OwnershipEntry } from '../core/ports.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
 import { totalTokens, ZERO_USAGE } from '../core/usage.js';
 import { EXIT_CODES } from '../errors.js';
 import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
 import { startTaskGateway, type TaskGateway } from '../gateway/task-gateway.js';
 import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
+import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
 import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
 import { titleOf } from '../meta/meta-agent-port.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { readNoteMemory } from '../notes/memory.js';
 import { configSecrets, Redaction, type Redactor } from '../notes/redact.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
-import { DockerSandboxProvider } from '../sandbox/docker-sandbox-provider.js';
 import { VERSION } from '../version.js';
 import { git, tryGit } from '../workspace/git-command.js';
-import { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
-import { SANDBOX_WORKDIR, taskLayout } from '../workspace/layout.js';
+import { taskLayout } from '../workspace/layout.js';
 import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
-import { defaultScope, mergeScope } from '../workspace/scope.js';
 import { resolveCommit } from '../workspace/tree-entries.js';
 import { GitIntegrationBranch } from './integration-branch.js';
 import { ProjectOrchestrator, type ProjectOutcome } from './orchestrator.js';
@@ -508,35 +505,16 @@ async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
   const { request, runtime, gateway, taskId } = input;
   const { config, repoRoot } = request;
   const layout = taskLayout(repoRoot, taskId);
-  const workspace = new GitTaskWorkspace(runtime, {
-    repoRoot,
-    taskId,
-    base: input.headSha,
-    scope: mergeScope(defaultScope(), config.scope),
-    dod: config.dod,
-    dodSkipped: false,
-    graceMs: config.worker.grace,
-    ...(runtime.applyOwnership
-      ? {
-          applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
-            runtime.applyOwnership!({ taskId, repoPath: repoRoot, image: input.image, hostDir, entries }),
-        }
-      : {}),
-  });
-  const sandboxes = new DockerSandboxProvider({
+  const { workspace, sandboxes } = taskSandboxPorts({
     runtime,
     config,
     image: input.image,
     repoRoot,
     taskId,
-    workspace: () => workspace.mount,
-    access: gateway.access,
-    setup: (sandboxId) =>
-      gateway.setup(runtime, sandboxId, {
-        workdir: SANDBOX_WORKDIR,
-        logDir: layout.runDir,
-        signal: input.signal,
-      }),
+    base: input.headSha,
+    dodSkipped: false,
+    gateway,
+    setup: input.signal ? { signal: input.signal } : {},
     keep: false,
   });
   try {
