@@ -2,7 +2,7 @@
  * The git side of the workspace with real git in temporary repositories (no Docker): task branch, worktree,
  * snapshot, sync-back with replay, DoD detection, repository preconditions.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,7 +11,7 @@ import { DEFAULT_EXCLUDE } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
 import { detectDodChecks, resolveDodChecks } from '../../src/workspace/detect-dod-checks.js';
 import { inspectRepository } from '../../src/workspace/inspect-repository.js';
-import { prepareTaskWorkspace } from '../../src/workspace/prepare-task-workspace.js';
+import { prepareTaskWorkspace, type WorkspaceMount } from '../../src/workspace/prepare-task-workspace.js';
 import { removeTaskSandbox } from '../../src/workspace/remove-task-sandbox.js';
 import type { Scope } from '../../src/workspace/scope.js';
 import { syncBack } from '../../src/workspace/sync-back.js';
@@ -82,6 +82,48 @@ describe('prepareTaskWorkspace (git side)', () => {
     expect(second.snapshotSha).toBe(first.snapshotSha);
     expect(existsSync(path.join(second.worktreePath, 'README.md'))).toBe(true);
     expect(await readFile(path.join(second.sandboxRepoPath, 'wip.txt'), 'utf8')).toBe('work in progress\n');
+  });
+
+  it('says the workspace is mountable before its files are checked out, with the mount it ends with', async () => {
+    const repo = await repoWithSecret();
+    let seen: { mount: WorkspaceMount; entries: string[] } | null = null;
+    const prepared = await prepareTaskWorkspace({
+      repoRoot: repo.root,
+      taskId: 'M-1',
+      scope: SCOPE,
+      onMountable: (mount) => {
+        seen = { mount, entries: readdirSync(mount.mounts[0]!.hostPath) };
+      },
+    });
+    expect(seen).not.toBeNull();
+    const { mount, entries } = seen!;
+    // The directory exists (a container can mount it) and holds nothing yet.
+    expect(entries).toEqual([]);
+    expect(mount).toEqual({
+      runDir: prepared.runDir,
+      workerUser: prepared.workerUser,
+      mounts: prepared.mounts,
+      workdir: prepared.workdir,
+      env: prepared.env,
+    });
+    expect(existsSync(path.join(prepared.sandboxRepoPath, 'src/app.js'))).toBe(true);
+  });
+
+  it('a sandbox repository that fails removes the directory it made, so the next run starts clean', async () => {
+    const repo = await repoWithSecret();
+    const failed = await prepareTaskWorkspace({
+      repoRoot: repo.root,
+      taskId: 'M-2',
+      scope: SCOPE,
+      // Something in the way of `git init` as soon as the directory is there.
+      onMountable: (mount) => writeFileSync(path.join(mount.mounts[0]!.hostPath, '.git'), 'not a git dir\n'),
+    }).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(Error);
+    const sandboxRepoPath = path.join(repo.root, '.agent-runner/sandboxes/M-2/repo');
+    expect(existsSync(sandboxRepoPath)).toBe(false);
+    const again = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'M-2', scope: SCOPE });
+    expect(again.sandboxReused).toBe(false);
+    expect(existsSync(path.join(again.sandboxRepoPath, 'src/app.js'))).toBe(true);
   });
 
   it('branches from --base', async () => {
