@@ -38,14 +38,17 @@ export interface PreparationRow {
 }
 
 /**
- * The floor of preparing a task in `repo`: `git worktree add` of HEAD, then a container created and started
- * through the Engine API directly (each timed; both undone afterwards, untimed).
+ * The floor of preparing a task in `repo`: `git worktree add` of HEAD (with git's parallel checkout), then a
+ * container created and started through the Engine API directly (each timed; both undone afterwards, untimed).
  */
 export async function measureFloor(repo: string, engine: RawEngine, sandboxes: BenchSandboxes) {
   const directory = await mkdtemp(path.join(tmpdir(), 'agent-runner-bench-worktree-'));
   const target = path.join(directory, 'wt');
   const started = performance.now();
-  await execa('git', ['worktree', 'add', '-q', '--detach', target, 'HEAD'], { cwd: repo });
+  // With git's parallel checkout, as agent-runner's own checkouts: the cheapest way to check the tree out.
+  await execa('git', ['-c', 'checkout.workers=0', 'worktree', 'add', '-q', '--detach', target, 'HEAD'], {
+    cwd: repo,
+  });
   const worktreeAddMs = performance.now() - started;
   await execa('git', ['worktree', 'remove', '--force', target], { cwd: repo });
   await rm(directory, { recursive: true, force: true });
