@@ -82,7 +82,7 @@ export function createProgressPrinter(
       case 'facts': {
         const facts = event.facts;
         write(
-          `${t} facts: ${facts.commits.length} commit(s) since base, ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean'}, ${facts.scopeViolations.length ? `scope violations: ${facts.scopeViolations.join(', ')}` : 'no scope violations'}`,
+          `${t} facts: ${facts.commits.length} commit(s) since base, ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean'}, ${facts.scopeViolations.length ? `scope violations: ${facts.scopeViolations.join(', ')}` : 'no scope violations'}${facts.problems?.length ? `; INCOMPLETE: ${facts.problems.join('; ')}` : ''}`,
         );
         break;
       }

@@ -69,6 +69,7 @@ export function completionRefusals(input: GateInput): string[] {
     if (facts.scopeViolations.length > 0) {
       reasons.push(`scope violations: ${facts.scopeViolations.slice(0, 10).join(', ')}`);
     }
+    if (facts.problems?.length) reasons.push(`the facts are incomplete: ${facts.problems.join('; ')}`);
   }
   if (!input.dodSkipped) {
     if (!dod) reasons.push('the Definition-of-Done checks have not run');

@@ -77,6 +77,11 @@ export const taskFactsSchema = z.object({
   scopeViolations: z.array(z.string()),
   /** Set when the worker's commits could not be fast-forwarded into the person's worktree. */
   pendingRef: z.string().optional(),
+  /**
+   * What kept the runner from observing everything, in words: a sandbox repository the host refused to read
+   * (links or planted files in its `.git`), a status that could not be read. No COMPLETE while any is there.
+   */
+  problems: z.array(z.string()).optional(),
 });
 
 export const criterionStatusSchema = z.enum(['passed', 'failed', 'unknown']);

@@ -61,6 +61,9 @@ export function describeFacts(facts: TaskFacts, run: RunRecord | undefined): str
       ? `Scope violations: ${facts.scopeViolations.join(', ')}.`
       : 'No scope violations.',
     facts.diffStat ? `Diff stat: ${facts.diffStat.trim().split('\n').at(-1)}` : '',
+    facts.problems?.length
+      ? `The facts are INCOMPLETE (the task cannot be complete while this holds): ${facts.problems.join('; ')}.`
+      : '',
   ];
   return parts.filter(Boolean).join(' ');
 }

@@ -123,6 +123,7 @@ export function noteView(record: TaskRecord, context: NoteContext): Record<strin
     dirty: lastFacts?.dirty ?? false,
     uncommitted: lastFacts?.uncommitted ?? [],
     scopeViolations: lastFacts?.scopeViolations ?? [],
+    factProblems: lastFacts?.problems ?? [],
     dodSource: lastDod?.source ?? 'not run',
     dod: (lastDod?.results ?? []).map((result) => ({
       ...result,

@@ -157,6 +157,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
         (violation) => `${violation.path} (${violation.access.replace('_', ' ')}, ${violation.where})`,
       ),
       ...(facts.pendingRef ? { pendingRef: facts.pendingRef } : {}),
+      ...(facts.problems.length > 0 ? { problems: facts.problems } : {}),
     };
   }
 

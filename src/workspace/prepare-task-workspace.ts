@@ -309,7 +309,7 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
       // repository fails, it goes, so the next run does not find a directory it does not know.
       const [snapshot] = await together<[Snapshot, void]>([
         step('snapshot', () => createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef)),
-        initSandboxRepository({ sandboxRepoPath: layout.sandboxRepoPath, branch: layout.branch }),
+        initSandboxRepository({ repoRoot, sandboxRepoPath: layout.sandboxRepoPath, branch: layout.branch }),
       ]).catch(removeMadeDirectory);
       await step('sandbox repository', () =>
         fillSandboxRepository({

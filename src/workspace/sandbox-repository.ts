@@ -3,7 +3,7 @@
  * container, whose history starts at the snapshot. After the worker has run, its `.git` is worker-controlled
  * data: the host only ever reads its task branch back with `git fetch` (see sync-back.ts).
  */
-import { lstat, mkdir } from 'node:fs/promises';
+import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentRunnerError } from '../errors.js';
 import { git, tryGit } from './git-command.js';
@@ -12,26 +12,42 @@ import { git, tryGit } from './git-command.js';
 export const WORKER_IDENTITY = { name: 'agent-runner worker', email: 'worker@agent-runner.invalid' };
 
 /**
- * Starts the sandbox repository: an empty repository on `branch` with the worker's identity. Needs nothing
- * of the snapshot, so it runs while the snapshot is made.
+ * Starts the sandbox repository: an empty repository on `branch` with the worker's identity, borrowing the
+ * person's object store for the checkout (`objects/info/alternates`) until `fillSandboxRepository` has
+ * packed the snapshot's own objects into it and removed the borrowing. Needs nothing of the snapshot, so it
+ * runs while the snapshot is made.
  */
 export async function initSandboxRepository(options: {
+  repoRoot: string;
   sandboxRepoPath: string;
   branch: string;
 }): Promise<void> {
   const cwd = options.sandboxRepoPath;
   await mkdir(cwd, { recursive: true });
-  await git(['init', '-q', `--initial-branch=${options.branch}`], { cwd });
-  await git(['config', 'user.name', WORKER_IDENTITY.name], { cwd });
-  await git(['config', 'user.email', WORKER_IDENTITY.email], { cwd });
+  const [objects] = await Promise.all([
+    git(['rev-parse', '--path-format=absolute', '--git-path', 'objects'], { cwd: options.repoRoot }),
+    git(['init', '-q', `--initial-branch=${options.branch}`], { cwd }),
+  ]);
+  // One `git config` at a time: each takes the config file's lock.
+  const identity = async () => {
+    await git(['config', 'user.name', WORKER_IDENTITY.name], { cwd });
+    await git(['config', 'user.email', WORKER_IDENTITY.email], { cwd });
+  };
+  await Promise.all([
+    identity(),
+    writeFile(path.join(cwd, '.git', 'objects', 'info', 'alternates'), `${objects.trim()}\n`, { flag: 'wx' }),
+  ]);
 }
 
 /**
- * Fills the initialised sandbox repository and checks out `branch` at the snapshot. Only the objects
- * reachable from the snapshot (which has no parent: the filtered tree) go into it, as one pack that the
- * host's `pack-objects` writes straight into the new repository, index included: no delta search
- * (`--window=0`, existing deltas between packed objects are reused), no second hashing pass (`index-pack`),
- * nothing sent over a transport. The checkout uses git's parallel workers.
+ * Fills the initialised sandbox repository and checks out `branch` at the snapshot, both at once: the
+ * checkout reads the snapshot's objects from the person's object store (borrowed by `initSandboxRepository`)
+ * while the host's `pack-objects` writes the same objects, and only those, as one pack straight into the new
+ * repository, index included: no delta search (`--window=0`, existing deltas between packed objects are
+ * reused), no second hashing pass (`index-pack`), nothing sent over a transport. Then the borrowing is
+ * removed, before anything runs in the sandbox: the repository holds only what is reachable from the
+ * parentless snapshot (the filtered tree). The checkout uses git's parallel workers and the sandbox
+ * repository's own (fresh) configuration, so no filter or hook of the person's runs.
  */
 export async function fillSandboxRepository(options: {
   repoRoot: string;
@@ -41,33 +57,22 @@ export async function fillSandboxRepository(options: {
 }): Promise<void> {
   const { sandboxRepoPath } = options;
   const cwd = sandboxRepoPath;
-  // Host git in the user's repository (trusted), writing into the fresh sandbox repository the host just
-  // made: no worker has touched it yet. `--revs` with only the parentless snapshot: its commit, its trees and
-  // their blobs, and never a thin pack, so no delta can refer to an object that is not in the sandbox.
-  await git(
-    [
-      'pack-objects',
-      '-q',
-      '--revs',
-      '--window=0',
-      '--depth=0',
-      path.join(sandboxRepoPath, '.git', 'objects', 'pack', 'pack'),
-    ],
-    { cwd: options.repoRoot, input: `${options.snapshotSha}\n` },
-  );
-  const fetched = await tryGit(['rev-parse', '--verify', '--quiet', `${options.snapshotSha}^{commit}`], {
-    cwd,
-  });
-  if (fetched.exitCode !== 0 || fetched.stdout.trim() !== options.snapshotSha) {
-    throw new AgentRunnerError(
-      'workspace_failed',
-      `The sandbox repository did not receive the snapshot ${options.snapshotSha}; remove ${sandboxRepoPath} and run again.`,
-    );
-  }
-  // Hooks off for the one checkout the host does here; the worker's hooks later run only inside the sandbox.
-  // The snapshot's ref is its own file: written alongside the checkout.
   await Promise.all([
-    git(['update-ref', 'refs/agent-runner/snapshot', options.snapshotSha], { cwd }),
+    // Host git in the user's repository (trusted), writing into the fresh sandbox repository the host just
+    // made: no worker has touched it yet. `--revs` with only the parentless snapshot: its commit, its trees
+    // and their blobs, and never a thin pack, so no delta can refer to an object that is not in the sandbox.
+    git(
+      [
+        'pack-objects',
+        '-q',
+        '--revs',
+        '--window=0',
+        '--depth=0',
+        path.join(sandboxRepoPath, '.git', 'objects', 'pack', 'pack'),
+      ],
+      { cwd: options.repoRoot, input: `${options.snapshotSha}\n` },
+    ),
+    // Hooks off for the one checkout the host does here; the worker's hooks later run only inside the sandbox.
     git(
       [
         '-c',
@@ -83,6 +88,18 @@ export async function fillSandboxRepository(options: {
       { cwd },
     ),
   ]);
+  await rm(path.join(sandboxRepoPath, '.git', 'objects', 'info', 'alternates'));
+  await git(['update-ref', 'refs/agent-runner/snapshot', options.snapshotSha], { cwd });
+  // On its own objects now: the snapshot must be there.
+  const fetched = await tryGit(['rev-parse', '--verify', '--quiet', `${options.snapshotSha}^{tree}`], {
+    cwd,
+  });
+  if (fetched.exitCode !== 0) {
+    throw new AgentRunnerError(
+      'workspace_failed',
+      `The sandbox repository did not receive the snapshot ${options.snapshotSha}; remove ${sandboxRepoPath} and run again.`,
+    );
+  }
 }
 
 /**

@@ -106,6 +106,17 @@ describe("the user's repository against a worker that tampers with git", () => {
       targetRef: `refs/agent-runner/sandbox/${taskId}`,
     });
     expect(again.problem).toMatch(/refs\/heads\/planted is a symlink or a special file/);
+    // The refusal is a fact of the task: in the observed facts (--json), and in the note.
+    const factEvents = run.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { type: string; facts?: { problems?: string[] } })
+      .filter((event) => event.type === 'facts');
+    expect(factEvents.at(-1)?.facts?.problems?.join('\n')).toMatch(/refs\/heads\/planted is a symlink/);
+    const note = readFileSync(path.join(root, '.agent-runner', `task-${taskId}.md`), 'utf8');
+    expect(note).toContain('**Facts incomplete**');
+    expect(note).toMatch(/refs\/heads\/planted is a symlink or a special file/);
+    expect(run.stdout).not.toContain('"state":"COMPLETE"');
     expect(git(root, 'rev-parse', `agent-runner/${taskId}`)).toBe(git(root, 'rev-parse', 'main'));
     expect(readFileSync(hostFile, 'utf8')).toBe('0123456789012345678901234567890123456789\n');
   });

@@ -84,6 +84,16 @@ describe('completion gate', () => {
       /scope violations: package.json/,
     ],
     [
+      'facts incomplete',
+      {
+        facts: {
+          ...facts,
+          problems: ['refusing to read /r/.git: refs/heads/planted is a symlink or a special file'],
+        },
+      },
+      /the facts are incomplete: refusing to read \/r\/.git: refs\/heads\/planted is a symlink/,
+    ],
+    [
       'DoD failed',
       { dod: { ...dod, status: 'failed', results: [{ ...dod.results[0]!, status: 'failed' }] } },
       /DoD checks failing: test/,

@@ -58,6 +58,9 @@ describe('prepareTaskWorkspace (git side)', () => {
 
     expect(existsSync(path.join(prepared.sandboxRepoPath, 'src/app.js'))).toBe(true);
     expect(existsSync(path.join(prepared.sandboxRepoPath, 'secrets'))).toBe(false);
+    // The person's object store was borrowed for the checkout only: the sandbox stands on its own objects.
+    expect(existsSync(path.join(prepared.sandboxRepoPath, '.git/objects/info/alternates'))).toBe(false);
+    expect(worker(prepared.sandboxRepoPath, 'fsck', '--connectivity-only', '--no-dangling').trim()).toBe('');
     expect(existsSync(path.join(prepared.sandboxRepoPath, 'notes.txt'))).toBe(false);
     const objects = worker(prepared.sandboxRepoPath, 'cat-file', '--batch-all-objects', '--batch');
     expect(objects).toContain('console.log(1);');
