@@ -126,7 +126,10 @@ async function main(): Promise<void> {
     const small = await smallRepository(scratch);
     const floorOf = (repo: string) => async () => {
       const measured = await measureFloor(repo, engine, sandboxes);
-      return measured.worktreeAddMs + measured.containerStartMs;
+      return {
+        ms: measured.worktreeAddMs + measured.containerStartMs,
+        parallelMs: measured.parallelWorktreeAddMs + measured.containerStartMs,
+      };
     };
     startLatency.push(await measureStartLatency(small, 'small (demo project)', 4, scratch, floorOf(small)));
     const big = await syntheticRepo({ files: 30000 }, progress);

@@ -35,6 +35,9 @@ export interface StartLatency {
   floorMs: number;
   /** firstWorkerRequestMs / floorMs. */
   workerRatio: number;
+  /** The floor with git's parallel checkout (reported, not the target's floor), and the ratio to it. */
+  parallelFloorMs: number;
+  parallelWorkerRatio: number;
   /** Every full run must end 130 after the interrupt; the first that did not, else 130. */
   exitCode: number | null;
 }
@@ -67,7 +70,7 @@ export async function measureStartLatency(
   label: string,
   files: number,
   scratch: string,
-  floor: () => Promise<number>,
+  floor: () => Promise<{ ms: number; parallelMs: number }>,
   samples = 7,
   workerSamples = 3,
 ): Promise<StartLatency> {
@@ -79,16 +82,23 @@ export async function measureStartLatency(
   }
   const workerSamplesMs: number[] = [];
   const floorSamplesMs: number[] = [];
+  const parallelFloorSamplesMs: number[] = [];
+  const measureFloor = async () => {
+    const measured = await floor();
+    floorSamplesMs.push(measured.ms);
+    parallelFloorSamplesMs.push(measured.parallelMs);
+  };
   let exitCode: number | null = 130;
   for (let i = 0; i < workerSamples; i += 1) {
-    if (i % 2 === 0) floorSamplesMs.push(await floor());
+    if (i % 2 === 0) await measureFloor();
     const full = await startOnce(repo, scratch, false);
     workerSamplesMs.push(full.workerMs!);
     if (full.exitCode !== 130 && exitCode === 130) exitCode = full.exitCode;
-    if (i % 2 === 1) floorSamplesMs.push(await floor());
+    if (i % 2 === 1) await measureFloor();
   }
   const firstWorkerRequestMs = median(workerSamplesMs);
   const floorMs = median(floorSamplesMs);
+  const parallelFloorMs = median(parallelFloorSamplesMs);
   return {
     label,
     files,
@@ -99,6 +109,8 @@ export async function measureStartLatency(
     workerSamplesMs: workerSamplesMs.map((ms) => round(ms)),
     floorMs: round(floorMs),
     workerRatio: round(firstWorkerRequestMs / floorMs, 2),
+    parallelFloorMs: round(parallelFloorMs),
+    parallelWorkerRatio: round(firstWorkerRequestMs / parallelFloorMs, 2),
     exitCode,
   };
 }
