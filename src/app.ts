@@ -9,7 +9,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Config } from './config/schema.js';
 import type { SetupCommandReport, StampedEvent } from './core/events.js';
-import type { Clock, HumanPort, SandboxRuntime, WorkerAdapter } from './core/ports.js';
+import type { Clock, HumanPort, SandboxRuntime, SharedMetaCalls, WorkerAdapter } from './core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from './core/task-runner.js';
 import type { Plan, TaskSummary, Usage } from './core/types.js';
 import { EnvironmentError } from './errors.js';
@@ -98,6 +98,8 @@ export interface RunTaskRequest {
   planError?: unknown;
   /** A project's subtask: the project's budget, which the task's gateway also counts against and enforces. */
   projectBudget?: Pick<TaskBudget, 'add' | 'exhausted'>;
+  /** The project's Meta-agent call count (a subtask): counted as calls are made, the task stops when spent. */
+  projectMetaCalls?: SharedMetaCalls;
 }
 
 /** Replaceable pieces, for tests and benchmarks; everything else is the real thing. */
@@ -463,6 +465,7 @@ async function runLockedTask(
         human: dependencies.human ?? request.human ?? { ask: async () => null },
         notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
         clock: dependencies.clock ?? systemClock,
+        ...(request.projectMetaCalls ? { sharedMetaCalls: request.projectMetaCalls } : {}),
         writeNote: (record) =>
           writeTaskNote(record, {
             agentRunnerDir: layout.stateDir,

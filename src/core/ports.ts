@@ -300,6 +300,18 @@ export interface SandboxProviderPort {
   stop(sandboxId: string): Promise<void>;
 }
 
+/**
+ * Meta-agent calls counted with other tasks running at the same time (a project's subtasks share the
+ * project's `limits.maxMetaCalls`): each call is counted as it is made, and every task stops at its next
+ * step once the shared limit is reached.
+ */
+export interface SharedMetaCalls {
+  /** Counts one Meta-agent call. */
+  add(): void;
+  /** Null while calls are left; else why not, in words (the task's NEEDS_REVIEW reason). */
+  exhausted(): string | null;
+}
+
 export interface HumanPort {
   /** Asks the person; null when nobody can answer (headless). */
   ask(question: string): Promise<string | null>;

@@ -19,6 +19,7 @@ import type {
   NoteStorePort,
   PreparedTask,
   SandboxProviderPort,
+  SharedMetaCalls,
   TaskWorkspacePort,
   WorkerAdapter,
 } from './ports.js';
@@ -121,6 +122,8 @@ export interface TaskRunnerDeps {
   clock: Clock;
   writeNote(record: TaskRecord): Promise<string>;
   onEvent?: (event: StampedEvent) => void;
+  /** The project's Meta-agent call count, when this task is one of its subtasks. */
+  sharedMetaCalls?: SharedMetaCalls;
 }
 
 /** An error whose cause chain says the disk is full: the task stops with `disk_full` (exit 4), not a bug. */
@@ -603,6 +606,8 @@ export class TaskRunner {
         EXIT_CODES.needsReview,
       );
     }
+    const shared = this.deps.sharedMetaCalls?.exhausted() ?? null;
+    if (shared !== null) throw new Stop('NEEDS_REVIEW', shared, EXIT_CODES.needsReview);
     const total = addUsage(this.metaUsage, this.workerUsage);
     if (limits.maxTokens !== undefined && totalTokens(total) >= limits.maxTokens) {
       throw new Stop(
@@ -671,6 +676,7 @@ export class TaskRunner {
 
   private countMeta(usage: Usage): void {
     this.metaCalls += 1;
+    this.deps.sharedMetaCalls?.add();
     this.metaUsage = addUsage(this.metaUsage, usage);
   }
 

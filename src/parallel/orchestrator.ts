@@ -20,6 +20,7 @@ import type {
   SubtaskRunnerPort,
 } from './ports.js';
 import type { PlannedSubtask, ProjectEvent, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
+import { MetaCallCounter } from './meta-call-counter.js';
 import { schedule, type SubtaskState } from './scheduler.js';
 
 /** One subtask's whole story, for the parent note. */
@@ -114,7 +115,7 @@ export class ProjectOrchestrator {
   private readonly records = new Map<string, SubtaskRecord>();
   private readonly merges: MergeLogEntry[] = [];
   private combinedDod: DodOutcome | null = null;
-  private metaCalls: number;
+  private readonly metaCalls: MetaCallCounter;
   private metaUsage: Usage;
   private workerUsage: Usage = ZERO_USAGE;
   private mergeQueue: Promise<void> = Promise.resolve();
@@ -129,7 +130,7 @@ export class ProjectOrchestrator {
     private readonly options: OrchestratorOptions,
     private readonly deps: OrchestratorDeps,
   ) {
-    this.metaCalls = options.spent.metaCalls;
+    this.metaCalls = new MetaCallCounter(options.budget.maxMetaCalls, options.spent.metaCalls);
     this.metaUsage = options.spent.usage;
     for (const subtask of options.subtasks) {
       const merged = options.merged?.includes(subtask.id) ?? false;
@@ -202,6 +203,7 @@ export class ProjectOrchestrator {
         writeScope: record.subtask.writeScope,
         readScope: record.subtask.readScope,
         limits: this.remainingBudget(),
+        metaCalls: this.metaCalls,
         onEvent: (event) => this.deps.emit(event),
         ...(signal ? { signal } : {}),
       });
@@ -341,6 +343,7 @@ export class ProjectOrchestrator {
         writeScope: scope,
         readScope: [],
         limits: this.remainingBudget(),
+        metaCalls: this.metaCalls,
         onEvent: (event) => this.deps.emit(event),
         ...(signal ? { signal } : {}),
       });
@@ -431,7 +434,7 @@ export class ProjectOrchestrator {
     const total = addUsage(this.metaUsage, this.workerUsage);
     if (this.deps.clock.now() - this.startedAt >= budget.wallClockMs)
       return `the wall-clock limit of ${Math.round(budget.wallClockMs / 1000)} s was reached`;
-    if (this.metaCalls >= budget.maxMetaCalls)
+    if (this.metaCalls.exhausted() !== null)
       return `the limit of ${budget.maxMetaCalls} Meta-agent calls was reached`;
     if (budget.maxTokens !== undefined && totalTokens(total) >= budget.maxTokens)
       return `the token budget of ${budget.maxTokens} was reached`;
@@ -450,7 +453,7 @@ export class ProjectOrchestrator {
     const total = addUsage(this.metaUsage, this.workerUsage);
     return {
       wallClockMs: Math.max(1000, budget.wallClockMs - (this.deps.clock.now() - this.startedAt)),
-      maxMetaCalls: Math.max(1, budget.maxMetaCalls - this.metaCalls),
+      maxMetaCalls: Math.max(1, budget.maxMetaCalls - this.metaCalls.used),
       ...(budget.maxTokens !== undefined
         ? { maxTokens: Math.max(1, budget.maxTokens - totalTokens(total)) }
         : {}),
@@ -460,14 +463,14 @@ export class ProjectOrchestrator {
     };
   }
 
+  /** A finished subtask's spending; its Meta-agent calls were counted as it made them (`metaCalls`). */
   private count(summary: TaskSummary): void {
-    this.metaCalls += summary.metaCalls;
     this.metaUsage = addUsage(this.metaUsage, summary.usage.meta);
     this.workerUsage = addUsage(this.workerUsage, summary.usage.worker);
   }
 
   private countMeta(usage: Usage): void {
-    this.metaCalls += 1;
+    this.metaCalls.add();
     this.metaUsage = addUsage(this.metaUsage, usage);
   }
 
@@ -529,7 +532,7 @@ export class ProjectOrchestrator {
       combinedDod: this.combinedDod,
       headSha,
       usage,
-      metaCalls: this.metaCalls,
+      metaCalls: this.metaCalls.used,
     };
     if (merged === subtasks.length) {
       const dod = this.combinedDod;

@@ -4,6 +4,7 @@
  * and planner. The composition (run-project.ts) wires the real ones; unit tests wire honest fakes.
  */
 import type { FactsForAssessment } from '../meta/meta-context.js';
+import type { SharedMetaCalls } from '../core/ports.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
 import type { ReviewFinding } from '../protocol/review.js';
 import type { PlannedSubtask, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
@@ -20,6 +21,8 @@ export interface SubtaskRunRequest {
   readScope: string[];
   /** What is left of the project's budgets when it starts. */
   limits: ProjectBudget;
+  /** The project's Meta-agent calls, counted as the subtask makes them: it stops once they are spent. */
+  metaCalls: SharedMetaCalls;
   onEvent(event: SubtaskTaskEvent): void;
   signal?: AbortSignal;
 }

@@ -339,6 +339,7 @@ async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
           ...request,
           redaction,
           projectBudget: gateway.budget,
+          projectMetaCalls: run.metaCalls,
           taskId: run.taskId,
           prd: run.prd,
           base: run.base,

@@ -108,8 +108,30 @@ class FakeRunner implements SubtaskRunnerPort {
     this.running += 1;
     this.peak = Math.max(this.peak, this.running);
     await new Promise((resolve) => setTimeout(resolve, 5));
+    // A task counts its Meta-agent calls as it makes them (its summary says 2).
+    request.metaCalls.add();
+    request.metaCalls.add();
     this.running -= 1;
     return { summary: summary(request.taskId, this.outcomes[request.taskId] ?? 'COMPLETE') };
+  }
+}
+
+/**
+ * Subtasks that keep asking the Meta-agent, as a task does, until the shared count says stop: one call every
+ * millisecond, all of them at once.
+ */
+class TalkativeRunner extends FakeRunner {
+  override async run(request: SubtaskRunRequest) {
+    this.requests.push(request);
+    let calls = 0;
+    let reason: string | null = null;
+    while ((reason = request.metaCalls.exhausted()) === null && calls < 1000) {
+      request.metaCalls.add();
+      calls += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    const ended = summary(request.taskId, reason === null ? 'COMPLETE' : 'NEEDS_REVIEW');
+    return { summary: { ...ended, metaCalls: calls, reason: reason ?? 'done' } };
   }
 }
 
@@ -173,6 +195,20 @@ const B = subtask('b', ['src/b/**']);
 const C = subtask('c', ['docs/**'], ['a', 'b']);
 
 describe('ProjectOrchestrator', () => {
+  it("subtasks running at once share the project's Meta-agent calls: together they stop at the limit", async () => {
+    const runner = new TalkativeRunner();
+    const { orchestrator } = orchestrate([A, B], {
+      runner,
+      options: { budget: { wallClockMs: 60_000, maxMetaCalls: 21 } },
+    });
+    const outcome = await orchestrator.run();
+    // The project's plan (spent: 1) and both subtasks, counted together: never past the limit.
+    expect(outcome.metaCalls).toBe(21);
+    expect(outcome.state).not.toBe('COMPLETE');
+    const ran = runner.requests.map((request) => request.taskId).sort();
+    expect(ran).toEqual(['P--a', 'P--b']);
+  });
+
   it('runs independent subtasks at once and the dependent one from the integration branch after both merged', async () => {
     const { orchestrator, runner, integration } = orchestrate([A, B, C]);
     const outcome = await orchestrator.run();

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
+import type { SharedMetaCalls } from '../../src/core/ports.js';
 import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
 import type { Assessment, MetaDecision, Plan } from '../../src/core/types.js';
 import { ModelBehaviorError } from '../../src/errors.js';
+import { MetaCallCounter } from '../../src/parallel/meta-call-counter.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 import {
   FakeHuman,
@@ -57,9 +59,14 @@ const commitFailing: WorkerEffect = (repo) => {
 async function setup(
   script: MetaStep[],
   effects: WorkerEffect[],
-  options: Partial<TaskRunnerOptions> & { answers?: (string | null)[]; repo?: FakeRepo; plan?: Plan } = {},
+  options: Partial<TaskRunnerOptions> & {
+    answers?: (string | null)[];
+    repo?: FakeRepo;
+    plan?: Plan;
+    sharedMetaCalls?: SharedMetaCalls;
+  } = {},
 ) {
-  const { repo = fakeRepo(), answers, plan: planned = plan, ...runnerOptions } = options;
+  const { repo = fakeRepo(), answers, plan: planned = plan, sharedMetaCalls, ...runnerOptions } = options;
   // A resumed task starts from its earlier plan: no plan call.
   const meta = new ScriptedMetaAgent(
     options.previous ? script : [{ kind: 'plan', plan: planned }, ...script],
@@ -96,6 +103,7 @@ async function setup(
         return '/repo/.agent-runner/task-T-1.md';
       },
       onEvent: (event) => events.push(event),
+      ...(sharedMetaCalls ? { sharedMetaCalls } : {}),
     },
   );
   return { runner, repo, meta, worker, sandboxes, clock, human, events, notes };
@@ -105,6 +113,21 @@ const states = (events: StampedEvent[]) =>
   events.filter((event) => event.type === 'transition').map((event) => (event as { to: string }).to);
 
 describe('task runner loop', () => {
+  it("a subtask counts its Meta-agent calls in the project's and stops once the project has none left", async () => {
+    // Two calls already made elsewhere in the project; three left.
+    const shared = new MetaCallCounter(5, 2);
+    const t = await setup(
+      [runWorker(), assess(false), runWorker(), assess(false), runWorker(), assess(true)],
+      [commitFailing, commitFailing, commitPassing],
+      { sharedMetaCalls: shared },
+    );
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.reason).toMatch(/the project's limit of 5 Meta-agent calls was reached/);
+    expect(summary.metaCalls).toBe(3);
+    expect(shared.used).toBe(5);
+  });
+
   it('happy path: plan → run → facts + DoD → assessment → COMPLETE', async () => {
     const t = await setup([runWorker(), assess(true)], [commitPassing]);
     const summary = await t.runner.run();
