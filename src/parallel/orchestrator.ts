@@ -224,6 +224,8 @@ export class ProjectOrchestrator {
       );
       return;
     }
+    // The review is a Meta-agent call too: none once the project's budget is spent.
+    if (!signal?.aborted) this.stopReason ??= this.budgetExceeded();
     if (signal?.aborted || this.stopReason) {
       this.finishRecord(record, 'failed', `not merged: ${this.stopReason ?? 'interrupted'}`);
       return;
