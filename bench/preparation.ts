@@ -20,6 +20,14 @@ import type { RawEngine } from './raw-engine.js';
 import { median, round } from './stats.js';
 import { resetSyntheticRepo, syntheticRepo } from './synthetic-repo.js';
 
+/**
+ * Writes back what the previous step left dirty in the page cache (untimed), so each timed step pays for its
+ * own writes, not for the flush of the checkout before it.
+ */
+export async function settleDisk(): Promise<void> {
+  await execa('sync');
+}
+
 export interface PreparationRow {
   files: number;
   /** `git worktree add` of the same commit. */
@@ -43,6 +51,7 @@ export interface PreparationRow {
 async function timedWorktreeAdd(repo: string, config: string[]): Promise<number> {
   const directory = await mkdtemp(path.join(tmpdir(), 'agent-runner-bench-worktree-'));
   const target = path.join(directory, 'wt');
+  await settleDisk();
   const started = performance.now();
   await execa('git', [...config, 'worktree', 'add', '-q', '--detach', target, 'HEAD'], { cwd: repo });
   const ms = performance.now() - started;
@@ -61,6 +70,7 @@ export async function measureFloor(repo: string, engine: RawEngine, sandboxes: B
   const worktreeAddMs = await timedWorktreeAdd(repo, []);
   const parallelWorktreeAddMs = await timedWorktreeAdd(repo, ['-c', 'checkout.workers=0']);
   const spec = sandboxes.spec('floor');
+  await settleDisk();
   const containerStarted = performance.now();
   const id = await engine.createAndStart(sandboxes.createOptions(spec));
   const containerStartMs = performance.now() - containerStarted;
@@ -75,6 +85,7 @@ async function prepareAndStart(
   sandboxes: BenchSandboxes,
   steps?: PreparationRow['steps'],
 ): Promise<{ ms: number; prepared: PreparedWorkspace }> {
+  await settleDisk();
   const started = performance.now();
   // As a run does: the container is created and started as soon as the workspace is mountable, while the
   // files are checked out into it; the sandbox is ready when both are done.

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { assistantMessage, ScriptedResponsesServer } from '../tests/support/scripted-responses-server.js';
 import { startScriptedChatServer } from '../tests/support/scripted-chat-server.js';
 import { planReply, runWorkerReply } from '../tests/support/meta-replies.js';
+import { settleDisk } from './preparation.js';
 import { median, round } from './stats.js';
 
 export interface StartLatency {
@@ -91,6 +92,7 @@ export async function measureStartLatency(
   let exitCode: number | null = 130;
   for (let i = 0; i < workerSamples; i += 1) {
     if (i % 2 === 0) await measureFloor();
+    await settleDisk();
     const full = await startOnce(repo, scratch, false);
     workerSamplesMs.push(full.workerMs!);
     if (full.exitCode !== 130 && exitCode === 130) exitCode = full.exitCode;
