@@ -190,6 +190,7 @@ async function startDockerSide(
     docker,
     config,
     repoRoot,
+    env,
     workerImage,
     buildWorkerOn: async (base) => {
       // The CA: configured, else remembered from the last build, else the one the worker image trusts.

@@ -4,12 +4,11 @@
  * image, `image build` with no flag) trusts the same bundle without being told again.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import path from 'node:path';
+import { userStateFile } from '../config/user-state.js';
 
 export function rememberedCaFile(env: NodeJS.ProcessEnv): string {
-  const base = env.XDG_STATE_HOME || path.join(env.HOME || homedir(), '.local', 'state');
-  return path.join(base, 'agent-runner', 'extra-ca.json');
+  return userStateFile(env, 'extra-ca.json');
 }
 
 /** Records `caPath` (absolute) as the bundle to trust from now on. Best effort: a read-only home is fine. */

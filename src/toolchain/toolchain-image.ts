@@ -18,7 +18,7 @@ import { UserError } from '../errors.js';
 import { buildTaggedImage } from '../sandbox/image-builder.js';
 import { DERIVED_LABEL, WORKER_IMAGE_REPOSITORY } from '../sandbox/worker-image.js';
 import { detectToolchain, type DeclaredToolchain, type PackageManagerSpec } from './detect-toolchain.js';
-import { runInImage } from './run-in-image.js';
+import { imageNodeVersion } from './image-node-version.js';
 import { NODE_BINARY_PACKAGE, nodeSatisfies, resolveNodeVersion } from './node-version.js';
 
 export { DERIVED_LABEL };
@@ -80,10 +80,6 @@ export function nodeLayerDockerfile(
   return lines.join('\n');
 }
 
-async function imageNodeVersion(docker: Docker, image: string): Promise<string> {
-  return (await runInImage(docker, image, ['node', '--version'])).trim();
-}
-
 export interface TaskImagePlan {
   image: string;
   /** What was layered, for the progress and the note (`Node 20.11.1 (engines.node >=20)`, ...). */
@@ -102,6 +98,8 @@ export interface ResolveTaskImageOptions {
   buildWorkerOn: (base: string) => Promise<string>;
   onProgress?: (line: string) => void;
   declared?: DeclaredToolchain;
+  /** Where the person's state directory is (the remembered Node versions of images); default the process's. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The image for this task: the worker image, or the derived image the repository's toolchain needs. */
@@ -158,7 +156,7 @@ export async function resolveTaskImage(options: ResolveTaskImageOptions): Promis
   if (config.sandbox.toolchain === 'auto' && (declared.node || declared.packageManager)) {
     let node: string | undefined;
     if (declared.node) {
-      const current = await imageNodeVersion(docker, image);
+      const current = await imageNodeVersion(docker, image, options.env);
       if (!nodeSatisfies(current, declared.node.range)) {
         node = await resolveNodeVersion(declared.node.range);
         layers.push(

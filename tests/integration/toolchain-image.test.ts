@@ -4,7 +4,7 @@
  * corepack) with its own tag, built once and reused; in the hardened sandbox (read-only root, no network)
  * node and pnpm are the declared ones.
  */
-import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -12,6 +12,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { detectToolchain } from '../../src/toolchain/detect-toolchain.js';
+import { IMAGE_NODE_VERSIONS_FILE, imageNodeVersion } from '../../src/toolchain/image-node-version.js';
 import { resolveTaskImage } from '../../src/toolchain/toolchain-image.js';
 import { builtWorkerImage } from '../support/worker-image.js';
 
@@ -81,5 +82,22 @@ describe('toolchain image', () => {
     const [node, pnpm] = result.stdoutTail.trim().split('\n');
     expect(node).toMatch(/^v20\./);
     expect(pnpm).toBe('9.15.9');
+  });
+
+  it("an image's Node version is asked once per image id, then remembered in the state directory", async () => {
+    const state = mkdtempSync(path.join(tmpdir(), 'rp-state-'));
+    onTestFinished(() => rmSync(state, { recursive: true, force: true }));
+    const env = { ...process.env, XDG_STATE_HOME: state };
+    const asked = await imageNodeVersion(docker, workerImage, env);
+    expect(asked).toMatch(/^v\d+\.\d+\.\d+$/);
+    const file = path.join(state, 'agent-runner', IMAGE_NODE_VERSIONS_FILE);
+    const id = (await docker.getImage(workerImage).inspect()).Id;
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ [id]: asked });
+    // The next answer comes from the file, not from a container: a value no image has proves it.
+    writeFileSync(file, JSON.stringify({ [id]: 'v0.0.1-remembered' }));
+    expect(await imageNodeVersion(docker, workerImage, env)).toBe('v0.0.1-remembered');
+    // Another image id is asked again.
+    writeFileSync(file, JSON.stringify({ 'sha256:other': 'v0.0.1-remembered' }));
+    expect(await imageNodeVersion(docker, workerImage, env)).toBe(asked);
   });
 });
