@@ -5,31 +5,16 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { runCliCaptured } from '../support/cli.js';
 import { assessmentReply, decompositionReply, reviewReply, runWorkerReply } from '../support/meta-replies.js';
-import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
-import {
-  ScriptedResponsesServer,
-  assistantMessage,
-  commandCall,
-  type ScriptedReply,
-} from '../support/scripted-responses-server.js';
+import { scriptedModelServers } from '../support/scripted-models.js';
+import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
 import { createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
 
 const docker = createDockerClient();
-let chat: ScriptedChatServer;
-let responses: ScriptedResponsesServer;
-
-beforeAll(async () => {
-  chat = await startScriptedChatServer();
-  responses = await new ScriptedResponsesServer().start();
-});
-afterAll(async () => {
-  await chat?.close();
-  await responses?.close();
-});
+const models = scriptedModelServers();
 
 /** A codex turn for the worker whose prompt names `match`: runs the commands, then says it is done. */
 function codexTurn(match: string, commands: string[]): ScriptedReply[] {
@@ -75,9 +60,9 @@ async function runProject(taskId: string, prd: string, max: number) {
     cwd: repo.root,
     env: {
       ...process.env,
-      OPENAI_BASE_URL: chat.url,
+      OPENAI_BASE_URL: models.chat.url,
       OPENAI_API_KEY: 'e2e-parallel-key',
-      AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
+      AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
       AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
       CI: 'true',
     },
@@ -112,7 +97,7 @@ const indexOf = (events: Event[], predicate: (event: Event) => boolean) => {
 describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
   it('runs two independent subtasks at once, the dependent one after both merged, and checks the combined tree', async () => {
     const id = 'par-three';
-    chat.push(
+    models.chat.push(
       {
         reply: decompositionReply(id, [
           { id: 'alpha', title: 'Add alpha()', write: ['alpha.js', 'test/alpha.test.js'] },
@@ -131,7 +116,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     );
     const testOf = (name: string, expected: string) =>
       `const test = require('node:test');\nconst assert = require('node:assert');\ntest('${name}', () => assert.strictEqual(require('../${name}.js').${name}(), ${expected}));\n`;
-    responses.enqueue(
+    models.responses.enqueue(
       ...codexTurn(
         `${id}--alpha`,
         writeAndCommit(
@@ -224,8 +209,8 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(note).toContain('## Merge log');
     expect(note).toContain('## Combined Definition of Done');
     expect(note).toMatch(/`alpha` review 1: \*\*ok\*\*/);
-    expect(chat.remaining()).toBe(0);
-    responses.assertComplete();
+    expect(models.chat.remaining()).toBe(0);
+    models.responses.assertComplete();
 
     // status: the project with its subtasks' states; their own entries belong to it.
     const status = await runCliCaptured(['status', '--json'], { cwd: repo.root, env: process.env });
@@ -274,7 +259,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       `const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\ntest('${name} is the only feature', () => assert.deepStrictEqual(fs.readdirSync(path.join(__dirname, '..', 'features')), ['${name}.js']));\n`;
     const hasFeature = (name: string) =>
       `const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\ntest('${name} is a feature', () => assert.ok(fs.readdirSync(path.join(__dirname, '..', 'features')).includes('${name}.js')));\n`;
-    chat.push(
+    models.chat.push(
       {
         reply: decompositionReply(id, [
           { id: 'alpha', title: 'Add feature a', write: ['features/a.js', 'test/a.test.js'] },
@@ -292,7 +277,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       },
       { reply: assessmentReply(true, ['AC-1'], 'The combined tree passes.'), match: `${id}--fixup-1` },
     );
-    responses.enqueue(
+    models.responses.enqueue(
       ...codexTurn(
         `${id}--alpha`,
         writeAndCommit(
@@ -335,13 +320,13 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(git(repo.root, 'show', `${integration}:test/a.test.js`)).toBe(hasFeature('a').trim());
     const note = readFileSync(summary.notePath, 'utf8');
     expect(note).toMatch(/\| `fixup-1` \| `agent-runner\/par-fix--fixup-1` \| merged \|/);
-    expect(chat.remaining()).toBe(0);
-    responses.assertComplete();
+    expect(models.chat.remaining()).toBe(0);
+    models.responses.assertComplete();
   });
 
   it('never runs two subtasks whose write scopes overlap at the same time', async () => {
     const id = 'par-overlap';
-    chat.push(
+    models.chat.push(
       {
         reply: decompositionReply(id, [
           { id: 'alpha', title: 'Add lib/strings.js', write: ['lib/**'] },
@@ -353,7 +338,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     );
     const testOf = (module: string, name: string) =>
       `const test = require('node:test');\nconst assert = require('node:assert');\ntest('${name}', () => assert.strictEqual(typeof require('${module}').${name}, 'function'));\n`;
-    responses.enqueue(
+    models.responses.enqueue(
       ...codexTurn(
         `${id}--alpha`,
         writeAndCommit(
@@ -395,7 +380,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     const [, alphaEnd] = workerWindow(journal, 'alpha');
     const [betaStart] = workerWindow(journal, 'beta');
     expect(betaStart).toBeGreaterThan(alphaEnd);
-    expect(chat.remaining()).toBe(0);
-    responses.assertComplete();
+    expect(models.chat.remaining()).toBe(0);
+    models.responses.assertComplete();
   });
 });

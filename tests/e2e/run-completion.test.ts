@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { runCliCaptured } from '../support/cli.js';
 import {
@@ -25,27 +25,12 @@ import {
   waitForJournalEvent,
 } from '../support/faults-harness.js';
 import { assessmentReply, decisionReply, runWorkerReply } from '../support/meta-replies.js';
-import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
-import {
-  ScriptedResponsesServer,
-  assistantMessage,
-  commandCall,
-  type ScriptedReply,
-} from '../support/scripted-responses-server.js';
+import { scriptedModelServers } from '../support/scripted-models.js';
+import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
 
 const docker = createDockerClient();
-let chat: ScriptedChatServer;
-let responses: ScriptedResponsesServer;
-
-beforeAll(async () => {
-  chat = await startScriptedChatServer();
-  responses = await new ScriptedResponsesServer().start();
-});
-afterAll(async () => {
-  await chat?.close();
-  await responses?.close();
-});
+const models = scriptedModelServers();
 
 /** A plan whose criteria carry checks, written as the model would. */
 function planWithChecks(
@@ -99,14 +84,14 @@ async function run(repoRoot: string, taskId: string, extraEnv: NodeJS.ProcessEnv
     });
     expect(left).toEqual([]);
   });
-  const requestsBefore = chat.requests.length;
+  const requestsBefore = models.chat.requests.length;
   const result = await runCliCaptured(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {
     cwd: repoRoot,
     env: {
       ...process.env,
-      OPENAI_BASE_URL: chat.url,
+      OPENAI_BASE_URL: models.chat.url,
       OPENAI_API_KEY: 'e2e-completion-key',
-      AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
+      AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
       AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
       CI: 'true',
       ...extraEnv,
@@ -126,7 +111,7 @@ async function run(repoRoot: string, taskId: string, extraEnv: NodeJS.ProcessEnv
     criteria: { id: string; checkResult: { status: string; exitCode: number | null } | null }[];
   };
   const note = readFileSync(summary.notePath, 'utf8');
-  return { result, events, summary, note, metaRequests: chat.requests.length - requestsBefore };
+  return { result, events, summary, note, metaRequests: models.chat.requests.length - requestsBefore };
 }
 
 describe('completion you can trust (end to end)', () => {
@@ -134,7 +119,7 @@ describe('completion you can trust (end to end)', () => {
     const id = 'cmp-critical-check';
     const repo = createNodeRepo();
     onTestFinished(repo.remove);
-    chat.push(
+    models.chat.push(
       {
         reply: planWithChecks(id, [
           { id: 'AC-1', description: 'slugify works', critical: false },
@@ -150,7 +135,7 @@ describe('completion you can trust (end to end)', () => {
       { reply: assessmentReply(true, ['AC-1', 'AC-2'], 'Everything is done.') },
       { reply: decisionReply('abort', 'The CLI is out of scope after all.') },
     );
-    responses.enqueue(...commitSlug());
+    models.responses.enqueue(...commitSlug());
     const { summary, events, note } = await run(repo.root, id);
     expect(summary.state).toBe('FAILED');
     // The DoD passed and the assessment was satisfied: only the check's own result stood in the way.
@@ -183,7 +168,7 @@ describe('completion you can trust (end to end)', () => {
     const repo = createNodeRepo();
     onTestFinished(repo.remove);
     const markComplete = { reply: decisionReply('mark_complete', 'The worker says it is done.') };
-    chat.push(
+    models.chat.push(
       { reply: planWithChecks(id, [{ id: 'AC-1', description: 'slugify strips accents', critical: true }]) },
       { reply: runWorkerReply('Implement slugify with a test and commit.') },
       { reply: assessmentReply(false, ['AC-1'], 'Accents are not handled.') },
@@ -191,14 +176,14 @@ describe('completion you can trust (end to end)', () => {
       markComplete,
       markComplete,
     );
-    responses.enqueue(...commitSlug());
+    models.responses.enqueue(...commitSlug());
     const { result, summary, metaRequests, note } = await run(repo.root, id);
     expect(result.exitCode).toBe(3);
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(summary.reason).toMatch(/^stalled: the Meta-agent decided mark_complete 3 times in a row/);
     // One Meta-agent call per refusal (the unchanged evidence is not assessed again), nothing past the third.
     expect(metaRequests).toBe(6);
-    expect(chat.remaining()).toBe(0);
+    expect(models.chat.remaining()).toBe(0);
     expect(note).toContain('stalled');
   });
 
@@ -213,7 +198,7 @@ describe('completion you can trust (end to end)', () => {
     writeFileSync(path.join(root, 'PRD.md'), '# Add a changelog\n\nAdd CHANGELOG.md with one entry.\n');
     git(root, 'add', '-A');
     git(root, 'commit', '-q', '-m', 'initial');
-    chat.push(
+    models.chat.push(
       {
         reply: planWithChecks(id, [
           { id: 'AC-1', description: 'CHANGELOG.md reads well', critical: true, check: { kind: 'manual' } },
@@ -222,7 +207,7 @@ describe('completion you can trust (end to end)', () => {
       { reply: runWorkerReply('Add CHANGELOG.md with one entry and commit.') },
       { reply: assessmentReply(true, ['AC-1'], 'The changelog is there.') },
     );
-    responses.enqueue(
+    models.responses.enqueue(
       ...codexTurn(
         [
           "printf '# Changelog\\n- first\\n' > CHANGELOG.md && git add -A && git commit -q -m 'Add changelog'",
@@ -406,7 +391,7 @@ describe('slugify', () => {
   });
 });
 `;
-    chat.push(
+    models.chat.push(
       {
         reply: planWithChecks(id, [
           {
@@ -422,7 +407,7 @@ describe('slugify', () => {
         reply: assessmentReply(true, ['AC-1'], 'slugify and its mocha test are committed; npm test passes.'),
       },
     );
-    responses.enqueue(
+    models.responses.enqueue(
       ...codexTurn(
         [
           `${writeFileCommand('slug.js', SLUG_JS)}\nmkdir -p test\n${writeFileCommand('test/slug.test.js', mochaTest)}`,

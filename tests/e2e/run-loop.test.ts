@@ -5,17 +5,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { runCliCaptured } from '../support/cli.js';
 import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
-import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
-import {
-  ScriptedResponsesServer,
-  assistantMessage,
-  commandCall,
-  type ScriptedReply,
-} from '../support/scripted-responses-server.js';
+import { scriptedModelServers } from '../support/scripted-models.js';
+import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
 import {
   SLUG_BROKEN_JS,
   SLUG_JS,
@@ -28,17 +23,7 @@ import {
 const docker = createDockerClient();
 /** Not shaped like any well-known key, so only the known-value redaction can catch it. */
 const KEY = 'e2e-secret-key-value-7f3a9c21';
-let chat: ScriptedChatServer;
-let responses: ScriptedResponsesServer;
-
-beforeAll(async () => {
-  chat = await startScriptedChatServer();
-  responses = await new ScriptedResponsesServer().start();
-});
-afterAll(async () => {
-  await chat?.close();
-  await responses?.close();
-});
+const models = scriptedModelServers();
 
 /** One codex turn that runs `commands` one per response, then says `message`. */
 function codexTurn(commands: string[], message: string): ScriptedReply[] {
@@ -77,9 +62,9 @@ async function run(taskId: string, extraArgs: string[] = []) {
       cwd: repo.root,
       env: {
         ...process.env,
-        OPENAI_BASE_URL: chat.url,
+        OPENAI_BASE_URL: models.chat.url,
         OPENAI_API_KEY: KEY,
-        AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
+        AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
         AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
         CI: 'true',
       },
@@ -107,10 +92,10 @@ describe('agent-runner run (end to end)', () => {
       runWorkerReply('Implement slugify in slug.js with a test in slug.test.js, run npm test, commit.'),
       assessmentReply(true, ['AC-1'], 'slugify is implemented, tested and committed.'),
     ];
-    chat.push(...replies.map((reply) => ({ reply })));
+    models.chat.push(...replies.map((reply) => ({ reply })));
     // What the scripted Chat server reports per reply: 100 prompt tokens, and a completion of length / 4.
     const metaTokens = replies.reduce((sum, reply) => sum + 100 + Math.ceil(reply.length / 4), 0);
-    responses.enqueue(...commitSlug(SLUG_JS, 'Add slugify'));
+    models.responses.enqueue(...commitSlug(SLUG_JS, 'Add slugify'));
     const { repo, result, events, summary, note } = await run(id);
     expect(result.stderr).toBe('');
     expect(result.exitCode).toBe(0);
@@ -154,19 +139,19 @@ describe('agent-runner run (end to end)', () => {
     // Worker usage is what the scripted upstream sent through the gateway: 2 × (200 + 20) + (300 + 30).
     expect(note).toContain(`| Tokens | ${metaTokens + 770} in total: Meta-agent ${metaTokens}, worker 770 |`);
     // The upstream saw the real key; the sandbox only had the gateway's per-task token.
-    const auth = responses.requests.map((request) => request.headers.authorization);
+    const auth = models.responses.requests.map((request) => request.headers.authorization);
     expect(auth.length).toBeGreaterThan(0);
     expect(auth).toEqual(auth.map(() => `Bearer ${KEY}`));
   });
 
   it('redacts a key that shows up in the worker output from logs, events and the note', async () => {
     const id = 'E2E-REDACT';
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
       { reply: runWorkerReply('Implement slugify with a test and commit.') },
       { reply: assessmentReply(true, ['AC-1'], 'Done.') },
     );
-    responses.enqueue(
+    models.responses.enqueue(
       ...codexTurn([`echo "the key is ${KEY}"`], 'Printed it.').slice(0, 1),
       ...commitSlug(SLUG_JS, 'Add slugify'),
     );
@@ -186,7 +171,7 @@ describe('agent-runner run (end to end)', () => {
 
   it('fix loop: a failing test → FIXING → second run fixes it → COMPLETE with two runs', async () => {
     const id = 'E2E-FIX';
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works and its test passes' }]) },
       { reply: runWorkerReply('Implement slugify with a test and commit.') },
       { reply: assessmentReply(false, ['AC-1'], 'The test fails.') },
@@ -197,7 +182,7 @@ describe('agent-runner run (end to end)', () => {
       },
       { reply: assessmentReply(true, ['AC-1'], 'Fixed; the test passes.') },
     );
-    responses.enqueue(
+    models.responses.enqueue(
       ...commitSlug(SLUG_BROKEN_JS, 'Add slugify'),
       ...codexTurn([`${writeFileCommand('slug.js', SLUG_JS)}\ngit commit -q -am 'Fix slugify'`], 'Fixed.'),
     );
@@ -220,14 +205,14 @@ describe('agent-runner run (end to end)', () => {
 
   it('refuses mark_complete while DoD fails, and goes on', async () => {
     const id = 'E2E-REFUSE';
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
       { reply: runWorkerReply('Implement slugify with a test and commit.') },
       { reply: assessmentReply(true, ['AC-1'], 'Looks done to me.') },
       { reply: decisionReply('mark_complete', 'The worker says it is done.') },
       { reply: decisionReply('abort', 'Giving up after the refusal.') },
     );
-    responses.enqueue(...commitSlug(SLUG_BROKEN_JS, 'Add slugify'));
+    models.responses.enqueue(...commitSlug(SLUG_BROKEN_JS, 'Add slugify'));
     const { summary, events } = await run(id);
     const refusals = events
       .filter((event) => event.type === 'refused')
@@ -239,7 +224,7 @@ describe('agent-runner run (end to end)', () => {
 
   it('headless ask_human → NEEDS_REVIEW, exit 3, the question in the note', async () => {
     const id = 'E2E-ASK';
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
       {
         reply: decisionReply(
@@ -257,13 +242,13 @@ describe('agent-runner run (end to end)', () => {
 
   it('max iterations → NEEDS_REVIEW with the work on the branch', async () => {
     const id = 'E2E-LIMIT';
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
       { reply: runWorkerReply('Implement slugify with a test and commit.') },
       { reply: assessmentReply(false, ['AC-1'], 'The test fails.') },
       { reply: runWorkerReply('Fix it.') },
     );
-    responses.enqueue(...commitSlug(SLUG_BROKEN_JS, 'Add slugify (first try)'));
+    models.responses.enqueue(...commitSlug(SLUG_BROKEN_JS, 'Add slugify (first try)'));
     const { repo, result, summary, note } = await run(id, ['--max-iterations', '1']);
     expect(result.exitCode).toBe(3);
     expect(summary.state).toBe('NEEDS_REVIEW');
@@ -273,7 +258,7 @@ describe('agent-runner run (end to end)', () => {
 
   it('abort → FAILED, exit 1, note written; --json is JSONL ending with the summary', async () => {
     const id = 'E2E-ABORT';
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
       { reply: decisionReply('abort', 'The PRD asks for two contradictory behaviours.') },
     );
@@ -284,12 +269,12 @@ describe('agent-runner run (end to end)', () => {
     // Every stdout line is one JSON object with a type; only the last is the summary.
     expect(events.every((event) => typeof event.type === 'string')).toBe(true);
     expect(events.filter((event) => event.type === 'summary')).toHaveLength(1);
-    expect(chat.remaining()).toBe(0);
+    expect(models.chat.remaining()).toBe(0);
   });
 
   it('--keep-sandbox keeps the container and says how to enter it', async () => {
     const id = 'E2E-KEEP';
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
       { reply: decisionReply('abort', 'Stop here; the container is what we want to look at.') },
     );
@@ -299,7 +284,7 @@ describe('agent-runner run (end to end)', () => {
       cwd: repo.root,
       env: {
         ...process.env,
-        OPENAI_BASE_URL: chat.url,
+        OPENAI_BASE_URL: models.chat.url,
         OPENAI_API_KEY: KEY,
         CI: 'true',
       },

@@ -10,15 +10,11 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
-import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
-import {
-  ScriptedResponsesServer,
-  assistantMessage,
-  commandCall,
-} from '../support/scripted-responses-server.js';
+import { scriptedModelServers } from '../support/scripted-models.js';
+import { assistantMessage, commandCall } from '../support/scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -42,17 +38,7 @@ const userExists = (() => {
   }
 })();
 const docker = createDockerClient();
-let chat: ScriptedChatServer;
-let responses: ScriptedResponsesServer;
-
-beforeAll(async () => {
-  chat = await startScriptedChatServer();
-  responses = await new ScriptedResponsesServer().start();
-});
-afterAll(async () => {
-  await chat?.close();
-  await responses?.close();
-});
+const models = scriptedModelServers();
 
 function chownTree(target: string): void {
   execFileSync('chown', ['-R', `${USER}:${USER}`, target]);
@@ -106,7 +92,7 @@ describe.skipIf(!isRoot || !dockerGroup || !userExists)('a runner that is not ro
       expect(left).toEqual([]);
     });
 
-    chat.push(
+    models.chat.push(
       { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works' }]) },
       { reply: runWorkerReply('Implement slugify with a test and commit. Do not touch README.md.') },
       { reply: assessmentReply(true, ['AC-1'], 'slugify is committed; README.md untouched.') },
@@ -116,7 +102,7 @@ describe.skipIf(!isRoot || !dockerGroup || !userExists)('a runner that is not ro
     const attack =
       'echo changed >> README.md; echo "append=$?"; chmod u+w README.md; echo "chmod=$?"; ' +
       'unlink README.md; echo "rm=$?"; mv README.md gone.md; echo "mv=$?"; true';
-    responses.enqueue(
+    models.responses.enqueue(
       { kind: 'output', items: [commandCall(attack)] },
       {
         kind: 'output',
@@ -131,9 +117,9 @@ describe.skipIf(!isRoot || !dockerGroup || !userExists)('a runner that is not ro
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: home,
-      OPENAI_BASE_URL: chat.url,
+      OPENAI_BASE_URL: models.chat.url,
       OPENAI_API_KEY: 'non-root-test-key-5566',
-      AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
+      AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
       AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
       CI: 'true',
     };
@@ -143,7 +129,7 @@ describe.skipIf(!isRoot || !dockerGroup || !userExists)('a runner that is not ro
     expect(summary.state).toBe('COMPLETE');
 
     // Every attempt failed, and the worker was told so (its command output went back to the model).
-    const sentBack = JSON.stringify(responses.requests.map((request) => request.body));
+    const sentBack = JSON.stringify(models.responses.requests.map((request) => request.body));
     for (const attempt of ['append=1', 'chmod=1', 'rm=1', 'mv=1']) expect(sentBack).toContain(attempt);
     const sandboxReadme = path.join(repo.root, '.agent-runner', 'sandboxes', id, 'repo', 'README.md');
     expect(readFileSync(sandboxReadme, 'utf8')).toBe('# demo\n');
