@@ -20,46 +20,17 @@ import { runProject } from '../src/parallel/run-project.js';
 import { createDockerClient } from '../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../src/sandbox/docker-runtime.js';
 import { VERSION } from '../src/version.js';
-import { assessmentReply, runWorkerReply } from '../tests/support/meta-replies.js';
+import {
+  assessmentReply,
+  decompositionReply,
+  reviewReply,
+  runWorkerReply,
+} from '../tests/support/meta-replies.js';
 import { createNodeRepo } from '../tests/support/task-repo.js';
 import { RssSampler } from './memory.js';
 import { round } from './stats.js';
 
 const SUBTASKS = ['s1', 's2', 's3', 's4'];
-
-function decomposition(taskId: string): string {
-  return [
-    'type: plan_task',
-    'version: 1',
-    'payload:',
-    `  task_id: ${taskId}`,
-    '  subtasks:',
-    ...SUBTASKS.flatMap((id) => [
-      `    - id: ${id}`,
-      `      title: Write ${id}.txt`,
-      `      prd: Write ${id}.txt and commit it.`,
-      '      acceptance_criteria:',
-      '        - id: AC-1',
-      `          description: ${id}.txt is committed.`,
-      '          type: functional',
-      '          critical: true',
-      '      write_scope:',
-      `        - ${id}.txt`,
-      '      blocked_by: []',
-    ]),
-  ].join('\n');
-}
-
-const review = (taskId: string) =>
-  [
-    'type: review',
-    'version: 1',
-    'payload:',
-    `  task_id: ${taskId}`,
-    '  verdict: ok',
-    '  summary: Fine.',
-    '  findings: []',
-  ].join('\n');
 
 /** Answers each task from its own queue, found by its task id in the system prompt and the stable part. */
 class RoutedScriptedModel implements MetaModel {
@@ -69,13 +40,18 @@ class RoutedScriptedModel implements MetaModel {
     private readonly parentId: string,
     private readonly latencyMs = 0,
   ) {
-    this.queues.set(parentId, [decomposition(parentId)]);
+    this.queues.set(parentId, [
+      decompositionReply(
+        parentId,
+        SUBTASKS.map((id) => ({ id, title: `Write ${id}.txt`, write: [`${id}.txt`] })),
+      ),
+    ]);
     for (const id of SUBTASKS) {
       const taskId = `${parentId}--${id}`;
       this.queues.set(taskId, [
         runWorkerReply(`Write ${id}.txt and commit it.`),
         assessmentReply(true, ['AC-1'], 'Committed.'),
-        review(taskId),
+        reviewReply(taskId),
       ]);
     }
   }
