@@ -37,13 +37,16 @@ export class EventJournal {
   }
 }
 
-/** Reads a journal back; a torn last line (crash mid-write) is ignored. */
-export function readJournal(file: string): StampedEvent[] {
-  const events: StampedEvent[] = [];
+/**
+ * Reads a journal back (a task's events, or another JSON-lines journal such as a project's); a torn last line
+ * (crash mid-write) is ignored.
+ */
+export function readJournal<T = StampedEvent>(file: string): T[] {
+  const events: T[] = [];
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (!line.trim()) continue;
     try {
-      events.push(JSON.parse(line) as StampedEvent);
+      events.push(JSON.parse(line) as T);
     } catch {
       // A partial line from a crash mid-append.
     }

@@ -3,10 +3,11 @@
  * from. The plan (with each subtask's latest attempt after re-plans), the base, which subtasks merged, and
  * what was already spent on the project's own Meta-agent calls.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { TaskSummary, Usage } from '../core/types.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import { readJournal } from '../notes/event-journal.js';
 import type { PlannedSubtask, ProjectEvent } from './project-events.js';
 import type { SubtaskState } from './scheduler.js';
 
@@ -34,15 +35,7 @@ export interface ProjectResume {
 export function readProjectJournal(runDir: string): ProjectResume | null {
   const file = path.join(runDir, PROJECT_JOURNAL);
   if (!existsSync(file)) return null;
-  const events: ProjectEvent[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      events.push(JSON.parse(line) as ProjectEvent);
-    } catch {
-      // A partial line from a crash mid-append.
-    }
-  }
+  const events = readJournal<ProjectEvent>(file);
   const started = events.find((event) => event.type === 'project_started');
   if (!started || started.type !== 'project_started') return null;
   const subtasks = new Map(started.subtasks.map((subtask) => [subtask.id, subtask]));
