@@ -2,12 +2,15 @@
  * Preconditions on the user's repository, checked before anything is created, with messages that say how
  * to fix what is wrong.
  */
+import path from 'node:path';
 import { UserError } from '../errors.js';
 import { tryGit } from './git-command.js';
 
 export interface RepositoryInfo {
   /** Top level of the main working tree. */
   root: string;
+  /** The repository's git directory (absolute; where its `objects` are). */
+  gitCommonDir: string;
   headSha: string;
   /** Current branch name, or null on a detached HEAD. */
   branch: string | null;
@@ -53,5 +56,11 @@ export async function inspectRepository(cwd: string): Promise<RepositoryInfo> {
   }
   const branch = await tryGit(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: root });
   const detached = branch.exitCode !== 0;
-  return { root, headSha: head.stdout.trim(), branch: detached ? null : branch.stdout.trim(), detached };
+  return {
+    root,
+    gitCommonDir: common ?? path.join(root, '.git'),
+    headSha: head.stdout.trim(),
+    branch: detached ? null : branch.stdout.trim(),
+    detached,
+  };
 }

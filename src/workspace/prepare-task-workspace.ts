@@ -309,7 +309,11 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
       // repository fails, it goes, so the next run does not find a directory it does not know.
       const [snapshot] = await together<[Snapshot, void]>([
         step('snapshot', () => createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef)),
-        initSandboxRepository({ repoRoot, sandboxRepoPath: layout.sandboxRepoPath, branch: layout.branch }),
+        initSandboxRepository({
+          objectsDir: path.join(repository.gitCommonDir, 'objects'),
+          sandboxRepoPath: layout.sandboxRepoPath,
+          branch: layout.branch,
+        }),
       ]).catch(removeMadeDirectory);
       await step('sandbox repository', () =>
         fillSandboxRepository({

@@ -18,16 +18,14 @@ export const WORKER_IDENTITY = { name: 'agent-runner worker', email: 'worker@age
  * runs while the snapshot is made.
  */
 export async function initSandboxRepository(options: {
-  repoRoot: string;
+  /** The person's object store (`<git dir>/objects`). */
+  objectsDir: string;
   sandboxRepoPath: string;
   branch: string;
 }): Promise<void> {
   const cwd = options.sandboxRepoPath;
   await mkdir(cwd, { recursive: true });
-  const [objects] = await Promise.all([
-    git(['rev-parse', '--path-format=absolute', '--git-path', 'objects'], { cwd: options.repoRoot }),
-    git(['init', '-q', `--initial-branch=${options.branch}`], { cwd }),
-  ]);
+  await git(['init', '-q', `--initial-branch=${options.branch}`], { cwd });
   // One `git config` at a time: each takes the config file's lock.
   const identity = async () => {
     await git(['config', 'user.name', WORKER_IDENTITY.name], { cwd });
@@ -35,7 +33,9 @@ export async function initSandboxRepository(options: {
   };
   await Promise.all([
     identity(),
-    writeFile(path.join(cwd, '.git', 'objects', 'info', 'alternates'), `${objects.trim()}\n`, { flag: 'wx' }),
+    writeFile(path.join(cwd, '.git', 'objects', 'info', 'alternates'), `${options.objectsDir}\n`, {
+      flag: 'wx',
+    }),
   ]);
 }
 
