@@ -16,7 +16,7 @@ import { validateConfig } from '../src/config/load.js';
 import { ZERO_USAGE } from '../src/core/usage.js';
 import type { SandboxRuntime, WorkerAdapter, WorkerRunRequest, WorkerRunResult } from '../src/core/ports.js';
 import type { MetaCompletion, MetaMessage, MetaModel } from '../src/meta/meta-model.js';
-import { runProject } from '../src/parallel/run-project.js';
+import { createApp } from '../src/app.js';
 import { createDockerClient } from '../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../src/sandbox/docker-runtime.js';
 import { VERSION } from '../src/version.js';
@@ -169,20 +169,22 @@ async function runOnce(max: number, label: string, latencyMs = 0): Promise<Paral
     const containers = containerPeak(docker, taskId);
     const sampler = new RssSampler(5);
     const startedAt = performance.now();
-    const summary = await runProject(
-      {
-        repoRoot: repo.root,
-        prd: '# Four files\n\nWrite s1.txt to s4.txt, each in its own subtask.\n',
-        prdPath: path.join(repo.root, 'PRD.md'),
-        taskId,
-        config,
-        env: { ...process.env, OPENAI_API_KEY: 'bench' },
-        headless: true,
-        keepSandbox: false,
-        dodSkipped: false,
-      },
-      { metaModel: new RoutedScriptedModel(taskId, latencyMs), worker: new CommitWorker(runtime), runtime },
-    );
+    const app = createApp(process.env, {
+      metaModel: new RoutedScriptedModel(taskId, latencyMs),
+      worker: new CommitWorker(runtime),
+      runtime,
+    });
+    const summary = await app.run({
+      repoRoot: repo.root,
+      prd: '# Four files\n\nWrite s1.txt to s4.txt, each in its own subtask.\n',
+      prdPath: path.join(repo.root, 'PRD.md'),
+      taskId,
+      config,
+      env: { ...process.env, OPENAI_API_KEY: 'bench' },
+      keepSandbox: false,
+      dodSkipped: false,
+      start: { kind: 'new' },
+    });
     const wallMs = performance.now() - startedAt;
     const memory = sampler.stop();
     const peakContainers = await containers.stop();

@@ -92,11 +92,18 @@ export async function resumeCommand(
       // What the task was started with holds for every attempt: a kept sandbox, a recording.
       keepSandbox: Boolean(options.keepSandbox ?? started?.keepSandbox),
       dodSkipped: Boolean(options.skipDod ?? started?.dodSkipped),
-      ...(started?.record ? { record: started.record } : {}),
-      ...(started?.replay ? { replay: started.replay } : {}),
+      ...(started?.record || started?.replay
+        ? {
+            models: {
+              ...(started.record ? { record: started.record } : {}),
+              ...(started.replay ? { replay: started.replay } : {}),
+            },
+          }
+        : {}),
       // No plan yet (it died while planning): the task simply starts over from the PRD.
-      ...(previous ? { resume: { previous, attempt: journal.attempts + 1 } } : {}),
+      start: previous ? { kind: 'resume', previous, attempt: journal.attempts + 1 } : { kind: 'new' },
     },
+    {},
     options,
     context,
   );
@@ -133,8 +140,9 @@ async function resumeProject(
       env: context.env,
       keepSandbox: false,
       dodSkipped: Boolean(options.skipDod),
-      project,
+      start: { kind: 'new' },
     },
+    { project },
     options,
     context,
   );

@@ -5,14 +5,13 @@
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import type { RunTaskRequest } from '../app.js';
+import type { TaskSpec } from '../compose/task-spec.js';
 import { loadConfig } from '../config/load.js';
 import type { TaskSummary } from '../core/types.js';
-import { configSecrets } from '../notes/redact.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { createProjectProgress } from '../parallel/project-progress.js';
-import type { ProjectResume } from '../parallel/project-journal.js';
+import type { ProjectHooks, ProjectOptions } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
 
@@ -87,46 +86,47 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
     flags: flagsLayer(options),
     ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
   });
+  const { newTaskId } = await import('../app.js');
+  const models = {
+    ...(options.modelScript ? { script: path.resolve(context.cwd, options.modelScript) } : {}),
+    ...(options.record ? { record: path.resolve(context.cwd, options.record) } : {}),
+    ...(options.replay ? { replay: path.resolve(context.cwd, options.replay) } : {}),
+  };
   return driveTask(
     {
       repoRoot: repository.root,
       prd,
       prdPath,
-      taskId: options.taskId,
-      base: options.base,
+      taskId: options.taskId ?? newTaskId(prd),
+      ...(options.base !== undefined ? { base: options.base } : {}),
       config,
       env,
       keepSandbox: Boolean(options.keepSandbox),
       dodSkipped: Boolean(options.skipDod),
-      ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
-      ...(options.record ? { record: path.resolve(context.cwd, options.record) } : {}),
-      ...(options.replay ? { replay: path.resolve(context.cwd, options.replay) } : {}),
-      ...(options.single ? { single: true } : {}),
+      start: { kind: 'new' },
+      ...(Object.keys(models).length > 0 ? { models } : {}),
     },
+    options.single ? { single: true } : {},
     options,
     context,
   );
 }
-
-/** What `run` and `resume` decide before the task is driven the same way. */
-export type DrivenTaskRequest = Omit<
-  RunTaskRequest,
-  'headless' | 'signal' | 'hurry' | 'onNotice' | 'onEvent' | 'onKept' | 'human' | 'redaction'
-> & { single?: boolean; project?: ProjectResume };
 
 /**
  * Runs a task with live progress (or `--json`), Ctrl-C handling (first: stop and save; second: kill the
  * worker at once; the note is written either way) and the summary; sets the exit code. Shared by `resume`.
  */
 export async function driveTask(
-  request: DrivenTaskRequest,
+  spec: TaskSpec,
+  projectOptions: ProjectOptions,
   options: { json?: boolean; headless?: boolean },
   context: CommandContext,
 ): Promise<TaskSummary> {
   const { output, env, redaction } = context;
+  const { createApp } = await import('../app.js');
+  const app = createApp(env, {}, redaction);
   // From here on the keys and `redact.patterns` of this configuration are hidden from every output.
-  const secrets = configSecrets(request.config, env);
-  redaction.add(secrets.values, secrets.patterns);
+  app.host.protect(spec.config, spec.env);
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
   const progress = createProjectProgress((text) => output.err(text), {
     tty: output.isTTY,
@@ -151,11 +151,7 @@ export async function driveTask(
   process.on('SIGTERM', onSignal);
   try {
     // Planned first: one task as always, or a project of subtasks (parallel.split, --single).
-    const { runProject } = await import('../parallel/run-project.js');
-    const summary = await runProject({
-      ...request,
-      redaction,
-      headless,
+    const hooks: ProjectHooks = {
       signal: controller.signal,
       hurry: hurry.signal,
       onNotice: (text) => output.err(`agent-runner: ${text}`),
@@ -183,7 +179,8 @@ export async function driveTask(
               },
             },
           }),
-    });
+    };
+    const summary = await app.run(spec, hooks, projectOptions);
     if (options.json) output.out(JSON.stringify(redaction.value(summaryObject(summary))));
     else {
       if (summary.error) output.err(`agent-runner: ${summary.error.message}`);

@@ -1,224 +1,161 @@
 /**
- * Composition of parallel work: the entry `run` calls. The planner (Meta-agent) answers `plan_task` with one
- * task's criteria (then the task runs as always, with that plan) or with subtasks; subtasks are then driven by
- * the orchestrator with the real pieces: each subtask is a whole task of today through `runTask` (its own
- * branch `agent-runner/<ID>--<SUB>`, sandbox, gateway token, worker runs, facts, DoD, note) with its write
- * scope as `scope.write`; the integration branch `agent-runner/<ID>` lives in a host worktree; the combined
- * DoD runs in a sandbox of its own on the integration branch's head; the project's own Meta-agent calls
- * (plan, reviews, re-plans) go through a gateway of their own.
+ * The entry `run` and `resume` call: a PRD is planned once, then runs either as one task as always or as a
+ * project of subtasks (`parallel.split: auto`). One lock on the task id is held from the start to the end,
+ * whichever way it goes.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import {
-  newTaskId,
-  resolveWorkerImage,
-  runTask,
-  systemClock,
-  type AppDependencies,
-  type RunTaskRequest,
-} from '../app.js';
-import type { Config } from '../config/schema.js';
-import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
-import { totalTokens, ZERO_USAGE } from '../core/usage.js';
-import { EXIT_CODES } from '../errors.js';
-import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
-import { startTaskGateway, type TaskGateway } from '../gateway/task-gateway.js';
-import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
-import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
-import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
+import { lockTask, runLockedTask } from '../compose/run-task.js';
+import type { TaskHost } from '../compose/task-host.js';
+import type { GivenPlan, TaskSpec } from '../compose/task-spec.js';
+import { checkedMetaModel, openGateway } from '../compose/task-services.js';
+import type { TaskSummary } from '../core/types.js';
+import type { TaskGateway } from '../gateway/task-gateway.js';
 import { titleOf } from '../meta/meta-agent-port.js';
-import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { readNoteMemory } from '../notes/memory.js';
-import { configSecrets, Redaction, type Redactor } from '../notes/redact.js';
-import type { AcceptanceCriterion } from '../protocol/messages.js';
-import { VERSION } from '../version.js';
-import { git, tryGit } from '../workspace/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
-import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
-import { resolveCommit } from '../workspace/tree-entries.js';
-import { GitIntegrationBranch } from './integration-branch.js';
-import { ProjectOrchestrator, type ProjectOutcome } from './orchestrator.js';
+import { driveProject, type ProjectHooks } from './drive-project.js';
 import { createParallelMeta, type ParallelMeta } from './parallel-meta.js';
-import type { ProjectMetaPort, SubtaskRunnerPort } from './ports.js';
 import type { PlannedSubtask, ProjectEvent, StampedProjectEvent } from './project-events.js';
 import { PROJECT_JOURNAL, type ProjectResume } from './project-journal.js';
-import { writeProjectNote } from './project-note.js';
-import { defaultParallelMax } from './scheduler.js';
+import { planOf } from './project-summary.js';
 
-export interface RunProjectRequest extends Omit<RunTaskRequest, 'onEvent'> {
+export type { ProjectHooks } from './drive-project.js';
+
+export interface ProjectOptions {
   /** `--single`: never split, whatever `parallel.split` says. */
   single?: boolean;
   /** `resume <ID>` of a project: continue its graph from the project journal (no new plan). */
   project?: ProjectResume;
-  onEvent?: (event: StampedProjectEvent) => void;
-}
-
-/** A plan from the protocol's criteria (the core uses the protocol's criterion type as is). */
-export function planOf(title: string, criteria: readonly AcceptanceCriterion[]): Plan {
-  return { title, acceptanceCriteria: [...criteria] };
 }
 
 /** Whether this run may be split: `parallel.split: auto`, no `--single`, and nothing that needs one task. */
-export function maySplit(request: RunProjectRequest): boolean {
+export function maySplit(spec: TaskSpec, options: ProjectOptions): boolean {
+  const models = spec.models ?? {};
   return (
-    request.config.parallel.split === 'auto' &&
-    !request.single &&
-    !request.resume &&
+    spec.config.parallel.split === 'auto' &&
+    !options.single &&
+    spec.start.kind === 'new' &&
     // One scripted model or one cassette serves one task's calls in order; parallel calls would interleave.
-    !request.modelScript &&
-    !request.record &&
-    !request.replay
-  );
-}
-
-/** `parallel.max`, or what the machine holds. */
-export function parallelMax(config: Config): number {
-  return (
-    config.parallel.max ??
-    defaultParallelMax({
-      cores: os.availableParallelism(),
-      freeMemoryBytes: os.freemem(),
-      sandboxMemoryBytes: config.sandbox.memory,
-    })
+    !models.script &&
+    !models.record &&
+    !models.replay
   );
 }
 
 /** Runs a PRD: planned, then either one task as always or a project of subtasks. */
 export async function runProject(
-  request: RunProjectRequest,
-  dependencies: AppDependencies = {},
+  host: TaskHost,
+  spec: TaskSpec,
+  hooks: ProjectHooks = {},
+  options: ProjectOptions = {},
 ): Promise<TaskSummary> {
-  const forward = request.onEvent as RunTaskRequest['onEvent'];
-  if (!request.project && !maySplit(request)) return runTask({ ...request, onEvent: forward }, dependencies);
-  const taskId = request.taskId ?? newTaskId(request.prd);
-  const layout = taskLayout(request.repoRoot, taskId);
-  await mkdir(layout.runDir, { recursive: true });
-  const { config, env } = request;
-  // One redaction point for every writer of the project and its subtasks (they add to the same one).
-  const redaction = request.redaction ?? new Redaction();
-  const secrets = configSecrets(config, env);
-  redaction.add(secrets.values, secrets.patterns);
-  const redact: Redactor = redaction.redact;
-  const journalFile = path.join(layout.runDir, PROJECT_JOURNAL);
-  const clock = dependencies.clock ?? systemClock;
-  const emit = (event: ProjectEvent | StampedProjectEvent) => {
-    const stamped = (
-      'at' in event ? event : { ...event, at: new Date(clock.now()).toISOString() }
-    ) as StampedProjectEvent;
-    request.onEvent?.(stamped);
+  const lock = await lockTask(spec, hooks, spec.start.kind === 'resume' ? 'resume' : 'run');
+  try {
+    if (!options.project && !maySplit(spec, options))
+      return (await runLockedTask(host, spec, taskHooks(hooks))).summary;
+    return await planAndRun(host, spec, hooks, options.project);
+  } finally {
+    lock.release();
+  }
+}
+
+/** A task's hooks from a project's: the events a single task emits are project events too. */
+function taskHooks(hooks: ProjectHooks) {
+  return { ...hooks, onEvent: hooks.onEvent as ((event: StampedProjectEvent) => void) | undefined };
+}
+
+/** The project's journal writer: its own events and when each subtask and worker run started and ended. */
+function projectEmitter(host: TaskHost, spec: TaskSpec, hooks: ProjectHooks) {
+  const runDir = taskLayout(spec.repoRoot, spec.taskId).runDir;
+  const journalFile = path.join(runDir, PROJECT_JOURNAL);
+  return (event: ProjectEvent | StampedProjectEvent) => {
+    const stamped = ('at' in event ? event : { ...event, at: host.stamp() }) as StampedProjectEvent;
+    hooks.onEvent?.(stamped);
     // A subtask's events live in its own journal; the project's journal keeps the project's events and when
     // each subtask and each worker run started and ended (enough to see what ran at once).
     if (PROJECT_EVENT_TYPES.has(stamped.type) || JOURNALLED_TASK_EVENTS.has(stamped.type)) {
-      mkdirSync(layout.runDir, { recursive: true });
-      appendFileSync(journalFile, `${redaction.redactJsonText(JSON.stringify(stamped))}\n`);
+      mkdirSync(runDir, { recursive: true });
+      appendFileSync(journalFile, `${host.redaction.redactJsonText(JSON.stringify(stamped))}\n`);
     }
   };
+}
 
-  let lock: TaskLock | null = acquireTaskLock(layout.runDir, { taskId, command: 'run' });
-  let gateway: TaskGateway | null = null;
+async function planAndRun(
+  host: TaskHost,
+  spec: TaskSpec,
+  hooks: ProjectHooks,
+  resume: ProjectResume | undefined,
+): Promise<TaskSummary> {
+  host.protect(spec.config, spec.env);
+  const emit = projectEmitter(host, spec, hooks);
+  const layout = taskLayout(spec.repoRoot, spec.taskId);
+  const spent = resume?.spent.usage;
+  // The project's budget: its own Meta-agent calls (plan, reviews, re-plans) and every subtask's spending.
+  let gateway: TaskGateway | null = await openGateway(
+    host,
+    { config: spec.config, env: spec.env, repoRoot: spec.repoRoot, runDir: layout.runDir },
+    spent ? { spent: { tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd } } : {},
+  );
   try {
-    // Imported here: dockerode is the biggest module of a start, and a task that is not split never needs it here.
-    const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
-    const docker = dependencies.docker ?? createDockerClient(env);
-    await pingDocker(docker, env);
-    const spent = request.project?.spent.usage;
-    gateway = await startTaskGateway({
-      config,
-      env,
-      repoRoot: request.repoRoot,
-      redaction,
-      onLog: (line) => {
-        try {
-          appendFileSync(
-            path.join(layout.runDir, 'gateway.log'),
-            `${new Date(clock.now()).toISOString()} ${line}\n`,
-          );
-        } catch {
-          // The project's journal reports a full disk; the gateway keeps answering meanwhile.
-        }
-      },
-      // The project's budget: its own Meta-agent calls (plan, reviews, re-plans) and every subtask's spending.
-      ...(spent ? { spent: { tokens: totalTokens(spent), costUsd: spent.costUsd } } : {}),
+    const meta = createParallelMeta({
+      model: checkedMetaModel(host, spec.config, spec.env, gateway),
+      config: spec.config,
+      logDir: path.join(layout.runDir, 'meta'),
+      redact: host.redaction.redact,
     });
-    const model = new GatewayCheckedMetaModel(
-      dependencies.metaModel ??
-        createOpenAiChatModel(config, env, {
-          baseUrl: gateway.meta.baseUrl,
-          apiKey: gateway.meta.apiKey,
-          displayUrl: config.meta.baseUrl,
-        }),
-      gateway.gateway,
-      gateway.budget,
-    );
-    const meta = createParallelMeta({ model, config, logDir: path.join(layout.runDir, 'meta'), redact });
-    if (request.project) {
+    const drive = { host, spec, hooks, meta, gateway, emit };
+    if (resume)
+      return await driveProject({ ...drive, subtasks: resume.subtasks, spent: resume.spent, resume });
+    const planned = await planProject(meta, spec, hooks.signal);
+    if (planned.kind === 'subtasks') {
+      emit({ type: 'project_plan', usage: planned.usage, split: true });
       return await driveProject({
-        request,
-        dependencies,
-        taskId,
-        subtasks: request.project.subtasks,
-        meta,
-        gateway,
-        redaction,
-        emit,
-        spent: request.project.spent,
-        resume: request.project,
+        ...drive,
+        subtasks: planned.subtasks,
+        spent: { metaCalls: 1, usage: planned.usage },
       });
     }
-    const planned = await meta
-      .plan({
-        taskId,
-        prd: request.prd,
-        memory: (await readNoteMemory(layout.stateDir, taskId)).map(({ title, summary }) => ({
-          title,
-          summary,
-        })),
-        allowSubtasks: true,
-        ...(request.signal ? { signal: request.signal } : {}),
-      })
-      .then(
-        (answer) => ({ answer }),
-        (error: unknown) => ({ error }),
-      );
-    const release = async () => {
-      await gateway?.close();
-      gateway = null;
-      // The task takes its own lock on the same id.
-      lock?.release();
-      lock = null;
-    };
-    if ('error' in planned) {
-      await release();
-      // No plan, no project: the task ends FAILED with the planner's error, its note written as for any task.
-      return await runTask(
-        { ...request, redaction, taskId, onEvent: forward, planError: planned.error },
-        dependencies,
-      );
-    }
-    const planUsage = planned.answer.usage;
-    const payload = planned.answer.message.payload;
+    if (planned.kind === 'task') emit({ type: 'project_plan', usage: planned.plan.usage, split: false });
+    // One task: it runs on its own gateway, as any task does; the project's is not needed any more.
+    await gateway.close();
+    gateway = null;
+    // No plan, no project: a failed planning call ends the task FAILED with its error, its note written.
+    const plan: Promise<GivenPlan> =
+      planned.kind === 'task' ? Promise.resolve(planned.plan) : Promise.reject(planned.error);
+    plan.catch(() => undefined);
+    return (await runLockedTask(host, { ...spec, start: { kind: 'planned', plan } }, taskHooks(hooks)))
+      .summary;
+  } finally {
+    await gateway?.close();
+  }
+}
+
+type ProjectPlan =
+  | { kind: 'task'; plan: GivenPlan }
+  | { kind: 'subtasks'; subtasks: PlannedSubtask[]; usage: GivenPlan['usage'] }
+  | { kind: 'failed'; error: unknown };
+
+/** The planner's answer: one task's criteria, or subtasks. */
+async function planProject(meta: ParallelMeta, spec: TaskSpec, signal?: AbortSignal): Promise<ProjectPlan> {
+  const layout = taskLayout(spec.repoRoot, spec.taskId);
+  try {
+    const answer = await meta.plan({
+      taskId: spec.taskId,
+      prd: spec.prd,
+      memory: (await readNoteMemory(layout.stateDir, spec.taskId)).map(({ title, summary }) => ({
+        title,
+        summary,
+      })),
+      allowSubtasks: true,
+      ...(signal ? { signal } : {}),
+    });
+    const payload = answer.message.payload;
     if (!('subtasks' in payload)) {
-      emit({ type: 'project_plan', usage: planUsage, split: false });
-      await release();
-      return await runTask(
-        {
-          ...request,
-          redaction,
-          taskId,
-          onEvent: forward,
-          plan: {
-            plan: planOf(titleOf(request.prd, taskId), payload.acceptance_criteria),
-            usage: planUsage,
-            metaCalls: 1,
-          },
-        },
-        dependencies,
-      );
+      const plan = planOf(titleOf(spec.prd, spec.taskId), payload.acceptance_criteria);
+      return { kind: 'task', plan: { plan, usage: answer.usage, metaCalls: 1 } };
     }
-    emit({ type: 'project_plan', usage: planUsage, split: true });
-    const subtasks: PlannedSubtask[] = payload.subtasks.map((subtask) => ({
+    const subtasks = payload.subtasks.map((subtask) => ({
       id: subtask.id,
       title: subtask.title,
       prd: subtask.prd,
@@ -227,20 +164,9 @@ export async function runProject(
       readScope: subtask.read_scope,
       blockedBy: subtask.blocked_by,
     }));
-    return await driveProject({
-      request,
-      dependencies,
-      taskId,
-      subtasks,
-      meta,
-      gateway,
-      redaction,
-      emit,
-      spent: { metaCalls: 1, usage: planUsage },
-    });
-  } finally {
-    await gateway?.close();
-    lock?.release();
+    return { kind: 'subtasks', subtasks, usage: answer.usage };
+  } catch (error) {
+    return { kind: 'failed', error };
   }
 }
 
@@ -264,284 +190,3 @@ const PROJECT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'fixup',
   'project_finished',
 ]);
-
-interface DriveProjectInput {
-  request: RunProjectRequest;
-  dependencies: AppDependencies;
-  taskId: string;
-  subtasks: PlannedSubtask[];
-  meta: ParallelMeta;
-  gateway: TaskGateway;
-  redaction: Redaction;
-  emit: (event: ProjectEvent | StampedProjectEvent) => void;
-  spent: { metaCalls: number; usage: Usage };
-  resume?: ProjectResume;
-}
-
-async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
-  const { request, dependencies, taskId, subtasks, gateway, redaction, emit } = input;
-  const redact = redaction.redact;
-  const { config, env, repoRoot } = request;
-  const clock = dependencies.clock ?? systemClock;
-  const startedAt = clock.now();
-  const layout = taskLayout(repoRoot, taskId);
-  const baseSha = input.resume?.baseSha ?? (await resolveCommit(repoRoot, request.base ?? 'HEAD'));
-  if (baseSha === null) throw new Error(`--base ${request.base ?? 'HEAD'} does not name a commit`);
-  const [{ createDockerClient }, { DockerSandboxRuntime }] = await Promise.all([
-    import('../sandbox/docker-client.js'),
-    import('../sandbox/docker-runtime.js'),
-  ]);
-  const docker = dependencies.docker ?? createDockerClient(env);
-  const runtime = dependencies.runtime ?? new DockerSandboxRuntime(docker, { version: VERSION, env, redact });
-  const image = await resolveWorkerImage(config);
-  const dodSkipped = request.dodSkipped || config.dod.skip;
-  let checks = 0;
-
-  const integration = await GitIntegrationBranch.open({
-    repoRoot,
-    taskId,
-    baseSha,
-    runDod: async (headSha, _label, signal) => {
-      if (dodSkipped) return { status: 'skipped', results: [], ranOnDirtyTree: false, source: 'skipped' };
-      checks += 1;
-      return combinedDod({
-        request,
-        runtime,
-        gateway,
-        image,
-        taskId: `${taskId}--check-${checks}`,
-        headSha,
-        signal,
-      });
-    },
-  });
-  const max = parallelMax(config);
-  emit({
-    type: 'project_started',
-    taskId,
-    branch: integration.branch,
-    baseSha,
-    max,
-    subtasks,
-    prd: request.prd,
-    prdPath: request.prdPath,
-  });
-
-  const runner: SubtaskRunnerPort = {
-    async run(run) {
-      let dod: DodOutcome | undefined;
-      let workerSummary: string | undefined;
-      // A subtask begun by an earlier attempt of the project continues from its own journal.
-      const journal = readTaskJournal(taskLayout(repoRoot, run.taskId).runDir, run.taskId);
-      const previous = journal ? previousAttempt(journal) : null;
-      const summary = await runTask(
-        {
-          ...request,
-          redaction,
-          projectBudget: gateway.budget,
-          projectMetaCalls: run.metaCalls,
-          taskId: run.taskId,
-          prd: run.prd,
-          base: run.base,
-          keepSandbox: false,
-          config: {
-            ...config,
-            // The subtask's write scope is a physical limit, like any task's scope.write.
-            scope: {
-              ...config.scope,
-              write: run.writeScope,
-              read: [...new Set([...config.scope.read, ...run.readScope])],
-            },
-            limits: {
-              ...config.limits,
-              wallClock: run.limits.wallClockMs,
-              maxMetaCalls: run.limits.maxMetaCalls,
-              ...(run.limits.maxTokens !== undefined ? { maxTokens: run.limits.maxTokens } : {}),
-              ...(run.limits.maxCostUsd !== undefined ? { maxCostUsd: run.limits.maxCostUsd } : {}),
-            },
-          },
-          ...(previous
-            ? { resume: { previous } }
-            : { plan: { plan: run.plan, usage: ZERO_USAGE, metaCalls: 0 } }),
-          ...(run.signal ? { signal: run.signal } : {}),
-          onEvent: (event) => {
-            if (event.type === 'dod') dod = event.dod;
-            if (event.type === 'run_recorded') workerSummary = event.record.finalMessage ?? undefined;
-            run.onEvent({ ...event, subtask: run.subtask });
-          },
-        },
-        dependencies,
-      );
-      return { summary, ...(dod ? { dod } : {}), ...(workerSummary ? { workerSummary } : {}) };
-    },
-  };
-  const projectMeta: ProjectMetaPort = {
-    async review({ taskId: subtaskTaskId, subtask, evidence, signal }) {
-      const result = await input.meta.review({
-        taskId: subtaskTaskId,
-        prd: subtask.prd,
-        acceptanceCriteria: subtask.plan.acceptanceCriteria,
-        evidence,
-        ...(signal ? { signal } : {}),
-      });
-      const { verdict, summary, findings } = result.message.payload;
-      return { review: { verdict, summary, findings }, usage: result.usage };
-    },
-    async replan({ taskId: subtaskTaskId, subtask, findings, reason, signal }) {
-      const prd = [
-        subtask.prd.trimEnd(),
-        '',
-        `The last attempt of this subtask was not merged: ${reason}`,
-        ...findings.map(
-          (finding) =>
-            `- ${finding.file}${finding.line ? `:${finding.line}` : ''} (${finding.severity}): ${finding.message}`,
-        ),
-      ].join('\n');
-      const result = await input.meta.plan({
-        taskId: subtaskTaskId,
-        prd,
-        allowSubtasks: false,
-        ...(signal ? { signal } : {}),
-      });
-      const payload = result.message.payload;
-      const criteria = 'acceptance_criteria' in payload ? payload.acceptance_criteria : [];
-      return { plan: planOf(subtask.title, criteria), usage: result.usage };
-    },
-  };
-
-  const orchestrator = new ProjectOrchestrator(
-    {
-      taskId,
-      prd: request.prd,
-      subtasks,
-      max,
-      budget: {
-        wallClockMs: config.limits.wallClock,
-        maxMetaCalls: config.limits.maxMetaCalls,
-        ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
-        ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
-      },
-      maxReplans: 1,
-      maxFixups: 1,
-      spent: input.spent,
-      ...(input.resume ? { merged: input.resume.merged, attempts: input.resume.attempts } : {}),
-    },
-    { runner, integration, meta: projectMeta, clock, emit },
-  );
-  let outcome: ProjectOutcome;
-  try {
-    outcome = await orchestrator.run(request.signal);
-  } catch (error) {
-    emit({ type: 'subtask_waiting', subtask: '*', kind: 'error', reason: (error as Error).message });
-    throw error;
-  }
-  const finishedAt = clock.now();
-  const notePath = await writeProjectNote(
-    {
-      taskId,
-      title: titleOf(request.prd, taskId),
-      prd: request.prd,
-      prdPath: request.prdPath,
-      repoRoot,
-      branch: integration.branch,
-      baseSha,
-      worktreePath: integration.worktreePath,
-      max,
-      startedAt,
-      finishedAt,
-      outcome,
-      redact,
-    },
-    layout.stateDir,
-  );
-  const summary: TaskSummary = {
-    taskId,
-    title: titleOf(request.prd, taskId),
-    state: outcome.state,
-    reason: outcome.reason,
-    branch: integration.branch,
-    headSha: outcome.headSha,
-    notePath,
-    worktreePath: integration.worktreePath,
-    runs: outcome.subtasks.reduce(
-      (sum, record) => sum + record.attempts.reduce((runs, attempt) => runs + attempt.runs, 0),
-      0,
-    ),
-    metaCalls: outcome.metaCalls,
-    usage: outcome.usage,
-    durationMs: finishedAt - startedAt,
-    exitCode:
-      outcome.state === 'COMPLETE'
-        ? EXIT_CODES.complete
-        : request.signal?.aborted
-          ? EXIT_CODES.interrupted
-          : outcome.state === 'FAILED'
-            ? EXIT_CODES.failed
-            : EXIT_CODES.needsReview,
-    error: null,
-    basis: [
-      `${outcome.subtasks.filter((record) => record.state === 'merged').length} of ${outcome.subtasks.length} subtasks merged into ${integration.branch}`,
-      `combined DoD on the integration head: ${outcome.combinedDod?.status ?? 'not run'}`,
-    ],
-    // Each subtask's criteria and their evidence are in its own summary and note.
-    criteria: [],
-  };
-  emit({ type: 'project_finished', summary });
-  return summary;
-}
-
-interface CombinedDodInput {
-  request: RunProjectRequest;
-  runtime: NonNullable<AppDependencies['runtime']>;
-  gateway: TaskGateway;
-  image: string;
-  /** `<ID>--check-<N>`: a throwaway workspace on the integration head, removed afterwards. */
-  taskId: string;
-  headSha: string;
-  signal?: AbortSignal;
-}
-
-/** The DoD on a commit of the integration branch, in a sandbox made for it and removed after. */
-async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
-  const { request, runtime, gateway, taskId } = input;
-  const { config, repoRoot } = request;
-  const layout = taskLayout(repoRoot, taskId);
-  const { workspace, sandboxes } = taskSandboxPorts({
-    runtime,
-    config,
-    image: input.image,
-    repoRoot,
-    taskId,
-    base: input.headSha,
-    dodSkipped: false,
-    gateway,
-    setup: input.signal ? { signal: input.signal } : {},
-    keep: false,
-  });
-  try {
-    // The container starts while the files are checked out, as a task's does.
-    const preparation = workspace.prepare();
-    const creating = preparation.mountable.then(() => sandboxes.create());
-    const [prepared, created] = await Promise.allSettled([preparation.prepared, creating]);
-    const sandboxId = created.status === 'fulfilled' ? created.value : null;
-    try {
-      if (prepared.status === 'rejected') throw prepared.reason;
-      if (created.status === 'rejected') throw created.reason;
-      await sandboxes.setUp(created.value);
-      const facts = await workspace.observe(created.value);
-      return await workspace.runDod(created.value, facts, {
-        ...(input.signal ? { signal: input.signal } : {}),
-        timeoutMs: config.limits.wallClock,
-      });
-    } finally {
-      if (sandboxId) await sandboxes.stop(sandboxId).catch(() => undefined);
-    }
-  } finally {
-    // Nothing of this check is the person's: the sandbox, the worktree and the branch all go.
-    await workspace.settled();
-    await removeTaskSandbox(repoRoot, taskId).catch(() => undefined);
-    await tryGit(['worktree', 'remove', '--force', layout.worktreePath], { cwd: repoRoot });
-    await tryGit(['branch', '-D', layout.branch], { cwd: repoRoot });
-    await git(['worktree', 'prune'], { cwd: repoRoot }).catch(() => undefined);
-  }
-}

@@ -1,0 +1,306 @@
+/**
+ * The one composition of a task: its services (the redaction point's secrets, the gateway, the Meta-agent,
+ * the Docker side, the journal, the sandbox and the worker) built from a {@link TaskSpec} and reported
+ * through {@link TaskHooks}. `run`, `resume` and every subtask of a project come through here.
+ */
+import path from 'node:path';
+import type { SetupCommandReport, StampedEvent } from '../core/events.js';
+import { TaskRunner, type TaskRunnerOptions } from '../core/task-runner.js';
+import type { Usage } from '../core/types.js';
+import type { TaskGateway } from '../gateway/task-gateway.js';
+import { deferredPorts, type DockerSidePorts } from '../lifecycle/deferred-ports.js';
+import { EngineWatchRuntime } from '../lifecycle/engine-watch.js';
+import { hurryKillArgv } from '../lifecycle/hurry-kill.js';
+import { keptSandboxLabels } from '../lifecycle/orphan-sandboxes.js';
+import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
+import { createMetaAgent } from '../meta/meta-agent.js';
+import { MetaAgentPortAdapter } from '../meta/meta-agent-port.js';
+import { EventJournal } from '../notes/event-journal.js';
+import { readNoteMemory } from '../notes/memory.js';
+import { writeTaskNote } from '../notes/note-writer.js';
+import { loadPatternLibrary } from '../patterns/pattern-library.js';
+import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
+import { taskLayout } from '../workspace/layout.js';
+import { startDockerSide } from './docker-side.js';
+import type { GivenPlan, TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
+import type { TaskHost } from './task-host.js';
+import { checkedMetaModel, openGateway, type GatewayOptions } from './task-services.js';
+import { TaskTracker } from './task-tracker.js';
+import { taskWorker } from './task-worker.js';
+
+/** The longest the Docker side waits for the plan request to leave before it starts anyway. */
+const PLAN_HEAD_START_MS = 300;
+
+/** A composed task, ready to run once; `close` ends what it started (after `run`, or instead of it). */
+export interface ComposedTask {
+  run(): Promise<TaskResult>;
+  close(): Promise<void>;
+}
+
+/** The plan handed to the task, when it was made outside it: settled before the task starts. */
+type SettledPlan = { plan: GivenPlan } | { error: unknown } | null;
+
+/** Builds a task's services; the lock is the caller's. */
+export async function composeTask(host: TaskHost, spec: TaskSpec, hooks: TaskHooks): Promise<ComposedTask> {
+  const given: SettledPlan =
+    spec.start.kind === 'planned'
+      ? await spec.start.plan.then(
+          (plan) => ({ plan }),
+          (error: unknown) => ({ error }),
+        )
+      : null;
+  const redact = host.protect(spec.config, spec.env);
+  const layout = taskLayout(spec.repoRoot, spec.taskId);
+  // Loading dockerode holds the event loop for a while (it is most of the Docker side's start): the Docker
+  // side waits until the plan request has left, or at most PLAN_HEAD_START_MS, or not at all when the task
+  // has its plan already (a resume after planning, a plan given by parallel work) or its planning failed.
+  let planLeft = () => {};
+  const planSent = new Promise<void>((resolve) => (planLeft = resolve));
+  if (spec.start.kind !== 'new') planLeft();
+  else setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
+  const journal = new EventJournal(layout.runDir, host.redaction.redactJsonText);
+  const record = (event: StampedEvent) => {
+    hooks.onEvent?.(event);
+    // Last, so the person still sees the event when the journal cannot be written (it then throws).
+    journal.append(event);
+  };
+  const gateway = await openGateway(
+    host,
+    { config: spec.config, env: spec.env, repoRoot: spec.repoRoot, runDir: layout.runDir },
+    {
+      onSent: (kind) => {
+        if (kind === 'meta') planLeft();
+      },
+      onRefusal: (refusal) => {
+        try {
+          record({ type: 'gateway_refused', refusal, at: host.stamp() });
+        } catch {
+          // The runner's own next event reports the journal's failure.
+        }
+      },
+      ...gatewaySpending(spec, given),
+    },
+  );
+  try {
+    return await composeOnGateway(host, spec, hooks, { gateway, given, planSent, record, redact });
+  } catch (error) {
+    await gateway.close();
+    throw error;
+  }
+}
+
+/** What the gateway counts as spent from the start, the project's budget, and the cassette. */
+function gatewaySpending(spec: TaskSpec, given: SettledPlan): GatewayOptions {
+  const spentUsage: Usage | null =
+    spec.start.kind === 'resume'
+      ? sumUsage(spec.start.previous.usage, spec.start.previous.workerUsage)
+      : given && 'plan' in given
+        ? // The planning call made before the task started counts like the task's own would have.
+          given.plan.usage
+        : null;
+  const models = spec.models ?? {};
+  const attempt = spec.start.kind === 'resume' ? spec.start.attempt : 1;
+  return {
+    ...(spentUsage
+      ? { spent: { tokens: spentUsage.inputTokens + spentUsage.outputTokens, costUsd: spentUsage.costUsd } }
+      : {}),
+    ...(spec.parent ? { parentBudget: spec.parent.budget } : {}),
+    ...(models.record ? { record: models.record, appendRecord: spec.start.kind === 'resume' } : {}),
+    ...(models.replay ? { replay: models.replay, attempt } : {}),
+  };
+}
+
+function sumUsage(a: Usage, b: Usage | undefined): Usage {
+  if (!b) return a;
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+    costUsd: a.costUsd + b.costUsd,
+  };
+}
+
+interface Started {
+  gateway: TaskGateway;
+  given: SettledPlan;
+  planSent: Promise<void>;
+  record: (event: StampedEvent) => void;
+  redact: (text: string) => string;
+}
+
+async function composeOnGateway(
+  host: TaskHost,
+  spec: TaskSpec,
+  hooks: TaskHooks,
+  started: Started,
+): Promise<ComposedTask> {
+  const { gateway, record } = started;
+  const { config, repoRoot, taskId } = spec;
+  const layout = taskLayout(repoRoot, taskId);
+  const metaAgent = createMetaAgent({
+    model: checkedMetaModel(host, config, spec.env, gateway, { replay: Boolean(spec.models?.replay) }),
+    config,
+    logDir: path.join(layout.runDir, 'meta'),
+    redact: started.redact,
+  });
+  const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
+  const tracker = new TaskTracker();
+  if (spec.start.kind === 'resume')
+    tracker.workerSummary = spec.start.previous.runs.at(-1)?.finalMessage ?? undefined;
+  // Set-up runs inside sandboxes.setUp(): its commands go to the progress, the journal and the note.
+  const setupReports: SetupCommandReport[] = [];
+  const onSetupReport = (report: SetupCommandReport): void => {
+    if (report.phase === 'finished') setupReports.push(report);
+    record({ type: 'setup_command', ...report, at: new Date().toISOString() });
+  };
+  const side = startTaskDockerSide(host, spec, hooks, { ...started, onSetupReport });
+  const ports = tracker.track(
+    deferredPorts(side.ports, host.dependencies.worker?.type ?? config.worker.type),
+  );
+  const workerModel = config.worker.model ?? config.meta.model;
+  const runner = new TaskRunner(runnerOptions(spec, hooks, started.given, patterns, layout.runDir), {
+    meta: new MetaAgentPortAdapter(metaAgent),
+    ...ports,
+    human: host.dependencies.human ?? hooks.human ?? { ask: async () => null },
+    notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
+    clock: host.clock,
+    ...(spec.parent ? { sharedMetaCalls: spec.parent.metaCalls } : {}),
+    writeNote: (taskRecord) =>
+      writeTaskNote(taskRecord, {
+        agentRunnerDir: layout.stateDir,
+        repository: repoRoot,
+        prdPath: spec.prdPath,
+        workerModel,
+        redact: started.redact,
+        setup: setupReports,
+        ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
+      }),
+    onEvent: record,
+  });
+  return {
+    async run() {
+      const onHurry = () => {
+        // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
+        const runtime = side.runtime();
+        if (tracker.sandboxId && tracker.workerRunning && runtime)
+          void runtime
+            .exec(tracker.sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 })
+            .catch(() => {});
+      };
+      hooks.hurry?.addEventListener('abort', onHurry, { once: true });
+      try {
+        const summary = await runner.run(hooks.signal);
+        return {
+          summary,
+          ...(tracker.lastDod ? { dod: tracker.lastDod } : {}),
+          ...(tracker.workerSummary ? { workerSummary: tracker.workerSummary } : {}),
+        };
+      } finally {
+        hooks.hurry?.removeEventListener('abort', onHurry);
+      }
+    },
+    async close() {
+      try {
+        // Nothing of the Docker side (a sweep, an image inspect, the worktree's checkout) outlives the task.
+        await side.ports.catch(() => undefined);
+        await side.workspace()?.settled();
+      } finally {
+        await gateway.close();
+      }
+    },
+  };
+}
+
+/** The runner's options: what the spec says, in the loop's terms. */
+function runnerOptions(
+  spec: TaskSpec,
+  hooks: TaskHooks,
+  given: SettledPlan,
+  patterns: TaskRunnerOptions['patterns'],
+  runDir: string,
+): TaskRunnerOptions {
+  const { config } = spec;
+  const models = spec.models ?? {};
+  const resume = spec.start.kind === 'resume' ? spec.start : null;
+  return {
+    taskId: spec.taskId,
+    prd: spec.prd,
+    startOptions: {
+      prdPath: spec.prdPath,
+      prd: spec.prd,
+      ...(spec.base !== undefined ? { base: spec.base } : {}),
+      dodSkipped: spec.dodSkipped,
+      ...(resume ? { resumed: true } : {}),
+      ...(spec.keepSandbox ? { keepSandbox: true } : {}),
+      ...(models.record ? { record: models.record } : {}),
+      ...(models.replay ? { replay: models.replay } : {}),
+    },
+    ...(resume ? { previous: resume.previous } : {}),
+    ...(given && 'plan' in given ? { givenPlan: given.plan } : {}),
+    ...(given && 'error' in given ? { planError: given.error } : {}),
+    limits: {
+      maxIterations: config.limits.maxIterations,
+      maxMetaCalls: config.limits.maxMetaCalls,
+      wallClockMs: config.limits.wallClock,
+      ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
+      ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
+      maxStalls: config.limits.maxStalls,
+    },
+    worker: {
+      type: config.worker.type,
+      model: config.worker.model ?? config.meta.model,
+      timeoutMs: config.worker.timeout,
+      graceMs: config.worker.grace,
+    },
+    prices: config.prices,
+    dodSkipped: spec.dodSkipped || config.dod.skip,
+    headless: !hooks.human,
+    patterns,
+    runDir,
+  };
+}
+
+/**
+ * The Docker side runs while the Meta-agent plans (planning needs only the PRD, the config and the memory);
+ * the loop's ports wait for it, and its failure fails the workspace's preparation, which stops the planning.
+ */
+function startTaskDockerSide(
+  host: TaskHost,
+  spec: TaskSpec,
+  hooks: TaskHooks,
+  started: Started & { onSetupReport: (report: SetupCommandReport) => void },
+): {
+  ports: Promise<DockerSidePorts>;
+  runtime: () => EngineWatchRuntime | null;
+  workspace: () => GitTaskWorkspace | null;
+} {
+  let runtime: EngineWatchRuntime | null = null;
+  let workspace: GitTaskWorkspace | null = null;
+  const ports = (async (): Promise<DockerSidePorts> => {
+    await started.planSent;
+    const engine = await host.docker();
+    runtime = new EngineWatchRuntime(engine.runtime, { taskId: spec.taskId, dockerHost: engine.hostName });
+    const { image, setup } = await startDockerSide(engine.docker, runtime, spec, hooks.onNotice);
+    const sandbox = taskSandboxPorts({
+      runtime,
+      config: spec.config,
+      image,
+      repoRoot: spec.repoRoot,
+      taskId: spec.taskId,
+      ...(spec.base !== undefined ? { base: spec.base } : {}),
+      dodSkipped: spec.dodSkipped,
+      gateway: started.gateway,
+      setup: { signal: hooks.signal, onReport: started.onSetupReport, commands: setup },
+      keep: spec.keepSandbox,
+      ...(hooks.onKept ? { onKept: hooks.onKept } : {}),
+      labels: keptSandboxLabels(spec.keepSandbox),
+    });
+    workspace = sandbox.workspace;
+    const worker = taskWorker(host, spec, runtime, started.gateway, started.redact);
+    return { workspace: sandbox.workspace, sandboxes: sandbox.sandboxes, worker };
+  })();
+  // Handled here; the loop's first call (the workspace's preparation) reports the failure.
+  ports.catch(() => undefined);
+  return { ports, runtime: () => runtime, workspace: () => workspace };
+}

@@ -1,0 +1,104 @@
+/**
+ * The Docker side of a task's start: the engine answers, this repository's orphaned sandboxes are swept, the
+ * worker image is there, and the task's image (the toolchain the repository declares) is resolved or built.
+ * It runs while the Meta-agent plans.
+ */
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Config } from '../config/schema.js';
+import type { SandboxRuntime } from '../core/ports.js';
+import { EnvironmentError } from '../errors.js';
+import { findDeadOwnerSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
+import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
+
+/** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
+export async function resolveWorkerImage(config: Config): Promise<string> {
+  if (config.sandbox.image) return config.sandbox.image;
+  const inputs = await readWorkerImageInputs({
+    codexVersion: config.worker.codexVersion,
+    baseImage: config.sandbox.baseImage,
+  });
+  return workerImageTag(inputs);
+}
+
+async function ensureImage(docker: Docker, image: string): Promise<void> {
+  try {
+    await docker.getImage(image).inspect();
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode === 404) {
+      throw new EnvironmentError(
+        'image_missing',
+        `The worker image ${image} is not built. Build it with \`agent-runner image build\` (or \`bash scripts/setup.sh\` in the agent-runner checkout).`,
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * Pings the engine, sweeps this repository's orphaned sandboxes, checks the worker image and resolves the
+ * task's image (the toolchain the repository declares); returns it and the set-up commands to run.
+ */
+export async function startDockerSide(
+  docker: Docker,
+  runtime: SandboxRuntime,
+  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string },
+  onNotice: (text: string) => void = () => {},
+): Promise<{ image: string; setup: string[] }> {
+  const { config, env, repoRoot } = where;
+  const { pingDocker } = await import('../sandbox/docker-client.js');
+  await pingDocker(docker, env);
+  // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
+  const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
+  for (const sandbox of kept)
+    onNotice(
+      `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
+    );
+  if (orphans.length > 0) {
+    const swept = await removeSandboxes(runtime, orphans);
+    for (const sandbox of swept.removed)
+      onNotice(
+        `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
+      );
+  }
+  const workerImage = await resolveWorkerImage(config);
+  await ensureImage(docker, workerImage);
+  // Imported here like dockerode: tar-fs and the image builder are not needed before the plan request.
+  const [{ buildWorkerImage }, { rememberedCa }, { IMAGE_EXTRA_CA_PATH, runInImage }, { resolveTaskImage }] =
+    await Promise.all([
+      import('../sandbox/image-builder.js'),
+      import('../sandbox/remembered-ca.js'),
+      import('../toolchain/run-in-image.js'),
+      import('../toolchain/toolchain-image.js'),
+    ]);
+  // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
+  const taskImage = await resolveTaskImage({
+    docker,
+    config,
+    repoRoot,
+    env,
+    workerImage,
+    buildWorkerOn: async (base) => {
+      // The CA: configured, else remembered from the last build, else the one the worker image trusts.
+      const extraCa = config.sandbox.extraCaCert
+        ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+        : await rememberedCa(env);
+      const imageCa = extraCa
+        ? undefined
+        : await runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]);
+      onNotice(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
+      const built = await buildWorkerImage(docker, {
+        baseImage: base,
+        codexVersion: config.worker.codexVersion,
+        projectBase: true,
+        ...(extraCa ? { extraCaCertPath: extraCa } : {}),
+        ...(imageCa ? { extraCa: imageCa } : {}),
+      });
+      return built.tag;
+    },
+    onProgress: (line) => onNotice(line),
+  });
+  const image = taskImage.image;
+  for (const layer of taskImage.layers) onNotice(`sandbox toolchain: ${layer} (image ${image})`);
+  return { image, setup: [...taskImage.setup, ...config.sandbox.setup] };
+}

@@ -1,0 +1,77 @@
+/**
+ * Running one task: under its lock, composed once, run to a terminal state, closed. Every entry point calls
+ * {@link runTask} (or {@link runLockedTask} when it already holds the task's lock).
+ */
+import { mkdir } from 'node:fs/promises';
+import type { Config } from '../config/schema.js';
+import { readModelScript, startScriptedModelServer } from '../demo/scripted-model-server.js';
+import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
+import { taskLayout } from '../workspace/layout.js';
+import { composeTask } from './compose-task.js';
+import type { TaskHost } from './task-host.js';
+import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
+
+/** Takes the task's lock (refused, exit 2, while another live process works on this id) and runs the task. */
+export async function runTask(host: TaskHost, spec: TaskSpec, hooks: TaskHooks = {}): Promise<TaskResult> {
+  const lock = await lockTask(spec, hooks, spec.start.kind === 'resume' ? 'resume' : 'run');
+  try {
+    return await runLockedTask(host, spec, hooks);
+  } finally {
+    lock.release();
+  }
+}
+
+/** One task, one runner: the lock of `spec.taskId`, with a notice when it took over a dead runner's. */
+export async function lockTask(
+  spec: Pick<TaskSpec, 'repoRoot' | 'taskId'>,
+  hooks: Pick<TaskHooks, 'onNotice'>,
+  command: string,
+): Promise<TaskLock> {
+  const layout = taskLayout(spec.repoRoot, spec.taskId);
+  await mkdir(layout.runDir, { recursive: true });
+  const lock = acquireTaskLock(layout.runDir, { taskId: spec.taskId, command });
+  if (lock.tookOver) {
+    hooks.onNotice?.(
+      `took over the lock of task ${spec.taskId} left by pid ${lock.tookOver.pid} (${lock.tookOver.command}, started ${lock.tookOver.startedAt}), which is no longer running`,
+    );
+  }
+  return lock;
+}
+
+/** Runs a task whose lock the caller holds. */
+export async function runLockedTask(
+  host: TaskHost,
+  spec: TaskSpec,
+  hooks: TaskHooks = {},
+): Promise<TaskResult> {
+  const script = spec.models?.script;
+  if (!script) return composeAndRun(host, spec, hooks);
+  // `--model-script`: a scripted model served by agent-runner itself stands in for both endpoints.
+  const server = await startScriptedModelServer(await readModelScript(script, spec.taskId));
+  try {
+    const config: Config = {
+      ...spec.config,
+      meta: { ...spec.config.meta, baseUrl: server.baseUrl },
+      worker: { ...spec.config.worker, baseUrl: server.baseUrl },
+    };
+    const env = {
+      ...spec.env,
+      [config.meta.apiKeyEnv]: spec.env[config.meta.apiKeyEnv] || 'scripted-model',
+    };
+    if (config.worker.apiKeyEnv)
+      env[config.worker.apiKeyEnv] = env[config.worker.apiKeyEnv] || 'scripted-model';
+    return await composeAndRun(host, { ...spec, config, env }, hooks);
+  } finally {
+    await server.close();
+  }
+}
+
+async function composeAndRun(host: TaskHost, spec: TaskSpec, hooks: TaskHooks): Promise<TaskResult> {
+  await mkdir(taskLayout(spec.repoRoot, spec.taskId).runDir, { recursive: true });
+  const task = await composeTask(host, spec, hooks);
+  try {
+    return await task.run();
+  } finally {
+    await task.close();
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The services a task and a project both start from: the model gateway with its log, and the Meta-agent's
+ * model checked against that gateway's budget. One function each, so a task, a project and (next) a
+ * server start them the same way.
+ */
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config/schema.js';
+import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
+import { startTaskGateway, type TaskGateway, type TaskGatewayInput } from '../gateway/task-gateway.js';
+import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
+import type { TaskHost } from './task-host.js';
+
+/** The gateway's input besides what the host and the run directory give. */
+export type GatewayOptions = Omit<TaskGatewayInput, 'config' | 'env' | 'repoRoot' | 'redaction' | 'onLog'>;
+
+/**
+ * Starts the gateway of a task or a project: its log lines (redacted, time-stamped) go to `gateway.log` in
+ * the run directory, and it adds its tokens to the host's redaction point.
+ */
+export function openGateway(
+  host: TaskHost,
+  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string; runDir: string },
+  options: GatewayOptions = {},
+): Promise<TaskGateway> {
+  const redact = host.redaction.redact;
+  return startTaskGateway({
+    config: where.config,
+    env: where.env,
+    repoRoot: where.repoRoot,
+    redaction: host.redaction,
+    onLog: (line) => {
+      try {
+        appendFileSync(path.join(where.runDir, 'gateway.log'), `${host.stamp()} ${redact(line)}\n`);
+      } catch {
+        // A full disk stops the task through its journal; the gateway keeps answering meanwhile.
+      }
+    },
+    ...options,
+  });
+}
+
+/**
+ * The Meta-agent's model: the host's (tests), else the OpenAI SDK pointed at the gateway's loopback route;
+ * either way each call is checked against the gateway's budget and counted in it.
+ */
+export function checkedMetaModel(
+  host: TaskHost,
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  gateway: TaskGateway,
+  options: { replay?: boolean } = {},
+): GatewayCheckedMetaModel {
+  const key = env[config.meta.apiKeyEnv];
+  return new GatewayCheckedMetaModel(
+    host.dependencies.metaModel ??
+      createOpenAiChatModel(
+        config,
+        // Under --replay no key is needed: the gateway answers from the cassette.
+        options.replay ? { ...env, [config.meta.apiKeyEnv]: key || 'replay' } : env,
+        { baseUrl: gateway.meta.baseUrl, apiKey: gateway.meta.apiKey, displayUrl: config.meta.baseUrl },
+      ),
+    gateway.gateway,
+    gateway.budget,
+  );
+}

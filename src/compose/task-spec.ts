@@ -1,0 +1,90 @@
+/**
+ * What starting a task takes: a small specification of what to do ({@link TaskSpec}) and hooks for how to
+ * report ({@link TaskHooks}). Every way a task starts (`run`, `resume`, a project's subtask, and next a
+ * server) builds these two and calls the same `runTask`; what a caller needs afterwards comes back in the
+ * {@link TaskResult}, never from listening to events.
+ */
+import type { Config } from '../config/schema.js';
+import type { StampedEvent } from '../core/events.js';
+import type { HumanPort, SharedMetaCalls } from '../core/ports.js';
+import type { TaskRunnerOptions } from '../core/task-runner.js';
+import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
+import type { TaskBudget } from '../gateway/task-budget.js';
+
+/** A plan made outside the task: the planner's answer for one task, or a subtask's criteria. */
+export interface GivenPlan {
+  plan: Plan;
+  usage: Usage;
+  /** Meta-agent calls it took, counted as the task's own (1 for the planner's call, 0 for a subtask's). */
+  metaCalls: number;
+}
+
+/** An earlier, interrupted attempt of the task, rebuilt from its journal. */
+export type PreviousAttempt = NonNullable<TaskRunnerOptions['previous']>;
+
+/** How the task begins. */
+export type TaskStart =
+  /** A new task: the Meta-agent plans it. */
+  | { kind: 'new' }
+  /** A new task whose plan is made outside it; a rejected promise ends the task FAILED with its error. */
+  | { kind: 'planned'; plan: Promise<GivenPlan> }
+  /** `resume`: continue from an earlier attempt; `attempt` is this one's number (a replay answers from it). */
+  | { kind: 'resume'; previous: PreviousAttempt; attempt: number };
+
+/** Where the model calls go besides the configured endpoints (the demo, record and replay). */
+export interface ModelSource {
+  /** `--model-script FILE`: a scripted model served by agent-runner itself. */
+  script?: string;
+  /** `--record FILE`: store every model exchange in a cassette. */
+  record?: string;
+  /** `--replay FILE`: answer every model call from a cassette, with no upstream. */
+  replay?: string;
+}
+
+/** What a project hands each of its subtasks: its budget and its Meta-agent call count, spent as they go. */
+export interface ParentSpending {
+  budget: Pick<TaskBudget, 'add' | 'exhausted'>;
+  metaCalls: SharedMetaCalls;
+}
+
+/** What to do. */
+export interface TaskSpec {
+  repoRoot: string;
+  taskId: string;
+  prd: string;
+  prdPath: string;
+  /** Base of the task branch (default HEAD). */
+  base?: string;
+  config: Config;
+  env: NodeJS.ProcessEnv;
+  dodSkipped: boolean;
+  keepSandbox: boolean;
+  start: TaskStart;
+  models?: ModelSource;
+  /** A project's subtask spends from the project's budget. */
+  parent?: ParentSpending;
+}
+
+/** How to report. Each is optional: a task with no hooks runs headless and silent (its journal and note). */
+export interface TaskHooks {
+  onEvent?: (event: StampedEvent) => void;
+  /** One-line notices for the person (orphaned containers removed, a stale lock taken over). */
+  onNotice?: (text: string) => void;
+  /** The sandbox was kept (`--keep-sandbox`). */
+  onKept?: (sandboxId: string) => void;
+  /** Answers ask_human; absent: headless (the task ends NEEDS_REVIEW with the question). */
+  human?: HumanPort;
+  /** Ctrl-C: stop the worker, save its work, write the note. */
+  signal?: AbortSignal;
+  /** A second Ctrl-C: the worker's processes are killed at once instead of after the grace. */
+  hurry?: AbortSignal;
+}
+
+/** What a task leaves its caller. */
+export interface TaskResult {
+  summary: TaskSummary;
+  /** The last Definition-of-Done outcome, when one ran. */
+  dod?: DodOutcome;
+  /** The last worker run's final message, when one ran and said something. */
+  workerSummary?: string;
+}

@@ -1,0 +1,64 @@
+/**
+ * The combined Definition of Done of a project: the DoD on a commit of the integration branch, in a
+ * sandbox made for it (`<ID>--check-<N>`: its own workspace, the project's gateway) and removed after.
+ */
+import type { Config } from '../config/schema.js';
+import type { SandboxRuntime } from '../core/ports.js';
+import type { DodOutcome } from '../core/types.js';
+import type { TaskGateway } from '../gateway/task-gateway.js';
+import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
+import { git, tryGit } from '../workspace/git-command.js';
+import { taskLayout } from '../workspace/layout.js';
+import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
+import { startSandboxSession } from '../core/sandbox-session.js';
+
+export interface CombinedDodInput {
+  config: Config;
+  repoRoot: string;
+  runtime: SandboxRuntime;
+  gateway: TaskGateway;
+  image: string;
+  /** The set-up commands a task of this repository runs (the toolchain's, then `sandbox.setup`). */
+  setup: readonly string[];
+  /** `<ID>--check-<N>`: a throwaway workspace on the integration head, removed afterwards. */
+  taskId: string;
+  headSha: string;
+  signal?: AbortSignal;
+}
+
+/** The DoD on `headSha`, in a sandbox made for it and removed after (nothing of it is the person's). */
+export async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
+  const { config, repoRoot, taskId } = input;
+  const layout = taskLayout(repoRoot, taskId);
+  const { workspace, sandboxes } = taskSandboxPorts({
+    runtime: input.runtime,
+    config,
+    image: input.image,
+    repoRoot,
+    taskId,
+    base: input.headSha,
+    dodSkipped: false,
+    gateway: input.gateway,
+    setup: { ...(input.signal ? { signal: input.signal } : {}), commands: input.setup },
+    keep: false,
+  });
+  try {
+    const session = await startSandboxSession(workspace, sandboxes);
+    try {
+      const facts = await workspace.observe(session.sandboxId);
+      return await workspace.runDod(session.sandboxId, facts, {
+        ...(input.signal ? { signal: input.signal } : {}),
+        timeoutMs: config.limits.wallClock,
+      });
+    } finally {
+      await session.stop().catch(() => undefined);
+    }
+  } finally {
+    // Nothing of this check is the person's: the sandbox, the worktree and the branch all go.
+    await workspace.settled();
+    await removeTaskSandbox(repoRoot, taskId).catch(() => undefined);
+    await tryGit(['worktree', 'remove', '--force', layout.worktreePath], { cwd: repoRoot });
+    await tryGit(['branch', '-D', layout.branch], { cwd: repoRoot });
+    await git(['worktree', 'prune'], { cwd: repoRoot }).catch(() => undefined);
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * Driving a project's subtasks with the real pieces: each subtask is a whole task through `runTask` (its own
+ * branch `agent-runner/<ID>--<SUB>`, sandbox, gateway token, worker runs, facts, DoD, note) with its write
+ * scope as `scope.write`; the integration branch lives in a host worktree; the combined DoD runs in a
+ * sandbox of its own; the project's own Meta-agent calls (reviews, re-plans) go through its gateway.
+ */
+import { startDockerSide } from '../compose/docker-side.js';
+import { runTask } from '../compose/run-task.js';
+import type { TaskHost } from '../compose/task-host.js';
+import type { TaskHooks, TaskSpec } from '../compose/task-spec.js';
+import type { Usage } from '../core/types.js';
+import type { TaskGateway } from '../gateway/task-gateway.js';
+import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
+import { taskLayout } from '../workspace/layout.js';
+import { resolveCommit } from '../workspace/tree-entries.js';
+import { combinedDod } from './combined-dod.js';
+import { GitIntegrationBranch } from './integration-branch.js';
+import { ProjectOrchestrator, type ProjectOutcome } from './orchestrator.js';
+import type { ParallelMeta } from './parallel-meta.js';
+import type { ProjectMetaPort, SubtaskRunnerPort } from './ports.js';
+import type { PlannedSubtask, ProjectEvent, StampedProjectEvent } from './project-events.js';
+import type { ProjectResume } from './project-journal.js';
+import { planOf, projectSummary } from './project-summary.js';
+import { parallelMax } from './parallel-max.js';
+import { writeProjectNote } from './project-note.js';
+import { titleOf } from '../meta/meta-agent-port.js';
+import type { TaskSummary } from '../core/types.js';
+import { ZERO_USAGE } from '../core/usage.js';
+
+/** How a project reports: its own events, and each subtask's events tagged with the subtask. */
+export type ProjectHooks = Omit<TaskHooks, 'onEvent'> & { onEvent?: (event: StampedProjectEvent) => void };
+
+export interface DriveProjectInput {
+  host: TaskHost;
+  spec: TaskSpec;
+  hooks: ProjectHooks;
+  subtasks: PlannedSubtask[];
+  meta: ParallelMeta;
+  gateway: TaskGateway;
+  emit: (event: ProjectEvent | StampedProjectEvent) => void;
+  spent: { metaCalls: number; usage: Usage };
+  resume?: ProjectResume;
+}
+
+export async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
+  const { host, spec, hooks, subtasks, gateway, emit } = input;
+  const { config, repoRoot, taskId } = spec;
+  const startedAt = host.clock.now();
+  const baseSha = input.resume?.baseSha ?? (await resolveCommit(repoRoot, spec.base ?? 'HEAD'));
+  if (baseSha === null) throw new Error(`--base ${spec.base ?? 'HEAD'} does not name a commit`);
+  const engine = await host.docker();
+  // The combined DoD's sandboxes run the image a task of this repository runs (its toolchain included).
+  const { image, setup } = await startDockerSide(engine.docker, engine.runtime, spec, hooks.onNotice);
+  const dodSkipped = spec.dodSkipped || config.dod.skip;
+  let checks = 0;
+  const integration = await GitIntegrationBranch.open({
+    repoRoot,
+    taskId,
+    baseSha,
+    runDod: async (headSha, _label, signal) => {
+      if (dodSkipped) return { status: 'skipped', results: [], ranOnDirtyTree: false, source: 'skipped' };
+      checks += 1;
+      return combinedDod({
+        config,
+        repoRoot,
+        runtime: engine.runtime,
+        gateway,
+        image,
+        setup,
+        taskId: `${taskId}--check-${checks}`,
+        headSha,
+        ...(signal ? { signal } : {}),
+      });
+    },
+  });
+  const max = parallelMax(config);
+  emit({
+    type: 'project_started',
+    taskId,
+    branch: integration.branch,
+    baseSha,
+    max,
+    subtasks,
+    prd: spec.prd,
+    prdPath: spec.prdPath,
+  });
+  const orchestrator = new ProjectOrchestrator(
+    {
+      taskId,
+      prd: spec.prd,
+      subtasks,
+      max,
+      budget: {
+        wallClockMs: config.limits.wallClock,
+        maxMetaCalls: config.limits.maxMetaCalls,
+        ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
+        ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
+      },
+      maxReplans: 1,
+      maxFixups: 1,
+      spent: input.spent,
+      ...(input.resume ? { merged: input.resume.merged, attempts: input.resume.attempts } : {}),
+    },
+    { runner: subtaskRunner(input), integration, meta: projectMeta(input.meta), clock: host.clock, emit },
+  );
+  let outcome: ProjectOutcome;
+  try {
+    outcome = await orchestrator.run(hooks.signal);
+  } catch (error) {
+    emit({ type: 'subtask_waiting', subtask: '*', kind: 'error', reason: (error as Error).message });
+    throw error;
+  }
+  const finishedAt = host.clock.now();
+  const notePath = await writeProjectNote(
+    {
+      taskId,
+      title: titleOf(spec.prd, taskId),
+      prd: spec.prd,
+      prdPath: spec.prdPath,
+      repoRoot,
+      branch: integration.branch,
+      baseSha,
+      worktreePath: integration.worktreePath,
+      max,
+      startedAt,
+      finishedAt,
+      outcome,
+      redact: host.redaction.redact,
+    },
+    taskLayout(repoRoot, taskId).stateDir,
+  );
+  const summary = projectSummary({
+    taskId,
+    title: titleOf(spec.prd, taskId),
+    outcome,
+    integration,
+    notePath,
+    durationMs: finishedAt - startedAt,
+    interrupted: Boolean(hooks.signal?.aborted),
+  });
+  emit({ type: 'project_finished', summary });
+  return summary;
+}
+
+/** Each subtask is a whole task: `runTask` on the subtask's id, base, scope and what is left of the budget. */
+function subtaskRunner(input: DriveProjectInput): SubtaskRunnerPort {
+  const { host, spec, hooks, gateway } = input;
+  return {
+    async run(run) {
+      // A subtask begun by an earlier attempt of the project continues from its own journal.
+      const journal = readTaskJournal(taskLayout(spec.repoRoot, run.taskId).runDir, run.taskId);
+      const previous = journal ? previousAttempt(journal) : null;
+      const { config } = spec;
+      const subtaskSpec: TaskSpec = {
+        ...spec,
+        taskId: run.taskId,
+        prd: run.prd,
+        base: run.base,
+        keepSandbox: false,
+        config: {
+          ...config,
+          // The subtask's write scope is a physical limit, like any task's scope.write.
+          scope: {
+            ...config.scope,
+            write: run.writeScope,
+            read: [...new Set([...config.scope.read, ...run.readScope])],
+          },
+          limits: {
+            ...config.limits,
+            wallClock: run.limits.wallClockMs,
+            maxMetaCalls: run.limits.maxMetaCalls,
+            ...(run.limits.maxTokens !== undefined ? { maxTokens: run.limits.maxTokens } : {}),
+            ...(run.limits.maxCostUsd !== undefined ? { maxCostUsd: run.limits.maxCostUsd } : {}),
+          },
+        },
+        start: previous
+          ? { kind: 'resume', previous, attempt: (journal?.attempts ?? 0) + 1 }
+          : { kind: 'planned', plan: Promise.resolve({ plan: run.plan, usage: ZERO_USAGE, metaCalls: 0 }) },
+        parent: { budget: gateway.budget, metaCalls: run.metaCalls },
+      };
+      return runTask(host, subtaskSpec, {
+        ...hooks,
+        signal: run.signal,
+        onEvent: (event) => run.onEvent({ ...event, subtask: run.subtask }),
+      });
+    },
+  };
+}
+
+/** The project's own Meta-agent calls: reviews and re-plans. */
+function projectMeta(meta: ParallelMeta): ProjectMetaPort {
+  return {
+    async review({ taskId, subtask, evidence, signal }) {
+      const result = await meta.review({
+        taskId,
+        prd: subtask.prd,
+        acceptanceCriteria: subtask.plan.acceptanceCriteria,
+        evidence,
+        ...(signal ? { signal } : {}),
+      });
+      const { verdict, summary, findings } = result.message.payload;
+      return { review: { verdict, summary, findings }, usage: result.usage };
+    },
+    async replan({ taskId, subtask, findings, reason, signal }) {
+      const prd = [
+        subtask.prd.trimEnd(),
+        '',
+        `The last attempt of this subtask was not merged: ${reason}`,
+        ...findings.map(
+          (finding) =>
+            `- ${finding.file}${finding.line ? `:${finding.line}` : ''} (${finding.severity}): ${finding.message}`,
+        ),
+      ].join('\n');
+      const result = await meta.plan({ taskId, prd, allowSubtasks: false, ...(signal ? { signal } : {}) });
+      const payload = result.message.payload;
+      const criteria = 'acceptance_criteria' in payload ? payload.acceptance_criteria : [];
+      return { plan: planOf(subtask.title, criteria), usage: result.usage };
+    },
+  };
+}
