@@ -129,6 +129,23 @@ export function checkTargets(results: Omit<BenchResults, 'targets'>): TargetChec
       met: start.workerRatio <= 2,
     });
   }
+  // Splitting must cost a single task nothing: with `parallel.split: auto`, a PRD the planner keeps as one task
+  // starts as fast as with `never` (the same runs, medians; 15 % or 50 ms of room for this machine's noise).
+  for (const auto of results.startLatency.filter((latency) => latency.split === 'auto')) {
+    const never = results.startLatency.find(
+      (latency) => latency.split === 'never' && latency.files === auto.files,
+    );
+    if (!never) continue;
+    const noSlower = (a: number, n: number) => a <= Math.max(n * 1.15, n + 50);
+    checks.push({
+      name: `7c. split auto vs never at ${auto.files.toLocaleString('en')} files: first Meta-agent / worker request`,
+      target: '≤ never (+15 % or 50 ms noise)',
+      measured: `${Math.round(auto.firstMetaRequestMs)} vs ${Math.round(never.firstMetaRequestMs)} ms / ${Math.round(auto.firstWorkerRequestMs)} vs ${Math.round(never.firstWorkerRequestMs)} ms`,
+      met:
+        noSlower(auto.firstMetaRequestMs, never.firstMetaRequestMs) &&
+        noSlower(auto.firstWorkerRequestMs, never.firstWorkerRequestMs),
+    });
+  }
   if (results.setupInstall) {
     const install = results.setupInstall;
     checks.push({

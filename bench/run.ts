@@ -7,10 +7,9 @@
  * sizes of section 6; generated repositories are cached under the temporary directory).
  */
 import { randomBytes } from 'node:crypto';
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
 import { format, resolveConfig } from 'prettier';
 import { validateConfig } from '../src/config/load.js';
 import { createDockerClient } from '../src/sandbox/docker-client.js';
@@ -30,12 +29,11 @@ import {
   compareExec,
   compareExecRawApi,
 } from './sandbox-comparison.js';
-import { measureFloor, measurePreparation, type PreparationRow } from './preparation.js';
+import { measurePreparation, type PreparationRow } from './preparation.js';
 import { rawEngine } from './raw-engine.js';
 import { measureSetupInstall } from './setup-install.js';
 import { round } from './stats.js';
-import { measureStartLatency, type StartLatency } from './start-latency.js';
-import { resetSyntheticRepo, syntheticRepo } from './synthetic-repo.js';
+import { measureStartSection } from './start-section.js';
 import { resolveWorkerImage } from '../src/app.js';
 
 const RESULTS_DIR = path.join(import.meta.dirname, 'results');
@@ -122,27 +120,7 @@ async function main(): Promise<void> {
     }
 
     progress('7. agent-runner run → first Meta-agent request and first worker request');
-    const startLatency: StartLatency[] = [];
-    const small = await smallRepository(scratch);
-    const floorOf = (repo: string) => async () => {
-      const measured = await measureFloor(repo, engine, sandboxes);
-      return {
-        ms: measured.worktreeAddMs + measured.containerStartMs,
-        parallelMs: measured.parallelWorktreeAddMs + measured.containerStartMs,
-      };
-    };
-    startLatency.push(await measureStartLatency(small, 'small (demo project)', 4, scratch, floorOf(small)));
-    const big = await syntheticRepo({ files: 30000 }, progress);
-    try {
-      startLatency.push(await measureStartLatency(big, '30,000 files', 30000, scratch, floorOf(big)));
-    } finally {
-      await resetSyntheticRepo(big);
-    }
-    for (const start of startLatency)
-      progress(
-        `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; node -e 0 ${start.nodeFloorMs} ms), ` +
-          `worker ${start.firstWorkerRequestMs} ms (median) vs floor ${start.floorMs} ms (${start.workerRatio}x)`,
-      );
+    const startLatency = await measureStartSection(engine, sandboxes, scratch, progress);
 
     progress('8. a PRD split into 4 subtasks: parallel.max 4 vs 1, zero-latency and 5 s model');
     const parallelSubtasks = await measureParallelSubtasks();
@@ -200,18 +178,6 @@ async function main(): Promise<void> {
     engine.close();
     await rm(scratch, { recursive: true, force: true });
   }
-}
-
-/** The demo project as a fresh git repository (the small repository of section 7). */
-async function smallRepository(scratch: string): Promise<string> {
-  const repo = path.join(scratch, 'small-repo');
-  await cp(path.join(import.meta.dirname, '..', 'examples', 'slugify', 'repo'), repo, { recursive: true });
-  const git = (args: string[]) =>
-    execa('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@localhost', ...args], { cwd: repo });
-  await git(['init', '-q', '-b', 'main']);
-  await git(['add', '-A']);
-  await git(['commit', '-q', '-m', 'Initial demo project']);
-  return repo;
 }
 
 main().catch((error: unknown) => {

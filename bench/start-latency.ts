@@ -18,6 +18,8 @@ import { median, round } from './stats.js';
 export interface StartLatency {
   label: string;
   files: number;
+  /** `parallel.split` of the runs: `auto` plans with subtasks allowed; a PRD that stays one task must start as fast. */
+  split: 'auto' | 'never';
   /**
    * From spawning `agent-runner run` to the first byte of the plan_task request reaching the model server:
    * the median of `metaSamplesMs`.
@@ -72,6 +74,7 @@ export async function measureStartLatency(
   files: number,
   scratch: string,
   floor: () => Promise<{ ms: number; parallelMs: number }>,
+  split: 'auto' | 'never' = 'never',
   samples = 7,
   workerSamples = 3,
 ): Promise<StartLatency> {
@@ -79,7 +82,7 @@ export async function measureStartLatency(
   const nodeFloor: number[] = [];
   for (let i = 0; i < samples; i += 1) {
     nodeFloor.push(await nodeStart());
-    metaSamplesMs.push((await startOnce(repo, scratch, true)).metaMs);
+    metaSamplesMs.push((await startOnce(repo, scratch, true, split)).metaMs);
   }
   const workerSamplesMs: number[] = [];
   const floorSamplesMs: number[] = [];
@@ -93,7 +96,7 @@ export async function measureStartLatency(
   for (let i = 0; i < workerSamples; i += 1) {
     if (i % 2 === 0) await measureFloor();
     await settleDisk();
-    const full = await startOnce(repo, scratch, false);
+    const full = await startOnce(repo, scratch, false, split);
     workerSamplesMs.push(full.workerMs!);
     if (full.exitCode !== 130 && exitCode === 130) exitCode = full.exitCode;
     if (i % 2 === 1) await measureFloor();
@@ -104,6 +107,7 @@ export async function measureStartLatency(
   return {
     label,
     files,
+    split,
     firstMetaRequestMs: round(median(metaSamplesMs)),
     metaSamplesMs: metaSamplesMs.map((ms) => round(ms)),
     nodeFloorMs: round(median(nodeFloor)),
@@ -174,7 +178,12 @@ async function firstByteForwarder(target: string): Promise<{
  * One `agent-runner run` from spawn to its first Meta-agent request and, unless `metaOnly`, to the worker's
  * first request; then it is interrupted and must end NEEDS_REVIEW (130).
  */
-async function startOnce(repo: string, scratch: string, metaOnly: boolean): Promise<OneStart> {
+async function startOnce(
+  repo: string,
+  scratch: string,
+  metaOnly: boolean,
+  split: 'auto' | 'never',
+): Promise<OneStart> {
   const taskId = `bench-start-${randomBytes(3).toString('hex')}`;
   const chat = await startScriptedChatServer([
     { reply: planReply(taskId, [{ id: 'AC1', description: 'The change is made.' }]) },
@@ -187,7 +196,7 @@ async function startOnce(repo: string, scratch: string, metaOnly: boolean): Prom
   const prd = path.join(scratch, `${taskId}.md`);
   const config = path.join(scratch, `${taskId}.yaml`);
   await writeFile(prd, '# Bench task\n\nMake the change.\n');
-  await writeFile(config, 'worker:\n  grace: 1s\ndod:\n  skip: true\n');
+  await writeFile(config, `worker:\n  grace: 1s\ndod:\n  skip: true\nparallel:\n  split: ${split}\n`);
   try {
     const started = performance.now();
     const child = spawn(
