@@ -11,7 +11,8 @@ import type { TaskHooks, TaskResult, TaskSpec } from './compose/task-spec.js';
 import type { TaskSummary } from './core/types.js';
 import { titleOf } from './meta/meta-agent-port.js';
 import type { Redaction } from './notes/redact.js';
-import { runProject, type ProjectHooks, type ProjectOptions } from './parallel/run-project.js';
+import type { ProjectHooks, ProjectOptions } from './parallel/run-project.js';
+import { maySplit } from './compose/may-split.js';
 
 export { resolveWorkerImage } from './compose/docker-side.js';
 export { systemClock, type AppDependencies } from './compose/task-host.js';
@@ -34,7 +35,15 @@ export function createApp(
   const host = new TaskHost(env, dependencies, redaction);
   return {
     host,
-    run: (spec, hooks = {}, options = {}) => runProject(host, spec, hooks, options),
+    async run(spec, hooks = {}, options = {}) {
+      // A task that cannot be split never loads the parallel module.
+      if (!options.project && !maySplit(spec, options)) {
+        const onEvent = hooks.onEvent as TaskHooks['onEvent'];
+        return (await runTask(host, spec, { ...hooks, onEvent })).summary;
+      }
+      const { runProject } = await import('./parallel/run-project.js');
+      return runProject(host, spec, hooks, options);
+    },
     runTask: (spec, hooks = {}) => runTask(host, spec, hooks),
   };
 }

@@ -19,28 +19,13 @@ import { createParallelMeta, type ParallelMeta } from './parallel-meta.js';
 import type { PlannedSubtask, ProjectEvent, StampedProjectEvent } from './project-events.js';
 import { PROJECT_JOURNAL, type ProjectResume } from './project-journal.js';
 import { planOf } from './project-summary.js';
+import { maySplit, type SplitOptions } from '../compose/may-split.js';
 
 export type { ProjectHooks } from './drive-project.js';
 
-export interface ProjectOptions {
-  /** `--single`: never split, whatever `parallel.split` says. */
-  single?: boolean;
+export interface ProjectOptions extends SplitOptions {
   /** `resume <ID>` of a project: continue its graph from the project journal (no new plan). */
   project?: ProjectResume;
-}
-
-/** Whether this run may be split: `parallel.split: auto`, no `--single`, and nothing that needs one task. */
-export function maySplit(spec: TaskSpec, options: ProjectOptions): boolean {
-  const models = spec.models ?? {};
-  return (
-    spec.config.parallel.split === 'auto' &&
-    !options.single &&
-    spec.start.kind === 'new' &&
-    // One scripted model or one cassette serves one task's calls in order; parallel calls would interleave.
-    !models.script &&
-    !models.record &&
-    !models.replay
-  );
 }
 
 /** Runs a PRD: planned, then either one task as always or a project of subtasks. */
