@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { SetupCommandReport, StampedEvent } from '../core/events.js';
+import type { PreparedTask } from '../core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from '../core/task-runner.js';
 import type { Usage } from '../core/types.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
@@ -22,7 +23,7 @@ import { loadPatternLibrary } from '../patterns/pattern-library.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { taskLayout } from '../workspace/layout.js';
 import { startDockerSide } from './docker-side.js';
-import type { GivenPlan, TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
+import type { GivenPlan, PlanHandedOff, TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 import type { TaskHost } from './task-host.js';
 import { checkedMetaModel, openGateway, type GatewayOptions } from './task-services.js';
 import { TaskTracker } from './task-tracker.js';
@@ -31,24 +32,16 @@ import { taskWorker } from './task-worker.js';
 /** The longest the Docker side waits for the plan request to leave before it starts anyway. */
 const PLAN_HEAD_START_MS = 300;
 
-/** A composed task, ready to run once; `close` ends what it started (after `run`, or instead of it). */
+/** A composed task, ready to run once; `close` ends what it started (after running, or instead of it). */
 export interface ComposedTask {
   run(): Promise<TaskResult>;
+  /** As `run`, or `handed_off` (with the prepared task) when the plan given from outside split the work. */
+  runOrHandOff(): Promise<TaskResult | { handedOff: PreparedTask | null }>;
   close(): Promise<void>;
 }
 
-/** The plan handed to the task, when it was made outside it: settled before the task starts. */
-type SettledPlan = { plan: GivenPlan } | { error: unknown } | null;
-
 /** Builds a task's services; the lock is the caller's. */
 export async function composeTask(host: TaskHost, spec: TaskSpec, hooks: TaskHooks): Promise<ComposedTask> {
-  const given: SettledPlan =
-    spec.start.kind === 'planned'
-      ? await spec.start.plan.then(
-          (plan) => ({ plan }),
-          (error: unknown) => ({ error }),
-        )
-      : null;
   const redact = host.protect(spec.config, spec.env);
   const layout = taskLayout(spec.repoRoot, spec.taskId);
   // Loading dockerode holds the event loop for a while (it is most of the Docker side's start): the Docker
@@ -78,10 +71,11 @@ export async function composeTask(host: TaskHost, spec: TaskSpec, hooks: TaskHoo
           // The runner's own next event reports the journal's failure.
         }
       },
-      ...gatewaySpending(spec, given),
+      ...gatewaySpending(spec),
     },
   );
   try {
+    const given = givenPlan(spec, gateway);
     return await composeOnGateway(host, spec, hooks, { gateway, given, planSent, record, redact });
   } catch (error) {
     await gateway.close();
@@ -89,15 +83,28 @@ export async function composeTask(host: TaskHost, spec: TaskSpec, hooks: TaskHoo
   }
 }
 
+/**
+ * The plan made outside the task, as the runner takes it; the planning call counts in the task's budget like
+ * the task's own would have, once it arrives.
+ */
+function givenPlan(spec: TaskSpec, gateway: TaskGateway): Promise<GivenPlan | PlanHandedOff> | undefined {
+  if (spec.start.kind !== 'planned') return undefined;
+  return spec.start.plan.then((answer) => {
+    if (!('handedOff' in answer))
+      gateway.budget.add({
+        tokens: answer.usage.inputTokens + answer.usage.outputTokens,
+        costUsd: answer.usage.costUsd,
+      });
+    return answer;
+  });
+}
+
 /** What the gateway counts as spent from the start, the project's budget, and the cassette. */
-function gatewaySpending(spec: TaskSpec, given: SettledPlan): GatewayOptions {
+function gatewaySpending(spec: TaskSpec): GatewayOptions {
   const spentUsage: Usage | null =
     spec.start.kind === 'resume'
       ? sumUsage(spec.start.previous.usage, spec.start.previous.workerUsage)
-      : given && 'plan' in given
-        ? // The planning call made before the task started counts like the task's own would have.
-          given.plan.usage
-        : null;
+      : null;
   const models = spec.models ?? {};
   const attempt = spec.start.kind === 'resume' ? spec.start.attempt : 1;
   return {
@@ -123,7 +130,7 @@ function sumUsage(a: Usage, b: Usage | undefined): Usage {
 
 interface Started {
   gateway: TaskGateway;
-  given: SettledPlan;
+  given: Promise<GivenPlan | PlanHandedOff> | undefined;
   planSent: Promise<void>;
   record: (event: StampedEvent) => void;
   redact: (text: string) => string;
@@ -178,27 +185,38 @@ async function composeOnGateway(
       }),
     onEvent: record,
   });
-  return {
-    async run() {
-      const onHurry = () => {
-        // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
-        const runtime = side.runtime();
-        if (tracker.sandboxId && tracker.workerRunning && runtime)
-          void runtime
-            .exec(tracker.sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 })
-            .catch(() => {});
-      };
-      hooks.hurry?.addEventListener('abort', onHurry, { once: true });
-      try {
-        const summary = await runner.run(hooks.signal);
-        return {
-          summary,
-          ...(tracker.lastDod ? { dod: tracker.lastDod } : {}),
-          ...(tracker.workerSummary ? { workerSummary: tracker.workerSummary } : {}),
-        };
-      } finally {
-        hooks.hurry?.removeEventListener('abort', onHurry);
+  const runOrHandOff = async (): Promise<TaskResult | { handedOff: PreparedTask | null }> => {
+    const onHurry = () => {
+      // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
+      const runtime = side.runtime();
+      if (tracker.sandboxId && tracker.workerRunning && runtime)
+        void runtime
+          .exec(tracker.sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 })
+          .catch(() => {});
+    };
+    hooks.hurry?.addEventListener('abort', onHurry, { once: true });
+    try {
+      const result = await runner.runOrHandOff(hooks.signal);
+      if (result.kind === 'handed_off') {
+        // Nothing ran in it: the sandbox repository goes; the branch and the worktree are the caller's now.
+        await side.workspace()?.removeSandbox();
+        return { handedOff: result.task };
       }
+      return {
+        summary: result.summary,
+        ...(tracker.lastDod ? { dod: tracker.lastDod } : {}),
+        ...(tracker.workerSummary ? { workerSummary: tracker.workerSummary } : {}),
+      };
+    } finally {
+      hooks.hurry?.removeEventListener('abort', onHurry);
+    }
+  };
+  return {
+    runOrHandOff,
+    async run() {
+      const result = await runOrHandOff();
+      if ('handedOff' in result) throw new Error('the task was handed off: its caller uses runOrHandOff');
+      return result;
     },
     async close() {
       try {
@@ -216,7 +234,7 @@ async function composeOnGateway(
 function runnerOptions(
   spec: TaskSpec,
   hooks: TaskHooks,
-  given: SettledPlan,
+  given: Promise<GivenPlan | PlanHandedOff> | undefined,
   patterns: TaskRunnerOptions['patterns'],
   runDir: string,
 ): TaskRunnerOptions {
@@ -237,8 +255,7 @@ function runnerOptions(
       ...(models.replay ? { replay: models.replay } : {}),
     },
     ...(resume ? { previous: resume.previous } : {}),
-    ...(given && 'plan' in given ? { givenPlan: given.plan } : {}),
-    ...(given && 'error' in given ? { planError: given.error } : {}),
+    ...(given ? { givenPlan: given } : {}),
     limits: {
       maxIterations: config.limits.maxIterations,
       maxMetaCalls: config.limits.maxMetaCalls,

@@ -7,7 +7,7 @@ import type { Config } from '../config/schema.js';
 import { readModelScript, startScriptedModelServer } from '../demo/scripted-model-server.js';
 import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
 import { taskLayout } from '../workspace/layout.js';
-import { composeTask } from './compose-task.js';
+import { composeTask, type ComposedTask } from './compose-task.js';
 import type { TaskHost } from './task-host.js';
 import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 
@@ -39,14 +39,22 @@ export async function lockTask(
 }
 
 /** Runs a task whose lock the caller holds. */
-export async function runLockedTask(
+export function runLockedTask(host: TaskHost, spec: TaskSpec, hooks: TaskHooks = {}): Promise<TaskResult> {
+  return withComposedTask(host, spec, hooks, (task) => task.run());
+}
+
+/**
+ * Composes the task (its lock is the caller's), hands it to `use`, and closes it whatever happens. Under
+ * `--model-script` a scripted model served by agent-runner itself stands in for both endpoints meanwhile.
+ */
+export async function withComposedTask<T>(
   host: TaskHost,
   spec: TaskSpec,
-  hooks: TaskHooks = {},
-): Promise<TaskResult> {
+  hooks: TaskHooks,
+  use: (task: ComposedTask) => Promise<T>,
+): Promise<T> {
   const script = spec.models?.script;
-  if (!script) return composeAndRun(host, spec, hooks);
-  // `--model-script`: a scripted model served by agent-runner itself stands in for both endpoints.
+  if (!script) return composeAndUse(host, spec, hooks, use);
   const server = await startScriptedModelServer(await readModelScript(script, spec.taskId));
   try {
     const config: Config = {
@@ -60,17 +68,22 @@ export async function runLockedTask(
     };
     if (config.worker.apiKeyEnv)
       env[config.worker.apiKeyEnv] = env[config.worker.apiKeyEnv] || 'scripted-model';
-    return await composeAndRun(host, { ...spec, config, env }, hooks);
+    return await composeAndUse(host, { ...spec, config, env }, hooks, use);
   } finally {
     await server.close();
   }
 }
 
-async function composeAndRun(host: TaskHost, spec: TaskSpec, hooks: TaskHooks): Promise<TaskResult> {
+async function composeAndUse<T>(
+  host: TaskHost,
+  spec: TaskSpec,
+  hooks: TaskHooks,
+  use: (task: ComposedTask) => Promise<T>,
+): Promise<T> {
   await mkdir(taskLayout(spec.repoRoot, spec.taskId).runDir, { recursive: true });
   const task = await composeTask(host, spec, hooks);
   try {
-    return await task.run();
+    return await use(task);
   } finally {
     await task.close();
   }

@@ -6,18 +6,12 @@
  */
 import type { Config } from '../config/schema.js';
 import type { StampedEvent } from '../core/events.js';
-import type { HumanPort, SharedMetaCalls } from '../core/ports.js';
+import type { GivenPlan, HumanPort, PlanHandedOff, SharedMetaCalls } from '../core/ports.js';
 import type { TaskRunnerOptions } from '../core/task-runner.js';
-import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
+import type { DodOutcome, TaskSummary } from '../core/types.js';
 import type { TaskBudget } from '../gateway/task-budget.js';
 
-/** A plan made outside the task: the planner's answer for one task, or a subtask's criteria. */
-export interface GivenPlan {
-  plan: Plan;
-  usage: Usage;
-  /** Meta-agent calls it took, counted as the task's own (1 for the planner's call, 0 for a subtask's). */
-  metaCalls: number;
-}
+export type { GivenPlan, PlanHandedOff } from '../core/ports.js';
 
 /** An earlier, interrupted attempt of the task, rebuilt from its journal. */
 export type PreviousAttempt = NonNullable<TaskRunnerOptions['previous']>;
@@ -26,8 +20,11 @@ export type PreviousAttempt = NonNullable<TaskRunnerOptions['previous']>;
 export type TaskStart =
   /** A new task: the Meta-agent plans it. */
   | { kind: 'new' }
-  /** A new task whose plan is made outside it; a rejected promise ends the task FAILED with its error. */
-  | { kind: 'planned'; plan: Promise<GivenPlan> }
+  /**
+   * A new task whose plan is made outside it, while the task prepares: a rejected promise ends the task FAILED
+   * with its error; `handedOff` (the planner split the work) ends it unrun (see `ComposedTask.runOrHandOff`).
+   */
+  | { kind: 'planned'; plan: Promise<GivenPlan | PlanHandedOff> }
   /** `resume`: continue from an earlier attempt; `attempt` is this one's number (a replay answers from it). */
   | { kind: 'resume'; previous: PreviousAttempt; attempt: number };
 

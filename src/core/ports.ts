@@ -312,6 +312,19 @@ export interface SharedMetaCalls {
   exhausted(): string | null;
 }
 
+/** A plan made outside the task: the planner's answer for one task, or a subtask's criteria. */
+export interface GivenPlan {
+  plan: Plan;
+  usage: Usage;
+  /** Meta-agent calls it took, counted as the task's own (1 for the planner's call, 0 for a subtask's). */
+  metaCalls: number;
+}
+
+/** The planner split the work: the task that was being prepared for it is not run (its workspace goes on). */
+export interface PlanHandedOff {
+  handedOff: true;
+}
+
 export interface HumanPort {
   /** Asks the person; null when nobody can answer (headless). */
   ask(question: string): Promise<string | null>;

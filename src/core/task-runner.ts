@@ -13,6 +13,8 @@ import type {
   AssessmentEvidence,
   CheckBounds,
   Clock,
+  GivenPlan,
+  PlanHandedOff,
   HumanPort,
   MetaAgentPort,
   MetaView,
@@ -23,6 +25,7 @@ import type {
   TaskWorkspacePort,
   WorkerAdapter,
 } from './ports.js';
+import { startSandboxSession } from './sandbox-session.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
 import type {
   Assessment,
@@ -75,17 +78,14 @@ export interface TaskRunnerOptions {
   /** Recorded in `task_started` so `resume` can start the task again the same way. */
   startOptions?: TaskStartOptions;
   /**
-   * A plan made before the task started (parallel work: the planner answered for one task, or a subtask's
-   * criteria): `plan_task` is not asked again; the plan is emitted (and journalled) as if it had been.
-   * Ignored with `previous`.
+   * A plan made outside the task, arriving while it prepares (parallel work: the planner's answer for one
+   * task, or a subtask's criteria): `plan_task` is not asked; the plan is emitted (and journalled) as if it
+   * had been. A rejection ends the task FAILED with its error, as when its own `plan_task` fails (the
+   * workspace the note names is prepared first). `handedOff` (the planner split the work) stops the task
+   * before anything ran in its sandbox: {@link TaskRunner.runOrHandOff} returns the prepared task, no note is
+   * written. Ignored with `previous`.
    */
-  givenPlan?: { plan: Plan; usage: Usage; metaCalls: number };
-  /**
-   * The planning call made before the task started failed (parallel work: the project's planner): the task
-   * ends FAILED with this error as if its own `plan_task` had failed, after preparing the workspace the note
-   * names. Ignored with `previous` or `givenPlan`.
-   */
-  planError?: unknown;
+  givenPlan?: Promise<GivenPlan | PlanHandedOff>;
 }
 
 /** Everything the note is written from. */
@@ -154,6 +154,13 @@ class Stop extends Error {
   }
 }
 
+/** The planner split the work while this task prepared: it ends here, unrun (see `givenPlan`). */
+class HandOff extends Error {}
+
+/** What {@link TaskRunner.runOrHandOff} ends with. */
+export type TaskRunResult =
+  { kind: 'finished'; summary: TaskSummary } | { kind: 'handed_off'; task: PreparedTask | null };
+
 export class TaskRunner {
   private state: TaskState = 'PENDING';
   private plan: Plan | null = null;
@@ -198,15 +205,18 @@ export class TaskRunner {
       this.metaUsage = previous.usage;
       if (previous.workerUsage) this.workerUsage = previous.workerUsage;
       if (previous.feedback) this.feedback.push(...previous.feedback);
-    } else if (options.givenPlan) {
-      this.plan = options.givenPlan.plan;
-      this.metaCalls = options.givenPlan.metaCalls;
-      this.metaUsage = options.givenPlan.usage;
     }
   }
 
   /** Runs the task to a terminal state. Never throws for task-level failures: they end in the summary. */
   async run(outerSignal?: AbortSignal): Promise<TaskSummary> {
+    const result = await this.runOrHandOff(outerSignal);
+    if (result.kind === 'handed_off') throw new Error('the task was handed off; use runOrHandOff');
+    return result.summary;
+  }
+
+  /** As {@link run}, or `handed_off` when the plan given from outside split the work. */
+  async runOrHandOff(outerSignal?: AbortSignal): Promise<TaskRunResult> {
     this.startedAt = this.deps.clock.now();
     this.deadline =
       this.startedAt + this.options.limits.wallClockMs - (this.options.previous?.elapsedMs ?? 0);
@@ -219,6 +229,11 @@ export class TaskRunner {
     try {
       stop = await this.loop(signal);
     } catch (caught) {
+      // Nothing ran in the sandbox (a set-up that finished first is all): it goes; no note, no terminal state.
+      if (caught instanceof HandOff && !this.fatal) {
+        if (this.sandboxId) await this.deps.sandboxes.stop(this.sandboxId).catch(() => undefined);
+        return { kind: 'handed_off', task: this.task };
+      }
       const fatal =
         this.fatal ?? (caught instanceof Stop ? null : diskFullError(caught, this.options.runDir));
       if (fatal) {
@@ -242,7 +257,7 @@ export class TaskRunner {
         stop = new Stop('FAILED', error.message, error.exitCode);
       }
     }
-    return this.finish(stop, error);
+    return { kind: 'finished', summary: await this.finish(stop, error) };
   }
 
   private async loop(signal?: AbortSignal): Promise<Stop> {
@@ -293,12 +308,11 @@ export class TaskRunner {
   }
 
   /**
-   * Planning needs only the PRD, the config and the memory, so the Meta-agent is asked at once while the
-   * workspace and the sandbox are prepared; the sandbox's container starts as soon as the workspace is
-   * mountable, while its files are still being checked out. A failure on any side stops the others: a failed
-   * preparation aborts the planning request and removes a container already started; a failed planning
-   * keeps the sandbox from being set up (a preparation already under way finishes, so nothing is left
-   * half-made). Events keep their order: task, sandbox, plan.
+   * Planning needs only the PRD, the config and the memory, so the Meta-agent is asked (or the plan given from
+   * outside awaited) while the sandbox session prepares the workspace and starts the sandbox. A failure on
+   * either side stops the other: a failed preparation aborts the planning request; a failed planning (or a
+   * hand-off) keeps the sandbox from being created or set up, and the session removes what it started. Events
+   * keep their order: task, sandbox, plan.
    */
   private async planWhilePreparing(signal?: AbortSignal): Promise<void> {
     if (!this.plan) this.checkLimits(signal);
@@ -310,31 +324,25 @@ export class TaskRunner {
       if (!first.failed) Object.assign(first, { failed: true, error });
       throw error;
     };
-    const planning = this.plan
-      ? null
-      : (this.options.planError !== undefined
-          ? Promise.reject(this.options.planError)
-          : this.deps.meta.plan({
-              taskId: this.options.taskId,
-              prd: this.options.prd,
-              memory: this.memory,
-              signal: this.callSignal(planSignal),
+    const given = this.options.previous ? undefined : this.options.givenPlan;
+    const planning: Promise<(GivenPlan & { asked: boolean }) | null> = this.plan
+      ? Promise.resolve(null)
+      : (given
+          ? given.then((answer) => {
+              if ('handedOff' in answer) throw new HandOff('handed off');
+              return { ...answer, asked: false };
             })
+          : this.deps.meta
+              .plan({
+                taskId: this.options.taskId,
+                prd: this.options.prd,
+                memory: this.memory,
+                signal: this.callSignal(planSignal),
+              })
+              .then((answer) => ({ ...answer, metaCalls: 1, asked: true }))
         ).catch(failed);
-    const preparing = (async () => {
-      const preparation = this.deps.workspace.prepare();
-      const creating = (async () => {
-        await preparation.mountable;
-        // Planning already failed: the sandbox is not needed.
-        if (first.failed) return;
-        // Set at once: every later path (a failed preparation, Ctrl-C) removes it in finish().
-        this.sandboxId = await this.deps.sandboxes.create();
-      })();
-      // Both settle before anything is reported, so nothing is left half-made.
-      const [prepared, created] = await Promise.allSettled([preparation.prepared, creating]);
-      try {
-        if (prepared.status === 'rejected') throw prepared.reason;
-        const task = prepared.value;
+    const preparing = startSandboxSession(this.deps.workspace, this.deps.sandboxes, {
+      onPrepared: (task) => {
         this.task = task;
         this.emit({
           type: 'task_started',
@@ -345,30 +353,27 @@ export class TaskRunner {
           dirtyStart: task.dirtyStart,
           ...(this.options.startOptions ? { options: this.options.startOptions } : {}),
         });
-        if (created.status === 'rejected') throw created.reason;
-        // Planning already failed: the workspace is there (the note names it), the sandbox is not needed.
-        if (first.failed) throw first.error;
-        if (!this.sandboxId) throw new Error('the sandbox was not created');
-        await this.deps.sandboxes.setUp(this.sandboxId);
-      } catch (error) {
-        // No worker ever ran in it: nothing to observe or preserve, it only goes (or is kept).
-        const sandboxId = this.sandboxId;
-        this.sandboxId = null;
-        if (sandboxId) await this.deps.sandboxes.stop(sandboxId).catch(() => undefined);
-        throw error;
-      }
-      this.emit({ type: 'sandbox_started', sandboxId: this.sandboxId });
-    })().catch((error: unknown) => {
-      stopPlanning.abort();
-      return failed(error);
-    });
+      },
+      abandoned: () => (first.failed ? { error: first.error } : null),
+    })
+      .then((session) => {
+        this.sandboxId = session.sandboxId;
+        this.emit({ type: 'sandbox_started', sandboxId: session.sandboxId });
+      })
+      .catch((error: unknown) => {
+        stopPlanning.abort();
+        return failed(error);
+      });
     const [planned] = await Promise.allSettled([planning, preparing]);
     if (first.failed) throw first.error;
-    const given = this.options.previous ? undefined : this.options.givenPlan;
-    if (given) this.emit({ type: 'plan', plan: given.plan, usage: given.usage });
     if (planned.status === 'fulfilled' && planned.value) {
-      const { plan, usage } = planned.value;
-      this.countMeta(usage);
+      const { plan, usage, metaCalls, asked } = planned.value;
+      if (asked) this.countMeta(usage);
+      else {
+        // Made outside the task: counted as the task's own, not again in a project's shared count.
+        this.metaCalls += metaCalls;
+        this.metaUsage = addUsage(this.metaUsage, usage);
+      }
       this.plan = plan;
       this.emit({ type: 'plan', plan, usage });
     }

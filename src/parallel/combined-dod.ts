@@ -9,7 +9,6 @@ import type { TaskGateway } from '../gateway/task-gateway.js';
 import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
 import { git, tryGit } from '../workspace/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
-import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
 import { startSandboxSession } from '../core/sandbox-session.js';
 
 export interface CombinedDodInput {
@@ -55,8 +54,7 @@ export async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> 
     }
   } finally {
     // Nothing of this check is the person's: the sandbox, the worktree and the branch all go.
-    await workspace.settled();
-    await removeTaskSandbox(repoRoot, taskId).catch(() => undefined);
+    await workspace.removeSandbox().catch(() => undefined);
     await tryGit(['worktree', 'remove', '--force', layout.worktreePath], { cwd: repoRoot });
     await tryGit(['branch', '-D', layout.branch], { cwd: repoRoot });
     await git(['worktree', 'prune'], { cwd: repoRoot }).catch(() => undefined);

@@ -4,16 +4,18 @@
  * whichever way it goes.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { lockTask, runLockedTask } from '../compose/run-task.js';
+import { lockTask, runLockedTask, withComposedTask } from '../compose/run-task.js';
 import type { TaskHost } from '../compose/task-host.js';
-import type { GivenPlan, TaskSpec } from '../compose/task-spec.js';
+import type { GivenPlan, PlanHandedOff, TaskSpec } from '../compose/task-spec.js';
 import { checkedMetaModel, openGateway } from '../compose/task-services.js';
 import type { TaskSummary } from '../core/types.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { titleOf } from '../meta/meta-agent-port.js';
 import { readNoteMemory } from '../notes/memory.js';
 import { taskLayout } from '../workspace/layout.js';
+import { journalPath } from '../lifecycle/task-journal-state.js';
 import { driveProject, type ProjectHooks } from './drive-project.js';
 import { createParallelMeta, type ParallelMeta } from './parallel-meta.js';
 import type { PlannedSubtask, ProjectEvent, StampedProjectEvent } from './project-events.js';
@@ -66,6 +68,9 @@ function projectEmitter(host: TaskHost, spec: TaskSpec, hooks: ProjectHooks) {
   };
 }
 
+/** The longest the task's preparation waits for the planner's request to leave before it starts anyway. */
+const PLAN_HEAD_START_MS = 300;
+
 async function planAndRun(
   host: TaskHost,
   spec: TaskSpec,
@@ -76,12 +81,25 @@ async function planAndRun(
   const emit = projectEmitter(host, spec, hooks);
   const layout = taskLayout(spec.repoRoot, spec.taskId);
   const spent = resume?.spent.usage;
+  let planLeft = () => {};
+  const planSent = new Promise<void>((resolve) => (planLeft = resolve));
+  setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
   // The project's budget: its own Meta-agent calls (plan, reviews, re-plans) and every subtask's spending.
-  let gateway: TaskGateway | null = await openGateway(
+  const gateway: TaskGateway = await openGateway(
     host,
     { config: spec.config, env: spec.env, repoRoot: spec.repoRoot, runDir: layout.runDir },
-    spent ? { spent: { tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd } } : {},
+    {
+      ...(spent ? { spent: { tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd } } : {}),
+      onSent: (kind) => {
+        if (kind === 'meta') planLeft();
+      },
+    },
   );
+  let closed = false;
+  const closeGateway = async () => {
+    if (!closed) await gateway.close();
+    closed = true;
+  };
   try {
     const meta = createParallelMeta({
       model: checkedMetaModel(host, spec.config, spec.env, gateway),
@@ -92,27 +110,38 @@ async function planAndRun(
     const drive = { host, spec, hooks, meta, gateway, emit };
     if (resume)
       return await driveProject({ ...drive, subtasks: resume.subtasks, spent: resume.spent, resume });
-    const planned = await planProject(meta, spec, hooks.signal);
-    if (planned.kind === 'subtasks') {
-      emit({ type: 'project_plan', usage: planned.usage, split: true });
-      return await driveProject({
-        ...drive,
-        subtasks: planned.subtasks,
-        spent: { metaCalls: 1, usage: planned.usage },
-      });
-    }
-    if (planned.kind === 'task') emit({ type: 'project_plan', usage: planned.plan.usage, split: false });
-    // One task: it runs on its own gateway, as any task does; the project's is not needed any more.
-    await gateway.close();
-    gateway = null;
-    // No plan, no project: a failed planning call ends the task FAILED with its error, its note written.
-    const plan: Promise<GivenPlan> =
-      planned.kind === 'task' ? Promise.resolve(planned.plan) : Promise.reject(planned.error);
+    const planning = planProject(meta, spec, hooks.signal);
+    // The task is prepared while the planner answers: a PRD that stays one task starts as fast as with
+    // `parallel.split: never`. One task: the project's gateway is not needed any more (the task has its own).
+    const plan: Promise<GivenPlan | PlanHandedOff> = planning.then(async (planned) => {
+      if (planned.kind === 'subtasks') return { handedOff: true };
+      await closeGateway();
+      if (planned.kind === 'failed') throw planned.error;
+      emit({ type: 'project_plan', usage: planned.plan.usage, split: false });
+      return planned.plan;
+    });
     plan.catch(() => undefined);
-    return (await runLockedTask(host, { ...spec, start: { kind: 'planned', plan } }, taskHooks(hooks)))
-      .summary;
+    await Promise.race([planSent, planning]);
+    const task = await withComposedTask(
+      host,
+      { ...spec, start: { kind: 'planned', plan } },
+      taskHooks(hooks),
+      (composed) => composed.runOrHandOff(),
+    );
+    if (!('handedOff' in task)) return task.summary;
+    const planned = await planning;
+    if (planned.kind !== 'subtasks') throw new Error('a task was handed off without subtasks');
+    // The prepared task never ran (its sandbox repository is gone): its branch and worktree, at the same
+    // base, become the integration branch's, and the record is the project's journal, not a task's.
+    await rm(journalPath(layout.runDir), { force: true });
+    emit({ type: 'project_plan', usage: planned.usage, split: true });
+    return await driveProject({
+      ...drive,
+      subtasks: planned.subtasks,
+      spent: { metaCalls: 1, usage: planned.usage },
+    });
   } finally {
-    await gateway?.close();
+    await closeGateway();
   }
 }
 

@@ -16,6 +16,7 @@ import { runCriteriaChecks } from './criteria-checks.js';
 import { resolveDodChecks } from './detect-dod-checks.js';
 import { runDodChecks } from './dod-checks.js';
 import { git, tryGit } from './git-command.js';
+import { removeTaskSandbox } from './remove-task-sandbox.js';
 import { taskLayout } from './layout.js';
 import type { OwnershipApplier } from './permissions.js';
 import {
@@ -116,6 +117,19 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
   /** Waits for the background worktree checkout, whatever its outcome: nothing of it outlives the task. */
   async settled(): Promise<void> {
     await this.prepared?.worktreeReady.catch(() => undefined);
+  }
+
+  /**
+   * Removes the sandbox repository (a task handed off before anything ran in it, a throwaway check), with the
+   * ownership applier when the runner cannot delete the worker's files itself; the branch and the worktree stay.
+   */
+  async removeSandbox(): Promise<void> {
+    await this.settled();
+    await removeTaskSandbox(
+      this.options.repoRoot,
+      this.options.taskId,
+      this.options.applier ? { applier: this.options.applier } : {},
+    );
   }
 
   async observe(sandboxId: string): Promise<TaskFacts> {

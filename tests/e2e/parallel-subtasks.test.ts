@@ -193,6 +193,10 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     // The person's checkout is untouched.
     expect(git(repo.root, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('main');
     expect(existsSync(path.join(repo.root, 'alpha.js'))).toBe(false);
+    // The one task prepared while the planner answered was handed off: its sandbox repository is gone and the
+    // record is the project's journal (no task journal under the project's id).
+    expect(existsSync(path.join(repo.root, '.agent-runner', 'sandboxes', id))).toBe(false);
+    expect(existsSync(path.join(repo.root, '.agent-runner', 'runs', id, 'events.jsonl'))).toBe(false);
 
     // --json: every subtask event carries its subtask id.
     const subtaskEvents = events.filter((event) => event.type === 'worker_started');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
-import type { WorkspacePreparation } from '../../src/core/ports.js';
+import type { GivenPlan, PlanHandedOff, WorkspacePreparation } from '../../src/core/ports.js';
 import { TaskRunner, type TaskRecord } from '../../src/core/task-runner.js';
 import type { Plan, Usage } from '../../src/core/types.js';
 import { AgentRunnerError, ModelBehaviorError } from '../../src/errors.js';
@@ -22,6 +22,13 @@ const plan: Plan = {
   title: 'Add slugify',
   acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
 };
+
+/** A rejected promise that is not reported as unhandled before the runner takes it. */
+function rejected(error: unknown): Promise<never> {
+  const promise = Promise.reject(error);
+  promise.catch(() => undefined);
+  return promise;
+}
 
 /** A promise the test resolves or rejects by hand. */
 function gate<T = void>() {
@@ -102,7 +109,11 @@ async function setup(
   script: MetaStep[],
   hold: boolean,
   planError?: unknown,
-  options: { mountableFirst?: boolean; sandboxes?: FakeSandboxes } = {},
+  options: {
+    mountableFirst?: boolean;
+    sandboxes?: FakeSandboxes;
+    givenPlan?: Promise<GivenPlan | PlanHandedOff>;
+  } = {},
 ) {
   const log: string[] = [];
   const repo = fakeRepo();
@@ -122,7 +133,8 @@ async function setup(
       headless: true,
       patterns: await loadPatternLibrary(),
       runDir: '/tmp/runs/T-1',
-      ...(planError !== undefined ? { planError } : {}),
+      ...(planError !== undefined ? { givenPlan: rejected(planError) } : {}),
+      ...(options.givenPlan ? { givenPlan: options.givenPlan } : {}),
     },
     {
       meta,
@@ -322,5 +334,73 @@ describe('task start: the sandbox starts while the files are checked out', () =>
     expect(t.sandboxes.live.size).toBe(0);
     expect(t.sandboxes.setUpIds).toEqual([]);
     expect(eventTypes(t.events)).toEqual(['task_started', 'note_written']);
+  });
+});
+
+describe('task start: a plan given from outside arrives while the task prepares', () => {
+  const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
+  const usage: Usage = {
+    inputTokens: 10,
+    cachedInputTokens: 0,
+    outputTokens: 5,
+    reasoningTokens: 0,
+    costUsd: 0,
+  };
+
+  it('prepares and starts the sandbox before the plan arrives, then runs on it as its own', async () => {
+    const given = gate<GivenPlan | PlanHandedOff>();
+    const t = await setup(
+      [{ kind: 'decide', decision: { action: 'abort', reason: 'stop here', usedPatterns: [] } }],
+      false,
+      undefined,
+      { givenPlan: given.promise },
+    );
+    const running = t.runner.run();
+    t.workspace.opened.resolve();
+    await tick();
+    // The sandbox is up and set up while the plan is still on its way; plan_task is never asked.
+    expect(t.sandboxes.setUpIds).toEqual(['sandbox-1']);
+    expect(eventTypes(t.events)).toEqual(['task_started', 'sandbox_started']);
+    given.resolve({ plan, usage, metaCalls: 1 });
+    const summary = await running;
+    expect(summary.reason).toContain('stop here');
+    expect(t.log).not.toContain('plan requested');
+    // The planner's call is the task's first: one given, one decision.
+    expect(summary.metaCalls).toBe(2);
+    // 10 input tokens of the given plan, 100 of the scripted decision.
+    expect(summary.usage.meta.inputTokens).toBe(110);
+    expect(eventTypes(t.events)).toEqual(['task_started', 'sandbox_started', 'plan', 'note_written']);
+  });
+
+  it('a hand-off after the sandbox was set up removes it and ends the task unrun: no note', async () => {
+    const given = gate<GivenPlan | PlanHandedOff>();
+    const t = await setup([], false, undefined, { givenPlan: given.promise });
+    const running = t.runner.runOrHandOff();
+    t.workspace.opened.resolve();
+    await tick();
+    expect(t.sandboxes.live.size).toBe(1);
+    given.resolve({ handedOff: true });
+    const result = await running;
+    expect(result.kind).toBe('handed_off');
+    if (result.kind === 'handed_off') expect(result.task?.branch).toBe('agent-runner/T-1');
+    expect(t.sandboxes.live.size).toBe(0);
+    expect(t.notes).toHaveLength(0);
+    expect(t.events.map((event) => event.type)).not.toContain('task_finished');
+    t.meta.assertComplete();
+  });
+
+  it('a hand-off before the workspace is mountable creates no container', async () => {
+    const t = await setup([], false, undefined, {
+      mountableFirst: true,
+      givenPlan: Promise.resolve({ handedOff: true }),
+    });
+    const running = t.runner.runOrHandOff();
+    await tick();
+    t.workspace.mountable.resolve();
+    t.workspace.opened.resolve();
+    const result = await running;
+    expect(result.kind).toBe('handed_off');
+    expect(t.sandboxes.started).toBe(0);
+    expect(t.notes).toHaveLength(0);
   });
 });
