@@ -83,6 +83,7 @@ export async function measureStartLatency(
   for (let i = 0; i < samples; i += 1) {
     nodeFloor.push(await nodeStart());
     metaSamplesMs.push((await startOnce(repo, scratch, true, split)).metaMs);
+    sampleProgress(`${label}: Meta-agent sample ${i + 1}/${samples}: ${round(metaSamplesMs.at(-1)!)} ms`);
   }
   const workerSamplesMs: number[] = [];
   const floorSamplesMs: number[] = [];
@@ -98,6 +99,7 @@ export async function measureStartLatency(
     await settleDisk();
     const full = await startOnce(repo, scratch, false, split);
     workerSamplesMs.push(full.workerMs!);
+    sampleProgress(`${label}: worker sample ${i + 1}/${workerSamples}: ${round(full.workerMs!)} ms`);
     if (full.exitCode !== 130 && exitCode === 130) exitCode = full.exitCode;
     if (i % 2 === 1) await measureFloor();
   }
@@ -119,6 +121,11 @@ export async function measureStartLatency(
     parallelWorkerRatio: round(firstWorkerRequestMs / parallelFloorMs, 2),
     exitCode,
   };
+}
+
+/** One line per sample on stderr (a hung sample shows where), when AGENT_RUNNER_BENCH_VERBOSE is set. */
+function sampleProgress(line: string): void {
+  if (process.env.AGENT_RUNNER_BENCH_VERBOSE) process.stderr.write(`[bench] ${line}\n`);
 }
 
 const BIN = path.join(import.meta.dirname, '..', 'bin', 'agent-runner.js');

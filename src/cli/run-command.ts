@@ -124,9 +124,9 @@ export async function driveTask(
 ): Promise<TaskSummary> {
   const { output, env, redaction } = context;
   const { createApp } = await import('../app.js');
+  // The task adds its configuration's keys and `redact.patterns` to the process's redaction point (stdout and
+  // stderr included) before it reports anything.
   const app = createApp(env, {}, redaction);
-  // From here on the keys and `redact.patterns` of this configuration are hidden from every output.
-  app.host.protect(spec.config, spec.env);
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
   const progress = createProjectProgress((text) => output.err(text), {
     tty: output.isTTY,

@@ -185,32 +185,7 @@ async function composeOnGateway(
       }),
     onEvent: record,
   });
-  const runOrHandOff = async (): Promise<TaskResult | { handedOff: PreparedTask | null }> => {
-    const onHurry = () => {
-      // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
-      const runtime = side.runtime();
-      if (tracker.sandboxId && tracker.workerRunning && runtime)
-        void runtime
-          .exec(tracker.sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 })
-          .catch(() => {});
-    };
-    hooks.hurry?.addEventListener('abort', onHurry, { once: true });
-    try {
-      const result = await runner.runOrHandOff(hooks.signal);
-      if (result.kind === 'handed_off') {
-        // Nothing ran in it: the sandbox repository goes; the branch and the worktree are the caller's now.
-        await side.workspace()?.removeSandbox();
-        return { handedOff: result.task };
-      }
-      return {
-        summary: result.summary,
-        ...(tracker.lastDod ? { dod: tracker.lastDod } : {}),
-        ...(tracker.workerSummary ? { workerSummary: tracker.workerSummary } : {}),
-      };
-    } finally {
-      hooks.hurry?.removeEventListener('abort', onHurry);
-    }
-  };
+  const runOrHandOff = () => runToEnd(runner, tracker, side, hooks);
   return {
     runOrHandOff,
     async run() {
@@ -228,6 +203,37 @@ async function composeOnGateway(
       }
     },
   };
+}
+
+/** Runs the composed task to its end (or its hand-off), a second Ctrl-C reaching a running worker at once. */
+async function runToEnd(
+  runner: TaskRunner,
+  tracker: TaskTracker,
+  side: TaskDockerSide,
+  hooks: TaskHooks,
+): Promise<TaskResult | { handedOff: PreparedTask | null }> {
+  const onHurry = () => {
+    // Only while the worker runs: later steps (saving its uncommitted work) must not be cut short.
+    const runtime = side.runtime();
+    if (tracker.sandboxId && tracker.workerRunning && runtime)
+      void runtime.exec(tracker.sandboxId, hurryKillArgv(), { timeoutMs: 5_000, graceMs: 0 }).catch(() => {});
+  };
+  hooks.hurry?.addEventListener('abort', onHurry, { once: true });
+  try {
+    const result = await runner.runOrHandOff(hooks.signal);
+    if (result.kind === 'handed_off') {
+      // Nothing ran in it: the sandbox repository goes; the branch and the worktree are the caller's now.
+      await side.workspace()?.removeSandbox();
+      return { handedOff: result.task };
+    }
+    return {
+      summary: result.summary,
+      ...(tracker.lastDod ? { dod: tracker.lastDod } : {}),
+      ...(tracker.workerSummary ? { workerSummary: tracker.workerSummary } : {}),
+    };
+  } finally {
+    hooks.hurry?.removeEventListener('abort', onHurry);
+  }
 }
 
 /** The runner's options: what the spec says, in the loop's terms. */
@@ -278,6 +284,13 @@ function runnerOptions(
   };
 }
 
+/** The task's Docker side: its ports once ready, and what is made so far. */
+interface TaskDockerSide {
+  ports: Promise<DockerSidePorts>;
+  runtime: () => EngineWatchRuntime | null;
+  workspace: () => GitTaskWorkspace | null;
+}
+
 /**
  * The Docker side runs while the Meta-agent plans (planning needs only the PRD, the config and the memory);
  * the loop's ports wait for it, and its failure fails the workspace's preparation, which stops the planning.
@@ -287,11 +300,7 @@ function startTaskDockerSide(
   spec: TaskSpec,
   hooks: TaskHooks,
   started: Started & { onSetupReport: (report: SetupCommandReport) => void },
-): {
-  ports: Promise<DockerSidePorts>;
-  runtime: () => EngineWatchRuntime | null;
-  workspace: () => GitTaskWorkspace | null;
-} {
+): TaskDockerSide {
   let runtime: EngineWatchRuntime | null = null;
   let workspace: GitTaskWorkspace | null = null;
   const ports = (async (): Promise<DockerSidePorts> => {

@@ -178,8 +178,8 @@ export const configSchema = z
     parallel: z
       .strictObject({
         // auto: the Meta-agent may split a PRD into subtasks (it answers either way); never: one task, always.
-        // Opt-in for now: a split-capable run makes its planning call before the task's workspace and sandbox
-        // exist, so a run that stays one task no longer prepares them while the Meta-agent plans (slower start).
+        // Opt-in until parallel work re-checks every subtask's criteria on the final tree; a run that stays one
+        // task starts as fast as with `never` (its workspace and sandbox are prepared while the planner answers).
         split: z.enum(['auto', 'never']).default('never'),
         // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
         max: positiveInt.max(32).optional(),

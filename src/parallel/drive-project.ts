@@ -110,36 +110,52 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
     emit({ type: 'subtask_waiting', subtask: '*', kind: 'error', reason: (error as Error).message });
     throw error;
   }
+  const summary = await recordProject(input, { integration, baseSha, max, startedAt, outcome });
+  emit({ type: 'project_finished', summary });
+  return summary;
+}
+
+/** The project's note and summary, once its outcome is known. */
+async function recordProject(
+  input: DriveProjectInput,
+  done: {
+    integration: GitIntegrationBranch;
+    baseSha: string;
+    max: number;
+    startedAt: number;
+    outcome: ProjectOutcome;
+  },
+): Promise<TaskSummary> {
+  const { host, spec, hooks } = input;
+  const { integration, outcome } = done;
   const finishedAt = host.clock.now();
   const notePath = await writeProjectNote(
     {
-      taskId,
-      title: titleOf(spec.prd, taskId),
+      taskId: spec.taskId,
+      title: titleOf(spec.prd, spec.taskId),
       prd: spec.prd,
       prdPath: spec.prdPath,
-      repoRoot,
+      repoRoot: spec.repoRoot,
       branch: integration.branch,
-      baseSha,
+      baseSha: done.baseSha,
       worktreePath: integration.worktreePath,
-      max,
-      startedAt,
+      max: done.max,
+      startedAt: done.startedAt,
       finishedAt,
       outcome,
       redact: host.redaction.redact,
     },
-    taskLayout(repoRoot, taskId).stateDir,
+    taskLayout(spec.repoRoot, spec.taskId).stateDir,
   );
-  const summary = projectSummary({
-    taskId,
-    title: titleOf(spec.prd, taskId),
+  return projectSummary({
+    taskId: spec.taskId,
+    title: titleOf(spec.prd, spec.taskId),
     outcome,
     integration,
     notePath,
-    durationMs: finishedAt - startedAt,
+    durationMs: finishedAt - done.startedAt,
     interrupted: Boolean(hooks.signal?.aborted),
   });
-  emit({ type: 'project_finished', summary });
-  return summary;
 }
 
 /** Each subtask is a whole task: `runTask` on the subtask's id, base, scope and what is left of the budget. */

@@ -16,7 +16,7 @@ import { titleOf } from '../meta/meta-agent-port.js';
 import { readNoteMemory } from '../notes/memory.js';
 import { taskLayout } from '../workspace/layout.js';
 import { journalPath } from '../lifecycle/task-journal-state.js';
-import { driveProject, type ProjectHooks } from './drive-project.js';
+import type { ProjectHooks } from './drive-project.js';
 import { createParallelMeta, type ParallelMeta } from './parallel-meta.js';
 import type { PlannedSubtask, ProjectEvent, StampedProjectEvent } from './project-events.js';
 import { PROJECT_JOURNAL, type ProjectResume } from './project-journal.js';
@@ -109,7 +109,9 @@ async function planAndRun(
     });
     const drive = { host, spec, hooks, meta, gateway, emit };
     if (resume)
-      return await driveProject({ ...drive, subtasks: resume.subtasks, spent: resume.spent, resume });
+      return await (
+        await import('./drive-project.js')
+      ).driveProject({ ...drive, subtasks: resume.subtasks, spent: resume.spent, resume });
     const planning = planProject(meta, spec, hooks.signal);
     // The task is prepared while the planner answers: a PRD that stays one task starts as fast as with
     // `parallel.split: never`. One task: the project's gateway is not needed any more (the task has its own).
@@ -135,6 +137,8 @@ async function planAndRun(
     // base, become the integration branch's, and the record is the project's journal, not a task's.
     await rm(journalPath(layout.runDir), { force: true });
     emit({ type: 'project_plan', usage: planned.usage, split: true });
+    // Imported here: the orchestrator, merges and the combined DoD are not needed before the plan.
+    const { driveProject } = await import('./drive-project.js');
     return await driveProject({
       ...drive,
       subtasks: planned.subtasks,
