@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'workspace_failed'
   | 'task_locked'
   | 'task_not_found'
+  | 'journal_invalid'
   | 'replay_diverged'
   | 'budget_exceeded'
   | 'disk_full'

@@ -1,109 +1,128 @@
 /**
  * Typed events of a task: every transition, every Meta-agent call, every worker event, the facts and the
- * DoD results. They drive live progress, `--json` and the run's event journal.
+ * DoD results. They drive live progress, `--json` and the run's event journal. One schema for what is
+ * written and what is read back: the types are inferred from the schemas, and `resume` validates every
+ * journalled event against them (src/lifecycle/task-journal-state.ts).
  */
-import type { WorkerEvent } from './ports.js';
-import type { TaskState } from './task-state.js';
-import type {
-  Assessment,
-  CriterionCheckResult,
-  DodOutcome,
-  MetaDecision,
-  Plan,
-  RunRecord,
-  TaskFacts,
-  TaskSummary,
-  Usage,
-} from './types.js';
+import { z } from 'zod';
+import {
+  assessmentSchema,
+  criterionCheckResultSchema,
+  dodOutcomeSchema,
+  metaDecisionSchema,
+  planSchema,
+  runRecordSchema,
+  taskFactsSchema,
+  taskStateSchema,
+  taskSummarySchema,
+  usageSchema,
+  workerEventSchema,
+} from './records.js';
 
 /** How the task was started, recorded in `task_started` so `resume` can start it again the same way. */
-export interface TaskStartOptions {
-  prdPath: string;
+export const taskStartOptionsSchema = z.object({
+  prdPath: z.string(),
   /** The PRD text as it was when the task started (a resumed task keeps working on the same PRD). */
-  prd: string;
-  base?: string;
-  dodSkipped: boolean;
+  prd: z.string(),
+  base: z.string().optional(),
+  dodSkipped: z.boolean(),
   /** Set on a resumed attempt. */
-  resumed?: boolean;
+  resumed: z.boolean().optional(),
   /** `--keep-sandbox`, `--record FILE`, `--replay FILE`: a resumed attempt keeps them. */
-  keepSandbox?: boolean;
-  record?: string;
-  replay?: string;
-}
+  keepSandbox: z.boolean().optional(),
+  record: z.string().optional(),
+  replay: z.string().optional(),
+});
+export type TaskStartOptions = z.infer<typeof taskStartOptionsSchema>;
 
 /** Why the model gateway refused a request (see docs/gateway.md). */
-export type GatewayRefusalReason =
-  'path' | 'route' | 'token' | 'model' | 'body_too_large' | 'headers_too_large' | 'rate_limit' | 'budget';
+export const gatewayRefusalReasonSchema = z.enum([
+  'path',
+  'route',
+  'token',
+  'model',
+  'body_too_large',
+  'headers_too_large',
+  'rate_limit',
+  'budget',
+]);
+export type GatewayRefusalReason = z.infer<typeof gatewayRefusalReasonSchema>;
 
 /** A request the gateway refused: what was asked (the path clipped, redacted) and why. */
-export interface GatewayRefusal {
+export const gatewayRefusalSchema = z.object({
   /** `worker`: the sandbox's socket; `meta`: the host's loopback route. */
-  route: 'worker' | 'meta';
-  method: string;
-  path: string;
-  status: number;
-  reason: GatewayRefusalReason;
-  detail: string;
-}
+  route: z.enum(['worker', 'meta']),
+  method: z.string(),
+  path: z.string(),
+  status: z.number(),
+  reason: gatewayRefusalReasonSchema,
+  detail: z.string(),
+});
+export type GatewayRefusal = z.infer<typeof gatewayRefusalSchema>;
 
 /** One `sandbox.setup` command: `started` before it runs, `finished` with its result. */
-export interface SetupCommandReport {
+export const setupCommandReportSchema = z.object({
   /** 1-based position in `sandbox.setup`. */
-  index: number;
-  command: string;
+  index: z.number(),
+  command: z.string(),
   /** The network policy it ran under, e.g. `allowlist (registry.npmjs.org)`. */
-  policy: string;
-  phase: 'started' | 'finished';
-  durationMs?: number;
-  exitCode?: number;
-  timedOut?: boolean;
+  policy: z.string(),
+  phase: z.enum(['started', 'finished']),
+  durationMs: z.number().optional(),
+  exitCode: z.number().optional(),
+  timedOut: z.boolean().optional(),
   /** The end of its output (redacted), on failure only. */
-  outputTail?: string;
-}
+  outputTail: z.string().optional(),
+});
+export type SetupCommandReport = z.infer<typeof setupCommandReportSchema>;
 
-export type RunnerEvent =
-  | {
-      type: 'task_started';
-      taskId: string;
-      branch: string;
-      baseSha: string;
-      worktreePath: string;
-      dirtyStart: boolean;
-      options?: TaskStartOptions;
-    }
-  | { type: 'transition'; from: TaskState; to: TaskState; reason?: string }
-  | { type: 'sandbox_started'; sandboxId: string }
-  | ({ type: 'setup_command' } & SetupCommandReport)
-  | { type: 'plan'; plan: Plan; usage: Usage }
-  | { type: 'decision'; decision: MetaDecision; usage: Usage }
-  | { type: 'worker_started'; run: number; mode: string; prompt: string }
-  | { type: 'worker_event'; run: number; event: WorkerEvent }
-  | {
-      type: 'worker_finished';
-      run: number;
-      exitCode: number;
-      timedOut: boolean;
-      failed: boolean;
-      durationMs: number;
-    }
+const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), ...shape });
+
+export const runnerEventSchema = z.discriminatedUnion('type', [
+  event('task_started', {
+    taskId: z.string(),
+    branch: z.string(),
+    baseSha: z.string(),
+    worktreePath: z.string(),
+    dirtyStart: z.boolean(),
+    options: taskStartOptionsSchema.optional(),
+  }),
+  event('transition', { from: taskStateSchema, to: taskStateSchema, reason: z.string().optional() }),
+  event('sandbox_started', { sandboxId: z.string() }),
+  event('setup_command', setupCommandReportSchema.shape),
+  event('plan', { plan: planSchema, usage: usageSchema }),
+  event('decision', { decision: metaDecisionSchema, usage: usageSchema }),
+  event('worker_started', { run: z.number(), mode: z.string(), prompt: z.string() }),
+  event('worker_event', { run: z.number(), event: workerEventSchema }),
+  event('worker_finished', {
+    run: z.number(),
+    exitCode: z.number(),
+    timedOut: z.boolean(),
+    failed: z.boolean(),
+    durationMs: z.number(),
+  }),
   /** The whole RunRecord, after the run and again once facts, DoD and assessment are in (resume reads it). */
-  | { type: 'run_recorded'; run: number; record: RunRecord }
-  | { type: 'facts'; run: number; facts: TaskFacts }
-  | { type: 'dod'; run: number; dod: DodOutcome }
+  event('run_recorded', { run: z.number(), record: runRecordSchema }),
+  event('facts', { run: z.number(), facts: taskFactsSchema }),
+  event('dod', { run: z.number(), dod: dodOutcomeSchema }),
   /** The acceptance criteria's checks (run 0: validated before any worker run of this task). */
-  | { type: 'criteria_checks'; run: number; results: CriterionCheckResult[] }
+  event('criteria_checks', { run: z.number(), results: z.array(criterionCheckResultSchema) }),
   /** The runner stopped a loop that made no progress. */
-  | { type: 'stalled'; repeats: number; what: string }
-  | { type: 'assessment'; run: number; assessment: Assessment; usage: Usage }
-  | { type: 'refused'; reasons: string[] }
-  | { type: 'human'; question: string; answer: string | null }
-  | { type: 'preserved'; ref: string }
-  | { type: 'note_written'; path: string }
-  | { type: 'task_finished'; summary: TaskSummary }
+  event('stalled', { repeats: z.number(), what: z.string() }),
+  event('assessment', { run: z.number(), assessment: assessmentSchema, usage: usageSchema }),
+  event('refused', { reasons: z.array(z.string()) }),
+  event('human', { question: z.string(), answer: z.string().nullable() }),
+  event('preserved', { ref: z.string() }),
+  event('note_written', { path: z.string() }),
+  event('task_finished', { summary: taskSummarySchema }),
   /** Written by the composition root as the gateway refuses a request (at most a bounded number per task). */
-  | { type: 'gateway_refused'; refusal: GatewayRefusal };
+  event('gateway_refused', { refusal: gatewayRefusalSchema }),
+]);
+export type RunnerEvent = z.infer<typeof runnerEventSchema>;
 
-/** Stamped with the time it happened. */
+/** An event stamped with the time it happened: what the journal holds, line by line. */
+export const stampedEventSchema = z.intersection(runnerEventSchema, z.object({ at: z.string() }));
 export type StampedEvent = RunnerEvent & { at: string };
 
 export type EventListener = (event: StampedEvent) => void;

@@ -4,7 +4,12 @@
  */
 
 import type { z } from 'zod';
-import type { tokenUsageSchema, workerCommandSchema, workerModeSchema } from './records.js';
+import type {
+  tokenUsageSchema,
+  workerCommandSchema,
+  workerEventSchema,
+  workerModeSchema,
+} from './records.js';
 
 /** Time, so tests and the loop agree on what "now" is. */
 export interface Clock {
@@ -136,13 +141,7 @@ export type TokenUsage = z.infer<typeof tokenUsageSchema>;
 export type WorkerCommand = z.infer<typeof workerCommandSchema>;
 
 /** Live events of a worker run (also saved to the run's event log). */
-export type WorkerEvent =
-  | { kind: 'thread_started'; threadId: string }
-  | { kind: 'command_started'; command: string }
-  | { kind: 'command_finished'; command: string; exitCode: number | null; status: string }
-  | { kind: 'file_changed'; path: string; change: string }
-  | { kind: 'message'; text: string }
-  | { kind: 'error'; message: string; fatal: boolean };
+export type WorkerEvent = z.infer<typeof workerEventSchema>;
 
 export interface WorkerRunRequest {
   sandboxId: string;

@@ -4,7 +4,8 @@
  * per concept: a run record, the facts, a DoD result, a criterion check result, usage.
  */
 import { z } from 'zod';
-import { acceptanceCriterionSchema } from '../protocol/messages.js';
+import { acceptanceCriterionSchema, criterionCheckSchema } from '../protocol/messages.js';
+import { TASK_STATES } from './task-state.js';
 
 /** Tokens of one model call or one worker run. */
 export const tokenUsageSchema = z.object({
@@ -140,3 +141,56 @@ export const planSchema = z.object({
   title: z.string(),
   acceptanceCriteria: z.array(acceptanceCriterionSchema),
 });
+
+export const taskStateSchema = z.enum(TASK_STATES);
+
+/** One acceptance criterion with everything known about it: the plan, the assessment, its check's result. */
+export const criterionEvidenceSchema = z.object({
+  id: z.string(),
+  description: z.string(),
+  type: z.string(),
+  critical: z.boolean(),
+  check: criterionCheckSchema.nullable(),
+  /** The latest assessment's verdict (`not assessed` when there was none). */
+  status: z.union([criterionStatusSchema, z.literal('not assessed')]),
+  comment: z.string(),
+  /** The latest result of its check (null: no check planned, or no validation ran). */
+  checkResult: criterionCheckResultSchema.nullable(),
+});
+
+/** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
+export const taskSummarySchema = z.object({
+  taskId: z.string(),
+  title: z.string(),
+  state: taskStateSchema,
+  reason: z.string(),
+  branch: z.string(),
+  headSha: z.string().nullable(),
+  notePath: z.string().nullable(),
+  worktreePath: z.string().nullable(),
+  runs: z.number(),
+  metaCalls: z.number(),
+  usage: z.object({ meta: usageSchema, worker: usageSchema, total: usageSchema }),
+  durationMs: z.number(),
+  exitCode: z.number(),
+  /** Set when the task ended on an error (model unreachable, Docker gone...). */
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** What the decision rests on (assessment, facts, DoD, criteria checks, executable evidence). */
+  basis: z.array(z.string()),
+  criteria: z.array(criterionEvidenceSchema),
+});
+
+/** What the worker reported while it ran (parsed from its event stream: attacker data, shown, never trusted). */
+export const workerEventSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('thread_started'), threadId: z.string() }),
+  z.object({ kind: z.literal('command_started'), command: z.string() }),
+  z.object({
+    kind: z.literal('command_finished'),
+    command: z.string(),
+    exitCode: z.number().nullable(),
+    status: z.string(),
+  }),
+  z.object({ kind: z.literal('file_changed'), path: z.string(), change: z.string() }),
+  z.object({ kind: z.literal('message'), text: z.string() }),
+  z.object({ kind: z.literal('error'), message: z.string(), fatal: z.boolean() }),
+]);

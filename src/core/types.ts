@@ -3,11 +3,11 @@
  * `--json`) are inferred from their zod schemas in records.ts; adapters translate into these once.
  */
 import type { z } from 'zod';
-import type { AcceptanceCriterion } from '../protocol/messages.js';
 import type {
   assessmentSchema,
   criterionCheckResultSchema,
   criterionCheckStatusSchema,
+  criterionEvidenceSchema,
   criterionStatusSchema,
   dodCheckResultSchema,
   dodCheckStatusSchema,
@@ -16,9 +16,9 @@ import type {
   planSchema,
   runRecordSchema,
   taskFactsSchema,
+  taskSummarySchema,
   usageSchema,
 } from './records.js';
-import type { TaskState } from './task-state.js';
 
 // One type per concept: the acceptance criterion (and its check) is the protocol's zod schema, used as is
 // by the loop, the prompts, the worker prompt and the note. No hand mapping, so no field gets lost.
@@ -50,36 +50,7 @@ export type TaskFacts = z.infer<typeof taskFactsSchema>;
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
 /** One acceptance criterion with everything known about it: the plan, the assessment, its check's result. */
-export interface CriterionEvidence {
-  id: string;
-  description: string;
-  type: string;
-  critical: boolean;
-  check: AcceptanceCriterion['check'] | null;
-  /** The latest assessment's verdict (`not assessed` when there was none). */
-  status: CriterionStatus | 'not assessed';
-  comment: string;
-  /** The latest result of its check (null: no check planned, or no validation ran). */
-  checkResult: CriterionCheckResult | null;
-}
+export type CriterionEvidence = z.infer<typeof criterionEvidenceSchema>;
 
-export interface TaskSummary {
-  taskId: string;
-  title: string;
-  state: TaskState;
-  reason: string;
-  branch: string;
-  headSha: string | null;
-  notePath: string | null;
-  worktreePath: string | null;
-  runs: number;
-  metaCalls: number;
-  usage: { meta: Usage; worker: Usage; total: Usage };
-  durationMs: number;
-  exitCode: number;
-  /** Set when the task ended on an error (model unreachable, Docker gone...). */
-  error: { code: string; message: string } | null;
-  /** What the decision rests on (assessment, facts, DoD, criteria checks, executable evidence). */
-  basis: string[];
-  criteria: CriterionEvidence[];
-}
+/** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
+export type TaskSummary = z.infer<typeof taskSummarySchema>;

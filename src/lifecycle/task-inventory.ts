@@ -11,6 +11,7 @@ import { taskLayout } from '../workspace/layout.js';
 import { listLabelledSandboxes, type LabelledSandbox } from './orphan-sandboxes.js';
 import type { Liveness } from './process-liveness.js';
 import { readTaskJournal, type JournalTaskState } from './task-journal-state.js';
+import { JournalInvalidError } from '../notes/event-journal.js';
 import { inspectTaskLock, type LockHolder } from './task-lock.js';
 import { readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
 import type { SubtaskState } from '../parallel/scheduler.js';
@@ -89,7 +90,15 @@ export async function listTasks(
     } catch {
       continue; // not a task directory of ours
     }
-    const journal = readTaskJournal(layout.runDir, taskId);
+    // A damaged journal still lists the task (unknown, with the damage as its reason); `resume` refuses it.
+    let journal: JournalTaskState | null = null;
+    let damage: string | null = null;
+    try {
+      journal = readTaskJournal(layout.runDir, taskId);
+    } catch (error) {
+      if (!(error instanceof JournalInvalidError)) throw error;
+      damage = `journal damaged at line ${error.line} ${error.problem}`;
+    }
     const project = journal ? null : readProjectJournal(layout.runDir);
     const lock = inspectTaskLock(layout.runDir);
     const finished = journal?.finished ?? project?.finished ?? null;
@@ -97,7 +106,7 @@ export async function listTasks(
       taskId,
       status: statusOf({ lock, journal }, project),
       state: finished?.state ?? journal?.lastState ?? (project ? 'RUNNING' : null),
-      reason: finished?.reason ?? null,
+      reason: finished?.reason ?? damage,
       lock,
       lastEventAt: journal?.lastEventAt ?? project?.lastEventAt ?? null,
       branch: journal?.branch ?? layout.branch,

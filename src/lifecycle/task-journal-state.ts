@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { StampedEvent, TaskStartOptions } from '../core/events.js';
+import { stampedEventSchema, type StampedEvent, type TaskStartOptions } from '../core/events.js';
 import type { TaskState } from '../core/task-state.js';
 import type { MetaDecision, Plan, RunRecord, TaskSummary, Usage } from '../core/types.js';
 import { planSchema, runRecordSchema } from '../core/records.js';
@@ -231,7 +231,8 @@ export function journalPath(runDir: string): string {
 export function readTaskJournal(runDir: string, taskId: string): JournalTaskState | null {
   const file = journalPath(runDir);
   if (!existsSync(file)) return null;
-  return foldJournal(taskId, readJournal(file));
+  // Validated line by line: a damaged journal fails here with its line and field, never as a wrong state.
+  return foldJournal(taskId, readJournal(file, stampedEventSchema));
 }
 
 /** The `previous` a resumed TaskRunner starts from, with what the Meta-agent must hear about the gap. */

@@ -5,7 +5,9 @@
  */
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { z } from 'zod';
 import type { StampedEvent } from '../core/events.js';
+import { UserError } from '../errors.js';
 import type { Redactor } from './redact.js';
 
 export const EVENTS_FILE = 'events.jsonl';
@@ -37,19 +39,60 @@ export class EventJournal {
   }
 }
 
-/**
- * Reads a journal back (a task's events, or another JSON-lines journal such as a project's); a torn last line
- * (crash mid-write) is ignored.
- */
-export function readJournal<T = StampedEvent>(file: string): T[] {
-  const events: T[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      events.push(JSON.parse(line) as T);
-    } catch {
-      // A partial line from a crash mid-append.
-    }
+/** A journal line that is not what was written: `resume` cannot rebuild the task from it. */
+export class JournalInvalidError extends UserError {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    /** What is wrong, e.g. `(worker_finished) exitCode: expected number`. */
+    readonly problem: string,
+  ) {
+    super(
+      'journal_invalid',
+      `The journal ${file} is damaged at line ${line} ${problem}. It is not what agent-runner wrote (edited, ` +
+        'or written by another program), so the task cannot be rebuilt from it. Restore the line, or start the ' +
+        'task again with `agent-runner run --prd FILE`.',
+    );
   }
+}
+
+/**
+ * Reads a journal back (a task's events, or another JSON-lines journal such as a project's), validating every
+ * event against `schema` when one is given. A torn last line is a crash mid-append (the runner appends one
+ * line at a time) and is ignored; a line that is not JSON anywhere else, or an event the schema refuses, is
+ * damage: {@link JournalInvalidError}.
+ */
+export function readJournal<T = StampedEvent>(file: string, schema?: z.ZodType<T>): T[] {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  let last = lines.length - 1;
+  while (last >= 0 && !lines[last]!.trim()) last -= 1;
+  const events: T[] = [];
+  lines.forEach((line, index) => {
+    if (!line.trim()) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      if (index === last) return;
+      throw new JournalInvalidError(file, index + 1, '(not a JSON line)');
+    }
+    if (!schema) {
+      events.push(value as T);
+      return;
+    }
+    const parsed = schema.safeParse(value);
+    if (parsed.success) {
+      events.push(parsed.data);
+      return;
+    }
+    const type = (value as { type?: unknown } | null)?.type;
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';
+    throw new JournalInvalidError(
+      file,
+      index + 1,
+      `(${typeof type === 'string' ? type : 'no event type'}) ${where}${issue?.message ?? 'invalid'}`,
+    );
+  });
   return events;
 }
