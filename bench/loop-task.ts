@@ -8,6 +8,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { systemClock } from '../src/app.js';
+import { workerPromptTemplate } from '../src/patterns/worker-prompt.js';
 import type { Config } from '../src/config/schema.js';
 import type {
   AssessmentEvidence,
@@ -196,6 +197,7 @@ export async function runLoopTask(options: LoopTaskOptions): Promise<LoopTaskRes
       worker: new NoopWorker(options.runtime),
       human: { ask: async () => null },
       notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
+      workerPrompt: workerPromptTemplate,
       clock: systemClock,
       writeNote: (record) =>
         writeTaskNote(record, {

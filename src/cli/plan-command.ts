@@ -5,6 +5,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
+import { totalTokens } from '../core/usage.js';
 import { UserError } from '../errors.js';
 import { configSecrets } from '../notes/redact.js';
 import { assertValidTaskId } from '../workspace/layout.js';
@@ -71,7 +72,7 @@ export function registerPlanCommand(program: Command, context: CommandContext): 
       context.output.out(options.json ? JSON.stringify(payload, null, 2) : writeConstrainedYaml(payload));
       const cost = result.usage.costUsd === 0 ? '' : `, $${result.usage.costUsd.toFixed(4)}`;
       context.output.err(
-        `${payload.acceptance_criteria.length} acceptance criteria; ${result.attempts} model call(s), ${result.usage.inputTokens + result.usage.outputTokens} tokens${cost}.`,
+        `${payload.acceptance_criteria.length} acceptance criteria; ${result.attempts} model call(s), ${totalTokens(result.usage)} tokens${cost}.`,
       );
     });
 }

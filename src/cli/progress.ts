@@ -3,6 +3,7 @@
  * the end where the note and the branch are. Written to stderr so stdout stays clean for `--json`.
  */
 import { formatDuration } from '../config/units.js';
+import { totalTokens } from '../core/usage.js';
 import type { StampedEvent } from '../core/events.js';
 import type { TaskSummary } from '../core/types.js';
 
@@ -138,7 +139,7 @@ export function formatSummary(summary: TaskSummary): string[] {
   if (summary.worktreePath) lines.push(`  worktree: ${summary.worktreePath}`);
   if (summary.notePath) lines.push(`  note:     ${summary.notePath}`);
   lines.push(
-    `  usage:    ${summary.runs} worker run(s), ${summary.metaCalls} Meta-agent call(s), ${summary.usage.total.inputTokens + summary.usage.total.outputTokens} tokens${summary.usage.total.costUsd > 0 ? `, $${summary.usage.total.costUsd.toFixed(4)}` : ''}`,
+    `  usage:    ${summary.runs} worker run(s), ${summary.metaCalls} Meta-agent call(s), ${totalTokens(summary.usage.total)} tokens${summary.usage.total.costUsd > 0 ? `, $${summary.usage.total.costUsd.toFixed(4)}` : ''}`,
   );
   return lines;
 }

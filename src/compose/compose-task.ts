@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { SetupCommandReport, StampedEvent } from '../core/events.js';
 import type { PreparedTask } from '../core/ports.js';
 import { TaskRunner, type TaskRunnerOptions } from '../core/task-runner.js';
-import type { Usage } from '../core/types.js';
+import { addUsage, spentOf, ZERO_USAGE } from '../core/usage.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { deferredPorts, type DockerSidePorts } from '../lifecycle/deferred-ports.js';
 import { EngineWatchRuntime } from '../lifecycle/engine-watch.js';
@@ -20,6 +20,7 @@ import { EventJournal } from '../notes/event-journal.js';
 import { readNoteMemory } from '../notes/memory.js';
 import { writeTaskNote } from '../notes/note-writer.js';
 import { loadPatternLibrary } from '../patterns/pattern-library.js';
+import { workerPromptTemplate } from '../patterns/worker-prompt.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { taskLayout } from '../workspace/layout.js';
 import { startDockerSide } from './docker-side.js';
@@ -90,41 +91,21 @@ export async function composeTask(host: TaskHost, spec: TaskSpec, hooks: TaskHoo
 function givenPlan(spec: TaskSpec, gateway: TaskGateway): Promise<GivenPlan | PlanHandedOff> | undefined {
   if (spec.start.kind !== 'planned') return undefined;
   return spec.start.plan.then((answer) => {
-    if (!('handedOff' in answer))
-      gateway.budget.add({
-        tokens: answer.usage.inputTokens + answer.usage.outputTokens,
-        costUsd: answer.usage.costUsd,
-      });
+    if (!('handedOff' in answer)) gateway.budget.add(spentOf(answer.usage));
     return answer;
   });
 }
 
 /** What the gateway counts as spent from the start, the project's budget, and the cassette. */
 function gatewaySpending(spec: TaskSpec): GatewayOptions {
-  const spentUsage: Usage | null =
-    spec.start.kind === 'resume'
-      ? sumUsage(spec.start.previous.usage, spec.start.previous.workerUsage)
-      : null;
+  const previous = spec.start.kind === 'resume' ? spec.start.previous : null;
   const models = spec.models ?? {};
   const attempt = spec.start.kind === 'resume' ? spec.start.attempt : 1;
   return {
-    ...(spentUsage
-      ? { spent: { tokens: spentUsage.inputTokens + spentUsage.outputTokens, costUsd: spentUsage.costUsd } }
-      : {}),
+    ...(previous ? { spent: spentOf(addUsage(previous.usage, previous.workerUsage ?? ZERO_USAGE)) } : {}),
     ...(spec.parent ? { parentBudget: spec.parent.budget } : {}),
     ...(models.record ? { record: models.record, appendRecord: spec.start.kind === 'resume' } : {}),
     ...(models.replay ? { replay: models.replay, attempt } : {}),
-  };
-}
-
-function sumUsage(a: Usage, b: Usage | undefined): Usage {
-  if (!b) return a;
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-    costUsd: a.costUsd + b.costUsd,
   };
 }
 
@@ -171,6 +152,7 @@ async function composeOnGateway(
     ...ports,
     human: host.dependencies.human ?? hooks.human ?? { ask: async () => null },
     notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
+    workerPrompt: workerPromptTemplate,
     clock: host.clock,
     ...(spec.parent ? { sharedMetaCalls: spec.parent.metaCalls } : {}),
     writeNote: (taskRecord) =>

@@ -4,6 +4,7 @@
  */
 
 import type { z } from 'zod';
+import type { Pattern } from '../patterns/pattern-library.js';
 import type {
   tokenUsageSchema,
   workerCommandSchema,
@@ -212,7 +213,7 @@ export interface MetaView {
   /** Things the core wants the Meta-agent to know before its next decision (refusals, human answers). */
   feedback: readonly string[];
   patterns: readonly { name: string; description: string }[];
-  memory: readonly { title: string; summary: string; path: string }[];
+  memory: readonly MemoryEntry[];
   /** The latest validation (facts, DoD, criteria checks), also when no worker run of this attempt led to it. */
   latest?: AssessmentEvidence;
 }
@@ -311,6 +312,13 @@ export interface SharedMetaCalls {
   exhausted(): string | null;
 }
 
+/** An earlier task's note offered to the Meta-agent as memory: its title, its summary and where it is. */
+export interface MemoryEntry {
+  title: string;
+  summary: string;
+  path: string;
+}
+
 /** A plan made outside the task: the planner's answer for one task, or a subtask's criteria. */
 export interface GivenPlan {
   plan: Plan;
@@ -324,6 +332,22 @@ export interface PlanHandedOff {
   handedOff: true;
 }
 
+/** What the worker is told for one run: the task, its criteria and scope, the chosen patterns, the instruction. */
+export interface WorkerPromptInput {
+  taskId: string;
+  title: string;
+  branch: string;
+  acceptanceCriteria: readonly { id: string; description: string; critical: boolean }[];
+  scope: string;
+  patterns: readonly Pattern[];
+  instruction: string;
+}
+
+/** Renders the worker prompt (the adapter owns the template and reads it). */
+export interface WorkerPromptPort {
+  render(input: WorkerPromptInput): string;
+}
+
 export interface HumanPort {
   /** Asks the person; null when nobody can answer (headless). */
   ask(question: string): Promise<string | null>;
@@ -331,5 +355,5 @@ export interface HumanPort {
 
 export interface NoteStorePort {
   /** Summaries of earlier tasks' notes, for the Meta-agent's memory. */
-  readMemory(excludeTaskId: string): Promise<{ title: string; summary: string; path: string }[]>;
+  readMemory(excludeTaskId: string): Promise<MemoryEntry[]>;
 }

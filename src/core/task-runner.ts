@@ -5,7 +5,6 @@
  */
 import { AgentRunnerError, EnvironmentError, EXIT_CODES } from '../errors.js';
 import type { PatternLibrary } from '../patterns/pattern-library.js';
-import { renderWorkerPrompt } from '../patterns/worker-prompt.js';
 import { completionRefusals, decisionBasis, onlyEvidenceMissing, type GateInput } from './completion-gate.js';
 import { evidenceFingerprint, factsFingerprint } from './evidence-fingerprint.js';
 import type { RunnerEvent, StampedEvent, TaskStartOptions } from './events.js';
@@ -24,6 +23,7 @@ import type {
   SharedMetaCalls,
   TaskWorkspacePort,
   WorkerAdapter,
+  WorkerPromptPort,
 } from './ports.js';
 import { startSandboxSession } from './sandbox-session.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
@@ -119,6 +119,7 @@ export interface TaskRunnerDeps {
   worker: WorkerAdapter;
   human: HumanPort;
   notes: NoteStorePort;
+  workerPrompt: WorkerPromptPort;
   clock: Clock;
   writeNote(record: TaskRecord): Promise<string>;
   onEvent?: (event: StampedEvent) => void;
@@ -526,7 +527,7 @@ export class TaskRunner {
     if (!call || !this.plan || !this.task || !this.sandboxId)
       throw new Error('run_worker without its inputs');
     const patterns = this.options.patterns.resolve(decision.usedPatterns);
-    const prompt = renderWorkerPrompt({
+    const prompt = this.deps.workerPrompt.render({
       taskId: this.options.taskId,
       title: this.plan.title,
       branch: this.task.branch,

@@ -33,6 +33,28 @@ export function costAt(usage: TokenUsage, price: PriceTable[string] | undefined)
   );
 }
 
+export const ZERO_TOKEN_USAGE: TokenUsage = Object.freeze({
+  inputTokens: 0,
+  cachedInputTokens: 0,
+  outputTokens: 0,
+  reasoningTokens: 0,
+});
+
+/** Tokens of two calls together. */
+export function addTokenUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+  };
+}
+
+/** What a usage spends from a budget: its tokens (input + output) and its cost. */
+export function spentOf(usage: Usage): { tokens: number; costUsd: number } {
+  return { tokens: totalTokens(usage), costUsd: usage.costUsd };
+}
+
 export function addUsage(a: Usage, b: Usage): Usage {
   return {
     inputTokens: a.inputTokens + b.inputTokens,

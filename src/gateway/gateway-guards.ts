@@ -9,6 +9,7 @@ import type { WorkerAdapter, WorkerRunRequest, WorkerRunResult } from '../core/p
 import type { MetaCompletion, MetaCompletionOptions, MetaMessage, MetaModel } from '../meta/meta-model.js';
 import type { ModelGateway } from './model-gateway.js';
 import type { TaskBudget } from './task-budget.js';
+import { spentOf } from '../core/usage.js';
 
 export class GatewayMeteredWorker implements WorkerAdapter {
   constructor(
@@ -50,10 +51,7 @@ export class GatewayCheckedMetaModel implements MetaModel {
   async complete(messages: readonly MetaMessage[], options?: MetaCompletionOptions): Promise<MetaCompletion> {
     try {
       const completion = await this.inner.complete(messages, options);
-      this.budget?.add({
-        tokens: completion.usage.inputTokens + completion.usage.outputTokens,
-        costUsd: completion.usage.costUsd,
-      });
+      this.budget?.add(spentOf(completion.usage));
       return completion;
     } catch (error) {
       throw this.gateway.takeDivergence() ?? error;

@@ -46,7 +46,8 @@ import {
   RELAY_SCRIPT_NAME,
 } from './relay-script.js';
 import { META_ROUTES, RateLimiter, WORKER_ROUTES, type GatewayRoute } from './request-policy.js';
-import { ResponsesUsageMeter, ZERO_TOKEN_USAGE, addTokenUsage } from './sse-usage.js';
+import { addTokenUsage, ZERO_TOKEN_USAGE } from '../core/usage.js';
+import { ResponsesUsageMeter } from './sse-usage.js';
 import type { TaskBudget } from './task-budget.js';
 
 /** The container variable that holds the per-task token codex sends (codex's provider `env_key`). */

@@ -3,22 +3,7 @@
  * usage; the stream itself is never changed, the meter reads a copy of each chunk.
  */
 import type { TokenUsage } from '../core/ports.js';
-
-export const ZERO_TOKEN_USAGE: TokenUsage = Object.freeze({
-  inputTokens: 0,
-  cachedInputTokens: 0,
-  outputTokens: 0,
-  reasoningTokens: 0,
-});
-
-export function addTokenUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-  };
-}
+import { addTokenUsage, ZERO_TOKEN_USAGE } from '../core/usage.js';
 
 function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;

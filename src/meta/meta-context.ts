@@ -2,6 +2,7 @@
  * What the loop hands the Meta-agent. Simple fields only, owned by the Meta-agent: the core adapts its
  * own state to these shapes, so neither side depends on the other's internals.
  */
+import type { MemoryEntry as CoreMemoryEntry } from '../core/ports.js';
 import type { CriterionCheckResult, DodCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 
@@ -11,11 +12,8 @@ export interface PatternInfo {
   description: string;
 }
 
-/** The summary of an earlier task note, offered as memory. */
-export interface MemoryEntry {
-  title: string;
-  summary: string;
-}
+/** The summary of an earlier task note, offered as memory (its path is not shown to the model). */
+export type MemoryEntry = Pick<CoreMemoryEntry, 'title' | 'summary'>;
 
 /** A command the worker ran, with its result. */
 export interface CommandRecord {

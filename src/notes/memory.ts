@@ -4,12 +4,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-
-export interface MemoryEntry {
-  title: string;
-  summary: string;
-  path: string;
-}
+import type { MemoryEntry } from '../core/ports.js';
 
 /** Reads at most `limit` of the most recent notes, skipping the current task's own. */
 export async function readNoteMemory(

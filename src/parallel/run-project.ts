@@ -11,6 +11,7 @@ import type { TaskHost } from '../compose/task-host.js';
 import type { GivenPlan, PlanHandedOff, TaskSpec } from '../compose/task-spec.js';
 import { checkedMetaModel, openGateway } from '../compose/task-services.js';
 import type { TaskSummary } from '../core/types.js';
+import { spentOf } from '../core/usage.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { titleOf } from '../meta/meta-agent-port.js';
 import { readNoteMemory } from '../notes/memory.js';
@@ -89,7 +90,7 @@ async function planAndRun(
     host,
     { config: spec.config, env: spec.env, repoRoot: spec.repoRoot, runDir: layout.runDir },
     {
-      ...(spent ? { spent: { tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd } } : {}),
+      ...(spent ? { spent: spentOf(spent) } : {}),
       onSent: (kind) => {
         if (kind === 'meta') planLeft();
       },

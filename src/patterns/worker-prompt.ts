@@ -6,17 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Handlebars from 'handlebars';
 import { PACKAGE_ROOT } from '../version.js';
-import type { Pattern } from './pattern-library.js';
-
-export interface WorkerPromptInput {
-  taskId: string;
-  title: string;
-  branch: string;
-  acceptanceCriteria: readonly { id: string; description: string; critical: boolean }[];
-  scope: string;
-  patterns: readonly Pattern[];
-  instruction: string;
-}
+import type { WorkerPromptInput, WorkerPromptPort } from '../core/ports.js';
 
 let compiled: Handlebars.TemplateDelegate<WorkerPromptInput> | undefined;
 
@@ -32,3 +22,6 @@ export function renderWorkerPrompt(input: WorkerPromptInput): string {
       .trim() + '\n'
   );
 }
+
+/** The worker prompt port of the loop: `templates/worker-prompt.md.hbs`. */
+export const workerPromptTemplate: WorkerPromptPort = { render: renderWorkerPrompt };

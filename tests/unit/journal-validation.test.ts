@@ -13,6 +13,7 @@ import { listTasks } from '../../src/lifecycle/task-inventory.js';
 import { readTaskJournal } from '../../src/lifecycle/task-journal-state.js';
 import { EventJournal, JournalInvalidError, readJournal } from '../../src/notes/event-journal.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import { runCliCaptured } from '../support/cli.js';
 import {
   FakeHuman,
@@ -111,6 +112,7 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
       ]),
       human: new FakeHuman(['a dash']),
       notes: new NoMemory(),
+      workerPrompt: workerPromptTemplate,
       clock: new ManualClock(),
       writeNote: async () => path.join(runDir, 'task-T-1.md'),
       onEvent: record,

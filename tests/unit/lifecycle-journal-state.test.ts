@@ -4,6 +4,7 @@ import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/c
 import type { Plan } from '../../src/core/types.js';
 import { assertResumable, foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
   FakeHuman,
   FakeSandboxes,
@@ -77,6 +78,7 @@ async function runTask(
       worker,
       human: new FakeHuman([]),
       notes: new NoMemory(),
+      workerPrompt: workerPromptTemplate,
       clock: new ManualClock(),
       writeNote: async (record) => {
         notes.push(structuredClone(record));

@@ -5,6 +5,7 @@ import { TaskRunner, type TaskRecord } from '../../src/core/task-runner.js';
 import type { Plan, Usage } from '../../src/core/types.js';
 import { AgentRunnerError, ModelBehaviorError } from '../../src/errors.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
   FakeHuman,
   FakeSandboxes,
@@ -143,6 +144,7 @@ async function setup(
       worker: new FakeWorker(repo, []),
       human: new FakeHuman([]),
       notes: new NoMemory(),
+      workerPrompt: workerPromptTemplate,
       clock: new ManualClock(),
       writeNote: async (record) => {
         notes.push(structuredClone(record));

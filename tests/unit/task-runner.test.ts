@@ -6,6 +6,7 @@ import type { Assessment, MetaDecision, Plan } from '../../src/core/types.js';
 import { ModelBehaviorError } from '../../src/errors.js';
 import { MetaCallCounter } from '../../src/parallel/meta-call-counter.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
   FakeHuman,
   FakeSandboxes,
@@ -97,6 +98,7 @@ async function setup(
       worker,
       human,
       notes: new NoMemory(),
+      workerPrompt: workerPromptTemplate,
       clock,
       writeNote: async (record) => {
         notes.push(structuredClone(record));
