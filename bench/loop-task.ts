@@ -181,7 +181,8 @@ export async function runLoopTask(options: LoopTaskOptions): Promise<LoopTaskRes
       limits: {
         maxIterations: options.iterations,
         maxMetaCalls: 2 * options.iterations + 5,
-        wallClockMs: 30 * 60_000,
+        wallClock: 30 * 60_000,
+        maxStalls: 3,
       },
       worker: { type: 'noop', model: 'none', timeoutMs: 60_000, graceMs: 1_000 },
       prices: config.prices,

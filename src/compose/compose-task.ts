@@ -244,14 +244,7 @@ function runnerOptions(
     },
     ...(resume ? { previous: resume.previous } : {}),
     ...(given ? { givenPlan: given } : {}),
-    limits: {
-      maxIterations: config.limits.maxIterations,
-      maxMetaCalls: config.limits.maxMetaCalls,
-      wallClockMs: config.limits.wallClock,
-      ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
-      ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
-      maxStalls: config.limits.maxStalls,
-    },
+    limits: config.limits,
     worker: {
       type: config.worker.type,
       model: config.worker.model ?? config.meta.model,

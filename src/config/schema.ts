@@ -93,6 +93,22 @@ export const dodCheckSchema = z.strictObject({
 });
 export type DodCheck = z.infer<typeof dodCheckSchema>;
 
+/**
+ * The task's limits: the one limits type. A task's runner, a project's orchestrator (and what is left of it,
+ * handed to each subtask) and the gateway's budget all use it, or a part of it (`Pick<Limits, ...>`).
+ */
+export const limitsSchema = z.strictObject({
+  maxIterations: positiveInt.default(8),
+  maxMetaCalls: positiveInt.default(40),
+  /** Wall clock of the whole task, in milliseconds (written as a duration: `45m`, `2h`). */
+  wallClock: duration('2h').default(2 * 3_600_000),
+  maxTokens: positiveInt.optional(),
+  maxCostUsd: z.number().positive().optional(),
+  /** The same refusal, or the same decision with no change in the facts, this many times in a row: stalled. */
+  maxStalls: positiveInt.default(3),
+});
+export type Limits = z.infer<typeof limitsSchema>;
+
 export const configSchema = z
   .strictObject({
     meta: z
@@ -165,16 +181,7 @@ export const configSchema = z
         skip: z.boolean().default(false),
       })
       .prefault({}),
-    limits: z
-      .strictObject({
-        maxIterations: positiveInt.default(8),
-        maxMetaCalls: positiveInt.default(40),
-        wallClock: duration('2h').default(2 * 3_600_000),
-        maxTokens: positiveInt.optional(),
-        maxCostUsd: z.number().positive().optional(),
-        maxStalls: positiveInt.default(3),
-      })
-      .prefault({}),
+    limits: limitsSchema.prefault({}),
     parallel: z
       .strictObject({
         // auto: the Meta-agent may split a PRD into subtasks (it answers either way); never: one task, always.

@@ -36,25 +36,13 @@ import type {
   TaskSummary,
   Usage,
 } from './types.js';
-import { addUsage, costOf, totalTokens, ZERO_USAGE, type PriceTable } from './usage.js';
-
-export interface TaskLimits {
-  maxIterations: number;
-  maxMetaCalls: number;
-  wallClockMs: number;
-  maxTokens?: number;
-  maxCostUsd?: number;
-  /** The same refusal, or the same decision with no change in the facts, this many times in a row: stalled. */
-  maxStalls?: number;
-}
-
-/** `limits.maxStalls` when the caller gives none. */
-export const DEFAULT_MAX_STALLS = 3;
+import { limitMessage, usageReached, type LimitReason, type Limits } from './limits.js';
+import { addUsage, costOf, ZERO_USAGE, type PriceTable } from './usage.js';
 
 export interface TaskRunnerOptions {
   taskId: string;
   prd: string;
-  limits: TaskLimits;
+  limits: Limits;
   worker: { type: string; model: string; timeoutMs: number; graceMs: number };
   prices: PriceTable;
   dodSkipped: boolean;
@@ -219,8 +207,7 @@ export class TaskRunner {
   /** As {@link run}, or `handed_off` when the plan given from outside split the work. */
   async runOrHandOff(outerSignal?: AbortSignal): Promise<TaskRunResult> {
     this.startedAt = this.deps.clock.now();
-    this.deadline =
-      this.startedAt + this.options.limits.wallClockMs - (this.options.previous?.elapsedMs ?? 0);
+    this.deadline = this.startedAt + this.options.limits.wallClock - (this.options.previous?.elapsedMs ?? 0);
     // A fatal recording error stops the worker like an interrupt does, but ends the task FAILED with it.
     const signal = outerSignal
       ? AbortSignal.any([outerSignal, this.fatalAbort.signal])
@@ -505,7 +492,7 @@ export class TaskRunner {
     ]);
     this.repeats = key === this.lastIterationKey ? this.repeats + 1 : 1;
     this.lastIterationKey = key;
-    const limit = this.options.limits.maxStalls ?? DEFAULT_MAX_STALLS;
+    const limit = this.options.limits.maxStalls;
     if (this.repeats < limit) return;
     const what =
       `the Meta-agent decided ${decision.action} ${this.repeats} times in a row with no change in the facts` +
@@ -516,13 +503,8 @@ export class TaskRunner {
 
   private async runWorker(decision: MetaDecision, signal?: AbortSignal): Promise<string[]> {
     const { limits } = this.options;
-    if (this.runs.length >= limits.maxIterations) {
-      throw new Stop(
-        'NEEDS_REVIEW',
-        `the limit of ${limits.maxIterations} worker runs was reached`,
-        EXIT_CODES.needsReview,
-      );
-    }
+    if (this.runs.length >= limits.maxIterations)
+      throw this.limitStop({ code: 'max_iterations', limit: limits.maxIterations });
     const call = decision.workerCall;
     if (!call || !this.plan || !this.task || !this.sandboxId)
       throw new Error('run_worker without its inputs');
@@ -605,42 +587,28 @@ export class TaskRunner {
     if (signal?.aborted) throw new Stop('NEEDS_REVIEW', 'interrupted', EXIT_CODES.interrupted);
     const { limits } = this.options;
     if (this.deps.clock.now() >= this.deadline) throw this.wallClockStop();
-    if (this.metaCalls >= limits.maxMetaCalls) {
-      throw new Stop(
-        'NEEDS_REVIEW',
-        `the limit of ${limits.maxMetaCalls} Meta-agent calls was reached`,
-        EXIT_CODES.needsReview,
-      );
-    }
+    if (this.metaCalls >= limits.maxMetaCalls)
+      throw this.limitStop({ code: 'max_meta_calls', limit: limits.maxMetaCalls });
     const shared = this.deps.sharedMetaCalls?.exhausted() ?? null;
     if (shared !== null) throw new Stop('NEEDS_REVIEW', shared, EXIT_CODES.needsReview);
-    const total = addUsage(this.metaUsage, this.workerUsage);
-    if (limits.maxTokens !== undefined && totalTokens(total) >= limits.maxTokens) {
-      throw new Stop(
-        'NEEDS_REVIEW',
-        `the token budget of ${limits.maxTokens} was reached`,
-        EXIT_CODES.needsReview,
-      );
-    }
-    if (limits.maxCostUsd !== undefined && total.costUsd >= limits.maxCostUsd) {
-      throw new Stop(
-        'NEEDS_REVIEW',
-        `the cost budget of $${limits.maxCostUsd} was reached`,
-        EXIT_CODES.needsReview,
-      );
-    }
+    const spent = usageReached(limits, addUsage(this.metaUsage, this.workerUsage));
+    if (spent) throw this.limitStop(spent);
+  }
+
+  private limitStop(reason: LimitReason): Stop {
+    return new Stop(
+      'NEEDS_REVIEW',
+      limitMessage(reason),
+      reason.code === 'wall_clock' ? EXIT_CODES.timeout : EXIT_CODES.needsReview,
+    );
   }
 
   private wallClockStop(): Stop {
-    const seconds = Math.round(this.options.limits.wallClockMs / 1000);
-    const earlier = this.options.previous?.elapsedMs
-      ? ` (earlier attempts included; \`agent-runner resume ${this.options.taskId} --timeout 30m\` gives it more time)`
-      : '';
-    return new Stop(
-      'NEEDS_REVIEW',
-      `the wall-clock limit of ${seconds} s was reached${earlier}`,
-      EXIT_CODES.timeout,
-    );
+    return this.limitStop({
+      code: 'wall_clock',
+      limitMs: this.options.limits.wallClock,
+      ...(this.options.previous?.elapsedMs ? { earlier: { taskId: this.options.taskId } } : {}),
+    });
   }
 
   /** Wall clock left for the task (earlier attempts counted). */

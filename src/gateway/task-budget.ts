@@ -4,12 +4,11 @@
  * gateway refuses the worker's further model requests.
  */
 import type { TokenUsage } from '../core/ports.js';
+import { budgetRefusalMessage, spendingReached, type Limits } from '../core/limits.js';
 import { totalTokens } from '../core/usage.js';
 
-export interface BudgetLimits {
-  maxTokens?: number;
-  maxCostUsd?: number;
-}
+/** The part of the task's limits the gateway enforces. */
+export type BudgetLimits = Pick<Limits, 'maxTokens' | 'maxCostUsd'>;
 
 export class TaskBudget {
   private tokens: number;
@@ -50,13 +49,8 @@ export class TaskBudget {
 
   /** Null while there is budget left; else why it is spent (the task's reason, starting with "budget"). */
   exhausted(): string | null {
-    const { maxTokens, maxCostUsd } = this.limits;
-    if (maxTokens !== undefined && this.tokens >= maxTokens) {
-      return `budget: the token budget of ${maxTokens} is spent (${this.tokens} tokens used by the Meta-agent and the worker); the worker's further model requests were refused`;
-    }
-    if (maxCostUsd !== undefined && this.costUsd >= maxCostUsd) {
-      return `budget: the cost budget of $${maxCostUsd} is spent ($${this.costUsd.toFixed(4)} used by the Meta-agent and the worker); the worker's further model requests were refused`;
-    }
+    const reached = spendingReached(this.limits, { tokens: this.tokens, costUsd: this.costUsd });
+    if (reached) return budgetRefusalMessage(reached);
     return this.parent?.exhausted() ?? null;
   }
 }

@@ -90,12 +90,7 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
       prd: spec.prd,
       subtasks,
       max,
-      budget: {
-        wallClockMs: config.limits.wallClock,
-        maxMetaCalls: config.limits.maxMetaCalls,
-        ...(config.limits.maxTokens !== undefined ? { maxTokens: config.limits.maxTokens } : {}),
-        ...(config.limits.maxCostUsd !== undefined ? { maxCostUsd: config.limits.maxCostUsd } : {}),
-      },
+      budget: config.limits,
       maxReplans: 1,
       maxFixups: 1,
       spent: input.spent,
@@ -181,13 +176,8 @@ function subtaskRunner(input: DriveProjectInput): SubtaskRunnerPort {
             write: run.writeScope,
             read: [...new Set([...config.scope.read, ...run.readScope])],
           },
-          limits: {
-            ...config.limits,
-            wallClock: run.limits.wallClockMs,
-            maxMetaCalls: run.limits.maxMetaCalls,
-            ...(run.limits.maxTokens !== undefined ? { maxTokens: run.limits.maxTokens } : {}),
-            ...(run.limits.maxCostUsd !== undefined ? { maxCostUsd: run.limits.maxCostUsd } : {}),
-          },
+          // What is left of the project's limits.
+          limits: { ...config.limits, ...run.limits },
         },
         start: previous
           ? { kind: 'resume', previous, attempt: (journal?.attempts ?? 0) + 1 }

@@ -4,6 +4,7 @@
  * project's `limits.maxMetaCalls` is reached, so together they cannot go past it by more than the calls
  * already in flight.
  */
+import { limitMessage } from '../core/limits.js';
 import type { SharedMetaCalls } from '../core/ports.js';
 
 export class MetaCallCounter implements SharedMetaCalls {
@@ -23,7 +24,7 @@ export class MetaCallCounter implements SharedMetaCalls {
 
   exhausted(): string | null {
     return this.count >= this.max
-      ? `the project's limit of ${this.max} Meta-agent calls was reached (${this.count} made by the project and its subtasks)`
+      ? limitMessage({ code: 'project_meta_calls', limit: this.max, used: this.count })
       : null;
   }
 }

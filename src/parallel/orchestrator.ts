@@ -9,16 +9,11 @@
  */
 import type { Clock } from '../core/ports.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
+import { limitMessage, usageReached, type SpendingLimits } from '../core/limits.js';
 import { addUsage, totalTokens, ZERO_USAGE } from '../core/usage.js';
 import type { FactsForAssessment } from '../meta/meta-context.js';
 import type { ReviewFinding } from '../protocol/review.js';
-import type {
-  IntegrationPort,
-  ProjectBudget,
-  ProjectMetaPort,
-  SubtaskResult,
-  SubtaskRunnerPort,
-} from './ports.js';
+import type { IntegrationPort, ProjectMetaPort, SubtaskResult, SubtaskRunnerPort } from './ports.js';
 import type { PlannedSubtask, ProjectEvent, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
 import { MetaCallCounter } from './meta-call-counter.js';
 import { schedule, type SubtaskState } from './scheduler.js';
@@ -64,7 +59,7 @@ export interface OrchestratorOptions {
   prd: string;
   subtasks: PlannedSubtask[];
   max: number;
-  budget: ProjectBudget;
+  budget: SpendingLimits;
   /** Attempts of one subtask after the first (re-plans after ng, conflict or an irreparable merge). */
   maxReplans: number;
   /** Fix-up tasks per merge whose combined DoD is red. */
@@ -433,16 +428,12 @@ export class ProjectOrchestrator {
 
   private budgetExceeded(): string | null {
     const { budget } = this.options;
-    const total = addUsage(this.metaUsage, this.workerUsage);
-    if (this.deps.clock.now() - this.startedAt >= budget.wallClockMs)
-      return `the wall-clock limit of ${Math.round(budget.wallClockMs / 1000)} s was reached`;
+    if (this.deps.clock.now() - this.startedAt >= budget.wallClock)
+      return limitMessage({ code: 'wall_clock', limitMs: budget.wallClock });
     if (this.metaCalls.exhausted() !== null)
-      return `the limit of ${budget.maxMetaCalls} Meta-agent calls was reached`;
-    if (budget.maxTokens !== undefined && totalTokens(total) >= budget.maxTokens)
-      return `the token budget of ${budget.maxTokens} was reached`;
-    if (budget.maxCostUsd !== undefined && total.costUsd >= budget.maxCostUsd)
-      return `the cost budget of $${budget.maxCostUsd} was reached`;
-    return null;
+      return limitMessage({ code: 'max_meta_calls', limit: budget.maxMetaCalls });
+    const spent = usageReached(budget, addUsage(this.metaUsage, this.workerUsage));
+    return spent ? limitMessage(spent) : null;
   }
 
   /**
@@ -450,11 +441,11 @@ export class ProjectOrchestrator {
    * get the whole rest, so together they can overshoot by what they spend concurrently; no new subtask starts
    * once the project's budget is spent.
    */
-  private remainingBudget(): ProjectBudget {
+  private remainingBudget(): SpendingLimits {
     const { budget } = this.options;
     const total = addUsage(this.metaUsage, this.workerUsage);
     return {
-      wallClockMs: Math.max(1000, budget.wallClockMs - (this.deps.clock.now() - this.startedAt)),
+      wallClock: Math.max(1000, budget.wallClock - (this.deps.clock.now() - this.startedAt)),
       maxMetaCalls: Math.max(1, budget.maxMetaCalls - this.metaCalls.used),
       ...(budget.maxTokens !== undefined
         ? { maxTokens: Math.max(1, budget.maxTokens - totalTokens(total)) }

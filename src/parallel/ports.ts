@@ -4,6 +4,7 @@
  * and planner. The composition (run-project.ts) wires the real ones; unit tests wire honest fakes.
  */
 import type { FactsForAssessment } from '../meta/meta-context.js';
+import type { SpendingLimits } from '../core/limits.js';
 import type { SharedMetaCalls } from '../core/ports.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
 import type { ReviewFinding } from '../protocol/review.js';
@@ -20,7 +21,7 @@ export interface SubtaskRunRequest {
   writeScope: string[];
   readScope: string[];
   /** What is left of the project's budgets when it starts. */
-  limits: ProjectBudget;
+  limits: SpendingLimits;
   /** The project's Meta-agent calls, counted as the subtask makes them: it stops once they are spent. */
   metaCalls: SharedMetaCalls;
   onEvent(event: SubtaskTaskEvent): void;
@@ -75,12 +76,4 @@ export interface ProjectMetaPort {
     reason: string;
     signal?: AbortSignal;
   }): Promise<{ plan: Plan; usage: Usage }>;
-}
-
-/** The project's budgets; undefined: no limit. */
-export interface ProjectBudget {
-  wallClockMs: number;
-  maxMetaCalls: number;
-  maxTokens?: number;
-  maxCostUsd?: number;
 }

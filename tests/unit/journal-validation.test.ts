@@ -81,7 +81,7 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
     {
       taskId: 'T-1',
       prd: '# Slugify',
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000 },
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
       worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
       prices: { m: { input: 1, output: 10 } },
       dodSkipped: false,

@@ -179,7 +179,7 @@ function orchestrate(
       prd: '# P',
       subtasks,
       max: 2,
-      budget: { wallClockMs: 60_000, maxMetaCalls: 100 },
+      budget: { wallClock: 60_000, maxMetaCalls: 100 },
       maxReplans: 1,
       maxFixups: 1,
       spent: { metaCalls: 1, usage: ZERO_USAGE },
@@ -199,7 +199,7 @@ describe('ProjectOrchestrator', () => {
     const runner = new TalkativeRunner();
     const { orchestrator } = orchestrate([A, B], {
       runner,
-      options: { budget: { wallClockMs: 60_000, maxMetaCalls: 21 } },
+      options: { budget: { wallClock: 60_000, maxMetaCalls: 21 } },
     });
     const outcome = await orchestrator.run();
     // The project's plan (spent: 1) and both subtasks, counted together: never past the limit.
@@ -284,7 +284,7 @@ describe('ProjectOrchestrator', () => {
 
   it('starts nothing new once the project budget is spent, and ends NEEDS_REVIEW', async () => {
     const { orchestrator, runner } = orchestrate([A, B, C], {
-      options: { budget: { wallClockMs: 60_000, maxMetaCalls: 4 } },
+      options: { budget: { wallClock: 60_000, maxMetaCalls: 4 } },
     });
     const outcome = await orchestrator.run();
     expect(outcome.state).toBe('NEEDS_REVIEW');

@@ -127,7 +127,7 @@ async function setup(
     {
       taskId: 'T-1',
       prd: '# Slugify\n\nAdd a slugify function.',
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000 },
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
       worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
       prices: {},
       dodSkipped: false,

@@ -82,7 +82,7 @@ async function setup(
     {
       taskId: 'T-1',
       prd: '# Slugify\n\nAdd a slugify function.',
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000 },
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
       worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
       prices: { m: { input: 1, output: 10 } },
       dodSkipped: false,
@@ -261,7 +261,7 @@ describe('task runner loop', () => {
       [runWorker(), assess(false), markComplete, markComplete, markComplete],
       [commitPassing],
       {
-        limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000, maxStalls: 3 },
+        limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
       },
     );
     const summary = await t.runner.run();
@@ -280,7 +280,7 @@ describe('task runner loop', () => {
     const t = await setup(
       [runWorker(), assess(false), markComplete, markComplete, runWorker('Fix'), assess(true)],
       [commitFailing, commitPassing],
-      { limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000, maxStalls: 3 } },
+      { limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 } },
     );
     expect((await t.runner.run()).state).toBe('COMPLETE');
   });
@@ -394,7 +394,7 @@ describe('task runner loop', () => {
     const t = await setup(
       [runWorker(), assess(false), runWorker(), assess(false), runWorker()],
       [commitFailing, commitFailing],
-      { limits: { maxIterations: 2, maxMetaCalls: 30, wallClockMs: 3_600_000 } },
+      { limits: { maxIterations: 2, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 } },
     );
     const summary = await t.runner.run();
     expect(summary.state).toBe('NEEDS_REVIEW');
@@ -418,7 +418,7 @@ describe('task runner loop', () => {
       t.clock.time += 10_000;
     };
     const t = await setup([runWorker(), assess(false), runWorker()], [slow], {
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 5_000 },
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 5_000, maxStalls: 3 },
     });
     const summary = await t.runner.run();
     expect(summary.state).toBe('NEEDS_REVIEW');
@@ -427,7 +427,7 @@ describe('task runner loop', () => {
 
   it('token budget → NEEDS_REVIEW', async () => {
     const t = await setup([runWorker(), assess(false), runWorker()], [commitFailing], {
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClockMs: 3_600_000, maxTokens: 300 },
+      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxTokens: 300, maxStalls: 3 },
     });
     const summary = await t.runner.run();
     expect(summary.state).toBe('NEEDS_REVIEW');

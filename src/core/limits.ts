@@ -1,0 +1,78 @@
+/**
+ * Limits as data: which limit a task or a project reached is a coded reason, and every wording of it (the
+ * task's NEEDS_REVIEW reason, the gateway's refusal) is derived here from the code. The limits themselves are
+ * the config's one `Limits` type.
+ */
+import type { Limits } from '../config/schema.js';
+import type { Usage } from './types.js';
+import { totalTokens } from './usage.js';
+
+export type { Limits } from '../config/schema.js';
+
+/** What a project watches and hands its subtasks what is left of. */
+export type SpendingLimits = Pick<Limits, 'wallClock' | 'maxMetaCalls' | 'maxTokens' | 'maxCostUsd'>;
+
+/** A limit that was reached. */
+export type LimitReason =
+  | { code: 'max_iterations'; limit: number }
+  | { code: 'max_meta_calls'; limit: number }
+  /** The project's count, shared by its subtasks: `used` calls made by the project and all its subtasks. */
+  | { code: 'project_meta_calls'; limit: number; used: number }
+  | { code: 'max_tokens'; limit: number; used: number }
+  | { code: 'max_cost'; limit: number; used: number }
+  /** `earlier`: the limit covers earlier attempts (resume), `taskId` names the task to give more time. */
+  | { code: 'wall_clock'; limitMs: number; earlier?: { taskId: string } };
+
+/** The reason in words, as the task's (or the project's) NEEDS_REVIEW reason says it. */
+export function limitMessage(reason: LimitReason): string {
+  switch (reason.code) {
+    case 'max_iterations':
+      return `the limit of ${reason.limit} worker runs was reached`;
+    case 'max_meta_calls':
+      return `the limit of ${reason.limit} Meta-agent calls was reached`;
+    case 'project_meta_calls':
+      return `the project's limit of ${reason.limit} Meta-agent calls was reached (${reason.used} made by the project and its subtasks)`;
+    case 'max_tokens':
+      return `the token budget of ${reason.limit} was reached`;
+    case 'max_cost':
+      return `the cost budget of $${reason.limit} was reached`;
+    case 'wall_clock': {
+      const earlier = reason.earlier
+        ? ` (earlier attempts included; \`agent-runner resume ${reason.earlier.taskId} --timeout 30m\` gives it more time)`
+        : '';
+      return `the wall-clock limit of ${Math.round(reason.limitMs / 1000)} s was reached${earlier}`;
+    }
+  }
+}
+
+/**
+ * The reason as the gateway says it when it refuses the worker's further model requests (the task's
+ * reason then starts with `budget:`).
+ */
+export function budgetRefusalMessage(
+  reason: Extract<LimitReason, { code: 'max_tokens' | 'max_cost' }>,
+): string {
+  return reason.code === 'max_tokens'
+    ? `budget: the token budget of ${reason.limit} is spent (${reason.used} tokens used by the Meta-agent and the worker); the worker's further model requests were refused`
+    : `budget: the cost budget of $${reason.limit} is spent ($${reason.used.toFixed(4)} used by the Meta-agent and the worker); the worker's further model requests were refused`;
+}
+
+/** The token or cost limit `spent` reached, if any (tokens first). */
+export function spendingReached(
+  limits: Pick<Limits, 'maxTokens' | 'maxCostUsd'>,
+  spent: { tokens: number; costUsd: number },
+): Extract<LimitReason, { code: 'max_tokens' | 'max_cost' }> | null {
+  if (limits.maxTokens !== undefined && spent.tokens >= limits.maxTokens)
+    return { code: 'max_tokens', limit: limits.maxTokens, used: spent.tokens };
+  if (limits.maxCostUsd !== undefined && spent.costUsd >= limits.maxCostUsd)
+    return { code: 'max_cost', limit: limits.maxCostUsd, used: spent.costUsd };
+  return null;
+}
+
+/** The token or cost limit a usage reached, if any. */
+export function usageReached(
+  limits: Pick<Limits, 'maxTokens' | 'maxCostUsd'>,
+  usage: Usage,
+): Extract<LimitReason, { code: 'max_tokens' | 'max_cost' }> | null {
+  return spendingReached(limits, { tokens: totalTokens(usage), costUsd: usage.costUsd });
+}
