@@ -26,10 +26,17 @@ import type {
   WorkerPromptPort,
 } from './ports.js';
 import { startSandboxSession } from './sandbox-session.js';
+import { StallCounter, stallDescription } from './stall.js';
+import {
+  criteriaEvidence,
+  lastAssessment,
+  lastRecordedEvidence,
+  summaryOf,
+  type TaskRecord,
+} from './task-record.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
 import type {
   Assessment,
-  CriterionEvidence,
   MetaDecision,
   Plan,
   RunRecord,
@@ -76,29 +83,7 @@ export interface TaskRunnerOptions {
   givenPlan?: Promise<GivenPlan | PlanHandedOff>;
 }
 
-/** Everything the note is written from. */
-export interface TaskRecord {
-  taskId: string;
-  prd: string;
-  state: TaskState;
-  reason: string;
-  plan: Plan | null;
-  task: PreparedTask | null;
-  runs: RunRecord[];
-  metaCalls: number;
-  usage: { meta: Usage; worker: Usage; total: Usage };
-  startedAt: number;
-  finishedAt: number;
-  question: string | null;
-  preservedRef: string | null;
-  workerType: string;
-  runDir: string;
-  error: { code: string; message: string } | null;
-  /** What the final decision rests on, in a few lines. */
-  basis: string[];
-  /** Every acceptance criterion with its assessment and its check's latest result. */
-  criteria: CriterionEvidence[];
-}
+export type { TaskRecord } from './task-record.js';
 
 export interface TaskRunnerDeps {
   meta: MetaAgentPort;
@@ -177,9 +162,7 @@ export class TaskRunner {
   private workerRanSinceEvidence = false;
   /** An assessment made when no worker run exists to hold it (a validation before any run). */
   private looseAssessment: { assessment: Assessment; fingerprint: string } | null = null;
-  /** Stall detection: the last iteration's key and how many times in a row it repeated. */
-  private lastIterationKey: string | null = null;
-  private repeats = 0;
+  private readonly stalls = new StallCounter();
 
   constructor(
     private readonly options: TaskRunnerOptions,
@@ -484,20 +467,10 @@ export class TaskRunner {
    * ends the task: a model that repeats itself would otherwise burn the whole budget.
    */
   private detectStall(decision: MetaDecision, refusals: string[]): void {
-    const key = JSON.stringify([
-      decision.action,
-      decision.workerCall?.prompt ?? decision.question ?? '',
-      this.evidence?.fingerprint ?? '',
-      refusals,
-    ]);
-    this.repeats = key === this.lastIterationKey ? this.repeats + 1 : 1;
-    this.lastIterationKey = key;
-    const limit = this.options.limits.maxStalls;
-    if (this.repeats < limit) return;
-    const what =
-      `the Meta-agent decided ${decision.action} ${this.repeats} times in a row with no change in the facts` +
-      (refusals.length ? ` (each time: ${refusals.join('; ')})` : '');
-    this.emit({ type: 'stalled', repeats: this.repeats, what });
+    const repeats = this.stalls.observe(decision, this.evidence?.fingerprint ?? '', refusals);
+    if (repeats < this.options.limits.maxStalls) return;
+    const what = stallDescription(decision, repeats, refusals);
+    this.emit({ type: 'stalled', repeats, what });
     throw new Stop('NEEDS_REVIEW', `stalled: ${what}`, EXIT_CODES.needsReview);
   }
 
@@ -680,33 +653,6 @@ export class TaskRunner {
     }
   }
 
-  /** The latest evidence the runs hold (a task that ended before validating in this attempt). */
-  private lastRecordedEvidence(): AssessmentEvidence | null {
-    const run = [...this.runs].reverse().find((item) => item.facts);
-    if (!run?.facts) return null;
-    return { run, facts: run.facts, dod: run.dod, criteriaChecks: run.criteriaChecks ?? [] };
-  }
-
-  /** Every criterion with its assessment verdict and its check's latest result. */
-  private criteriaEvidence(
-    latest: AssessmentEvidence | null,
-    assessment: Assessment | undefined,
-  ): CriterionEvidence[] {
-    return (this.plan?.acceptanceCriteria ?? []).map((criterion) => {
-      const verdict = assessment?.byCriterion.find((item) => item.id === criterion.id);
-      return {
-        id: criterion.id,
-        description: criterion.description,
-        type: criterion.type,
-        critical: criterion.critical,
-        check: criterion.check ?? null,
-        status: verdict?.status ?? 'not assessed',
-        comment: verdict?.comment ?? '',
-        checkResult: latest?.criteriaChecks.find((check) => check.criterionId === criterion.id) ?? null,
-      };
-    });
-  }
-
   private async finish(stop: Stop, error: AgentRunnerError | null): Promise<TaskSummary> {
     if (this.state !== stop.state) {
       const event: TaskEvent =
@@ -744,11 +690,10 @@ export class TaskRunner {
       worker: this.workerUsage,
       total: addUsage(this.metaUsage, this.workerUsage),
     };
-    const lastAssessment =
-      [...this.runs].reverse().find((run) => run.assessment)?.assessment ?? this.looseAssessment?.assessment;
-    const latest = this.evidence ?? this.lastRecordedEvidence();
-    const basis = decisionBasis(this.gateInput(latest, lastAssessment));
-    const criteria = this.criteriaEvidence(latest, lastAssessment);
+    const assessment = lastAssessment(this.runs, this.looseAssessment?.assessment);
+    const latest = this.evidence ?? lastRecordedEvidence(this.runs);
+    const basis = decisionBasis(this.gateInput(latest, assessment));
+    const criteria = criteriaEvidence(this.plan, latest, assessment);
     const record: TaskRecord = {
       taskId: this.options.taskId,
       prd: this.options.prd,
@@ -779,25 +724,11 @@ export class TaskRunner {
         reasons: [`the note could not be written: ${(noteError as Error).message}`],
       });
     }
-    const lastFacts = latest?.facts;
-    const summary: TaskSummary = {
-      taskId: this.options.taskId,
-      title: this.plan?.title ?? this.options.taskId,
-      state: this.state,
-      reason: stop.reason,
-      branch: this.task?.branch ?? `agent-runner/${this.options.taskId}`,
-      headSha: lastFacts?.headSha ?? this.task?.baseSha ?? null,
+    const summary = summaryOf(record, {
       notePath,
-      worktreePath: this.task?.worktreePath ?? null,
-      runs: this.runs.length,
-      metaCalls: this.metaCalls,
-      usage,
-      durationMs: finishedAt - this.startedAt,
       exitCode: stop.exitCode,
-      error: record.error,
-      basis,
-      criteria,
-    };
+      headSha: latest?.facts.headSha ?? null,
+    });
     this.emit({ type: 'task_finished', summary });
     return summary;
   }
