@@ -35,14 +35,7 @@ import {
   type TaskRecord,
 } from './task-record.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
-import type {
-  Assessment,
-  MetaDecision,
-  Plan,
-  RunRecord,
-  TaskSummary,
-  Usage,
-} from './types.js';
+import type { Assessment, MetaDecision, Plan, RunRecord, TaskSummary, Usage } from './types.js';
 import { limitMessage, usageReached, type LimitReason, type Limits } from './limits.js';
 import { addUsage, costOf, ZERO_USAGE, type PriceTable } from './usage.js';
 
