@@ -35,6 +35,7 @@ import { measureSetupInstall } from './setup-install.js';
 import { round } from './stats.js';
 import { measureStartSection } from './start-section.js';
 import { resolveWorkerImage } from '../src/app.js';
+import { runMain } from './run-main.js';
 
 const RESULTS_DIR = path.join(import.meta.dirname, 'results');
 
@@ -180,9 +181,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.exitCode = 1;
-});
+runMain(main);

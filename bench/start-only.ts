@@ -12,6 +12,7 @@ import { createDockerClient } from '../src/sandbox/docker-client.js';
 import { benchSandboxes } from './bench-sandbox.js';
 import { rawEngine } from './raw-engine.js';
 import { measureStartSection } from './start-section.js';
+import { runMain } from './run-main.js';
 
 function progress(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
@@ -32,9 +33,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.exitCode = 1;
-});
+runMain(main);

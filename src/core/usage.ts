@@ -56,13 +56,7 @@ export function spentOf(usage: Usage): { tokens: number; costUsd: number } {
 }
 
 export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-    costUsd: a.costUsd + b.costUsd,
-  };
+  return { ...addTokenUsage(a, b), costUsd: a.costUsd + b.costUsd };
 }
 
 export function totalTokens(usage: TokenUsage): number {

@@ -27,6 +27,8 @@ import type {
   Usage,
 } from '../../src/core/types.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
+import type { TaskRunnerOptions } from '../../src/core/task-runner.js';
+import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 
 export const usage = (tokens = 100): Usage => ({
   ...ZERO_USAGE,
@@ -327,4 +329,23 @@ export class ManualClock implements Clock {
   async sleep(ms: number): Promise<void> {
     this.time += ms;
   }
+}
+
+/** The options of a test task `T-1` (the package's patterns, a fake worker type, priced model `m`), with overrides. */
+export async function testRunnerOptions(
+  overrides: Partial<TaskRunnerOptions> = {},
+): Promise<TaskRunnerOptions> {
+  return {
+    taskId: 'T-1',
+    prd: '# Slugify',
+    limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
+    worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
+    prices: { m: { input: 1, output: 10 } },
+    dodSkipped: false,
+    headless: true,
+    patterns: await loadPatternLibrary(),
+    runDir: '/tmp/runs/T-1',
+    startOptions: { prdPath: '/repo/PRD.md', prd: '# Slugify', dodSkipped: false },
+    ...overrides,
+  };
 }

@@ -12,7 +12,6 @@ import type { Plan } from '../../src/core/types.js';
 import { listTasks } from '../../src/lifecycle/task-inventory.js';
 import { readTaskJournal } from '../../src/lifecycle/task-journal-state.js';
 import { EventJournal, JournalInvalidError, readJournal } from '../../src/notes/event-journal.js';
-import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import { runCliCaptured } from '../support/cli.js';
 import {
@@ -24,6 +23,7 @@ import {
   NoMemory,
   ScriptedMetaAgent,
   fakeRepo,
+  testRunnerOptions,
 } from '../support/core-fakes.js';
 import { createNodeRepo } from '../support/task-repo.js';
 
@@ -78,18 +78,11 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
     },
   });
   const runner = new TaskRunner(
-    {
-      taskId: 'T-1',
-      prd: '# Slugify',
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
-      worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
-      prices: { m: { input: 1, output: 10 } },
-      dodSkipped: false,
+    await testRunnerOptions({
       headless: false,
-      patterns: await loadPatternLibrary(),
       runDir,
       startOptions: { prdPath: '/repo/PRD.md', prd: '# Slugify', base: 'main', dodSkipped: false },
-    },
+    }),
     {
       meta: new ScriptedMetaAgent([
         { kind: 'plan', plan },

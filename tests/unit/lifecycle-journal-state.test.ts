@@ -3,7 +3,6 @@ import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
 import type { Plan } from '../../src/core/types.js';
 import { assertResumable, foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
-import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
   FakeHuman,
@@ -14,6 +13,7 @@ import {
   NoMemory,
   ScriptedMetaAgent,
   fakeRepo,
+  testRunnerOptions,
   type MetaStep,
   type WorkerEffect,
 } from '../support/core-fakes.js';
@@ -57,36 +57,21 @@ async function runTask(
   const notes: TaskRecord[] = [];
   const meta = new ScriptedMetaAgent(options.previous ? script : [{ kind: 'plan', plan }, ...script]);
   const worker = new FakeWorker(repo, effects);
-  const runner = new TaskRunner(
-    {
-      taskId: 'T-1',
-      prd: '# Slugify',
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
-      worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
-      prices: { m: { input: 1, output: 10 } },
-      dodSkipped: false,
-      headless: true,
-      patterns: await loadPatternLibrary(),
-      runDir: '/tmp/runs/T-1',
-      startOptions: { prdPath: '/repo/PRD.md', prd: '# Slugify', dodSkipped: false },
-      ...options,
+  const runner = new TaskRunner(await testRunnerOptions(options), {
+    meta,
+    workspace: new FakeWorkspace(repo),
+    sandboxes: new FakeSandboxes(),
+    worker,
+    human: new FakeHuman([]),
+    notes: new NoMemory(),
+    workerPrompt: workerPromptTemplate,
+    clock: new ManualClock(),
+    writeNote: async (record) => {
+      notes.push(structuredClone(record));
+      return '/repo/.agent-runner/task-T-1.md';
     },
-    {
-      meta,
-      workspace: new FakeWorkspace(repo),
-      sandboxes: new FakeSandboxes(),
-      worker,
-      human: new FakeHuman([]),
-      notes: new NoMemory(),
-      workerPrompt: workerPromptTemplate,
-      clock: new ManualClock(),
-      writeNote: async (record) => {
-        notes.push(structuredClone(record));
-        return '/repo/.agent-runner/task-T-1.md';
-      },
-      onEvent: (event) => events.push(structuredClone(event)),
-    },
-  );
+    onEvent: (event) => events.push(structuredClone(event)),
+  });
   // Journals are JSON lines: what resume reads has been through JSON.
   const summary = await runner.run();
   return { summary, events: JSON.parse(JSON.stringify(events)) as StampedEvent[], notes, worker, meta };

@@ -5,7 +5,6 @@ import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/c
 import type { Assessment, MetaDecision, Plan } from '../../src/core/types.js';
 import { ModelBehaviorError } from '../../src/errors.js';
 import { MetaCallCounter } from '../../src/parallel/meta-call-counter.js';
-import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
 import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
   FakeHuman,
@@ -16,6 +15,7 @@ import {
   NoMemory,
   ScriptedMetaAgent,
   fakeRepo,
+  testRunnerOptions,
   type FakeRepo,
   type MetaStep,
   type WorkerEffect,
@@ -79,18 +79,11 @@ async function setup(
   const events: StampedEvent[] = [];
   const notes: TaskRecord[] = [];
   const runner = new TaskRunner(
-    {
-      taskId: 'T-1',
+    await testRunnerOptions({
       prd: '# Slugify\n\nAdd a slugify function.',
-      limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 },
-      worker: { type: 'fake', model: 'm', timeoutMs: 60_000, graceMs: 1000 },
-      prices: { m: { input: 1, output: 10 } },
-      dodSkipped: false,
-      headless: true,
-      patterns: await loadPatternLibrary(),
-      runDir: '/tmp/runs/T-1',
+      startOptions: undefined,
       ...runnerOptions,
-    },
+    }),
     {
       meta,
       workspace: new FakeWorkspace(repo),
