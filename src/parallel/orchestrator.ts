@@ -8,51 +8,16 @@
  * stops only what waits for it. Imports ports only.
  */
 import type { Clock } from '../core/ports.js';
-import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
-import { limitMessage, usageReached, type SpendingLimits } from '../core/limits.js';
-import { addUsage, totalTokens, ZERO_USAGE } from '../core/usage.js';
+import type { DodOutcome, Plan, Usage } from '../core/types.js';
+import type { SpendingLimits } from '../core/limits.js';
 import type { FactsForAssessment } from '../meta/meta-context.js';
 import type { ReviewFinding } from '../protocol/review.js';
 import type { IntegrationPort, ProjectMetaPort, SubtaskResult, SubtaskRunnerPort } from './ports.js';
 import type { PlannedSubtask, ProjectEvent, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
-import { MetaCallCounter } from './meta-call-counter.js';
+import { ProjectLedger } from './project-ledger.js';
 import { schedule, type SubtaskState } from './scheduler.js';
 
-/** One subtask's whole story, for the parent note. */
-export interface SubtaskRecord {
-  subtask: PlannedSubtask;
-  state: SubtaskState;
-  attempt: number;
-  /** The task id of the current (last) attempt. */
-  taskId: string;
-  reason: string;
-  /** Summaries of every attempt, oldest first. */
-  attempts: TaskSummary[];
-  reviews: ReviewVerdict[];
-  startedAt: number | null;
-  finishedAt: number | null;
-}
-
-export interface MergeLogEntry {
-  subtask: string;
-  branch: string;
-  status: 'merged' | 'conflict' | 'reverted';
-  sha: string;
-  files?: string[];
-  dod?: DodOutcome;
-}
-
-export interface ProjectOutcome {
-  state: 'COMPLETE' | 'FAILED' | 'NEEDS_REVIEW';
-  reason: string;
-  subtasks: SubtaskRecord[];
-  merges: MergeLogEntry[];
-  /** The last combined DoD, on the integration branch's final head. */
-  combinedDod: DodOutcome | null;
-  headSha: string;
-  usage: { meta: Usage; worker: Usage; total: Usage };
-  metaCalls: number;
-}
+import type { MergeLogEntry, ProjectOutcome, SubtaskRecord } from './project-outcome.js';
 
 export interface OrchestratorOptions {
   taskId: string;
@@ -110,13 +75,10 @@ export class ProjectOrchestrator {
   private readonly records = new Map<string, SubtaskRecord>();
   private readonly merges: MergeLogEntry[] = [];
   private combinedDod: DodOutcome | null = null;
-  private readonly metaCalls: MetaCallCounter;
-  private metaUsage: Usage;
-  private workerUsage: Usage = ZERO_USAGE;
+  private readonly ledger: ProjectLedger;
   private mergeQueue: Promise<void> = Promise.resolve();
   private wake: () => void = () => {};
   private changed: Promise<void> = Promise.resolve();
-  private startedAt = 0;
   private stopReason: string | null = null;
   private fixups = 0;
   private readonly lastWait = new Map<string, string>();
@@ -125,8 +87,7 @@ export class ProjectOrchestrator {
     private readonly options: OrchestratorOptions,
     private readonly deps: OrchestratorDeps,
   ) {
-    this.metaCalls = new MetaCallCounter(options.budget.maxMetaCalls, options.spent.metaCalls);
-    this.metaUsage = options.spent.usage;
+    this.ledger = new ProjectLedger(options.budget, deps.clock, options.spent);
     for (const subtask of options.subtasks) {
       const merged = options.merged?.includes(subtask.id) ?? false;
       const attempt = options.attempts?.[subtask.id] ?? 1;
@@ -147,12 +108,12 @@ export class ProjectOrchestrator {
 
   /** Runs every subtask to merged, failed or skipped. Never throws for a subtask's failure. */
   async run(signal?: AbortSignal): Promise<ProjectOutcome> {
-    this.startedAt = this.deps.clock.now();
+    this.ledger.start();
     const baseFiles = await this.deps.integration.baseFiles();
     const inflight = new Set<Promise<void>>();
     for (;;) {
       if (signal?.aborted) this.stopReason ??= 'interrupted';
-      this.stopReason ??= this.budgetExceeded();
+      this.stopReason ??= this.ledger.exceeded();
       const states = Object.fromEntries([...this.records].map(([id, record]) => [id, record.state]));
       const decision = schedule({
         subtasks: this.options.subtasks,
@@ -197,8 +158,8 @@ export class ProjectOrchestrator {
         base,
         writeScope: record.subtask.writeScope,
         readScope: record.subtask.readScope,
-        limits: this.remainingBudget(),
-        metaCalls: this.metaCalls,
+        limits: this.ledger.remaining(),
+        metaCalls: this.ledger.metaCalls,
         onEvent: (event) => this.deps.emit(event),
         ...(signal ? { signal } : {}),
       });
@@ -208,7 +169,7 @@ export class ProjectOrchestrator {
     }
     const summary = result.summary;
     record.attempts.push(summary);
-    this.count(summary);
+    this.ledger.countSubtask(summary);
     this.deps.emit({ type: 'subtask_finished', subtask: id, taskId: record.taskId, summary });
     if (summary.state !== 'COMPLETE') {
       const state = signal?.aborted ? 'waiting' : 'failed';
@@ -220,7 +181,7 @@ export class ProjectOrchestrator {
       return;
     }
     // The review is a Meta-agent call too: none once the project's budget is spent.
-    if (!signal?.aborted) this.stopReason ??= this.budgetExceeded();
+    if (!signal?.aborted) this.stopReason ??= this.ledger.exceeded();
     if (signal?.aborted || this.stopReason) {
       this.finishRecord(record, 'failed', `not merged: ${this.stopReason ?? 'interrupted'}`);
       return;
@@ -241,7 +202,7 @@ export class ProjectOrchestrator {
         evidence,
         ...(signal ? { signal } : {}),
       });
-      this.countMeta(reviewed.usage);
+      this.ledger.countMeta(reviewed.usage);
       review = reviewed.review;
       record.reviews.push(review);
       this.deps.emit({ type: 'review', subtask: id, taskId: record.taskId, review, usage: reviewed.usage });
@@ -339,8 +300,8 @@ export class ProjectOrchestrator {
         base: await this.deps.integration.head(),
         writeScope: scope,
         readScope: [],
-        limits: this.remainingBudget(),
-        metaCalls: this.metaCalls,
+        limits: this.ledger.remaining(),
+        metaCalls: this.ledger.metaCalls,
         onEvent: (event) => this.deps.emit(event),
         ...(signal ? { signal } : {}),
       });
@@ -354,7 +315,7 @@ export class ProjectOrchestrator {
       });
       return false;
     }
-    this.count(result.summary);
+    this.ledger.countSubtask(result.summary);
     this.deps.emit({
       type: 'fixup',
       subtask: id,
@@ -394,7 +355,7 @@ export class ProjectOrchestrator {
         reason,
         ...(signal ? { signal } : {}),
       });
-      this.countMeta(usage);
+      this.ledger.countMeta(usage);
       record.attempt += 1;
       record.taskId = `${this.options.taskId}--${record.subtask.id}-r${record.attempt}`;
       const findingText = findings.map(
@@ -424,47 +385,6 @@ export class ProjectOrchestrator {
     } catch (error) {
       this.finishRecord(record, 'failed', `re-planning failed: ${(error as Error).message}`);
     }
-  }
-
-  private budgetExceeded(): string | null {
-    const { budget } = this.options;
-    if (this.deps.clock.now() - this.startedAt >= budget.wallClock)
-      return limitMessage({ code: 'wall_clock', limitMs: budget.wallClock });
-    if (this.metaCalls.exhausted() !== null)
-      return limitMessage({ code: 'max_meta_calls', limit: budget.maxMetaCalls });
-    const spent = usageReached(budget, addUsage(this.metaUsage, this.workerUsage));
-    return spent ? limitMessage(spent) : null;
-  }
-
-  /**
-   * What is left of the project's budgets, handed to a subtask when it starts. Subtasks running at once each
-   * get the whole rest, so together they can overshoot by what they spend concurrently; no new subtask starts
-   * once the project's budget is spent.
-   */
-  private remainingBudget(): SpendingLimits {
-    const { budget } = this.options;
-    const total = addUsage(this.metaUsage, this.workerUsage);
-    return {
-      wallClock: Math.max(1000, budget.wallClock - (this.deps.clock.now() - this.startedAt)),
-      maxMetaCalls: Math.max(1, budget.maxMetaCalls - this.metaCalls.used),
-      ...(budget.maxTokens !== undefined
-        ? { maxTokens: Math.max(1, budget.maxTokens - totalTokens(total)) }
-        : {}),
-      ...(budget.maxCostUsd !== undefined
-        ? { maxCostUsd: Math.max(0.000001, budget.maxCostUsd - total.costUsd) }
-        : {}),
-    };
-  }
-
-  /** A finished subtask's spending; its Meta-agent calls were counted as it made them (`metaCalls`). */
-  private count(summary: TaskSummary): void {
-    this.metaUsage = addUsage(this.metaUsage, summary.usage.meta);
-    this.workerUsage = addUsage(this.workerUsage, summary.usage.worker);
-  }
-
-  private countMeta(usage: Usage): void {
-    this.metaCalls.add();
-    this.metaUsage = addUsage(this.metaUsage, usage);
   }
 
   private logMerge(entry: MergeLogEntry): void {
@@ -512,11 +432,7 @@ export class ProjectOrchestrator {
 
   private async outcome(): Promise<ProjectOutcome> {
     const subtasks = [...this.records.values()];
-    const usage = {
-      meta: this.metaUsage,
-      worker: this.workerUsage,
-      total: addUsage(this.metaUsage, this.workerUsage),
-    };
+    const usage = this.ledger.usage();
     const headSha = await this.deps.integration.head();
     const merged = subtasks.filter((record) => record.state === 'merged').length;
     const base = {
@@ -525,7 +441,7 @@ export class ProjectOrchestrator {
       combinedDod: this.combinedDod,
       headSha,
       usage,
-      metaCalls: this.metaCalls.used,
+      metaCalls: this.ledger.metaCalls.used,
     };
     if (merged === subtasks.length) {
       const dod = this.combinedDod;

@@ -7,7 +7,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DodOutcome } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
-import type { ProjectOutcome } from './orchestrator.js';
+import type { ProjectOutcome } from './project-outcome.js';
 
 export interface ProjectNoteInput {
   taskId: string;

@@ -2,7 +2,7 @@
 import type { Plan, TaskSummary } from '../core/types.js';
 import { EXIT_CODES } from '../errors.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
-import type { ProjectOutcome } from './orchestrator.js';
+import type { ProjectOutcome } from './project-outcome.js';
 
 /** A plan from the protocol's criteria (the core uses the protocol's criterion type as is). */
 export function planOf(title: string, criteria: readonly AcceptanceCriterion[]): Plan {
