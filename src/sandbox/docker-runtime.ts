@@ -38,6 +38,8 @@ const OOM_EXIT_CODE = 137;
 const STREAM_CLOSE_AFTER_KILL_MS = 5_000;
 /** How often the killer is retried when its own exec cannot start (a full pids limit, a busy engine). */
 const KILLER_ATTEMPTS = 5;
+/** Pids added to a full limit while the killer runs (it needs one or two; a retrying bomb may take some). */
+const PIDS_ROOM_FOR_KILLER = 32;
 
 export interface DockerSandboxRuntimeOptions {
   /** agent-runner's version, for the `agent-runner.version` label. */
@@ -436,21 +438,43 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     graceMs: number,
   ): Promise<void> {
     let interpreter: '/bin/bash' | '/bin/sh' = '/bin/bash';
-    for (let attempt = 0; attempt < KILLER_ATTEMPTS; attempt += 1) {
-      try {
-        const result = await this.capture(sandboxId, killerArgv(interpreter, marker, graceMs), user);
-        if (result.exitCode === 0 || result.exitCode === 3) return;
-        // 126/127: no bash in this image (or the runtime could not start it): the sh version next.
-        if ((result.exitCode === 126 || result.exitCode === 127) && interpreter === '/bin/bash') {
-          interpreter = '/bin/sh';
-          continue;
+    let restoreLimit: (() => Promise<void>) | null = null;
+    try {
+      for (let attempt = 0; attempt < KILLER_ATTEMPTS; attempt += 1) {
+        try {
+          const result = await this.capture(sandboxId, killerArgv(interpreter, marker, graceMs), user);
+          if (result.exitCode === 0 || result.exitCode === 3) return;
+          if (result.exitCode === 126 && restoreLimit === null) {
+            // The exec could not start: a full pids limit (a fork bomb) leaves no pid for the killer. The limit
+            // is raised for as long as the killer needs, then set back.
+            restoreLimit = await this.raisePidsLimit(sandboxId);
+            continue;
+          }
+          // 126/127 again: no bash in this image: the sh version next.
+          if ((result.exitCode === 126 || result.exitCode === 127) && interpreter === '/bin/bash') {
+            interpreter = '/bin/sh';
+            continue;
+          }
+        } catch (error) {
+          // The sandbox is gone: nothing is left to kill.
+          if (error instanceof EnvironmentError && [404, 409].includes(Number(error.details.status))) return;
         }
-      } catch (error) {
-        // The sandbox is gone: nothing is left to kill.
-        if (error instanceof EnvironmentError && [404, 409].includes(Number(error.details.status))) return;
+        await delay(200 * (attempt + 1));
       }
-      await delay(200 * (attempt + 1));
+    } finally {
+      await restoreLimit?.().catch(() => undefined);
     }
+  }
+
+  /** Raises the sandbox's pids limit by PIDS_ROOM_FOR_KILLER; returns how to set it back (a no-op without one). */
+  private async raisePidsLimit(sandboxId: string): Promise<() => Promise<void>> {
+    const container = this.docker.getContainer(sandboxId);
+    const limit = (await container.inspect().catch(() => null))?.HostConfig?.PidsLimit ?? 0;
+    if (!limit || limit <= 0) return async () => {};
+    await container.update({ PidsLimit: limit + PIDS_ROOM_FOR_KILLER });
+    return async () => {
+      await container.update({ PidsLimit: limit });
+    };
   }
 
   /**

@@ -29,13 +29,35 @@ done
 round=0
 while [ "$round" -lt 50 ]; do
   ${signal} KILL
-  [ "$found" -eq 0 ] && exit 0
+  [ "$found" -eq 0 ] && { await_reaped; exit 0; }
   sleep 0.05 2>/dev/null
   round=$((round + 1))
 done
 exit 3
 `;
 }
+
+/**
+ * A killed process holds its pid until the container's init reaps it, and the pids limit counts it meanwhile:
+ * after a fork bomb the next exec could not start (exit 126). So the scripts wait, at most about two seconds,
+ * until no zombie is left. The state is read after the last \`)\` of /proc/<pid>/stat (the command name before
+ * it is the worker's to choose). \`sleep\` cannot fork while the limit is reached: bash then waits in a builtin.
+ */
+const AWAIT_REAPED = `await_reaped() {
+  waited=0
+  while [ "$waited" -lt 40 ]; do
+    zombies=0
+    for stat in /proc/[0-9]*/stat; do
+      IFS= read -r line 2>/dev/null <"$stat" || continue
+      case "\${line##*) }" in Z*) zombies=$((zombies + 1)) ;; esac
+    done
+    [ "$zombies" -eq 0 ] && return 0
+    sleep 0.05 2>/dev/null || read -r -t 0.05 _ </dev/zero 2>/dev/null
+    waited=$((waited + 1))
+  done
+  return 0
+}
+`;
 
 /**
  * Runs under bash (builtins only in the scan, so it works even when the pids limit leaves no room for a fork)
@@ -68,6 +90,7 @@ signal_marked() {
     fi
   done
 }
+${AWAIT_REAPED}
 ${escalation('signal_marked')}`;
 
 /** The killer's argv for one interpreter (`/bin/bash` first, `/bin/sh` when bash is missing). */
@@ -134,6 +157,7 @@ signal_strays() {
     kill -s "$1" "$pid" 2>/dev/null && found=$((found + 1))
   done
 }
+${AWAIT_REAPED}
 ${escalation('signal_strays')}`;
 
 /** The reaper's argv (see REAPER_SCRIPT); it needs bash, which the worker image has. */

@@ -279,6 +279,8 @@ describe('DockerSandboxRuntime', () => {
     expect(after.stdoutTail).toMatch(/^alive\n/);
     // The keeper, its init, ps, wc and bash: every sleep of the bomb is gone.
     expect(Number(after.stdoutTail.split('\n')[1])).toBeLessThan(10);
+    // The limit raised for the killer while the bomb held every pid is set back.
+    expect((await docker.getContainer(sandbox.id).inspect()).HostConfig.PidsLimit).toBe(64);
   });
 
   it('reports a command killed for exceeding the memory limit as oomKilled', async () => {
