@@ -6,8 +6,8 @@
 import path from 'node:path';
 import type { SetupCommandReport, StampedEvent } from '../core/events.js';
 import type { PreparedTask } from '../core/ports.js';
-import { TaskRunner, type TaskRunnerOptions } from '../core/task-runner.js';
-import { addUsage, spentOf, ZERO_USAGE } from '../core/usage.js';
+import type { Ledger } from '../core/ledger.js';
+import { taskLedger, TaskRunner, type TaskRunnerOptions } from '../core/task-runner.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { deferredPorts, type DockerSidePorts } from '../lifecycle/deferred-ports.js';
 import { EngineWatchRuntime } from '../lifecycle/engine-watch.js';
@@ -24,7 +24,7 @@ import { workerPromptTemplate } from '../patterns/worker-prompt.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { taskLayout } from '../workspace/layout.js';
 import { startDockerSide } from './docker-side.js';
-import type { GivenPlan, PlanHandedOff, TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
+import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 import type { TaskHost } from './task-host.js';
 import { checkedMetaModel, openGateway, type GatewayOptions } from './task-services.js';
 import { TaskTracker } from './task-tracker.js';
@@ -58,6 +58,8 @@ export async function composeTask(host: TaskHost, spec: TaskSpec, hooks: TaskHoo
     // Last, so the person still sees the event when the journal cannot be written (it then throws).
     journal.append(event);
   };
+  const options = runnerOptions(spec, hooks, layout.runDir);
+  const ledger = taskLedger(options, host.clock, spec.parent);
   const gateway = await openGateway(
     host,
     { config: spec.config, env: spec.env, repoRoot: spec.repoRoot, runDir: layout.runDir },
@@ -72,38 +74,23 @@ export async function composeTask(host: TaskHost, spec: TaskSpec, hooks: TaskHoo
           // The runner's own next event reports the journal's failure.
         }
       },
-      ...gatewaySpending(spec),
+      ...gatewayModels(spec),
+      ledger,
     },
   );
   try {
-    const given = givenPlan(spec, gateway);
-    return await composeOnGateway(host, spec, hooks, { gateway, given, planSent, record, redact });
+    return await composeOnGateway(host, spec, hooks, { gateway, options, ledger, planSent, record, redact });
   } catch (error) {
     await gateway.close();
     throw error;
   }
 }
 
-/**
- * The plan made outside the task, as the runner takes it; the planning call counts in the task's budget like
- * the task's own would have, once it arrives.
- */
-function givenPlan(spec: TaskSpec, gateway: TaskGateway): Promise<GivenPlan | PlanHandedOff> | undefined {
-  if (spec.start.kind !== 'planned') return undefined;
-  return spec.start.plan.then((answer) => {
-    if (!('handedOff' in answer)) gateway.budget.add(spentOf(answer.usage));
-    return answer;
-  });
-}
-
-/** What the gateway counts as spent from the start, the project's budget, and the cassette. */
-function gatewaySpending(spec: TaskSpec): GatewayOptions {
-  const previous = spec.start.kind === 'resume' ? spec.start.previous : null;
+/** The gateway's cassette: where a recording goes, or what a replay answers from. */
+function gatewayModels(spec: TaskSpec): GatewayOptions {
   const models = spec.models ?? {};
   const attempt = spec.start.kind === 'resume' ? spec.start.attempt : 1;
   return {
-    ...(previous ? { spent: spentOf(addUsage(previous.usage, previous.workerUsage ?? ZERO_USAGE)) } : {}),
-    ...(spec.parent ? { parentBudget: spec.parent.budget } : {}),
     ...(models.record ? { record: models.record, appendRecord: spec.start.kind === 'resume' } : {}),
     ...(models.replay ? { replay: models.replay, attempt } : {}),
   };
@@ -111,7 +98,8 @@ function gatewaySpending(spec: TaskSpec): GatewayOptions {
 
 interface Started {
   gateway: TaskGateway;
-  given: Promise<GivenPlan | PlanHandedOff> | undefined;
+  options: Omit<TaskRunnerOptions, 'patterns'>;
+  ledger: Ledger;
   planSent: Promise<void>;
   record: (event: StampedEvent) => void;
   redact: (text: string) => string;
@@ -147,26 +135,29 @@ async function composeOnGateway(
     deferredPorts(side.ports, host.dependencies.worker?.type ?? config.worker.type),
   );
   const workerModel = config.worker.model ?? config.meta.model;
-  const runner = new TaskRunner(runnerOptions(spec, hooks, started.given, patterns, layout.runDir), {
-    meta: new MetaAgentPortAdapter(metaAgent),
-    ...ports,
-    human: host.dependencies.human ?? hooks.human ?? { ask: async () => null },
-    notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
-    workerPrompt: workerPromptTemplate,
-    clock: host.clock,
-    ...(spec.parent ? { sharedMetaCalls: spec.parent.metaCalls } : {}),
-    writeNote: (taskRecord) =>
-      writeTaskNote(taskRecord, {
-        agentRunnerDir: layout.stateDir,
-        repository: repoRoot,
-        prdPath: spec.prdPath,
-        workerModel,
-        redact: started.redact,
-        setup: setupReports,
-        ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
-      }),
-    onEvent: record,
-  });
+  const runner = new TaskRunner(
+    { ...started.options, patterns },
+    {
+      meta: new MetaAgentPortAdapter(metaAgent),
+      ...ports,
+      human: host.dependencies.human ?? hooks.human ?? { ask: async () => null },
+      notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
+      workerPrompt: workerPromptTemplate,
+      clock: host.clock,
+      ledger: started.ledger,
+      writeNote: (taskRecord) =>
+        writeTaskNote(taskRecord, {
+          agentRunnerDir: layout.stateDir,
+          repository: repoRoot,
+          prdPath: spec.prdPath,
+          workerModel,
+          redact: started.redact,
+          setup: setupReports,
+          ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
+        }),
+      onEvent: record,
+    },
+  );
   const runOrHandOff = () => runToEnd(runner, tracker, side, hooks);
   return {
     runOrHandOff,
@@ -222,10 +213,8 @@ async function runToEnd(
 function runnerOptions(
   spec: TaskSpec,
   hooks: TaskHooks,
-  given: Promise<GivenPlan | PlanHandedOff> | undefined,
-  patterns: TaskRunnerOptions['patterns'],
   runDir: string,
-): TaskRunnerOptions {
+): Omit<TaskRunnerOptions, 'patterns'> {
   const { config } = spec;
   const models = spec.models ?? {};
   const resume = spec.start.kind === 'resume' ? spec.start : null;
@@ -243,7 +232,7 @@ function runnerOptions(
       ...(models.replay ? { replay: models.replay } : {}),
     },
     ...(resume ? { previous: resume.previous } : {}),
-    ...(given ? { givenPlan: given } : {}),
+    ...(spec.start.kind === 'planned' ? { givenPlan: spec.start.plan } : {}),
     limits: config.limits,
     worker: {
       type: config.worker.type,
@@ -254,7 +243,6 @@ function runnerOptions(
     prices: config.prices,
     dodSkipped: spec.dodSkipped || config.dod.skip,
     headless: !hooks.human,
-    patterns,
     runDir,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The services a task and a project both start from: the model gateway with its log, and the Meta-agent's
- * model checked against that gateway's budget. One function each, so a task, a project and (next) a
+ * model checked against that gateway's replay. One function each, so a task, a project and (next) a
  * server start them the same way.
  */
 import { appendFileSync } from 'node:fs';
@@ -42,7 +42,7 @@ export function openGateway(
 
 /**
  * The Meta-agent's model: the host's (tests), else the OpenAI SDK pointed at the gateway's loopback route;
- * either way each call is checked against the gateway's budget and counted in it.
+ * either way a replay's divergence surfaces as itself. The caller counts each call in its ledger.
  */
 export function checkedMetaModel(
   host: TaskHost,
@@ -61,6 +61,5 @@ export function checkedMetaModel(
         { baseUrl: gateway.meta.baseUrl, apiKey: gateway.meta.apiKey, displayUrl: config.meta.baseUrl },
       ),
     gateway.gateway,
-    gateway.budget,
   );
 }

@@ -6,10 +6,10 @@
  */
 import type { Config } from '../config/schema.js';
 import type { StampedEvent } from '../core/events.js';
-import type { GivenPlan, HumanPort, PlanHandedOff, SharedMetaCalls } from '../core/ports.js';
+import type { Ledger } from '../core/ledger.js';
+import type { GivenPlan, HumanPort, PlanHandedOff } from '../core/ports.js';
 import type { TaskRunnerOptions } from '../core/task-runner.js';
 import type { DodOutcome, TaskSummary } from '../core/types.js';
-import type { TaskBudget } from '../gateway/task-budget.js';
 
 export type { GivenPlan, PlanHandedOff } from '../core/ports.js';
 
@@ -38,12 +38,6 @@ export interface ModelSource {
   replay?: string;
 }
 
-/** What a project hands each of its subtasks: its budget and its Meta-agent call count, spent as they go. */
-export interface ParentSpending {
-  budget: Pick<TaskBudget, 'add' | 'exhausted'>;
-  metaCalls: SharedMetaCalls;
-}
-
 /** What to do. */
 export interface TaskSpec {
   repoRoot: string;
@@ -58,8 +52,8 @@ export interface TaskSpec {
   keepSandbox: boolean;
   start: TaskStart;
   models?: ModelSource;
-  /** A project's subtask spends from the project's budget. */
-  parent?: ParentSpending;
+  /** A project's subtask spends from the project's ledger as it goes (its calls, tokens and cost). */
+  parent?: Ledger;
 }
 
 /** How to report. Each is optional: a task with no hooks runs headless and silent (its journal and note). */

@@ -1,7 +1,8 @@
 /**
  * The completion gate: COMPLETE needs the Meta-agent's assessment AND the facts the runner observed, and at
  * least one check that really ran and passed on the committed tree (no evidence, no COMPLETE). Pure; returns
- * every reason the task cannot be called complete (empty = complete), and what a decision rests on.
+ * every reason the task cannot be called complete as coded refusals (empty = complete), and what a decision
+ * rests on.
  */
 import {
   EXECUTED_CHECK_STATUSES,
@@ -11,6 +12,9 @@ import {
   type DodOutcome,
   type TaskFacts,
 } from './types.js';
+import { describeCheck, refusalMessage, type Refusal } from './refusal.js';
+
+export { NO_EXECUTABLE_EVIDENCE, onlyEvidenceMissing, type Refusal } from './refusal.js';
 
 export interface GateInput {
   criteria: readonly AcceptanceCriterion[];
@@ -23,9 +27,6 @@ export interface GateInput {
   dodSkipped: boolean;
 }
 
-/** The refusal that no further worker run can lift: nothing executable exists to prove the work. */
-export const NO_EXECUTABLE_EVIDENCE = 'no executable evidence';
-
 /** Checks (DoD or criteria) that ran and passed on a clean tree: the evidence COMPLETE needs. */
 export function passingEvidence(input: Pick<GateInput, 'dod' | 'criteriaChecks'>): string[] {
   const evidence: string[] = [];
@@ -37,60 +38,64 @@ export function passingEvidence(input: Pick<GateInput, 'dod' | 'criteriaChecks'>
   return evidence;
 }
 
-function describeCheck(check: CriterionCheckResult): string {
-  const exit = check.exitCode === null ? '' : `, exit ${check.exitCode}`;
-  return `${check.kind} \`${check.target}\` ${check.status === 'timeout' ? 'timed out' : check.status}${exit}`;
+/** Every reason the task cannot be called complete, coded (empty = complete). */
+export function gateRefusals(input: GateInput): Refusal[] {
+  return [...assessmentRefusals(input), ...factRefusals(input.facts), ...dodRefusals(input)];
 }
 
+/** {@link gateRefusals} in words. */
 export function completionRefusals(input: GateInput): string[] {
-  const reasons: string[] = [];
-  const { assessment, facts, dod } = input;
-  if (!assessment) reasons.push('no completion assessment yet');
+  return gateRefusals(input).map(refusalMessage);
+}
+
+function assessmentRefusals(input: GateInput): Refusal[] {
+  const refusals: Refusal[] = [];
+  const { assessment } = input;
+  if (!assessment) refusals.push({ code: 'no_assessment' });
   else {
-    if (!assessment.allCriteriaSatisfied)
-      reasons.push('the assessment says not every criterion is satisfied');
+    if (!assessment.allCriteriaSatisfied) refusals.push({ code: 'assessment_unsatisfied' });
     for (const criterion of input.criteria.filter((item) => item.critical)) {
       const verdict = assessment.byCriterion.find((item) => item.id === criterion.id);
-      if (verdict?.status !== 'passed') {
-        reasons.push(`critical criterion ${criterion.id} is ${verdict?.status ?? 'not assessed'}`);
-      }
+      if (verdict?.status !== 'passed')
+        refusals.push({
+          code: 'critical_not_passed',
+          criterion: criterion.id,
+          status: verdict?.status ?? 'not assessed',
+        });
     }
   }
   // A critical criterion's own check is a fact: when it ran and failed, no assessment can outvote it.
   for (const check of input.criteriaChecks ?? []) {
     if (check.critical && (check.status === 'failed' || check.status === 'timeout'))
-      reasons.push(`critical criterion ${check.criterionId}: its check ${describeCheck(check)}`);
+      refusals.push({ code: 'critical_check_failed', criterion: check.criterionId, check });
   }
-  if (!facts) reasons.push('no facts observed yet');
-  else {
-    if (facts.commits.length === 0) reasons.push('no commit on the task branch since the base');
-    if (facts.dirty)
-      reasons.push(`the working tree is not clean (${facts.uncommitted.length} uncommitted path(s))`);
-    if (facts.scopeViolations.length > 0) {
-      reasons.push(`scope violations: ${facts.scopeViolations.slice(0, 10).join(', ')}`);
-    }
-    if (facts.problems?.length) reasons.push(`the facts are incomplete: ${facts.problems.join('; ')}`);
-  }
-  if (!input.dodSkipped) {
-    if (!dod) reasons.push('the Definition-of-Done checks have not run');
-    else if (dod.ranOnDirtyTree) reasons.push('the DoD checks ran on a dirty tree, so they are not evidence');
-    else if (dod.status === 'failed') {
-      const failing = dod.results.filter((result) => result.status !== 'passed').map((result) => result.name);
-      reasons.push(`DoD checks failing: ${failing.join(', ')}`);
-    }
-    if (dod && facts && !facts.dirty && passingEvidence(input).length === 0) {
-      reasons.push(
-        `${NO_EXECUTABLE_EVIDENCE}: no Definition-of-Done check was configured or detected and no acceptance ` +
-          'criterion has a check that ran and passed (configure dod.checks, or plan criteria with command, test or file_exists checks)',
-      );
-    }
-  }
-  return reasons;
+  return refusals;
 }
 
-/** True when the only thing between the task and COMPLETE is evidence no worker run can create. */
-export function onlyEvidenceMissing(refusals: readonly string[]): boolean {
-  return refusals.length > 0 && refusals.every((reason) => reason.startsWith(NO_EXECUTABLE_EVIDENCE));
+function factRefusals(facts: TaskFacts | undefined): Refusal[] {
+  if (!facts) return [{ code: 'no_facts' }];
+  const refusals: Refusal[] = [];
+  if (facts.commits.length === 0) refusals.push({ code: 'no_commit' });
+  if (facts.dirty) refusals.push({ code: 'dirty_tree', paths: facts.uncommitted.length });
+  if (facts.scopeViolations.length > 0)
+    refusals.push({ code: 'scope_violations', paths: facts.scopeViolations });
+  if (facts.problems?.length) refusals.push({ code: 'facts_incomplete', problems: facts.problems });
+  return refusals;
+}
+
+function dodRefusals(input: GateInput): Refusal[] {
+  const { dod, facts } = input;
+  if (input.dodSkipped) return [];
+  const refusals: Refusal[] = [];
+  if (!dod) refusals.push({ code: 'dod_not_run' });
+  else if (dod.ranOnDirtyTree) refusals.push({ code: 'dod_on_dirty_tree' });
+  else if (dod.status === 'failed') {
+    const failing = dod.results.filter((result) => result.status !== 'passed').map((result) => result.name);
+    refusals.push({ code: 'dod_failing', checks: failing });
+  }
+  if (dod && facts && !facts.dirty && passingEvidence(input).length === 0)
+    refusals.push({ code: 'no_executable_evidence' });
+  return refusals;
 }
 
 /** What a decision rests on, in a few lines for the note and `--json`. */

@@ -18,10 +18,15 @@ export type LimitReason =
   | { code: 'max_meta_calls'; limit: number }
   /** The project's count, shared by its subtasks: `used` calls made by the project and all its subtasks. */
   | { code: 'project_meta_calls'; limit: number; used: number }
-  | { code: 'max_tokens'; limit: number; used: number }
-  | { code: 'max_cost'; limit: number; used: number }
+  /** `project`: the project's limit, reached by a subtask's spending (or its siblings'). */
+  | { code: 'max_tokens'; limit: number; used: number; project?: true }
+  | { code: 'max_cost'; limit: number; used: number; project?: true }
   /** `earlier`: the limit covers earlier attempts (resume), `taskId` names the task to give more time. */
-  | { code: 'wall_clock'; limitMs: number; earlier?: { taskId: string } };
+  | { code: 'wall_clock'; limitMs: number; earlier?: { taskId: string }; project?: true };
+
+function whose(reason: { project?: true }): string {
+  return reason.project ? "the project's" : 'the';
+}
 
 /** The reason in words, as the task's (or the project's) NEEDS_REVIEW reason says it. */
 export function limitMessage(reason: LimitReason): string {
@@ -33,14 +38,14 @@ export function limitMessage(reason: LimitReason): string {
     case 'project_meta_calls':
       return `the project's limit of ${reason.limit} Meta-agent calls was reached (${reason.used} made by the project and its subtasks)`;
     case 'max_tokens':
-      return `the token budget of ${reason.limit} was reached`;
+      return `${whose(reason)} token budget of ${reason.limit} was reached`;
     case 'max_cost':
-      return `the cost budget of $${reason.limit} was reached`;
+      return `${whose(reason)} cost budget of $${reason.limit} was reached`;
     case 'wall_clock': {
       const earlier = reason.earlier
         ? ` (earlier attempts included; \`agent-runner resume ${reason.earlier.taskId} --timeout 30m\` gives it more time)`
         : '';
-      return `the wall-clock limit of ${Math.round(reason.limitMs / 1000)} s was reached${earlier}`;
+      return `${whose(reason)} wall-clock limit of ${Math.round(reason.limitMs / 1000)} s was reached${earlier}`;
     }
   }
 }
@@ -53,8 +58,8 @@ export function budgetRefusalMessage(
   reason: Extract<LimitReason, { code: 'max_tokens' | 'max_cost' }>,
 ): string {
   return reason.code === 'max_tokens'
-    ? `budget: the token budget of ${reason.limit} is spent (${reason.used} tokens used by the Meta-agent and the worker); the worker's further model requests were refused`
-    : `budget: the cost budget of $${reason.limit} is spent ($${reason.used.toFixed(4)} used by the Meta-agent and the worker); the worker's further model requests were refused`;
+    ? `budget: ${whose(reason)} token budget of ${reason.limit} is spent (${reason.used} tokens used by the Meta-agent and the worker); the worker's further model requests were refused`
+    : `budget: ${whose(reason)} cost budget of $${reason.limit} is spent ($${reason.used.toFixed(4)} used by the Meta-agent and the worker); the worker's further model requests were refused`;
 }
 
 /** The token or cost limit `spent` reached, if any (tokens first). */

@@ -59,6 +59,17 @@ export function addUsage(a: Usage, b: Usage): Usage {
   return { ...addTokenUsage(a, b), costUsd: a.costUsd + b.costUsd };
 }
 
+/** `a` without `b` (what was metered during a run, once the run's own usage replaces it). */
+export function subtractUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens - b.inputTokens,
+    cachedInputTokens: a.cachedInputTokens - b.cachedInputTokens,
+    outputTokens: a.outputTokens - b.outputTokens,
+    reasoningTokens: a.reasoningTokens - b.reasoningTokens,
+    costUsd: a.costUsd - b.costUsd,
+  };
+}
+
 export function totalTokens(usage: TokenUsage): number {
   return usage.inputTokens + usage.outputTokens;
 }

@@ -1,15 +1,12 @@
 /**
  * Decorators that join the gateway to the loop: the worker's usage is the gateway's exact count for the run
  * (every request it forwarded, retries included), a run whose model requests were refused for the budget
- * says so (the runner then ends the task NEEDS_REVIEW), the Meta-agent's spending counts against the budget
- * the gateway enforces, and a replay that diverged from its cassette surfaces as the divergence itself rather
+ * says so (the runner then ends the task NEEDS_REVIEW), and a replay that diverged from its cassette surfaces as the divergence itself rather
  * than as the HTTP 400 the worker or the SDK saw.
  */
 import type { WorkerAdapter, WorkerRunRequest, WorkerRunResult } from '../core/ports.js';
 import type { MetaCompletion, MetaCompletionOptions, MetaMessage, MetaModel } from '../meta/meta-model.js';
 import type { ModelGateway } from './model-gateway.js';
-import type { TaskBudget } from './task-budget.js';
-import { spentOf } from '../core/usage.js';
 
 export class GatewayMeteredWorker implements WorkerAdapter {
   constructor(
@@ -40,8 +37,6 @@ export class GatewayCheckedMetaModel implements MetaModel {
   constructor(
     private readonly inner: MetaModel,
     private readonly gateway: Pick<ModelGateway, 'takeDivergence'>,
-    /** The task's budget: each completion's usage counts against it, as the runner counts it. */
-    private readonly budget?: Pick<TaskBudget, 'add'>,
   ) {}
 
   get model(): string {
@@ -50,9 +45,7 @@ export class GatewayCheckedMetaModel implements MetaModel {
 
   async complete(messages: readonly MetaMessage[], options?: MetaCompletionOptions): Promise<MetaCompletion> {
     try {
-      const completion = await this.inner.complete(messages, options);
-      this.budget?.add(spentOf(completion.usage));
-      return completion;
+      return await this.inner.complete(messages, options);
     } catch (error) {
       throw this.gateway.takeDivergence() ?? error;
     }

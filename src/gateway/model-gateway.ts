@@ -48,7 +48,7 @@ import {
 import { META_ROUTES, RateLimiter, WORKER_ROUTES, type GatewayRoute } from './request-policy.js';
 import { addTokenUsage, ZERO_TOKEN_USAGE } from '../core/usage.js';
 import { ResponsesUsageMeter } from './sse-usage.js';
-import type { TaskBudget } from './task-budget.js';
+import type { GatewayBudget } from './gateway-budget.js';
 
 /** The container variable that holds the per-task token codex sends (codex's provider `env_key`). */
 export const GATEWAY_TOKEN_ENV = 'AGENT_RUNNER_GATEWAY_TOKEN';
@@ -98,7 +98,7 @@ export interface ModelGatewayOptions {
   /** Body, header and rate caps (default {@link DEFAULT_GATEWAY_LIMITS}). */
   limits?: Partial<GatewayLimits>;
   /** The task's budget: once spent, worker requests are refused (403 `budget_exhausted`). */
-  budget?: TaskBudget;
+  budget?: GatewayBudget;
   /** Every refused request (the first 50 of a task, see GatewayRefusals), for the journal. */
   onRefusal?: (refusal: GatewayRefusal) => void;
   /** The rate limiter's clock (tests). */
@@ -285,7 +285,7 @@ export class ModelGateway {
 
   private meterWorker(usage: TokenUsage): void {
     this.workerUsage = addTokenUsage(this.workerUsage, usage);
-    this.options.budget?.addWorker(usage);
+    this.options.budget?.meterWorker(usage);
   }
 
   private log(line: string): void {

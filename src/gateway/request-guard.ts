@@ -9,7 +9,7 @@ import type { GatewayRefusal } from '../core/events.js';
 import { readBoundedBody } from './bounded-body.js';
 import { jsonError, type GatewayRefusals } from './gateway-refusals.js';
 import { matchRoute, modelRefusal, type GatewayRoute, type RateLimiter } from './request-policy.js';
-import type { TaskBudget } from './task-budget.js';
+import type { GatewayBudget } from './gateway-budget.js';
 
 export interface RequestGuardOptions {
   route: GatewayRefusal['route'];
@@ -23,7 +23,7 @@ export interface RequestGuardOptions {
   refusals: GatewayRefusals;
   rate?: RateLimiter;
   requestsPerMinute?: number;
-  budget?: Pick<TaskBudget, 'exhausted'>;
+  budget?: Pick<GatewayBudget, 'refusal'>;
   /** Called with the reason when a request is refused for the budget. */
   onBudgetRefused?: (reason: string) => void;
   /** Models the body may name; undefined: any. */
@@ -73,7 +73,7 @@ export class RequestGuard {
       );
       return null;
     }
-    const spent = options.budget?.exhausted() ?? null;
+    const spent = options.budget?.refusal() ?? null;
     if (spent !== null) {
       options.onBudgetRefused?.(spent);
       refuse('budget', spent);

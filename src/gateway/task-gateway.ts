@@ -8,13 +8,14 @@ import type { SetupCommandReport } from '../core/events.js';
 import type { GatewayRefusal } from '../core/events.js';
 import type { MountSpec, SandboxNetwork, SandboxRuntime } from '../core/ports.js';
 import { costOf } from '../core/usage.js';
+import { Ledger } from '../core/ledger.js';
 import { EnvironmentError, UserError } from '../errors.js';
 import { describeSetupFailure } from '../sandbox/setup-failure.js';
 import type { Redaction } from '../notes/redact.js';
 import { ModelGateway } from './model-gateway.js';
 import { detectPackageRegistries } from './package-registries.js';
 import { WORKER_ROUTES } from './request-policy.js';
-import { TaskBudget } from './task-budget.js';
+import { ledgerBudget } from './gateway-budget.js';
 import {
   codexProxyOverrides,
   gatewaySandboxSpec,
@@ -43,10 +44,12 @@ export interface TaskGatewayInput {
   redaction?: Redaction;
   /** Each refused request (redacted), for the journal. */
   onRefusal?: (refusal: GatewayRefusal) => void;
-  /** Tokens and cost already spent by earlier attempts of a resumed task. */
-  spent?: { tokens: number; costUsd: number };
-  /** The budget of the whole project this task is a subtask of (see {@link TaskBudget}). */
-  parentBudget?: Pick<TaskBudget, 'add' | 'exhausted'>;
+  /**
+   * The task's (or the project's) ledger: the gateway meters the worker's responses into it and refuses
+   * further worker requests once its tokens or cost (or its project's) are spent. Default: a ledger of
+   * `config.limits` of its own (tests of the gateway alone).
+   */
+  ledger?: Ledger;
 }
 
 export interface TaskGateway {
@@ -66,8 +69,6 @@ export interface TaskGateway {
   codexConfigOverrides: string[];
   /** For the Meta-agent's OpenAI SDK: baseURL and apiKey (the gateway adds the real key). */
   meta: { baseUrl: string; apiKey: string };
-  /** The budget the gateway enforces; the Meta-agent's spending is added to it as it happens. */
-  budget: TaskBudget;
   /**
    * Runs `sandbox.setup` under `sandbox.setupNetwork`, then locks the sandbox into `sandbox.network`. Throws
    * EnvironmentError('sandbox_failed') naming the failed command, its exit code and the policy.
@@ -96,10 +97,8 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
   }
   const workerKeyEnv = config.worker.apiKeyEnv ?? config.meta.apiKeyEnv;
   const workerModel = config.worker.model ?? config.meta.model;
-  const budget = new TaskBudget(config.limits, (usage) => costOf(usage, workerModel, config.prices), {
-    ...(input.spent ? { spent: input.spent } : {}),
-    ...(input.parentBudget ? { parent: input.parentBudget } : {}),
-  });
+  const ledger = input.ledger ?? new Ledger(config.limits, { now: () => Date.now() });
+  const budget = ledgerBudget(ledger, (usage) => costOf(usage, workerModel, config.prices));
   const gateway = await ModelGateway.start({
     worker: { baseUrl: config.worker.baseUrl ?? config.meta.baseUrl, apiKey: env[workerKeyEnv] || undefined },
     meta: { baseUrl: config.meta.baseUrl, apiKey: env[config.meta.apiKeyEnv] || undefined },
@@ -136,7 +135,6 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     codexProvider: gateway.codexProvider(),
     codexConfigOverrides: codexProxyOverrides(plan.worker.policy),
     meta: { baseUrl: gateway.metaBaseUrl, apiKey: gateway.metaToken },
-    budget,
     async setup(runtime, sandboxId, options) {
       const policy =
         plan.setup.policy === 'allowlist'

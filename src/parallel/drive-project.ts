@@ -8,7 +8,7 @@ import { startDockerSide } from '../compose/docker-side.js';
 import { runTask } from '../compose/run-task.js';
 import type { TaskHost } from '../compose/task-host.js';
 import type { TaskHooks, TaskSpec } from '../compose/task-spec.js';
-import type { Usage } from '../core/types.js';
+import type { Ledger } from '../core/ledger.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { taskLayout } from '../workspace/layout.js';
@@ -39,7 +39,8 @@ export interface DriveProjectInput {
   meta: ParallelMeta;
   gateway: TaskGateway;
   emit: (event: ProjectEvent | StampedProjectEvent) => void;
-  spent: { metaCalls: number; usage: Usage };
+  /** The project's ledger (its gateway's budget too): the planning call and earlier attempts are in it. */
+  ledger: Ledger;
   resume?: ProjectResume;
 }
 
@@ -91,13 +92,18 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
       prd: spec.prd,
       subtasks,
       max,
-      budget: config.limits,
       maxReplans: 1,
       maxFixups: 1,
-      spent: input.spent,
       ...(input.resume ? { merged: input.resume.merged, attempts: input.resume.attempts } : {}),
     },
-    { runner: subtaskRunner(input), integration, meta: projectMeta(input.meta), clock: host.clock, emit },
+    {
+      runner: subtaskRunner(input),
+      integration,
+      meta: projectMeta(input.meta),
+      clock: host.clock,
+      ledger: input.ledger,
+      emit,
+    },
   );
   let outcome: ProjectOutcome;
   try {
@@ -156,7 +162,7 @@ async function recordProject(
 
 /** Each subtask is a whole task: `runTask` on the subtask's id, base, scope and what is left of the budget. */
 function subtaskRunner(input: DriveProjectInput): SubtaskRunnerPort {
-  const { host, spec, hooks, gateway } = input;
+  const { host, spec, hooks } = input;
   return {
     async run(run) {
       // A subtask begun by an earlier attempt of the project continues from its own journal.
@@ -183,7 +189,7 @@ function subtaskRunner(input: DriveProjectInput): SubtaskRunnerPort {
         start: previous
           ? { kind: 'resume', previous, attempt: (journal?.attempts ?? 0) + 1 }
           : { kind: 'planned', plan: Promise.resolve({ plan: run.plan, usage: ZERO_USAGE, metaCalls: 0 }) },
-        parent: { budget: gateway.budget, metaCalls: run.metaCalls },
+        parent: run.parent,
       };
       return runTask(host, subtaskSpec, {
         ...hooks,

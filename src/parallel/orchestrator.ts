@@ -8,13 +8,13 @@
  * stops only what waits for it. Imports ports only.
  */
 import type { Clock } from '../core/ports.js';
-import type { DodOutcome, Plan, Usage } from '../core/types.js';
-import type { SpendingLimits } from '../core/limits.js';
+import type { DodOutcome, Plan } from '../core/types.js';
+import type { Ledger } from '../core/ledger.js';
+import { limitMessage } from '../core/limits.js';
 import type { FactsForAssessment } from '../meta/meta-context.js';
 import type { ReviewFinding } from '../protocol/review.js';
 import type { IntegrationPort, ProjectMetaPort, SubtaskResult, SubtaskRunnerPort } from './ports.js';
 import type { PlannedSubtask, ProjectEvent, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
-import { ProjectLedger } from './project-ledger.js';
 import { schedule, type SubtaskState } from './scheduler.js';
 
 import type { MergeLogEntry, ProjectOutcome, SubtaskRecord } from './project-outcome.js';
@@ -24,13 +24,10 @@ export interface OrchestratorOptions {
   prd: string;
   subtasks: PlannedSubtask[];
   max: number;
-  budget: SpendingLimits;
   /** Attempts of one subtask after the first (re-plans after ng, conflict or an irreparable merge). */
   maxReplans: number;
   /** Fix-up tasks per merge whose combined DoD is red. */
   maxFixups: number;
-  /** Meta-agent calls and usage already spent (the planning call). */
-  spent: { metaCalls: number; usage: Usage };
   /** Earlier state of a resumed project: subtasks already merged stay merged. */
   merged?: string[];
   /** Earlier state of a resumed project: the attempt each re-planned subtask is at. */
@@ -42,6 +39,11 @@ export interface OrchestratorDeps {
   integration: IntegrationPort;
   meta: ProjectMetaPort;
   clock: Clock;
+  /**
+   * The project's ledger: its limits, what was spent before (the planning call, earlier attempts), its own
+   * calls, and every subtask's spending as it happens (each subtask's ledger has it as parent).
+   */
+  ledger: Ledger;
   emit(event: ProjectEvent | SubtaskTaskEvent): void;
 }
 
@@ -75,7 +77,6 @@ export class ProjectOrchestrator {
   private readonly records = new Map<string, SubtaskRecord>();
   private readonly merges: MergeLogEntry[] = [];
   private combinedDod: DodOutcome | null = null;
-  private readonly ledger: ProjectLedger;
   private mergeQueue: Promise<void> = Promise.resolve();
   private wake: () => void = () => {};
   private changed: Promise<void> = Promise.resolve();
@@ -87,7 +88,6 @@ export class ProjectOrchestrator {
     private readonly options: OrchestratorOptions,
     private readonly deps: OrchestratorDeps,
   ) {
-    this.ledger = new ProjectLedger(options.budget, deps.clock, options.spent);
     for (const subtask of options.subtasks) {
       const merged = options.merged?.includes(subtask.id) ?? false;
       const attempt = options.attempts?.[subtask.id] ?? 1;
@@ -108,12 +108,12 @@ export class ProjectOrchestrator {
 
   /** Runs every subtask to merged, failed or skipped. Never throws for a subtask's failure. */
   async run(signal?: AbortSignal): Promise<ProjectOutcome> {
-    this.ledger.start();
+    this.deps.ledger.start();
     const baseFiles = await this.deps.integration.baseFiles();
     const inflight = new Set<Promise<void>>();
     for (;;) {
       if (signal?.aborted) this.stopReason ??= 'interrupted';
-      this.stopReason ??= this.ledger.exceeded();
+      this.stopReason ??= this.budgetSpent();
       const states = Object.fromEntries([...this.records].map(([id, record]) => [id, record.state]));
       const decision = schedule({
         subtasks: this.options.subtasks,
@@ -158,8 +158,8 @@ export class ProjectOrchestrator {
         base,
         writeScope: record.subtask.writeScope,
         readScope: record.subtask.readScope,
-        limits: this.ledger.remaining(),
-        metaCalls: this.ledger.metaCalls,
+        limits: this.deps.ledger.remaining(),
+        parent: this.deps.ledger,
         onEvent: (event) => this.deps.emit(event),
         ...(signal ? { signal } : {}),
       });
@@ -169,7 +169,6 @@ export class ProjectOrchestrator {
     }
     const summary = result.summary;
     record.attempts.push(summary);
-    this.ledger.countSubtask(summary);
     this.deps.emit({ type: 'subtask_finished', subtask: id, taskId: record.taskId, summary });
     if (summary.state !== 'COMPLETE') {
       const state = signal?.aborted ? 'waiting' : 'failed';
@@ -181,7 +180,7 @@ export class ProjectOrchestrator {
       return;
     }
     // The review is a Meta-agent call too: none once the project's budget is spent.
-    if (!signal?.aborted) this.stopReason ??= this.ledger.exceeded();
+    if (!signal?.aborted) this.stopReason ??= this.budgetSpent();
     if (signal?.aborted || this.stopReason) {
       this.finishRecord(record, 'failed', `not merged: ${this.stopReason ?? 'interrupted'}`);
       return;
@@ -202,7 +201,7 @@ export class ProjectOrchestrator {
         evidence,
         ...(signal ? { signal } : {}),
       });
-      this.ledger.countMeta(reviewed.usage);
+      this.deps.ledger.countMeta(reviewed.usage);
       review = reviewed.review;
       record.reviews.push(review);
       this.deps.emit({ type: 'review', subtask: id, taskId: record.taskId, review, usage: reviewed.usage });
@@ -300,8 +299,8 @@ export class ProjectOrchestrator {
         base: await this.deps.integration.head(),
         writeScope: scope,
         readScope: [],
-        limits: this.ledger.remaining(),
-        metaCalls: this.ledger.metaCalls,
+        limits: this.deps.ledger.remaining(),
+        parent: this.deps.ledger,
         onEvent: (event) => this.deps.emit(event),
         ...(signal ? { signal } : {}),
       });
@@ -315,7 +314,6 @@ export class ProjectOrchestrator {
       });
       return false;
     }
-    this.ledger.countSubtask(result.summary);
     this.deps.emit({
       type: 'fixup',
       subtask: id,
@@ -355,7 +353,7 @@ export class ProjectOrchestrator {
         reason,
         ...(signal ? { signal } : {}),
       });
-      this.ledger.countMeta(usage);
+      this.deps.ledger.countMeta(usage);
       record.attempt += 1;
       record.taskId = `${this.options.taskId}--${record.subtask.id}-r${record.attempt}`;
       const findingText = findings.map(
@@ -426,13 +424,19 @@ export class ProjectOrchestrator {
     this.arm();
   }
 
+  /** Why the project's budget is spent, in words, or null while it is not. */
+  private budgetSpent(): string | null {
+    const reached = this.deps.ledger.exhausted();
+    return reached ? limitMessage(reached) : null;
+  }
+
   private arm(): void {
     this.changed = new Promise((resolve) => (this.wake = resolve));
   }
 
   private async outcome(): Promise<ProjectOutcome> {
     const subtasks = [...this.records.values()];
-    const usage = this.ledger.usage();
+    const usage = this.deps.ledger.usage();
     const headSha = await this.deps.integration.head();
     const merged = subtasks.filter((record) => record.state === 'merged').length;
     const base = {
@@ -441,7 +445,7 @@ export class ProjectOrchestrator {
       combinedDod: this.combinedDod,
       headSha,
       usage,
-      metaCalls: this.ledger.metaCalls.used,
+      metaCalls: this.deps.ledger.metaCalls,
     };
     if (merged === subtasks.length) {
       const dod = this.combinedDod;

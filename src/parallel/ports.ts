@@ -5,7 +5,7 @@
  */
 import type { FactsForAssessment } from '../meta/meta-context.js';
 import type { SpendingLimits } from '../core/limits.js';
-import type { SharedMetaCalls } from '../core/ports.js';
+import type { Ledger } from '../core/ledger.js';
 import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
 import type { ReviewFinding } from '../protocol/review.js';
 import type { PlannedSubtask, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
@@ -22,8 +22,8 @@ export interface SubtaskRunRequest {
   readScope: string[];
   /** What is left of the project's budgets when it starts. */
   limits: SpendingLimits;
-  /** The project's Meta-agent calls, counted as the subtask makes them: it stops once they are spent. */
-  metaCalls: SharedMetaCalls;
+  /** The project's ledger: the subtask spends from it as it goes, and stops once it is spent. */
+  parent: Ledger;
   onEvent(event: SubtaskTaskEvent): void;
   signal?: AbortSignal;
 }

@@ -11,7 +11,7 @@ import type { TaskHost } from '../compose/task-host.js';
 import type { GivenPlan, PlanHandedOff, TaskSpec } from '../compose/task-spec.js';
 import { checkedMetaModel, openGateway } from '../compose/task-services.js';
 import type { TaskSummary } from '../core/types.js';
-import { spentOf } from '../core/usage.js';
+import { Ledger } from '../core/ledger.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { titleOf } from '../meta/meta-agent-port.js';
 import { readNoteMemory } from '../notes/memory.js';
@@ -81,16 +81,18 @@ async function planAndRun(
   host.protect(spec.config, spec.env);
   const emit = projectEmitter(host, spec, hooks);
   const layout = taskLayout(spec.repoRoot, spec.taskId);
-  const spent = resume?.spent.usage;
+  // The project's ledger: its own Meta-agent calls (plan, reviews, re-plans) and every subtask's spending.
+  const ledger = new Ledger(spec.config.limits, host.clock, {
+    ...(resume ? { earlier: { metaCalls: resume.spent.metaCalls, meta: resume.spent.usage } } : {}),
+  });
   let planLeft = () => {};
   const planSent = new Promise<void>((resolve) => (planLeft = resolve));
   setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
-  // The project's budget: its own Meta-agent calls (plan, reviews, re-plans) and every subtask's spending.
   const gateway: TaskGateway = await openGateway(
     host,
     { config: spec.config, env: spec.env, repoRoot: spec.repoRoot, runDir: layout.runDir },
     {
-      ...(spent ? { spent: spentOf(spent) } : {}),
+      ledger,
       onSent: (kind) => {
         if (kind === 'meta') planLeft();
       },
@@ -112,7 +114,7 @@ async function planAndRun(
     if (resume)
       return await (
         await import('./drive-project.js')
-      ).driveProject({ ...drive, subtasks: resume.subtasks, spent: resume.spent, resume });
+      ).driveProject({ ...drive, subtasks: resume.subtasks, ledger, resume });
     const planning = planProject(meta, spec, hooks.signal);
     // The task is prepared while the planner answers: a PRD that stays one task starts as fast as with
     // `parallel.split: never`. One task: the project's gateway is not needed any more (the task has its own).
@@ -140,11 +142,8 @@ async function planAndRun(
     emit({ type: 'project_plan', usage: planned.usage, split: true });
     // Imported here: the orchestrator, merges and the combined DoD are not needed before the plan.
     const { driveProject } = await import('./drive-project.js');
-    return await driveProject({
-      ...drive,
-      subtasks: planned.subtasks,
-      spent: { metaCalls: 1, usage: planned.usage },
-    });
+    ledger.countMeta(planned.usage);
+    return await driveProject({ ...drive, subtasks: planned.subtasks, ledger });
   } finally {
     await closeGateway();
   }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   completionRefusals,
   decisionBasis,
+  gateRefusals,
   onlyEvidenceMissing,
   type GateInput,
 } from '../../src/core/completion-gate.js';
@@ -130,8 +131,9 @@ describe('completion gate', () => {
     });
     expect(reasons).toHaveLength(1);
     expect(reasons[0]).toMatch(/^no executable evidence: /);
-    expect(onlyEvidenceMissing(reasons)).toBe(true);
-    expect(onlyEvidenceMissing(['no commit on the task branch since the base', ...reasons])).toBe(false);
+    const coded = gateRefusals({ ...good, dod: noDod, criteriaChecks: [check({ status: 'not_executed' })] });
+    expect(onlyEvidenceMissing(coded)).toBe(true);
+    expect(onlyEvidenceMissing([{ code: 'no_commit' }, ...coded])).toBe(false);
   });
 
   it('a passing criterion check on a clean tree is evidence without a DoD; on a dirty tree it is not', () => {

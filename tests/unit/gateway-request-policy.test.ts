@@ -6,7 +6,9 @@ import {
   matchRoute,
   modelRefusal,
 } from '../../src/gateway/request-policy.js';
-import { TaskBudget } from '../../src/gateway/task-budget.js';
+import { Ledger } from '../../src/core/ledger.js';
+import type { SpendingLimits } from '../../src/core/limits.js';
+import { ledgerBudget } from '../../src/gateway/gateway-budget.js';
 
 const codex = WORKER_ROUTES.codex ?? [];
 
@@ -88,52 +90,75 @@ describe('RateLimiter', () => {
   });
 });
 
-describe('TaskBudget', () => {
+describe('the gateway budget (a ledger as the gateway sees it)', () => {
   const usage = (input: number, output: number) => ({
     inputTokens: input,
     cachedInputTokens: 0,
     outputTokens: output,
     reasoningTokens: 0,
   });
+  const meta = (tokens: number, costUsd = 0) => ({ ...usage(tokens, 0), costUsd });
+  const clock = { now: () => 0 };
+  const limits = (extra: Partial<SpendingLimits>): SpendingLimits => ({
+    wallClock: 60_000,
+    maxMetaCalls: 100,
+    ...extra,
+  });
 
   it('is spent once the Meta-agent and the worker together reach maxTokens', () => {
-    const budget = new TaskBudget({ maxTokens: 1000 }, () => 0);
-    budget.add({ tokens: 600, costUsd: 0 });
-    budget.addWorker(usage(300, 99));
-    expect(budget.exhausted()).toBeNull();
-    budget.addWorker(usage(1, 0));
-    expect(budget.exhausted()).toMatch(/^budget: the token budget of 1000 is spent \(1000 tokens/);
+    const ledger = new Ledger(limits({ maxTokens: 1000 }), clock);
+    const budget = ledgerBudget(ledger, () => 0);
+    ledger.countMeta(meta(600));
+    budget.meterWorker(usage(300, 99));
+    expect(budget.refusal()).toBeNull();
+    budget.meterWorker(usage(1, 0));
+    expect(budget.refusal()).toMatch(/^budget: the token budget of 1000 is spent \(1000 tokens/);
   });
 
   it('is spent once the cost reaches maxCostUsd, with the worker priced by its model', () => {
-    const budget = new TaskBudget({ maxCostUsd: 0.01 }, (u) => (u.inputTokens + u.outputTokens) / 100_000);
-    budget.addWorker(usage(500, 0));
-    expect(budget.exhausted()).toBeNull();
-    budget.add({ tokens: 0, costUsd: 0.005 });
-    expect(budget.exhausted()).toMatch(/^budget: the cost budget of \$0.01 is spent/);
+    const ledger = new Ledger(limits({ maxCostUsd: 0.01 }), clock);
+    const budget = ledgerBudget(ledger, (u) => (u.inputTokens + u.outputTokens) / 100_000);
+    budget.meterWorker(usage(500, 0));
+    expect(budget.refusal()).toBeNull();
+    ledger.countMeta(meta(0, 0.005));
+    expect(budget.refusal()).toMatch(/^budget: the cost budget of \$0.01 is spent/);
   });
 
-  it("a subtask's budget adds every spending to the project's and is spent once the project's is", () => {
-    const project = new TaskBudget({ maxTokens: 1000 }, () => 0, { spent: { tokens: 100, costUsd: 0 } });
+  it("a subtask's ledger adds every spending to the project's and is spent once the project's is", () => {
+    const project = new Ledger(limits({ maxTokens: 1000 }), clock, { earlier: { meta: meta(100) } });
     // Two subtasks running at once, each handed what was left when it started.
-    const first = new TaskBudget({ maxTokens: 900 }, () => 0, { parent: project });
-    const second = new TaskBudget({ maxTokens: 900 }, () => 0, {
+    const first = new Ledger(limits({ maxTokens: 900 }), clock, { parent: project });
+    const second = new Ledger(limits({ maxTokens: 900 }), clock, {
       parent: project,
-      spent: { tokens: 50, costUsd: 0 },
+      earlier: { meta: meta(50) },
     });
-    first.addWorker(usage(400, 0));
-    second.add({ tokens: 300, costUsd: 0 });
-    expect(first.exhausted()).toBeNull();
-    expect(second.exhausted()).toBeNull();
-    second.addWorker(usage(200, 0));
+    const firstBudget = ledgerBudget(first, () => 0);
+    const secondBudget = ledgerBudget(second, () => 0);
+    firstBudget.meterWorker(usage(400, 0));
+    second.countMeta(meta(300));
+    expect(firstBudget.refusal()).toBeNull();
+    expect(secondBudget.refusal()).toBeNull();
+    secondBudget.meterWorker(usage(200, 0));
     // 100 + 400 + 300 + 200 = 1000 for the project (the resumed attempt's 50 was counted there already).
-    expect(first.exhausted()).toMatch(/^budget: the token budget of 1000 is spent \(1000 tokens/);
-    expect(second.exhausted()).toMatch(/^budget: the token budget of 1000 is spent/);
+    expect(firstBudget.refusal()).toMatch(
+      /^budget: the project's token budget of 1000 is spent \(1000 tokens/,
+    );
+    expect(secondBudget.refusal()).toMatch(/^budget: the project's token budget of 1000 is spent/);
+  });
+
+  it("a run's recorded usage replaces what the gateway metered during it, here and in the project", () => {
+    const project = new Ledger(limits({}), clock);
+    const task = new Ledger(limits({}), clock, { parent: project });
+    ledgerBudget(task, () => 0).meterWorker(usage(400, 100));
+    expect(project.usage().worker.inputTokens).toBe(400);
+    task.recordWorkerRun({ ...usage(400, 100), costUsd: 0.5 });
+    expect(task.usage().worker).toMatchObject({ inputTokens: 400, outputTokens: 100, costUsd: 0.5 });
+    expect(project.usage().worker).toMatchObject({ inputTokens: 400, outputTokens: 100, costUsd: 0.5 });
   });
 
   it('never runs out without limits', () => {
-    const budget = new TaskBudget({}, () => 1);
-    budget.addWorker(usage(10 ** 9, 10 ** 9));
-    expect(budget.exhausted()).toBeNull();
+    const budget = ledgerBudget(new Ledger(limits({}), clock), () => 1);
+    budget.meterWorker(usage(10 ** 9, 10 ** 9));
+    expect(budget.refusal()).toBeNull();
   });
 });

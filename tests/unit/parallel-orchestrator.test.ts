@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DodOutcome, Plan, TaskSummary } from '../../src/core/types.js';
+import { Ledger } from '../../src/core/ledger.js';
+import { limitMessage, type SpendingLimits } from '../../src/core/limits.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
 import { ProjectOrchestrator, type OrchestratorOptions } from '../../src/parallel/orchestrator.js';
 import type {
@@ -109,8 +111,8 @@ class FakeRunner implements SubtaskRunnerPort {
     this.peak = Math.max(this.peak, this.running);
     await new Promise((resolve) => setTimeout(resolve, 5));
     // A task counts its Meta-agent calls as it makes them (its summary says 2).
-    request.metaCalls.add();
-    request.metaCalls.add();
+    request.parent.countMeta(ZERO_USAGE);
+    request.parent.countMeta(ZERO_USAGE);
     this.running -= 1;
     return { summary: summary(request.taskId, this.outcomes[request.taskId] ?? 'COMPLETE') };
   }
@@ -125,8 +127,14 @@ class TalkativeRunner extends FakeRunner {
     this.requests.push(request);
     let calls = 0;
     let reason: string | null = null;
-    while ((reason = request.metaCalls.exhausted()) === null && calls < 1000) {
-      request.metaCalls.add();
+    // The subtask's own ledger, spending from the project's, as a task's does.
+    const own = new Ledger(request.limits, clock, { parent: request.parent });
+    const spent = () => {
+      const reached = own.exhausted();
+      return reached ? limitMessage(reached) : null;
+    };
+    while ((reason = spent()) === null && calls < 1000) {
+      own.countMeta(ZERO_USAGE);
       calls += 1;
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
@@ -167,25 +175,28 @@ function orchestrate(
     integration?: FakeIntegration;
     meta?: FakeMeta;
     options?: Partial<OrchestratorOptions>;
+    budget?: SpendingLimits;
   } = {},
 ) {
   const runner = parts.runner ?? new FakeRunner();
   const integration = parts.integration ?? new FakeIntegration();
   const meta = parts.meta ?? new FakeMeta();
   const events: ProjectEvent[] = [];
+  // The project's planning call is spent already.
+  const ledger = new Ledger(parts.budget ?? { wallClock: 60_000, maxMetaCalls: 100 }, clock, {
+    earlier: { metaCalls: 1, meta: ZERO_USAGE },
+  });
   const orchestrator = new ProjectOrchestrator(
     {
       taskId: 'P',
       prd: '# P',
       subtasks,
       max: 2,
-      budget: { wallClock: 60_000, maxMetaCalls: 100 },
       maxReplans: 1,
       maxFixups: 1,
-      spent: { metaCalls: 1, usage: ZERO_USAGE },
       ...parts.options,
     },
-    { runner, integration, meta, clock, emit: (event) => events.push(event as ProjectEvent) },
+    { runner, integration, meta, clock, ledger, emit: (event) => events.push(event as ProjectEvent) },
   );
   return { orchestrator, runner, integration, meta, events };
 }
@@ -199,7 +210,7 @@ describe('ProjectOrchestrator', () => {
     const runner = new TalkativeRunner();
     const { orchestrator } = orchestrate([A, B], {
       runner,
-      options: { budget: { wallClock: 60_000, maxMetaCalls: 21 } },
+      budget: { wallClock: 60_000, maxMetaCalls: 21 },
     });
     const outcome = await orchestrator.run();
     // The project's plan (spent: 1) and both subtasks, counted together: never past the limit.
@@ -284,7 +295,7 @@ describe('ProjectOrchestrator', () => {
 
   it('starts nothing new once the project budget is spent, and ends NEEDS_REVIEW', async () => {
     const { orchestrator, runner } = orchestrate([A, B, C], {
-      options: { budget: { wallClock: 60_000, maxMetaCalls: 4 } },
+      budget: { wallClock: 60_000, maxMetaCalls: 4 },
     });
     const outcome = await orchestrator.run();
     expect(outcome.state).toBe('NEEDS_REVIEW');

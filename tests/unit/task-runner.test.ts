@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
-import type { SharedMetaCalls } from '../../src/core/ports.js';
-import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
+import { Ledger } from '../../src/core/ledger.js';
+import {
+  taskLedger,
+  TaskRunner,
+  type TaskRecord,
+  type TaskRunnerOptions,
+} from '../../src/core/task-runner.js';
 import type { Assessment, MetaDecision, Plan } from '../../src/core/types.js';
 import { ModelBehaviorError } from '../../src/errors.js';
-import { MetaCallCounter } from '../../src/parallel/meta-call-counter.js';
 import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
   FakeHuman,
@@ -64,10 +68,11 @@ async function setup(
     answers?: (string | null)[];
     repo?: FakeRepo;
     plan?: Plan;
-    sharedMetaCalls?: SharedMetaCalls;
+    /** The project's ledger, when the task is a subtask. */
+    parent?: Ledger;
   } = {},
 ) {
-  const { repo = fakeRepo(), answers, plan: planned = plan, sharedMetaCalls, ...runnerOptions } = options;
+  const { repo = fakeRepo(), answers, plan: planned = plan, parent, ...runnerOptions } = options;
   // A resumed task starts from its earlier plan: no plan call.
   const meta = new ScriptedMetaAgent(
     options.previous ? script : [{ kind: 'plan', plan: planned }, ...script],
@@ -78,29 +83,27 @@ async function setup(
   const human = new FakeHuman(answers ?? []);
   const events: StampedEvent[] = [];
   const notes: TaskRecord[] = [];
-  const runner = new TaskRunner(
-    await testRunnerOptions({
-      prd: '# Slugify\n\nAdd a slugify function.',
-      startOptions: undefined,
-      ...runnerOptions,
-    }),
-    {
-      meta,
-      workspace: new FakeWorkspace(repo),
-      sandboxes,
-      worker,
-      human,
-      notes: new NoMemory(),
-      workerPrompt: workerPromptTemplate,
-      clock,
-      writeNote: async (record) => {
-        notes.push(structuredClone(record));
-        return '/repo/.agent-runner/task-T-1.md';
-      },
-      onEvent: (event) => events.push(event),
-      ...(sharedMetaCalls ? { sharedMetaCalls } : {}),
+  const taskOptions = await testRunnerOptions({
+    prd: '# Slugify\n\nAdd a slugify function.',
+    startOptions: undefined,
+    ...runnerOptions,
+  });
+  const runner = new TaskRunner(taskOptions, {
+    meta,
+    workspace: new FakeWorkspace(repo),
+    sandboxes,
+    worker,
+    human,
+    notes: new NoMemory(),
+    workerPrompt: workerPromptTemplate,
+    clock,
+    writeNote: async (record) => {
+      notes.push(structuredClone(record));
+      return '/repo/.agent-runner/task-T-1.md';
     },
-  );
+    onEvent: (event) => events.push(event),
+    ...(parent ? { ledger: taskLedger(taskOptions, clock, parent) } : {}),
+  });
   return { runner, repo, meta, worker, sandboxes, clock, human, events, notes };
 }
 
@@ -110,17 +113,19 @@ const states = (events: StampedEvent[]) =>
 describe('task runner loop', () => {
   it("a subtask counts its Meta-agent calls in the project's and stops once the project has none left", async () => {
     // Two calls already made elsewhere in the project; three left.
-    const shared = new MetaCallCounter(5, 2);
+    const shared = new Ledger({ wallClock: 3_600_000, maxMetaCalls: 5 }, new ManualClock(), {
+      earlier: { metaCalls: 2 },
+    });
     const t = await setup(
       [runWorker(), assess(false), runWorker(), assess(false), runWorker(), assess(true)],
       [commitFailing, commitFailing, commitPassing],
-      { sharedMetaCalls: shared },
+      { parent: shared },
     );
     const summary = await t.runner.run();
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(summary.reason).toMatch(/the project's limit of 5 Meta-agent calls was reached/);
     expect(summary.metaCalls).toBe(3);
-    expect(shared.used).toBe(5);
+    expect(shared.metaCalls).toBe(5);
   });
 
   it('happy path: plan → run → facts + DoD → assessment → COMPLETE', async () => {

@@ -1,0 +1,70 @@
+/**
+ * Why the completion gate refuses COMPLETE, as coded values: behaviour depends on the code (a refusal no
+ * worker run can lift ends the task), and the words the Meta-agent, the journal and the note read are derived
+ * from it here. Pure.
+ */
+import type { CriterionCheckResult } from './types.js';
+
+export type Refusal =
+  | { code: 'no_assessment' }
+  | { code: 'assessment_unsatisfied' }
+  | { code: 'critical_not_passed'; criterion: string; status: string }
+  | { code: 'critical_check_failed'; criterion: string; check: CriterionCheckResult }
+  | { code: 'no_facts' }
+  | { code: 'no_commit' }
+  | { code: 'dirty_tree'; paths: number }
+  | { code: 'scope_violations'; paths: readonly string[] }
+  | { code: 'facts_incomplete'; problems: readonly string[] }
+  | { code: 'dod_not_run' }
+  | { code: 'dod_on_dirty_tree' }
+  | { code: 'dod_failing'; checks: readonly string[] }
+  /** Nothing executable exists to prove the work: no further worker run can lift it. */
+  | { code: 'no_executable_evidence' };
+
+/** The refusal that no further worker run can lift (its message starts with it). */
+export const NO_EXECUTABLE_EVIDENCE = 'no executable evidence';
+
+/** A criterion's check in a few words: kind, target, status and exit code. */
+export function describeCheck(check: CriterionCheckResult): string {
+  const exit = check.exitCode === null ? '' : `, exit ${check.exitCode}`;
+  return `${check.kind} \`${check.target}\` ${check.status === 'timeout' ? 'timed out' : check.status}${exit}`;
+}
+
+export function refusalMessage(refusal: Refusal): string {
+  switch (refusal.code) {
+    case 'no_assessment':
+      return 'no completion assessment yet';
+    case 'assessment_unsatisfied':
+      return 'the assessment says not every criterion is satisfied';
+    case 'critical_not_passed':
+      return `critical criterion ${refusal.criterion} is ${refusal.status}`;
+    case 'critical_check_failed':
+      return `critical criterion ${refusal.criterion}: its check ${describeCheck(refusal.check)}`;
+    case 'no_facts':
+      return 'no facts observed yet';
+    case 'no_commit':
+      return 'no commit on the task branch since the base';
+    case 'dirty_tree':
+      return `the working tree is not clean (${refusal.paths} uncommitted path(s))`;
+    case 'scope_violations':
+      return `scope violations: ${refusal.paths.slice(0, 10).join(', ')}`;
+    case 'facts_incomplete':
+      return `the facts are incomplete: ${refusal.problems.join('; ')}`;
+    case 'dod_not_run':
+      return 'the Definition-of-Done checks have not run';
+    case 'dod_on_dirty_tree':
+      return 'the DoD checks ran on a dirty tree, so they are not evidence';
+    case 'dod_failing':
+      return `DoD checks failing: ${refusal.checks.join(', ')}`;
+    case 'no_executable_evidence':
+      return (
+        `${NO_EXECUTABLE_EVIDENCE}: no Definition-of-Done check was configured or detected and no acceptance ` +
+        'criterion has a check that ran and passed (configure dod.checks, or plan criteria with command, test or file_exists checks)'
+      );
+  }
+}
+
+/** True when the only thing between the task and COMPLETE is evidence no worker run can create. */
+export function onlyEvidenceMissing(refusals: readonly Refusal[]): boolean {
+  return refusals.length > 0 && refusals.every((refusal) => refusal.code === 'no_executable_evidence');
+}

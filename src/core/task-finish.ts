@@ -1,0 +1,99 @@
+/**
+ * The end of every task, whatever stopped it: the terminal state, the commits of a run cut short brought
+ * back, uncommitted work saved to a WIP ref, the sandbox stopped, the note written, the summary returned.
+ */
+import type { AgentRunnerError } from '../errors.js';
+import { outcomeExitCode, outcomeReason, outcomeState, type TaskOutcome } from './outcome.js';
+import type { TaskLoop } from './task-loop.js';
+import {
+  criteriaEvidence,
+  lastAssessment,
+  lastRecordedEvidence,
+  summaryOf,
+  type TaskRecord,
+} from './task-record.js';
+import type { TaskEvent } from './task-state.js';
+import type { TaskSummary } from './types.js';
+import { basisOf } from './validation.js';
+
+export async function finishTask(
+  loop: TaskLoop,
+  outcome: TaskOutcome,
+  error: AgentRunnerError | null,
+): Promise<TaskSummary> {
+  const state = outcomeState(outcome);
+  const reason = outcomeReason(outcome);
+  if (loop.state !== state) loop.move(terminalEvent(loop, state, reason));
+  await saveWork(loop, state === 'COMPLETE');
+  if (loop.sandboxId) await loop.deps.sandboxes.stop(loop.sandboxId).catch(() => undefined);
+  const assessment = lastAssessment(loop.runs, loop.looseAssessment?.assessment);
+  const latest = loop.evidence ?? lastRecordedEvidence(loop.runs);
+  const record: TaskRecord = {
+    taskId: loop.options.taskId,
+    prd: loop.options.prd,
+    state: loop.state,
+    reason,
+    plan: loop.plan,
+    task: loop.task,
+    runs: loop.runs,
+    metaCalls: loop.ledger.metaCalls,
+    usage: loop.ledger.usage(),
+    startedAt: loop.startedAt,
+    finishedAt: loop.deps.clock.now(),
+    question: loop.question,
+    preservedRef: loop.preservedRef,
+    workerType: loop.options.worker.type,
+    runDir: loop.options.runDir,
+    error: error ? { code: error.code, message: error.message } : null,
+    basis: basisOf(loop, latest, assessment),
+    criteria: criteriaEvidence(loop.plan, latest, assessment),
+  };
+  let notePath: string | null = null;
+  try {
+    notePath = await loop.deps.writeNote(record);
+    loop.emit({ type: 'note_written', path: notePath });
+  } catch (noteError) {
+    loop.emit({
+      type: 'refused',
+      reasons: [`the note could not be written: ${(noteError as Error).message}`],
+    });
+  }
+  const summary = summaryOf(record, {
+    notePath,
+    exitCode: outcomeExitCode(outcome),
+    headSha: latest?.facts.headSha ?? null,
+  });
+  loop.emit({ type: 'task_finished', summary });
+  return summary;
+}
+
+function terminalEvent(loop: TaskLoop, state: TaskRecord['state'], reason: string): TaskEvent {
+  if (state === 'COMPLETE')
+    return loop.state === 'VALIDATING'
+      ? { type: 'complete' }
+      : { type: 'fail', reason: 'complete outside validation' };
+  return state === 'FAILED' ? { type: 'fail', reason } : { type: 'needs_review', reason };
+}
+
+/**
+ * A run cut short (interrupt, error) was never observed: its commits come to the task branch now, so the note
+ * and the branch show them; uncommitted work goes to a WIP ref before the sandbox goes away. Best effort: the
+ * Docker engine may be what failed (the commits are still brought back then, from the sandbox repository on
+ * the host, before the facts fail).
+ */
+async function saveWork(loop: TaskLoop, complete: boolean): Promise<void> {
+  const { sandboxId } = loop;
+  if (!sandboxId || complete) return;
+  const unobserved = loop.unobservedRun;
+  if (unobserved !== null) {
+    const facts = await loop.deps.workspace.observe(sandboxId).catch(() => null);
+    const record = loop.runs.find((run) => run.index === unobserved);
+    if (facts) loop.emit({ type: 'facts', run: unobserved, facts });
+    if (facts && record) {
+      record.facts = facts;
+      loop.recordRun(record);
+    }
+  }
+  loop.preservedRef = await loop.deps.workspace.preserveUncommitted(sandboxId).catch(() => null);
+  if (loop.preservedRef) loop.emit({ type: 'preserved', ref: loop.preservedRef });
+}

@@ -1,0 +1,226 @@
+/**
+ * The state one task's loop carries from step to step, and the plumbing every step shares: recording events
+ * (a listener that cannot record stops the task), moving the state machine, the limits, the signals and the
+ * Meta-agent's view. The steps themselves live in their own modules (start-up, worker run, validation,
+ * finish); each returns what happens next.
+ */
+import { AgentRunnerError, EnvironmentError } from '../errors.js';
+import type { PatternLibrary } from '../patterns/pattern-library.js';
+import type { RunnerEvent, StampedEvent, TaskStartOptions } from './events.js';
+import type { Ledger } from './ledger.js';
+import type { Limits } from './limits.js';
+import type { TaskOutcome } from './outcome.js';
+import type {
+  AssessmentEvidence,
+  CheckBounds,
+  Clock,
+  GivenPlan,
+  HumanPort,
+  MetaAgentPort,
+  MetaView,
+  NoteStorePort,
+  PlanHandedOff,
+  PreparedTask,
+  SandboxProviderPort,
+  TaskWorkspacePort,
+  WorkerAdapter,
+  WorkerPromptPort,
+} from './ports.js';
+import type { TaskRecord } from './task-record.js';
+import { transition, type TaskEvent, type TaskState } from './task-state.js';
+import type { Assessment, Plan, RunRecord, Usage } from './types.js';
+import type { PriceTable } from './usage.js';
+
+export interface TaskRunnerOptions {
+  taskId: string;
+  prd: string;
+  limits: Limits;
+  worker: { type: string; model: string; timeoutMs: number; graceMs: number };
+  prices: PriceTable;
+  dodSkipped: boolean;
+  headless: boolean;
+  patterns: PatternLibrary;
+  runDir: string;
+  /** Runs of an earlier, interrupted attempt of this task (resume). */
+  previous?: {
+    plan: Plan;
+    runs: RunRecord[];
+    threadId: string | null;
+    metaCalls: number;
+    usage: Usage;
+    /** Worker usage of the earlier attempts (meta usage is `usage`). */
+    workerUsage?: Usage;
+    /** What the Meta-agent should know about the earlier attempt (a run cut short by a crash...). */
+    feedback?: string[];
+    /** Wall clock the earlier attempts already used (from the journal): the task's limit covers them all. */
+    elapsedMs?: number;
+  };
+  /** Recorded in `task_started` so `resume` can start the task again the same way. */
+  startOptions?: TaskStartOptions;
+  /**
+   * A plan made outside the task, arriving while it prepares (parallel work: the planner's answer for one
+   * task, or a subtask's criteria): `plan_task` is not asked; the plan is emitted (and journalled) as if it
+   * had been. A rejection ends the task FAILED with its error, as when its own `plan_task` fails (the
+   * workspace the note names is prepared first). `handedOff` (the planner split the work) stops the task
+   * before anything ran in its sandbox: `TaskRunner.runOrHandOff` returns the prepared task, no note is
+   * written. Ignored with `previous`.
+   */
+  givenPlan?: Promise<GivenPlan | PlanHandedOff>;
+}
+
+export interface TaskRunnerDeps {
+  meta: MetaAgentPort;
+  workspace: TaskWorkspacePort;
+  sandboxes: SandboxProviderPort;
+  worker: WorkerAdapter;
+  human: HumanPort;
+  notes: NoteStorePort;
+  workerPrompt: WorkerPromptPort;
+  clock: Clock;
+  writeNote(record: TaskRecord): Promise<string>;
+  onEvent?: (event: StampedEvent) => void;
+  /**
+   * The task's ledger, shared with its gateway (and spending from its project's, for a subtask). Default: a
+   * ledger of `options.limits` of its own ({@link taskLedger}).
+   */
+  ledger?: Ledger;
+}
+
+/** The latest validation's evidence, keyed by the facts it ran on and fingerprinted for the assessment. */
+export type Evidence = AssessmentEvidence & { factsKey: string; fingerprint: string };
+
+/** An error whose cause chain says the disk is full: the task stops with `disk_full` (exit 4), not a bug. */
+export function diskFullError(error: unknown, runDir: string): EnvironmentError | null {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && current; depth += 1) {
+    if ((current as { code?: unknown }).code === 'ENOSPC') {
+      return new EnvironmentError(
+        'disk_full',
+        `The disk is full: agent-runner could not write the task's logs under ${runDir} (${(current as Error).message}). ` +
+          'Free some space (or move .agent-runner/runs to a larger disk), then continue with `agent-runner resume`.',
+        { cause: error },
+      );
+    }
+    current = (current as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
+export class TaskLoop {
+  state: TaskState = 'PENDING';
+  plan: Plan | null = null;
+  task: PreparedTask | null = null;
+  sandboxId: string | null = null;
+  readonly runs: RunRecord[] = [];
+  readonly feedback: string[] = [];
+  memory: MetaView['memory'] = [];
+  threadId: string | null = null;
+  question: string | null = null;
+  preservedRef: string | null = null;
+  startedAt = 0;
+  /** Set when an event could not be recorded (the journal's disk is full...): the task stops with it. */
+  fatal: AgentRunnerError | null = null;
+  readonly fatalAbort = new AbortController();
+  /** A worker ran since the last observation: its commits may not be on the task branch yet. */
+  unobservedRun: number | null = null;
+  /** The latest validation of this attempt, and whether a worker ran since (then checks run again). */
+  evidence: Evidence | null = null;
+  workerRanSinceEvidence = false;
+  /** An assessment made when no worker run exists to hold it (a validation before any run). */
+  looseAssessment: { assessment: Assessment; fingerprint: string } | null = null;
+
+  constructor(
+    readonly options: TaskRunnerOptions,
+    readonly deps: TaskRunnerDeps,
+    readonly ledger: Ledger,
+  ) {
+    const previous = options.previous;
+    if (previous) {
+      this.plan = previous.plan;
+      this.runs.push(...previous.runs);
+      this.threadId = previous.threadId;
+      if (previous.feedback) this.feedback.push(...previous.feedback);
+    }
+  }
+
+  /** The limit reached (or the interrupt, or the recording failure) that ends the task now, if any. */
+  limitReached(signal?: AbortSignal): TaskOutcome | null {
+    if (this.fatal) return { code: 'error', error: this.fatal };
+    if (signal?.aborted) return { code: 'interrupted' };
+    const limit = this.ledger.exhausted();
+    return limit ? { code: 'limit', limit } : null;
+  }
+
+  /** The wall-clock limit as an outcome (a call or a check cut by it ends like the limit itself). */
+  wallClockOutcome(): TaskOutcome {
+    const limit = this.ledger.exhausted();
+    return {
+      code: 'limit',
+      limit:
+        limit?.code === 'wall_clock' ? limit : { code: 'wall_clock', limitMs: this.options.limits.wallClock },
+    };
+  }
+
+  /** The signal of one Meta-agent call: Ctrl-C, a fatal recording error, or the end of the wall clock. */
+  callSignal(signal?: AbortSignal): AbortSignal {
+    const left = this.ledger.remainingMs();
+    const clock = Number.isFinite(left)
+      ? [AbortSignal.timeout(Math.max(1, Math.min(left, 2 ** 31 - 1)))]
+      : [];
+    return AbortSignal.any([...clock, ...(signal ? [signal] : [])]);
+  }
+
+  /** Bounds of the checks of one validation: Ctrl-C and the wall clock left. */
+  bounds(signal?: AbortSignal): CheckBounds {
+    const left = this.ledger.remainingMs();
+    return {
+      signal: this.callSignal(signal),
+      timeoutMs: Number.isFinite(left) ? Math.max(1000, left) : 24 * 3_600_000,
+    };
+  }
+
+  view(): MetaView {
+    if (!this.plan) throw new Error('no plan yet');
+    return {
+      taskId: this.options.taskId,
+      prd: this.options.prd,
+      plan: this.plan,
+      history: this.runs,
+      feedback: [...this.feedback],
+      patterns: this.options.patterns.list().map(({ name, description }) => ({ name, description })),
+      memory: this.memory,
+      ...(this.evidence ? { latest: this.evidence } : {}),
+    };
+  }
+
+  move(event: TaskEvent): void {
+    const from = this.state;
+    this.state = transition(from, event);
+    const reason =
+      'reason' in event ? event.reason : 'reasons' in event ? event.reasons.join('; ') : undefined;
+    this.emit({ type: 'transition', from, to: this.state, ...(reason ? { reason } : {}) });
+  }
+
+  emit(event: RunnerEvent): void {
+    try {
+      this.deps.onEvent?.({ ...event, at: new Date(this.deps.clock.now()).toISOString() });
+    } catch (caught) {
+      // A listener that cannot record the event (the journal's disk is full) stops the task: resume and the
+      // person both depend on that record. The first such error is the one reported.
+      if (this.fatal) return;
+      this.fatal =
+        diskFullError(caught, this.options.runDir) ??
+        (caught instanceof AgentRunnerError
+          ? caught
+          : new AgentRunnerError('internal', `could not record an event: ${(caught as Error)?.message}`, {
+              cause: caught,
+            }));
+      this.fatalAbort.abort(this.fatal);
+    }
+  }
+
+  /** A run's record changed: the journal keeps its latest form. */
+  recordRun(record: RunRecord): void {
+    this.emit({ type: 'run_recorded', run: record.index, record: structuredClone(record) });
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The start of a task: planning needs only the PRD, the config and the memory, so the Meta-agent is asked (or
+ * the plan given from outside awaited) while the sandbox session prepares the workspace and starts the
+ * sandbox. A failure on either side stops the other: a failed preparation aborts the planning request; a
+ * failed planning (or a hand-off) keeps the sandbox from being created or set up, and the session removes
+ * what it started. Events keep their order: task, sandbox, plan.
+ */
+import { goOn, stop, type Next } from './outcome.js';
+import type { GivenPlan } from './ports.js';
+import { startSandboxSession } from './sandbox-session.js';
+import type { TaskLoop } from './task-loop.js';
+
+/** The planner split the work while this task prepared: it ends here, unrun (see `givenPlan`). */
+export interface HandedOff {
+  kind: 'handed_off';
+}
+
+type Planned = (GivenPlan & { kind: 'plan'; asked: boolean }) | HandedOff | null;
+
+/** Plans (unless the task has its plan) while the sandbox session starts; throws what failed first. */
+export async function planWhilePreparing(loop: TaskLoop, signal?: AbortSignal): Promise<Next | HandedOff> {
+  if (!loop.plan) {
+    const limit = loop.limitReached(signal);
+    if (limit) return stop(limit);
+  }
+  const stopPlanning = new AbortController();
+  const planSignal = signal ? AbortSignal.any([signal, stopPlanning.signal]) : stopPlanning.signal;
+  // The first failure (or the hand-off) wins: the other side's error is only the consequence of being stopped.
+  const first: { failed: boolean; error: unknown } = { failed: false, error: null };
+  const failed = (error: unknown): never => {
+    if (!first.failed) Object.assign(first, { failed: true, error });
+    throw error;
+  };
+  const planning = askForPlan(loop, planSignal).then((planned) => {
+    if (planned?.kind === 'handed_off') failed(planned);
+    return planned;
+  }, failed);
+  const preparing = startSession(loop, () => (first.failed ? { error: first.error } : null)).catch(
+    (error: unknown) => {
+      stopPlanning.abort();
+      return failed(error);
+    },
+  );
+  const [planned] = await Promise.allSettled([planning, preparing]);
+  if (first.failed) {
+    if ((first.error as HandedOff | null)?.kind === 'handed_off') return first.error as HandedOff;
+    throw first.error;
+  }
+  if (planned.status === 'fulfilled' && planned.value && planned.value.kind !== 'handed_off')
+    takePlan(loop, planned.value);
+  return goOn();
+}
+
+function askForPlan(loop: TaskLoop, signal: AbortSignal): Promise<Planned> {
+  if (loop.plan) return Promise.resolve(null);
+  const given = loop.options.previous ? undefined : loop.options.givenPlan;
+  if (given)
+    return given.then((answer) =>
+      'handedOff' in answer
+        ? { kind: 'handed_off' as const }
+        : { ...answer, kind: 'plan' as const, asked: false },
+    );
+  return loop.deps.meta
+    .plan({
+      taskId: loop.options.taskId,
+      prd: loop.options.prd,
+      memory: loop.memory,
+      signal: loop.callSignal(signal),
+    })
+    .then((answer) => ({ ...answer, kind: 'plan' as const, metaCalls: 1, asked: true }));
+}
+
+function startSession(loop: TaskLoop, abandoned: () => { error: unknown } | null): Promise<void> {
+  const { options } = loop;
+  return startSandboxSession(loop.deps.workspace, loop.deps.sandboxes, {
+    onPrepared: (task) => {
+      loop.task = task;
+      loop.emit({
+        type: 'task_started',
+        taskId: options.taskId,
+        branch: task.branch,
+        baseSha: task.baseSha,
+        worktreePath: task.worktreePath,
+        dirtyStart: task.dirtyStart,
+        ...(options.startOptions ? { options: options.startOptions } : {}),
+      });
+    },
+    abandoned,
+  }).then((session) => {
+    loop.sandboxId = session.sandboxId;
+    loop.emit({ type: 'sandbox_started', sandboxId: session.sandboxId });
+  });
+}
+
+function takePlan(loop: TaskLoop, planned: GivenPlan & { asked: boolean }): void {
+  const { plan, usage, metaCalls, asked } = planned;
+  // A plan made outside the task counts as the task's own, not again where it was made (a project's count).
+  loop.ledger.countMeta(usage, asked ? {} : { calls: metaCalls, shared: false });
+  loop.plan = plan;
+  loop.emit({ type: 'plan', plan, usage });
+}

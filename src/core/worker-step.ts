@@ -1,0 +1,76 @@
+/** One worker run: the prompt rendered behind its port, the run in the sandbox, its record, then validation. */
+import { stop, type Next } from './outcome.js';
+import type { TaskLoop } from './task-loop.js';
+import type { MetaDecision, RunRecord, Usage } from './types.js';
+import { costOf } from './usage.js';
+import { validate } from './validation.js';
+
+export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?: AbortSignal): Promise<Next> {
+  const { options } = loop;
+  if (loop.runs.length >= options.limits.maxIterations)
+    return stop({ code: 'limit', limit: { code: 'max_iterations', limit: options.limits.maxIterations } });
+  const call = decision.workerCall;
+  if (!call || !loop.plan || !loop.task || !loop.sandboxId) throw new Error('run_worker without its inputs');
+  const prompt = loop.deps.workerPrompt.render({
+    taskId: options.taskId,
+    title: loop.plan.title,
+    branch: loop.task.branch,
+    acceptanceCriteria: loop.plan.acceptanceCriteria,
+    scope: loop.task.scopeStatement,
+    patterns: options.patterns.resolve(decision.usedPatterns),
+    instruction: call.prompt,
+  });
+  const index = loop.runs.length + 1;
+  const mode = call.mode === 'resume' && loop.threadId ? 'resume' : 'exec';
+  loop.emit({ type: 'worker_started', run: index, mode, prompt });
+  loop.unobservedRun = index;
+  loop.workerRanSinceEvidence = true;
+  const result = await loop.deps.worker.run({
+    sandboxId: loop.sandboxId,
+    mode,
+    prompt,
+    threadId: mode === 'resume' ? (loop.threadId ?? undefined) : undefined,
+    runDir: `${options.runDir}/run-${index}`,
+    timeoutMs: Math.max(1000, Math.min(options.worker.timeoutMs, loop.ledger.remainingMs())),
+    graceMs: options.worker.graceMs,
+    onEvent: (event) => loop.emit({ type: 'worker_event', run: index, event }),
+    signal,
+  });
+  if (result.threadId) loop.threadId = result.threadId;
+  const usage: Usage = {
+    ...result.usage,
+    costUsd: costOf(result.usage, options.worker.model, options.prices),
+  };
+  loop.ledger.recordWorkerRun(usage);
+  loop.emit({
+    type: 'worker_finished',
+    run: index,
+    exitCode: result.exitCode,
+    timedOut: result.timedOut,
+    failed: result.failed,
+    durationMs: result.durationMs,
+  });
+  const record: RunRecord = {
+    index,
+    decision,
+    startedAt: loop.deps.clock.now() - result.durationMs,
+    durationMs: result.durationMs,
+    mode,
+    exitCode: result.exitCode,
+    timedOut: result.timedOut,
+    failed: result.failed,
+    threadId: result.threadId,
+    commands: result.commands,
+    finalMessage: result.finalMessage,
+    errors: result.errors,
+    usage,
+    refusals: [],
+  };
+  loop.runs.push(record);
+  loop.recordRun(record);
+  if (signal?.aborted) return stop(loop.limitReached(signal) ?? { code: 'interrupted' });
+  // The gateway refused the worker's model requests: the budget is spent. The finish still brings the run's
+  // commits back and saves its uncommitted work.
+  if (result.budgetExhausted) return stop({ code: 'budget_spent', reason: result.budgetExhausted });
+  return validate(loop, decision, signal);
+}
