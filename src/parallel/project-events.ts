@@ -4,73 +4,94 @@
  * review, each merge, the combined DoD and the fix-ups. They drive the progress lines, `--json` and the
  * project's journal.
  */
-import type { StampedEvent } from '../core/events.js';
-import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
-import type { ReviewFinding } from '../protocol/review.js';
-import type { SubtaskState } from './scheduler.js';
+import { z } from 'zod';
+import { runnerEventSchema, type StampedEvent } from '../core/events.js';
+import { dodOutcomeSchema, planSchema, taskSummarySchema, usageSchema } from '../core/records.js';
+import { reviewFindingSchema } from '../protocol/review.js';
+import { SUBTASK_STATES } from './scheduler.js';
 
 /** One subtask as planned: the protocol's fields in the core's words. */
-export interface PlannedSubtask {
-  id: string;
-  title: string;
-  prd: string;
-  plan: Plan;
-  writeScope: string[];
-  readScope: string[];
-  blockedBy: string[];
-}
+export const plannedSubtaskSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  prd: z.string(),
+  plan: planSchema,
+  writeScope: z.array(z.string()),
+  readScope: z.array(z.string()),
+  blockedBy: z.array(z.string()),
+});
+export type PlannedSubtask = z.infer<typeof plannedSubtaskSchema>;
 
 /** A reviewer's verdict on one attempt of a subtask. */
-export interface ReviewVerdict {
-  verdict: 'ok' | 'ng';
-  summary: string;
-  findings: ReviewFinding[];
-}
+export const reviewVerdictSchema = z.object({
+  verdict: z.enum(['ok', 'ng']),
+  summary: z.string(),
+  findings: z.array(reviewFindingSchema),
+});
+export type ReviewVerdict = z.infer<typeof reviewVerdictSchema>;
 
-export type ProjectEvent =
-  | {
-      type: 'project_started';
-      taskId: string;
-      branch: string;
-      baseSha: string;
-      max: number;
-      subtasks: PlannedSubtask[];
-      prd: string;
-      prdPath: string;
-    }
-  | { type: 'project_plan'; usage: Usage; split: boolean }
-  | {
-      type: 'subtask_state';
-      subtask: string;
-      state: SubtaskState;
-      attempt: number;
-      taskId: string;
-      reason?: string;
-    }
-  | { type: 'subtask_waiting'; subtask: string; kind: string; reason: string }
-  | { type: 'subtask_finished'; subtask: string; taskId: string; summary: TaskSummary }
-  | { type: 'review'; subtask: string; taskId: string; review: ReviewVerdict; usage: Usage }
-  | {
-      type: 'replan';
-      subtask: string;
-      attempt: number;
-      reason: string;
-      plan: Plan;
-      /** The subtask's PRD for the new attempt (the old one plus why it was not merged). */
-      prd: string;
-      usage: Usage;
-    }
-  | {
-      type: 'merge';
-      subtask: string;
-      branch: string;
-      status: 'merged' | 'conflict' | 'reverted';
-      sha: string;
-      files?: string[];
-    }
-  | { type: 'combined_dod'; subtask: string; headSha: string; dod: DodOutcome }
-  | { type: 'fixup'; subtask: string; taskId: string; state: string; reason: string }
-  | { type: 'project_finished'; summary: TaskSummary };
+const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), ...shape });
+
+/** The project's own events: one schema for what the project's journal is written with and read back as. */
+export const projectEventSchema = z.discriminatedUnion('type', [
+  event('project_started', {
+    taskId: z.string(),
+    branch: z.string(),
+    baseSha: z.string(),
+    max: z.number(),
+    subtasks: z.array(plannedSubtaskSchema),
+    prd: z.string(),
+    prdPath: z.string(),
+  }),
+  event('project_plan', { usage: usageSchema, split: z.boolean() }),
+  event('subtask_state', {
+    subtask: z.string(),
+    state: z.enum(SUBTASK_STATES),
+    attempt: z.number(),
+    taskId: z.string(),
+    reason: z.string().optional(),
+  }),
+  event('subtask_waiting', { subtask: z.string(), kind: z.string(), reason: z.string() }),
+  event('subtask_finished', { subtask: z.string(), taskId: z.string(), summary: taskSummarySchema }),
+  event('review', {
+    subtask: z.string(),
+    taskId: z.string(),
+    review: reviewVerdictSchema,
+    usage: usageSchema,
+  }),
+  event('replan', {
+    subtask: z.string(),
+    attempt: z.number(),
+    reason: z.string(),
+    plan: planSchema,
+    /** The subtask's PRD for the new attempt (the old one plus why it was not merged). */
+    prd: z.string(),
+    usage: usageSchema,
+  }),
+  event('merge', {
+    subtask: z.string(),
+    branch: z.string(),
+    status: z.enum(['merged', 'conflict', 'reverted']),
+    sha: z.string(),
+    files: z.array(z.string()).optional(),
+  }),
+  event('combined_dod', { subtask: z.string(), headSha: z.string(), dod: dodOutcomeSchema }),
+  event('fixup', { subtask: z.string(), taskId: z.string(), state: z.string(), reason: z.string() }),
+  event('project_finished', { summary: taskSummarySchema }),
+]);
+export type ProjectEvent = z.infer<typeof projectEventSchema>;
+
+/**
+ * A line of the project's journal: one of the project's events, or a subtask's task event (when a subtask
+ * and each of its worker runs started and ended) marked with the subtask. One union on `type`, so a damaged
+ * line is reported against the event it claims to be.
+ */
+export const projectJournalLineSchema = z.discriminatedUnion('type', [
+  ...projectEventSchema.options.map((option) => option.extend({ at: z.string() })),
+  ...runnerEventSchema.options.map((option) => option.extend({ at: z.string(), subtask: z.string() })),
+] as unknown as [z.ZodObject, ...z.ZodObject[]]) as unknown as z.ZodType<ProjectJournalLine>;
+export type ProjectJournalLine = (ProjectEvent & { at: string }) | (StampedEvent & { subtask: string });
 
 /** A subtask's task event, marked with its subtask id. */
 export type SubtaskTaskEvent = StampedEvent & { subtask: string };

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { TaskSummary, Usage } from '../core/types.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import { readJournal } from '../notes/event-journal.js';
-import type { PlannedSubtask, ProjectEvent } from './project-events.js';
+import { projectJournalLineSchema, type PlannedSubtask } from './project-events.js';
 import type { SubtaskState } from './scheduler.js';
 
 /** The project journal's file in `.agent-runner/runs/<ID>/` (the task journal `events.jsonl` is not used). */
@@ -35,7 +35,8 @@ export interface ProjectResume {
 export function readProjectJournal(runDir: string): ProjectResume | null {
   const file = path.join(runDir, PROJECT_JOURNAL);
   if (!existsSync(file)) return null;
-  const events = readJournal<ProjectEvent>(file);
+  // Validated line by line: a damaged journal fails with `journal_invalid`, never resumes a wrong state.
+  const events = readJournal(file, projectJournalLineSchema);
   const started = events.find((event) => event.type === 'project_started');
   if (!started || started.type !== 'project_started') return null;
   const subtasks = new Map(started.subtasks.map((subtask) => [subtask.id, subtask]));

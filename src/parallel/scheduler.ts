@@ -8,7 +8,16 @@
 import { compileScope, type ScopeMatcher } from '../workspace/scope.js';
 
 /** Where a subtask is in its life. `reviewing` and `merging`: its gate passed, its branch is not merged yet. */
-export type SubtaskState = 'waiting' | 'running' | 'reviewing' | 'merging' | 'merged' | 'failed' | 'skipped';
+export const SUBTASK_STATES = [
+  'waiting',
+  'running',
+  'reviewing',
+  'merging',
+  'merged',
+  'failed',
+  'skipped',
+] as const;
+export type SubtaskState = (typeof SUBTASK_STATES)[number];
 
 /** What the scheduler needs to know of a subtask. */
 export interface SchedulableSubtask {

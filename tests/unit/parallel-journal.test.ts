@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ZERO_USAGE } from '../../src/core/usage.js';
+import { JournalInvalidError } from '../../src/notes/event-journal.js';
 import { PROJECT_JOURNAL, readProjectJournal } from '../../src/parallel/project-journal.js';
 import type { PlannedSubtask, ProjectEvent } from '../../src/parallel/project-events.js';
 
@@ -91,5 +92,38 @@ describe('readProjectJournal', () => {
 
   it('is null for a task that was not split', () => {
     expect(readProjectJournal(journalOf([{ type: 'project_plan', usage, split: false }]))).toBeNull();
+  });
+
+  it('a damaged line fails with journal_invalid (exit 2) instead of resuming a wrong state', () => {
+    const started = {
+      type: 'project_started' as const,
+      taskId: 'P',
+      branch: 'agent-runner/P',
+      baseSha: 'a'.repeat(40),
+      max: 2,
+      subtasks: [subtask('a')],
+      prd: '# P',
+      prdPath: '/repo/P.md',
+    };
+    // The same journal, intact, reads back: the probe sees a valid journal as valid.
+    const intact = [
+      started,
+      { type: 'subtask_state', subtask: 'a', state: 'merged', attempt: 1, taskId: 'P--a' },
+    ];
+    expect(readProjectJournal(journalOf(intact as ProjectEvent[]))?.merged).toEqual(['a']);
+    // A state the scheduler does not know, in a line that is not the last: damage, not a crash.
+    const damaged = [
+      started,
+      { type: 'subtask_state', subtask: 'a', state: 'done', attempt: 1, taskId: 'P--a' },
+      { type: 'project_plan', usage, split: true },
+    ];
+    const read = () => readProjectJournal(journalOf(damaged as ProjectEvent[]));
+    expect(read).toThrow(JournalInvalidError);
+    expect(read).toThrow(/damaged at line 2 \(subtask_state\) state: /);
+    try {
+      read();
+    } catch (error) {
+      expect((error as JournalInvalidError).exitCode).toBe(2);
+    }
   });
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatStatusTable } from '../../src/cli/status-command.js';
 import { listTasks } from '../../src/lifecycle/task-inventory.js';
+import { ZERO_USAGE } from '../../src/core/usage.js';
 
 const roots: string[] = [];
 afterEach(() => {
@@ -48,7 +49,25 @@ function projectRepo(finished: boolean): string {
   if (finished)
     events.push({
       type: 'project_finished',
-      summary: { taskId: 'P-1', state: 'FAILED', reason: '1 of 2 subtasks merged (b failed)' },
+      // As the project writes it: a whole summary (the journal is validated when read).
+      summary: {
+        taskId: 'P-1',
+        title: 'P',
+        state: 'FAILED',
+        reason: '1 of 2 subtasks merged (b failed)',
+        branch: 'agent-runner/P-1',
+        headSha: 'b'.repeat(40),
+        notePath: null,
+        worktreePath: null,
+        runs: 2,
+        metaCalls: 6,
+        usage: { meta: ZERO_USAGE, worker: ZERO_USAGE, total: ZERO_USAGE },
+        durationMs: 6000,
+        exitCode: 1,
+        error: null,
+        basis: [],
+        criteria: [],
+      },
       at: at(6),
     });
   writeFileSync(
