@@ -45,57 +45,73 @@ export interface JournalTaskState {
 
 /** Folds journal events into the task's state. Pure. */
 export function foldJournal(taskId: string, events: readonly StampedEvent[]): JournalTaskState {
-  const state: JournalTaskState = {
-    taskId,
-    options: null,
-    branch: null,
-    baseSha: null,
-    plan: null,
-    runs: [],
+  const fold = new JournalFold(taskId, events);
+  for (const event of events) fold.apply(event);
+  return fold.result();
+}
+
+/** A run the runner died in, as far as its `worker_started` tells: it has no result. */
+function unfinishedRecord(
+  event: { run: number; mode: string; at: string },
+  decision: MetaDecision | null,
+): RunRecord {
+  return {
+    index: event.run,
+    decision: decision ?? { action: 'run_worker', reason: '(unknown)', usedPatterns: [] },
+    startedAt: Date.parse(event.at),
+    durationMs: 0,
+    mode: event.mode === 'resume' ? 'resume' : 'exec',
+    exitCode: -1,
+    timedOut: false,
+    failed: true,
     threadId: null,
-    metaCalls: 0,
-    metaUsage: ZERO_USAGE,
-    workerUsage: ZERO_USAGE,
-    lastState: null,
-    finished: null,
-    unfinishedRun: null,
-    attempts: 0,
-    events: events.length,
-    lastEventAt: events.at(-1)?.at ?? null,
-    elapsedMs: 0,
-    answers: [],
+    commands: [],
+    finalMessage: null,
+    errors: ['agent-runner stopped during this run (killed or crashed); the run has no result'],
+    usage: ZERO_USAGE,
+    refusals: [],
   };
-  let attemptStartedAt: number | null = null;
-  let attemptLastAt: number | null = null;
-  const settleAttempt = () => {
-    if (attemptStartedAt !== null && attemptLastAt !== null)
-      state.elapsedMs += Math.max(0, attemptLastAt - attemptStartedAt);
-    attemptStartedAt = null;
-    attemptLastAt = null;
-  };
-  const records = new Map<number, RunRecord>();
-  let lastDecision: MetaDecision | null = null;
-  // The run in progress, as far as its events tell: a crash leaves it without worker_finished/run_recorded.
-  let pending: RunRecord | null = null;
-  // A run the runner died in counts as a run (it consumed an iteration, and its thread can be resumed).
-  const settlePending = () => {
-    if (pending && !records.has(pending.index)) records.set(pending.index, pending);
-    pending = null;
-  };
-  const countMeta = (usage: Usage | undefined) => {
-    state.metaCalls += 1;
-    if (usage) state.metaUsage = addUsage(state.metaUsage, usage);
-  };
-  for (const event of events) {
-    const at = Date.parse(event.at);
-    if (event.type === 'task_started') settleAttempt();
-    if (Number.isFinite(at)) {
-      attemptStartedAt ??= at;
-      attemptLastAt = at;
-    }
+}
+
+/** The fold's running state: the task's, the runs recorded so far, the run in progress, the attempt's clock. */
+class JournalFold {
+  private readonly state: JournalTaskState;
+  private readonly records = new Map<number, RunRecord>();
+  private lastDecision: MetaDecision | null = null;
+  /** The run in progress, as far as its events tell: a crash leaves it without worker_finished/run_recorded. */
+  private pending: RunRecord | null = null;
+  private attemptStartedAt: number | null = null;
+  private attemptLastAt: number | null = null;
+
+  constructor(taskId: string, events: readonly StampedEvent[]) {
+    this.state = {
+      taskId,
+      options: null,
+      branch: null,
+      baseSha: null,
+      plan: null,
+      runs: [],
+      threadId: null,
+      metaCalls: 0,
+      metaUsage: ZERO_USAGE,
+      workerUsage: ZERO_USAGE,
+      lastState: null,
+      finished: null,
+      unfinishedRun: null,
+      attempts: 0,
+      events: events.length,
+      lastEventAt: events.at(-1)?.at ?? null,
+      elapsedMs: 0,
+      answers: [],
+    };
+  }
+
+  apply(event: StampedEvent): void {
+    const { state } = this;
+    this.clock(event);
     switch (event.type) {
       case 'task_started':
-        settlePending();
+        this.settlePending();
         state.attempts += 1;
         state.finished = null;
         state.options ??= event.options ?? null;
@@ -107,94 +123,106 @@ export function foldJournal(taskId: string, events: readonly StampedEvent[]): Jo
         break;
       case 'plan':
         state.plan = event.plan;
-        countMeta(event.usage);
+        this.countMeta(event.usage);
         break;
       case 'decision':
-        countMeta(event.usage);
-        lastDecision = event.decision;
+        this.countMeta(event.usage);
+        this.lastDecision = event.decision;
         break;
-      case 'assessment': {
-        countMeta(event.usage);
-        const record = records.get(event.run);
-        if (record) record.assessment = event.assessment;
-        break;
-      }
       case 'worker_started':
-        settlePending();
+        this.settlePending();
         state.unfinishedRun = { run: event.run, mode: event.mode, startedAt: event.at };
-        pending = {
-          index: event.run,
-          decision: lastDecision ?? { action: 'run_worker', reason: '(unknown)', usedPatterns: [] },
-          startedAt: Date.parse(event.at),
-          durationMs: 0,
-          mode: event.mode === 'resume' ? 'resume' : 'exec',
-          exitCode: -1,
-          timedOut: false,
-          failed: true,
-          threadId: null,
-          commands: [],
-          finalMessage: null,
-          errors: ['agent-runner stopped during this run (killed or crashed); the run has no result'],
-          usage: ZERO_USAGE,
-          refusals: [],
-        };
+        this.pending = unfinishedRecord(event, this.lastDecision);
         break;
       case 'worker_event':
-        if (event.event.kind === 'thread_started') {
-          state.threadId = event.event.threadId;
-          if (pending) pending.threadId = event.event.threadId;
-        } else if (event.event.kind === 'command_finished' && pending) {
-          pending.commands.push({
-            command: event.event.command,
-            exitCode: event.event.exitCode,
-            status: event.event.status,
-            outputTail: '',
-          });
-        } else if (event.event.kind === 'command_started' && pending) {
-          pending.durationMs = Math.max(0, Date.parse(event.at) - pending.startedAt);
-        }
+        this.workerEvent(event);
         break;
-      case 'worker_finished':
-        state.unfinishedRun = null;
-        pending = null;
-        break;
-      case 'run_recorded':
-        // A later record of the same run (with facts, DoD, assessment) replaces the earlier one.
-        records.set(event.run, structuredClone(event.record));
-        if (event.record.threadId) state.threadId = event.record.threadId;
-        break;
-      case 'facts': {
-        const record = records.get(event.run);
-        if (record) record.facts = event.facts;
-        break;
-      }
-      case 'dod': {
-        const record = records.get(event.run);
-        if (record) record.dod = event.dod;
-        break;
-      }
-      case 'criteria_checks': {
-        const record = records.get(event.run);
-        if (record) record.criteriaChecks = event.results;
-        break;
-      }
       case 'human':
         if (event.answer !== null) state.answers.push({ question: event.question, answer: event.answer });
         break;
+      case 'worker_finished':
       case 'task_finished':
-        state.finished = event.summary;
+        if (event.type === 'task_finished') state.finished = event.summary;
         state.unfinishedRun = null;
-        pending = null;
+        this.pending = null;
         break;
       default:
-        break;
+        this.runPart(event);
     }
   }
-  settlePending();
-  settleAttempt();
-  state.runs = [...records.values()].sort((left, right) => left.index - right.index);
-  state.workerUsage = state.runs.reduce((sum, run) => addUsage(sum, run.usage), ZERO_USAGE);
-  return state;
+
+  /** Each attempt's wall clock runs from its `task_started` to its last event. */
+  private clock(event: StampedEvent): void {
+    const at = Date.parse(event.at);
+    if (event.type === 'task_started') this.settleAttempt();
+    if (Number.isFinite(at)) {
+      this.attemptStartedAt ??= at;
+      this.attemptLastAt = at;
+    }
+  }
+
+  /** What the worker reported during the run in progress: its thread, its commands. */
+  private workerEvent(event: Extract<StampedEvent, { type: 'worker_event' }>): void {
+    const { pending } = this;
+    if (event.event.kind === 'thread_started') {
+      this.state.threadId = event.event.threadId;
+      if (pending) pending.threadId = event.event.threadId;
+    } else if (event.event.kind === 'command_finished' && pending) {
+      pending.commands.push({
+        command: event.event.command,
+        exitCode: event.event.exitCode,
+        status: event.event.status,
+        outputTail: '',
+      });
+    } else if (event.event.kind === 'command_started' && pending) {
+      pending.durationMs = Math.max(0, Date.parse(event.at) - pending.startedAt);
+    }
+  }
+
+  /** A run's record, and the facts, DoD, checks and assessment written after it (laid over it). */
+  private runPart(event: StampedEvent): void {
+    if (event.type === 'run_recorded') {
+      // A later record of the same run (with facts, DoD, assessment) replaces the earlier one.
+      this.records.set(event.run, structuredClone(event.record));
+      if (event.record.threadId) this.state.threadId = event.record.threadId;
+      return;
+    }
+    if (event.type === 'assessment') this.countMeta(event.usage);
+    if (!('run' in event)) return;
+    const record = this.records.get(event.run);
+    if (!record) return;
+    if (event.type === 'assessment') record.assessment = event.assessment;
+    else if (event.type === 'facts') record.facts = event.facts;
+    else if (event.type === 'dod') record.dod = event.dod;
+    else if (event.type === 'criteria_checks') record.criteriaChecks = event.results;
+  }
+
+  private countMeta(usage: Usage | undefined): void {
+    this.state.metaCalls += 1;
+    if (usage) this.state.metaUsage = addUsage(this.state.metaUsage, usage);
+  }
+
+  /** A run the runner died in counts as a run (it consumed an iteration, and its thread can be resumed). */
+  private settlePending(): void {
+    if (this.pending && !this.records.has(this.pending.index))
+      this.records.set(this.pending.index, this.pending);
+    this.pending = null;
+  }
+
+  private settleAttempt(): void {
+    if (this.attemptStartedAt !== null && this.attemptLastAt !== null)
+      this.state.elapsedMs += Math.max(0, this.attemptLastAt - this.attemptStartedAt);
+    this.attemptStartedAt = null;
+    this.attemptLastAt = null;
+  }
+
+  result(): JournalTaskState {
+    this.settlePending();
+    this.settleAttempt();
+    const runs = [...this.records.values()].sort((left, right) => left.index - right.index);
+    const workerUsage = runs.reduce((sum, run) => addUsage(sum, run.usage), ZERO_USAGE);
+    return { ...this.state, runs, workerUsage };
+  }
 }
 
 /**

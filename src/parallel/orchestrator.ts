@@ -8,7 +8,7 @@
  * stops only what waits for it. Imports ports only.
  */
 import type { Clock } from '../core/ports.js';
-import type { DodOutcome, Plan } from '../core/types.js';
+import type { DodOutcome } from '../core/types.js';
 import type { Ledger } from '../core/ledger.js';
 import { limitMessage } from '../core/limits.js';
 import type { FactsForAssessment } from '../meta/meta-context.js';
@@ -17,7 +17,14 @@ import type { IntegrationPort, ProjectMetaPort, SubtaskResult, SubtaskRunnerPort
 import type { PlannedSubtask, ProjectEvent, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
 import { schedule, type SubtaskState } from './scheduler.js';
 
-import type { MergeLogEntry, ProjectOutcome, SubtaskRecord } from './project-outcome.js';
+import {
+  initialRecords,
+  projectOutcome,
+  type MergeLogEntry,
+  type ProjectOutcome,
+  type SubtaskRecord,
+} from './project-outcome.js';
+import { dodReport, fixupPlan, fixupPrd, replannedPrd } from './subtask-texts.js';
 
 export interface OrchestratorOptions {
   taskId: string;
@@ -49,30 +56,6 @@ export interface OrchestratorDeps {
 
 const PASSING_DOD = new Set(['passed', 'none', 'skipped']);
 
-function fixupPlan(subtask: string): Plan {
-  return {
-    title: `Repair the combined tree after merging ${subtask}`,
-    acceptanceCriteria: [
-      {
-        id: 'AC-1',
-        description:
-          'The Definition of Done passes on the combined tree (every merged subtask together), with each subtask still doing what it was for.',
-        type: 'test',
-        critical: true,
-      },
-    ],
-  };
-}
-
-function dodReport(dod: DodOutcome): string {
-  return dod.results
-    .filter((result) => result.status !== 'passed')
-    .map(
-      (result) => `- \`${result.command}\` ${result.status} (exit ${result.exitCode}):\n${result.outputTail}`,
-    )
-    .join('\n');
-}
-
 export class ProjectOrchestrator {
   private readonly records = new Map<string, SubtaskRecord>();
   private readonly merges: MergeLogEntry[] = [];
@@ -88,21 +71,7 @@ export class ProjectOrchestrator {
     private readonly options: OrchestratorOptions,
     private readonly deps: OrchestratorDeps,
   ) {
-    for (const subtask of options.subtasks) {
-      const merged = options.merged?.includes(subtask.id) ?? false;
-      const attempt = options.attempts?.[subtask.id] ?? 1;
-      this.records.set(subtask.id, {
-        subtask,
-        state: merged ? 'merged' : 'waiting',
-        attempt,
-        taskId: `${options.taskId}--${subtask.id}${attempt > 1 ? `-r${attempt}` : ''}`,
-        reason: merged ? 'merged in an earlier attempt' : '',
-        attempts: [],
-        reviews: [],
-        startedAt: null,
-        finishedAt: null,
-      });
-    }
+    for (const record of initialRecords(options)) this.records.set(record.subtask.id, record);
     this.arm();
   }
 
@@ -278,17 +247,7 @@ export class ProjectOrchestrator {
     const reason = `the combined DoD failed after merging ${id}`;
     this.deps.emit({ type: 'fixup', subtask: id, taskId, state: 'running', reason });
     const scope = [...new Set(this.options.subtasks.flatMap((subtask) => subtask.writeScope))];
-    const prd = [
-      `# Repair the integration branch after merging subtask ${id}`,
-      '',
-      `Several subtasks of one project were built separately and merged. Each passed its checks alone, but after merging \`${id}\` the Definition of Done fails on the combined tree:`,
-      '',
-      dodReport(dod),
-      '',
-      'Make the combined tree pass without undoing what any subtask was for. The whole project was:',
-      '',
-      this.options.prd,
-    ].join('\n');
+    const prd = fixupPrd(id, dod, this.options.prd);
     let result: SubtaskResult;
     try {
       result = await this.deps.runner.run({
@@ -356,20 +315,7 @@ export class ProjectOrchestrator {
       this.deps.ledger.countMeta(usage);
       record.attempt += 1;
       record.taskId = `${this.options.taskId}--${record.subtask.id}-r${record.attempt}`;
-      const findingText = findings.map(
-        (finding) =>
-          `- ${finding.file}${finding.line ? `:${finding.line}` : ''} (${finding.severity}): ${finding.message}`,
-      );
-      record.subtask = {
-        ...record.subtask,
-        plan,
-        prd: [
-          record.subtask.prd.trimEnd(),
-          '',
-          `An earlier attempt of this subtask was not merged: ${reason}`,
-          ...(findingText.length ? ['', 'Findings of the review:', ...findingText] : []),
-        ].join('\n'),
-      };
+      record.subtask = { ...record.subtask, plan, prd: replannedPrd(record.subtask.prd, reason, findings) };
       this.deps.emit({
         type: 'replan',
         subtask: record.subtask.id,
@@ -435,38 +381,14 @@ export class ProjectOrchestrator {
   }
 
   private async outcome(): Promise<ProjectOutcome> {
-    const subtasks = [...this.records.values()];
-    const usage = this.deps.ledger.usage();
-    const headSha = await this.deps.integration.head();
-    const merged = subtasks.filter((record) => record.state === 'merged').length;
-    const base = {
-      subtasks,
+    return projectOutcome({
+      subtasks: [...this.records.values()],
       merges: this.merges,
       combinedDod: this.combinedDod,
-      headSha,
-      usage,
+      headSha: await this.deps.integration.head(),
+      usage: this.deps.ledger.usage(),
       metaCalls: this.deps.ledger.metaCalls,
-    };
-    if (merged === subtasks.length) {
-      const dod = this.combinedDod;
-      return {
-        ...base,
-        state: 'COMPLETE',
-        reason: `all ${merged} subtasks merged into the integration branch; combined DoD ${dod?.status ?? 'not run (nothing new merged)'}`,
-      };
-    }
-    const notMerged = subtasks.filter((record) => record.state !== 'merged');
-    const detail = notMerged.map((record) => `${record.subtask.id} ${record.state}`).join(', ');
-    if (this.stopReason)
-      return {
-        ...base,
-        state: 'NEEDS_REVIEW',
-        reason: `${this.stopReason}; ${merged} of ${subtasks.length} merged (${detail})`,
-      };
-    return {
-      ...base,
-      state: 'FAILED',
-      reason: `${merged} of ${subtasks.length} subtasks merged (${detail})`,
-    };
+      stopReason: this.stopReason,
+    });
   }
 }

@@ -38,3 +38,67 @@ export interface ProjectOutcome {
   usage: { meta: Usage; worker: Usage; total: Usage };
   metaCalls: number;
 }
+
+/**
+ * The project's verdict from its subtasks: COMPLETE when every one merged, NEEDS_REVIEW when a limit or an
+ * interrupt stopped it (`stopReason`), else FAILED.
+ */
+export function projectOutcome(
+  input: Omit<ProjectOutcome, 'state' | 'reason'> & { stopReason: string | null },
+): ProjectOutcome {
+  const { subtasks } = input;
+  const merged = subtasks.filter((record) => record.state === 'merged').length;
+  const base = {
+    subtasks,
+    merges: input.merges,
+    combinedDod: input.combinedDod,
+    headSha: input.headSha,
+    usage: input.usage,
+    metaCalls: input.metaCalls,
+  };
+  if (merged === subtasks.length) {
+    const dod = input.combinedDod;
+    return {
+      ...base,
+      state: 'COMPLETE',
+      reason: `all ${merged} subtasks merged into the integration branch; combined DoD ${dod?.status ?? 'not run (nothing new merged)'}`,
+    };
+  }
+  const notMerged = subtasks.filter((record) => record.state !== 'merged');
+  const detail = notMerged.map((record) => `${record.subtask.id} ${record.state}`).join(', ');
+  if (input.stopReason)
+    return {
+      ...base,
+      state: 'NEEDS_REVIEW',
+      reason: `${input.stopReason}; ${merged} of ${subtasks.length} merged (${detail})`,
+    };
+  return {
+    ...base,
+    state: 'FAILED',
+    reason: `${merged} of ${subtasks.length} subtasks merged (${detail})`,
+  };
+}
+
+/** Each subtask's record when the project starts: those merged by an earlier attempt stay merged. */
+export function initialRecords(options: {
+  taskId: string;
+  subtasks: readonly PlannedSubtask[];
+  merged?: readonly string[];
+  attempts?: Record<string, number>;
+}): SubtaskRecord[] {
+  return options.subtasks.map((subtask) => {
+    const merged = options.merged?.includes(subtask.id) ?? false;
+    const attempt = options.attempts?.[subtask.id] ?? 1;
+    return {
+      subtask,
+      state: merged ? 'merged' : 'waiting',
+      attempt,
+      taskId: `${options.taskId}--${subtask.id}${attempt > 1 ? `-r${attempt}` : ''}`,
+      reason: merged ? 'merged in an earlier attempt' : '',
+      attempts: [],
+      reviews: [],
+      startedAt: null,
+      finishedAt: null,
+    };
+  });
+}

@@ -6,7 +6,7 @@
  */
 import { formatDuration } from '../config/units.js';
 import type { StampedEvent } from '../core/events.js';
-import type { StampedProjectEvent } from './project-events.js';
+import type { StampedProjectEvent, SubtaskTaskEvent } from './project-events.js';
 
 const clip = (text: string, max = 100) => {
   const line = text.replace(/\s+/g, ' ').trim();
@@ -57,59 +57,72 @@ export function createProjectProgress(
       options.single(event as unknown as StampedEvent);
       return;
     }
-    switch (event.type) {
-      case 'project_plan':
-        if (event.split) split = true;
-        break;
-      case 'project_started':
-        split = true;
-        news(
-          `project ${event.taskId}: ${event.subtasks.length} subtasks on ${event.branch} (base ${event.baseSha.slice(0, 10)}), at most ${event.max} at once`,
-        );
-        for (const subtask of event.subtasks)
-          update(subtask.id, { state: 'waiting', activity: subtask.title });
-        break;
-      case 'subtask_state':
-        update(event.subtask, { state: event.state, activity: event.reason ?? '' });
-        break;
-      case 'subtask_waiting':
-        update(event.subtask, { activity: event.reason });
-        break;
-      case 'review':
-        news(`review of ${event.subtask}: ${event.review.verdict} — ${clip(event.review.summary)}`);
-        break;
-      case 'replan':
-        news(`${event.subtask} planned again (attempt ${event.attempt}): ${clip(event.reason)}`);
-        break;
-      case 'merge':
-        news(`merge ${event.branch}: ${event.status} (${event.sha.slice(0, 10)})`);
-        break;
-      case 'combined_dod':
-        news(
-          `combined DoD after ${event.subtask}: ${event.dod.status}${event.dod.results.length ? ` (${event.dod.results.map((result) => `${result.name} ${result.status}`).join(', ')})` : ''}`,
-        );
-        break;
-      case 'fixup':
-        news(`fix-up ${event.taskId} for ${event.subtask}: ${event.state} — ${clip(event.reason)}`);
-        break;
-      case 'project_finished':
-        break;
-      case 'subtask_finished':
-        update(event.subtask, { activity: `${event.summary.state}: ${event.summary.reason}` });
-        break;
-      default: {
-        if (!('subtask' in event)) break;
-        const id = event.subtask;
-        if (event.type === 'worker_started') update(id, { activity: `worker run ${event.run}` });
-        else if (event.type === 'worker_event' && event.event.kind === 'command_started')
-          update(id, { activity: `$ ${event.event.command}` });
-        else if (event.type === 'worker_finished')
-          update(id, {
-            activity: `worker run ${event.run} ended: exit ${event.exitCode} after ${formatDuration(event.durationMs)}`,
-          });
-        else if (event.type === 'dod') update(id, { activity: `DoD ${event.dod.status}` });
-        else if (event.type === 'transition' && event.to !== 'RUNNING') update(id, { activity: event.to });
-      }
-    }
+    if (event.type === 'project_plan' && event.split) split = true;
+    if (event.type === 'project_started') split = true;
+    const text = newsOf(event);
+    if (text !== null) news(text);
+    if (event.type === 'project_started')
+      for (const subtask of event.subtasks) update(subtask.id, { state: 'waiting', activity: subtask.title });
+    const change = subtaskChange(event);
+    if (change) update(change.id, change);
   };
+}
+
+/** The line a project-wide event prints above the subtask lines, if any. */
+function newsOf(event: StampedProjectEvent): string | null {
+  switch (event.type) {
+    case 'project_started':
+      return `project ${event.taskId}: ${event.subtasks.length} subtasks on ${event.branch} (base ${event.baseSha.slice(0, 10)}), at most ${event.max} at once`;
+    case 'review':
+      return `review of ${event.subtask}: ${event.review.verdict} — ${clip(event.review.summary)}`;
+    case 'replan':
+      return `${event.subtask} planned again (attempt ${event.attempt}): ${clip(event.reason)}`;
+    case 'merge':
+      return `merge ${event.branch}: ${event.status} (${event.sha.slice(0, 10)})`;
+    case 'combined_dod':
+      return `combined DoD after ${event.subtask}: ${event.dod.status}${event.dod.results.length ? ` (${event.dod.results.map((result) => `${result.name} ${result.status}`).join(', ')})` : ''}`;
+    case 'fixup':
+      return `fix-up ${event.taskId} for ${event.subtask}: ${event.state} — ${clip(event.reason)}`;
+    default:
+      return null;
+  }
+}
+
+/** What an event changes in its subtask's line (its state, what it is doing), if anything. */
+function subtaskChange(event: StampedProjectEvent): { id: string; state?: string; activity?: string } | null {
+  switch (event.type) {
+    case 'subtask_state':
+      return { id: event.subtask, state: event.state, activity: event.reason ?? '' };
+    case 'subtask_waiting':
+      return { id: event.subtask, activity: event.reason };
+    case 'subtask_finished':
+      return { id: event.subtask, activity: `${event.summary.state}: ${event.summary.reason}` };
+    case 'project_started':
+    case 'project_plan':
+    case 'review':
+    case 'replan':
+    case 'merge':
+    case 'combined_dod':
+    case 'fixup':
+    case 'project_finished':
+      return null;
+    default:
+      return 'subtask' in event ? taskActivity(event) : null;
+  }
+}
+
+/** What a subtask's own task event says it is doing. */
+function taskActivity(event: SubtaskTaskEvent): { id: string; activity: string } | null {
+  const id = event.subtask;
+  if (event.type === 'worker_started') return { id, activity: `worker run ${event.run}` };
+  if (event.type === 'worker_event' && event.event.kind === 'command_started')
+    return { id, activity: `$ ${event.event.command}` };
+  if (event.type === 'worker_finished')
+    return {
+      id,
+      activity: `worker run ${event.run} ended: exit ${event.exitCode} after ${formatDuration(event.durationMs)}`,
+    };
+  if (event.type === 'dod') return { id, activity: `DoD ${event.dod.status}` };
+  if (event.type === 'transition' && event.to !== 'RUNNING') return { id, activity: event.to };
+  return null;
 }
