@@ -37,70 +37,7 @@ export function registerImageCommand(program: Command, context: CommandContext):
       '--worker-only',
       "build the worker image only, not the toolchain of the repository it runs in (scripts/setup.sh uses it: agent-runner's own checkout is not a project to work on)",
     )
-    .action(async (flags: BuildFlags) => {
-      const { config, repoRoot } = await loadCommandConfig(context);
-      const [
-        { createDockerClient, pingDocker },
-        { buildWorkerImage, resolveBaseImage },
-        { IMAGE_EXTRA_CA_PATH, runInImage },
-        { resolveTaskImage },
-      ] = await Promise.all([
-        import('../sandbox/docker-client.js'),
-        import('../sandbox/image-builder.js'),
-        import('../toolchain/run-in-image.js'),
-        import('../toolchain/toolchain-image.js'),
-      ]);
-      const docker = createDockerClient(context.env);
-      await pingDocker(docker, context.env);
-      const baseImage = flags.baseImage ?? (await resolveBaseImage(docker, config.sandbox.baseImage));
-      // The bundle the last build trusted is remembered: a build with no flag trusts it again.
-      const caCert = flags.caCert
-        ? path.resolve(context.cwd, flags.caCert)
-        : config.sandbox.extraCaCert
-          ? path.resolve(repoRoot, config.sandbox.extraCaCert)
-          : await rememberedCa(context.env);
-      if (caCert && !flags.caCert && !config.sandbox.extraCaCert && !flags.quiet)
-        context.output.err(`Trusting the CA bundle remembered from the last build: ${caCert}`);
-      if (!flags.quiet) context.output.err(`Building the worker image from ${baseImage}...`);
-      const result = await buildWorkerImage(docker, {
-        baseImage,
-        codexVersion: config.worker.codexVersion,
-        ...(caCert ? { extraCaCertPath: caCert } : {}),
-        force: Boolean(flags.force),
-        ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
-      });
-      if (caCert) await rememberCa(context.env, caCert);
-      const id = result.imageId.replace(/^sha256:/, '').slice(0, 12);
-      const summary = result.reused
-        ? `${result.tag} (reused: already built from the same inputs, ${id})`
-        : `${result.tag} (built, ${id})`;
-      if (flags.workerOnly) {
-        context.output.out(summary);
-        return;
-      }
-      // The project's own toolchain (sandbox.dockerfile, a dev container, the Node it declares) on top.
-      const task = await resolveTaskImage({
-        docker,
-        config,
-        repoRoot,
-        workerImage: config.sandbox.image ?? result.tag,
-        buildWorkerOn: async (base) =>
-          (
-            await buildWorkerImage(docker, {
-              baseImage: base,
-              codexVersion: config.worker.codexVersion,
-              projectBase: true,
-              ...(caCert
-                ? { extraCaCertPath: caCert }
-                : { extraCa: await runInImage(docker, result.tag, ['cat', IMAGE_EXTRA_CA_PATH]) }),
-              ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
-            })
-          ).tag,
-        ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
-      });
-      for (const layer of task.layers) context.output.out(`${task.image} (toolchain: ${layer})`);
-      context.output.out(summary);
-    });
+    .action((flags: BuildFlags) => buildImage(context, flags));
 
   image
     .command('ls')
@@ -115,29 +52,7 @@ export function registerImageCommand(program: Command, context: CommandContext):
   image
     .command('rm <tags...>')
     .description('Remove worker or derived images by tag (never an image a container still uses)')
-    .action(async (tags: string[]) => {
-      const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
-      const docker = createDockerClient(context.env);
-      await pingDocker(docker, context.env);
-      for (const tag of tags) {
-        if (!/^agent-runner-(worker|project):/.test(tag)) {
-          context.output.err(
-            `agent-runner: ${tag} is not an agent-runner image (agent-runner-worker:* or agent-runner-project:*).`,
-          );
-          context.setExitCode(2);
-          continue;
-        }
-        try {
-          await docker.getImage(tag).remove();
-          context.output.out(`removed ${tag}`);
-        } catch (error) {
-          context.output.err(
-            `agent-runner: could not remove ${tag}: ${(error as Error).message.split('\n')[0]}`,
-          );
-          context.setExitCode(4);
-        }
-      }
-    });
+    .action((tags: string[]) => removeImages(context, tags));
 
   image
     .command('tag')
@@ -154,6 +69,105 @@ export function registerImageCommand(program: Command, context: CommandContext):
       });
       context.output.out(workerImageTag(inputs));
     });
+}
+
+/** `image build`: the worker image, then (unless `--worker-only`) the project's toolchain on top. */
+async function buildImage(context: CommandContext, flags: BuildFlags): Promise<void> {
+  const { config, repoRoot } = await loadCommandConfig(context);
+  const [
+    { createDockerClient, pingDocker },
+    { buildWorkerImage, resolveBaseImage },
+    { IMAGE_EXTRA_CA_PATH, runInImage },
+    { resolveTaskImage },
+  ] = await Promise.all([
+    import('../sandbox/docker-client.js'),
+    import('../sandbox/image-builder.js'),
+    import('../toolchain/run-in-image.js'),
+    import('../toolchain/toolchain-image.js'),
+  ]);
+  const docker = createDockerClient(context.env);
+  await pingDocker(docker, context.env);
+  const baseImage = flags.baseImage ?? (await resolveBaseImage(docker, config.sandbox.baseImage));
+  const caCert = await chooseCaCert(context, config, repoRoot, flags);
+  if (caCert && !flags.caCert && !config.sandbox.extraCaCert && !flags.quiet)
+    context.output.err(`Trusting the CA bundle remembered from the last build: ${caCert}`);
+  if (!flags.quiet) context.output.err(`Building the worker image from ${baseImage}...`);
+  const result = await buildWorkerImage(docker, {
+    baseImage,
+    codexVersion: config.worker.codexVersion,
+    ...(caCert ? { extraCaCertPath: caCert } : {}),
+    force: Boolean(flags.force),
+    ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
+  });
+  if (caCert) await rememberCa(context.env, caCert);
+  const id = result.imageId.replace(/^sha256:/, '').slice(0, 12);
+  const summary = result.reused
+    ? `${result.tag} (reused: already built from the same inputs, ${id})`
+    : `${result.tag} (built, ${id})`;
+  if (flags.workerOnly) {
+    context.output.out(summary);
+    return;
+  }
+  // The project's own toolchain (sandbox.dockerfile, a dev container, the Node it declares) on top.
+  const task = await resolveTaskImage({
+    docker,
+    config,
+    repoRoot,
+    workerImage: config.sandbox.image ?? result.tag,
+    buildWorkerOn: async (base) =>
+      (
+        await buildWorkerImage(docker, {
+          baseImage: base,
+          codexVersion: config.worker.codexVersion,
+          projectBase: true,
+          ...(caCert
+            ? { extraCaCertPath: caCert }
+            : { extraCa: await runInImage(docker, result.tag, ['cat', IMAGE_EXTRA_CA_PATH]) }),
+          ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
+        })
+      ).tag,
+    ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
+  });
+  for (const layer of task.layers) context.output.out(`${task.image} (toolchain: ${layer})`);
+  context.output.out(summary);
+}
+
+/** The CA bundle the build trusts: the flag's, the config's, or the one the last build trusted. */
+async function chooseCaCert(
+  context: CommandContext,
+  config: Config,
+  repoRoot: string,
+  flags: BuildFlags,
+): Promise<string | undefined> {
+  // The bundle the last build trusted is remembered: a build with no flag trusts it again.
+  return flags.caCert
+    ? path.resolve(context.cwd, flags.caCert)
+    : config.sandbox.extraCaCert
+      ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+      : await rememberedCa(context.env);
+}
+
+/** `image rm`: removes agent-runner's own images by tag; other tags are refused. */
+async function removeImages(context: CommandContext, tags: string[]): Promise<void> {
+  const { createDockerClient, pingDocker } = await import('../sandbox/docker-client.js');
+  const docker = createDockerClient(context.env);
+  await pingDocker(docker, context.env);
+  for (const tag of tags) {
+    if (!/^agent-runner-(worker|project):/.test(tag)) {
+      context.output.err(
+        `agent-runner: ${tag} is not an agent-runner image (agent-runner-worker:* or agent-runner-project:*).`,
+      );
+      context.setExitCode(2);
+      continue;
+    }
+    try {
+      await docker.getImage(tag).remove();
+      context.output.out(`removed ${tag}`);
+    } catch (error) {
+      context.output.err(`agent-runner: could not remove ${tag}: ${(error as Error).message.split('\n')[0]}`);
+      context.setExitCode(4);
+    }
+  }
 }
 
 /** One line per image: tag, size, created, what it is. */

@@ -27,107 +27,125 @@ export function createProgressPrinter(
   return (event) => {
     const t = stamp(event.at);
     if (event.type === 'task_finished') clearInterval(setupTicker);
-    switch (event.type) {
-      case 'task_started':
-        write(
-          `${t} task ${event.taskId} on branch ${event.branch} (base ${event.baseSha.slice(0, 10)})${event.dirtyStart ? ' — note: your working tree has uncommitted changes; they are not part of the task' : ''}`,
-        );
-        break;
-      case 'transition':
-        write(`${t} ${event.to}${event.reason ? `: ${clip(event.reason)}` : ''}`);
-        break;
-      case 'setup_command':
-        clearInterval(setupTicker);
-        if (event.phase === 'started') {
-          write(`${t} set-up ${event.index}: $ ${clip(event.command, 140)} (${event.policy})`);
-          // A long install shows it is alive: the elapsed time every 15 s (unref: never holds the exit).
-          const began = Date.now();
-          setupTicker = setInterval(
-            () => write(`        set-up ${event.index}: running, ${formatDuration(Date.now() - began)}`),
-            SETUP_TICK_MS,
-          );
-          setupTicker.unref();
-        } else
-          write(
-            `${t} set-up ${event.index}: ${event.exitCode === 0 ? '✓' : '✗'} ${event.timedOut ? 'timed out' : `exit ${event.exitCode ?? '?'}`} after ${formatDuration(event.durationMs ?? 0)}`,
-          );
-        break;
-      case 'plan':
-        write(`${t} plan: ${event.plan.title}`);
-        for (const criterion of event.plan.acceptanceCriteria) {
-          write(
-            `        ${criterion.id}${criterion.critical ? '*' : ''} ${clip(criterion.description, 120)}`,
-          );
-        }
-        break;
-      case 'decision':
-        write(`${t} meta: ${event.decision.action} — ${clip(event.decision.reason)}`);
-        break;
-      case 'worker_started':
-        write(`${t} worker run ${event.run} (${event.mode})`);
-        break;
-      case 'worker_event': {
-        const inner = event.event;
-        if (inner.kind === 'command_started') write(`${t}   $ ${clip(inner.command, 140)}`);
-        else if (inner.kind === 'command_finished') {
-          write(`${t}   ${inner.exitCode === 0 ? '✓' : '✗'} exit ${inner.exitCode ?? '?'} (${inner.status})`);
-        } else if (inner.kind === 'file_changed') write(`${t}   ~ ${inner.change} ${inner.path}`);
-        else if (inner.kind === 'error' && inner.fatal) write(`${t}   ! ${clip(inner.message)}`);
-        break;
-      }
-      case 'worker_finished':
-        write(
-          `${t} worker run ${event.run} ended: exit ${event.exitCode}${event.timedOut ? ' (timed out)' : ''} after ${formatDuration(event.durationMs)}`,
-        );
-        break;
-      case 'facts': {
-        const facts = event.facts;
-        write(
-          `${t} facts: ${facts.commits.length} commit(s) since base, ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean'}, ${facts.scopeViolations.length ? `scope violations: ${facts.scopeViolations.join(', ')}` : 'no scope violations'}${facts.problems?.length ? `; INCOMPLETE: ${facts.problems.join('; ')}` : ''}`,
-        );
-        break;
-      }
-      case 'dod':
-        write(
-          `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status} (${formatDuration(result.durationMs)})`).join(', ') || 'none'}`,
-        );
-        break;
-      case 'criteria_checks':
-        if (event.results.length > 0)
-          write(
-            `${t} criteria checks: ${event.results.map((check) => `${check.criterionId} ${check.kind} ${check.status.replace('_', ' ')}${check.exitCode === null ? '' : ` (exit ${check.exitCode})`}`).join(', ')}`,
-          );
-        break;
-      case 'stalled':
-        write(`${t} stalled: ${clip(event.what)}`);
-        break;
-      case 'assessment':
-        write(
-          `${t} assessment: ${event.assessment.allCriteriaSatisfied ? 'satisfied' : 'not satisfied'} — ${clip(event.assessment.summary)}`,
-        );
-        break;
-      case 'refused':
-        for (const reason of event.reasons) write(`${t}   not complete: ${clip(reason)}`);
-        break;
-      case 'human':
-        write(
-          `${t} question: ${event.question}${event.answer === null ? ' (no one to answer: headless)' : ` → ${event.answer}`}`,
-        );
-        break;
-      case 'gateway_refused': {
-        const refusal = event.refusal;
-        write(
-          `${t}   gateway refused ${refusal.method} ${clip(refusal.path, 80)} (${refusal.reason}, ${refusal.status}): ${clip(refusal.detail)}`,
-        );
-        break;
-      }
-      case 'preserved':
-        write(`${t} uncommitted worker changes saved at ${event.ref}`);
-        break;
-      default:
-        break;
+    if (event.type !== 'setup_command') {
+      writeLoopEvent(write, t, event);
+      return;
     }
+    clearInterval(setupTicker);
+    if (event.phase === 'started') {
+      write(`${t} set-up ${event.index}: $ ${clip(event.command, 140)} (${event.policy})`);
+      setupTicker = tickSetup(write, event.index);
+    } else
+      write(
+        `${t} set-up ${event.index}: ${event.exitCode === 0 ? '✓' : '✗'} ${event.timedOut ? 'timed out' : `exit ${event.exitCode ?? '?'}`} after ${formatDuration(event.durationMs ?? 0)}`,
+      );
   };
+}
+
+/** A long install shows it is alive: the elapsed time every 15 s (unref: never holds the exit). */
+function tickSetup(write: (line: string) => void, index: number): NodeJS.Timeout {
+  const began = Date.now();
+  const ticker = setInterval(
+    () => write(`        set-up ${index}: running, ${formatDuration(Date.now() - began)}`),
+    SETUP_TICK_MS,
+  );
+  ticker.unref();
+  return ticker;
+}
+
+/** The lines of the loop's own events: the task, its plan, decisions and assessment (others: writeRunEvent). */
+function writeLoopEvent(write: (line: string) => void, t: string, event: StampedEvent): void {
+  switch (event.type) {
+    case 'task_started':
+      write(
+        `${t} task ${event.taskId} on branch ${event.branch} (base ${event.baseSha.slice(0, 10)})${event.dirtyStart ? ' — note: your working tree has uncommitted changes; they are not part of the task' : ''}`,
+      );
+      break;
+    case 'transition':
+      write(`${t} ${event.to}${event.reason ? `: ${clip(event.reason)}` : ''}`);
+      break;
+    case 'plan':
+      write(`${t} plan: ${event.plan.title}`);
+      for (const criterion of event.plan.acceptanceCriteria) {
+        write(`        ${criterion.id}${criterion.critical ? '*' : ''} ${clip(criterion.description, 120)}`);
+      }
+      break;
+    case 'decision':
+      write(`${t} meta: ${event.decision.action} — ${clip(event.decision.reason)}`);
+      break;
+    case 'stalled':
+      write(`${t} stalled: ${clip(event.what)}`);
+      break;
+    case 'assessment':
+      write(
+        `${t} assessment: ${event.assessment.allCriteriaSatisfied ? 'satisfied' : 'not satisfied'} — ${clip(event.assessment.summary)}`,
+      );
+      break;
+    case 'refused':
+      for (const reason of event.reasons) write(`${t}   not complete: ${clip(reason)}`);
+      break;
+    case 'human':
+      write(
+        `${t} question: ${event.question}${event.answer === null ? ' (no one to answer: headless)' : ` → ${event.answer}`}`,
+      );
+      break;
+    default:
+      writeRunEvent(write, t, event);
+      break;
+  }
+}
+
+/** The lines of a worker run and what it left: commands, facts, DoD, checks, gateway refusals. */
+function writeRunEvent(write: (line: string) => void, t: string, event: StampedEvent): void {
+  switch (event.type) {
+    case 'worker_started':
+      write(`${t} worker run ${event.run} (${event.mode})`);
+      break;
+    case 'worker_event': {
+      const inner = event.event;
+      if (inner.kind === 'command_started') write(`${t}   $ ${clip(inner.command, 140)}`);
+      else if (inner.kind === 'command_finished') {
+        write(`${t}   ${inner.exitCode === 0 ? '✓' : '✗'} exit ${inner.exitCode ?? '?'} (${inner.status})`);
+      } else if (inner.kind === 'file_changed') write(`${t}   ~ ${inner.change} ${inner.path}`);
+      else if (inner.kind === 'error' && inner.fatal) write(`${t}   ! ${clip(inner.message)}`);
+      break;
+    }
+    case 'worker_finished':
+      write(
+        `${t} worker run ${event.run} ended: exit ${event.exitCode}${event.timedOut ? ' (timed out)' : ''} after ${formatDuration(event.durationMs)}`,
+      );
+      break;
+    case 'facts': {
+      const facts = event.facts;
+      write(
+        `${t} facts: ${facts.commits.length} commit(s) since base, ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean'}, ${facts.scopeViolations.length ? `scope violations: ${facts.scopeViolations.join(', ')}` : 'no scope violations'}${facts.problems?.length ? `; INCOMPLETE: ${facts.problems.join('; ')}` : ''}`,
+      );
+      break;
+    }
+    case 'dod':
+      write(
+        `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status} (${formatDuration(result.durationMs)})`).join(', ') || 'none'}`,
+      );
+      break;
+    case 'criteria_checks':
+      if (event.results.length > 0)
+        write(
+          `${t} criteria checks: ${event.results.map((check) => `${check.criterionId} ${check.kind} ${check.status.replace('_', ' ')}${check.exitCode === null ? '' : ` (exit ${check.exitCode})`}`).join(', ')}`,
+        );
+      break;
+    case 'gateway_refused': {
+      const refusal = event.refusal;
+      write(
+        `${t}   gateway refused ${refusal.method} ${clip(refusal.path, 80)} (${refusal.reason}, ${refusal.status}): ${clip(refusal.detail)}`,
+      );
+      break;
+    }
+    case 'preserved':
+      write(`${t} uncommitted worker changes saved at ${event.ref}`);
+      break;
+    default:
+      break;
+  }
 }
 
 /** The closing lines: state, reason, where things are. */

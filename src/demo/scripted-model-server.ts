@@ -73,108 +73,129 @@ export interface ScriptedModelServer {
   close(): Promise<void>;
 }
 
+/** Where the script is: the replies used on each side, and the last id handed out (shared by both). */
+interface ScriptPosition {
+  meta: number;
+  worker: number;
+  sequence: number;
+}
+
+/** Answers HTTP 400 `model_script_exhausted`: the script has no reply left on that side. */
+function scriptExhausted(response: ServerResponse, message: string): void {
+  // 400, not 5xx: running out is final (no retries, no "try again later"), and the message says so.
+  response.writeHead(400, { 'content-type': 'application/json' });
+  response.end(JSON.stringify({ error: { message, type: 'model_script_exhausted' } }));
+}
+
+/** The Meta-agent's next Chat Completions reply, streamed or whole as the request asks. */
+function answerChat(
+  script: ModelScript,
+  position: ScriptPosition,
+  body: Record<string, unknown>,
+  response: ServerResponse,
+): void {
+  const text = script.meta[position.meta];
+  if (text === undefined) {
+    scriptExhausted(
+      response,
+      `the model script (--model-script) ran out: all ${script.meta.length} Meta-agent replies were used and the task asked for another. Add replies to the script`,
+    );
+    return;
+  }
+  position.meta += 1;
+  const usage = {
+    prompt_tokens: Math.ceil(JSON.stringify(body).length / 4),
+    completion_tokens: Math.ceil(text.length / 4),
+  };
+  const id = `chatcmpl-script-${(position.sequence += 1)}`;
+  const model = String(body.model ?? 'scripted');
+  if (body.stream) {
+    sse(response, [
+      {
+        id,
+        object: 'chat.completion.chunk',
+        model,
+        choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }],
+      },
+      {
+        id,
+        object: 'chat.completion.chunk',
+        model,
+        choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+        usage,
+      },
+    ]);
+    return;
+  }
+  response.writeHead(200, { 'content-type': 'application/json' });
+  response.end(
+    JSON.stringify({
+      id,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+      usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+    }),
+  );
+}
+
+/** The worker's next Responses turn: a shell command for codex to run, or a final message. */
+function answerResponses(
+  script: ModelScript,
+  position: ScriptPosition,
+  body: Record<string, unknown>,
+  response: ServerResponse,
+): void {
+  const turn = script.worker[position.worker];
+  const id = `resp_script_${(position.sequence += 1)}`;
+  const usage = {
+    input_tokens: Math.ceil(JSON.stringify(body).length / 4),
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 20,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 0,
+  };
+  usage.total_tokens = usage.input_tokens + usage.output_tokens;
+  if (turn === undefined) {
+    scriptExhausted(
+      response,
+      `the model script (--model-script) ran out: all ${script.worker.length} worker turns were used. Add turns to the script`,
+    );
+    return;
+  }
+  position.worker += 1;
+  const item =
+    'run' in turn
+      ? {
+          type: 'function_call',
+          call_id: `call_${position.sequence}`,
+          name: 'exec_command',
+          arguments: JSON.stringify({ cmd: turn.run }),
+        }
+      : {
+          type: 'message',
+          role: 'assistant',
+          id: `msg_${position.sequence}`,
+          content: [{ type: 'output_text', text: turn.message }],
+        };
+  sse(response, [
+    { type: 'response.output_item.done', item },
+    { type: 'response.completed', response: { id, usage } },
+  ]);
+}
+
 export async function startScriptedModelServer(script: ModelScript): Promise<ScriptedModelServer> {
-  let metaIndex = 0;
-  let workerIndex = 0;
-  let sequence = 0;
+  const position: ScriptPosition = { meta: 0, worker: 0, sequence: 0 };
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const body = await readBody(request);
     const url = request.url ?? '';
     if (request.method === 'POST' && url.endsWith('/chat/completions')) {
-      const text = script.meta[metaIndex];
-      if (text === undefined) {
-        // 400, not 5xx: running out is final (no retries, no "try again later"), and the message says so.
-        response.writeHead(400, { 'content-type': 'application/json' });
-        response.end(
-          JSON.stringify({
-            error: {
-              message: `the model script (--model-script) ran out: all ${script.meta.length} Meta-agent replies were used and the task asked for another. Add replies to the script`,
-              type: 'model_script_exhausted',
-            },
-          }),
-        );
-        return;
-      }
-      metaIndex += 1;
-      const usage = {
-        prompt_tokens: Math.ceil(JSON.stringify(body).length / 4),
-        completion_tokens: Math.ceil(text.length / 4),
-      };
-      const id = `chatcmpl-script-${(sequence += 1)}`;
-      const model = String(body.model ?? 'scripted');
-      if (body.stream) {
-        sse(response, [
-          {
-            id,
-            object: 'chat.completion.chunk',
-            model,
-            choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }],
-          },
-          {
-            id,
-            object: 'chat.completion.chunk',
-            model,
-            choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
-            usage,
-          },
-        ]);
-        return;
-      }
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({
-          id,
-          object: 'chat.completion',
-          created: Math.floor(Date.now() / 1000),
-          model,
-          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-          usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
-        }),
-      );
+      answerChat(script, position, body, response);
       return;
     }
     if (request.method === 'POST' && url.endsWith('/responses')) {
-      const turn = script.worker[workerIndex];
-      const id = `resp_script_${(sequence += 1)}`;
-      const usage = {
-        input_tokens: Math.ceil(JSON.stringify(body).length / 4),
-        input_tokens_details: { cached_tokens: 0 },
-        output_tokens: 20,
-        output_tokens_details: { reasoning_tokens: 0 },
-        total_tokens: 0,
-      };
-      usage.total_tokens = usage.input_tokens + usage.output_tokens;
-      if (turn === undefined) {
-        response.writeHead(400, { 'content-type': 'application/json' });
-        response.end(
-          JSON.stringify({
-            error: {
-              message: `the model script (--model-script) ran out: all ${script.worker.length} worker turns were used. Add turns to the script`,
-              type: 'model_script_exhausted',
-            },
-          }),
-        );
-        return;
-      }
-      workerIndex += 1;
-      const item =
-        'run' in turn
-          ? {
-              type: 'function_call',
-              call_id: `call_${sequence}`,
-              name: 'exec_command',
-              arguments: JSON.stringify({ cmd: turn.run }),
-            }
-          : {
-              type: 'message',
-              role: 'assistant',
-              id: `msg_${sequence}`,
-              content: [{ type: 'output_text', text: turn.message }],
-            };
-      sse(response, [
-        { type: 'response.output_item.done', item },
-        { type: 'response.completed', response: { id, usage } },
-      ]);
+      answerResponses(script, position, body, response);
       return;
     }
     response.writeHead(404, { 'content-type': 'application/json' });
@@ -195,7 +216,10 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     port,
-    remaining: () => ({ meta: script.meta.length - metaIndex, worker: script.worker.length - workerIndex }),
+    remaining: () => ({
+      meta: script.meta.length - position.meta,
+      worker: script.worker.length - position.worker,
+    }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -44,67 +44,79 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorCheck[]
     );
   }
 
-  if (!engine.ok) {
-    checks.push(
-      failed(
-        'Worker image',
-        'not checked: the Docker engine is not reachable',
-        'Fix the Docker engine first.',
-      ),
-    );
-  } else if (!config) {
-    checks.push(
-      failed('Worker image', 'not checked: the configuration is invalid', 'Fix the configuration first.'),
-    );
-  } else {
-    const target = config.sandbox.image
-      ? ({ kind: 'configured', image: config.sandbox.image } as const)
-      : ({
-          kind: 'built',
-          inputs: await readWorkerImageInputs({
-            codexVersion: config.worker.codexVersion,
-            baseImage: config.sandbox.baseImage,
-          }),
-        } as const);
-    checks.push(await checkWorkerImage(docker, target));
-  }
+  checks.push(await checkImage(docker, engine, config));
 
   checks.push(repository);
   if (configProblem) checks.push(configProblem);
 
-  if (config) {
-    // The meta and worker endpoints are often the same URL: probe each URL once.
-    const probes = new Map<string, Promise<ProbeResult>>();
-    const probe = (url: string) => {
-      let result = probes.get(url);
-      if (!result) {
-        result = (input.probe ?? probeUrl)(url);
-        probes.set(url, result);
-      }
-      return result;
-    };
-    checks.push(
-      await checkEndpoint({
-        name: 'Meta endpoint',
-        baseUrl: config.meta.baseUrl,
-        apiKeyEnv: config.meta.apiKeyEnv,
-        env: input.env,
-        baseUrlSetting: 'meta.baseUrl / OPENAI_BASE_URL',
-        apiKeySetting: 'meta.apiKeyEnv',
-        probe,
-      }),
-      await checkEndpoint({
-        name: 'Worker endpoint',
-        baseUrl: config.worker.baseUrl ?? config.meta.baseUrl,
-        apiKeyEnv: config.worker.apiKeyEnv ?? config.meta.apiKeyEnv,
-        env: input.env,
-        baseUrlSetting: 'worker.baseUrl / AGENT_RUNNER_WORKER_BASE_URL (default: meta.baseUrl)',
-        apiKeySetting: 'worker.apiKeyEnv, default meta.apiKeyEnv',
-        probe,
-      }),
+  if (config) checks.push(...(await checkEndpoints(config, input)));
+  return checks;
+}
+
+/** The worker image check, or why it cannot run (no Docker engine, or an invalid configuration). */
+async function checkImage(
+  docker: Docker,
+  engine: DoctorCheck,
+  config: Config | undefined,
+): Promise<DoctorCheck> {
+  if (!engine.ok) {
+    return failed(
+      'Worker image',
+      'not checked: the Docker engine is not reachable',
+      'Fix the Docker engine first.',
     );
   }
-  return checks;
+  if (!config) {
+    return failed(
+      'Worker image',
+      'not checked: the configuration is invalid',
+      'Fix the configuration first.',
+    );
+  }
+  const target = config.sandbox.image
+    ? ({ kind: 'configured', image: config.sandbox.image } as const)
+    : ({
+        kind: 'built',
+        inputs: await readWorkerImageInputs({
+          codexVersion: config.worker.codexVersion,
+          baseImage: config.sandbox.baseImage,
+        }),
+      } as const);
+  return checkWorkerImage(docker, target);
+}
+
+/** The Meta-agent's and the worker's endpoint checks. */
+async function checkEndpoints(config: Config, input: DoctorInput): Promise<DoctorCheck[]> {
+  // The meta and worker endpoints are often the same URL: probe each URL once.
+  const probes = new Map<string, Promise<ProbeResult>>();
+  const probe = (url: string) => {
+    let result = probes.get(url);
+    if (!result) {
+      result = (input.probe ?? probeUrl)(url);
+      probes.set(url, result);
+    }
+    return result;
+  };
+  return [
+    await checkEndpoint({
+      name: 'Meta endpoint',
+      baseUrl: config.meta.baseUrl,
+      apiKeyEnv: config.meta.apiKeyEnv,
+      env: input.env,
+      baseUrlSetting: 'meta.baseUrl / OPENAI_BASE_URL',
+      apiKeySetting: 'meta.apiKeyEnv',
+      probe,
+    }),
+    await checkEndpoint({
+      name: 'Worker endpoint',
+      baseUrl: config.worker.baseUrl ?? config.meta.baseUrl,
+      apiKeyEnv: config.worker.apiKeyEnv ?? config.meta.apiKeyEnv,
+      env: input.env,
+      baseUrlSetting: 'worker.baseUrl / AGENT_RUNNER_WORKER_BASE_URL (default: meta.baseUrl)',
+      apiKeySetting: 'worker.apiKeyEnv, default meta.apiKeyEnv',
+      probe,
+    }),
+  ];
 }
 
 /** True when every check passed. */

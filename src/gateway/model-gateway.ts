@@ -17,7 +17,6 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { GatewayRefusal } from '../core/events.js';
 import type { TokenUsage } from '../core/ports.js';
 import { EnvironmentError, isAgentRunnerError } from '../errors.js';
 import { Redaction, type Redactor } from '../notes/redact.js';
@@ -26,9 +25,8 @@ import { RequestGuard } from './request-guard.js';
 import {
   CassettePlayer,
   CassetteRecorder,
-  ReplayDivergenceError,
-  type CassetteExchange,
   type ExchangeKind,
+  type ReplayDivergenceError,
 } from './cassette.js';
 import { normalizeAllowlist } from './domain-allowlist.js';
 import {
@@ -37,7 +35,15 @@ import {
   type EgressAllowlist,
   type EgressProxyContext,
 } from './egress-proxy.js';
-import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
+import {
+  DEFAULT_GATEWAY_LIMITS,
+  GATEWAY_TOKEN_ENV,
+  META_PREFIX,
+  WORKER_PREFIX,
+  type GatewayLimits,
+  type ModelGatewayOptions,
+} from './gateway-options.js';
+import { forwardExchange, replayExchange, type ExchangeContext } from './model-exchange.js';
 import {
   GATEWAY_CONTAINER_DIR,
   GATEWAY_SOCKET_NAME,
@@ -45,74 +51,18 @@ import {
   RELAY_SCRIPT,
   RELAY_SCRIPT_NAME,
 } from './relay-script.js';
-import { META_ROUTES, RateLimiter, WORKER_ROUTES, type GatewayRoute } from './request-policy.js';
+import { META_ROUTES, RateLimiter, WORKER_ROUTES } from './request-policy.js';
 import { addTokenUsage, ZERO_TOKEN_USAGE } from '../core/usage.js';
-import { ResponsesUsageMeter } from './sse-usage.js';
-import type { GatewayBudget } from './gateway-budget.js';
 
-/** The container variable that holds the per-task token codex sends (codex's provider `env_key`). */
-export const GATEWAY_TOKEN_ENV = 'AGENT_RUNNER_GATEWAY_TOKEN';
-const WORKER_PREFIX = '/v1';
-const META_PREFIX = '/meta/v1';
-
-/** The gateway's caps (config `gateway.*`). */
-export interface GatewayLimits {
-  maxRequestBytes: number;
-  maxHeaderBytes: number;
-  requestsPerMinute: number;
-}
-
-export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
-  maxRequestBytes: 8 * 1024 ** 2,
-  maxHeaderBytes: 16 * 1024,
-  requestsPerMinute: 120,
-};
-
-export interface GatewayUpstream {
-  /** Base URL including `/v1`, e.g. `https://api.openai.com/v1`. */
-  baseUrl: string;
-  /** The real key; undefined sends no Authorization (a local endpoint, or replay). */
-  apiKey: string | undefined;
-}
-
-export type GatewayMode =
-  | { kind: 'live' }
-  /** `append`: a resumed task adds its exchanges to the cassette its earlier attempts recorded. */
-  | { kind: 'record'; file: string; append?: boolean }
-  /** `attempt`: a resumed task replays the exchanges its own attempt recorded. */
-  | { kind: 'replay'; file: string; attempt?: number };
-
-export interface ModelGatewayOptions {
-  worker: GatewayUpstream;
-  /** The Meta-agent's endpoint; without it the meta route answers 404. */
-  meta?: GatewayUpstream;
-  mode?: GatewayMode;
-  /** `redact.patterns` of the config; the keys and tokens are always redacted. */
-  redactPatterns?: readonly string[];
-  /** The task's redaction point; the gateway adds its keys and tokens to it (default: a new one). */
-  redaction?: Redaction;
-  /** Method + path pairs the worker may ask for (default: what codex needs, `POST /responses`). */
-  workerRoutes?: readonly GatewayRoute[];
-  /** Models the worker may name in a request; undefined lets any model through (tests of the transport). */
-  allowedModels?: readonly string[];
-  /** Body, header and rate caps (default {@link DEFAULT_GATEWAY_LIMITS}). */
-  limits?: Partial<GatewayLimits>;
-  /** The task's budget: once spent, worker requests are refused (403 `budget_exhausted`). */
-  budget?: GatewayBudget;
-  /** Every refused request (the first 50 of a task, see GatewayRefusals), for the journal. */
-  onRefusal?: (refusal: GatewayRefusal) => void;
-  /** The rate limiter's clock (tests). */
-  now?: () => number;
-  /** Gateway log lines (already redacted). */
-  onLog?: (line: string) => void;
-  /** A request has left for its upstream (or, under replay, been answered from the cassette). */
-  onSent?: (kind: ExchangeKind) => void;
-  /** Parent of the per-task directory (default: the OS temp dir; unix socket paths must stay short). */
-  runtimeRoot?: string;
-}
-
-/** A divergence the replay met, kept for the runner to raise after the worker run. */
-export type ReplayDivergence = ReplayDivergenceError;
+export {
+  DEFAULT_GATEWAY_LIMITS,
+  GATEWAY_TOKEN_ENV,
+  type GatewayLimits,
+  type GatewayMode,
+  type GatewayUpstream,
+  type ModelGatewayOptions,
+  type ReplayDivergence,
+} from './gateway-options.js';
 
 function listen(server: Server, target: string | { port: number; host: string }): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -392,111 +342,30 @@ export class ModelGateway {
     const method = request.method ?? 'GET';
     const index = this.counters[kind];
     this.counters[kind] = index + 1;
+    const exchange = { kind, index, method, subPath, body };
     if (this.player !== null) {
-      this.replay(kind, method, subPath, body, response);
+      replayExchange(this.player, exchange, response, this.exchangeContext);
       this.options.onSent?.(kind);
       return;
     }
     const upstreamConfig = kind === 'worker' ? this.options.worker : this.options.meta;
     if (upstreamConfig === undefined) throw new Error(`no ${kind} upstream`);
-    const url = joinUrl(upstreamConfig.baseUrl, subPath);
-    const headers = forwardableHeaders(request.headers, ['authorization', 'accept-encoding']);
-    // Identity encoding: the meter and the cassette read the bytes that pass.
-    headers['accept-encoding'] = 'identity';
-    if (upstreamConfig.apiKey !== undefined) headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
-    const started = performance.now();
-    let upstream: IncomingMessage;
-    // Ends the upstream request when the task's gateway closes or the client gave up (an SDK timeout).
-    const abandoned = new AbortController();
-    const onClientGone = () => {
-      if (!response.writableFinished) abandoned.abort();
-    };
-    response.on('close', onClientGone);
-    try {
-      upstream = await sendUpstream(
-        url,
-        method,
-        headers,
-        body,
-        AbortSignal.any([this.closing.signal, abandoned.signal]),
-        undefined,
-        () => this.options.onSent?.(kind),
-      );
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      this.log(`${kind} #${index + 1} ${method} ${subPath}: upstream ${url.origin} unreachable: ${message}`);
-      jsonError(
-        response,
-        502,
-        `agent-runner gateway: upstream ${url.origin} unreachable: ${message}`,
-        'upstream_unreachable',
-      );
-      return;
-    }
-    const status = upstream.statusCode ?? 502;
-    response.writeHead(status, forwardableHeaders(upstream.headers));
-    response.flushHeaders();
-    const meter = kind === 'worker' ? new ResponsesUsageMeter() : null;
-    const copy: Buffer[] = [];
-    response.on('close', () => upstream.destroy());
-    for await (const chunk of upstream) {
-      const buffer = chunk as Buffer;
-      response.write(buffer);
-      meter?.push(buffer);
-      if (this.recorder !== null) copy.push(buffer);
-    }
-    response.end();
-    const usage = meter?.end() ?? null;
-    if (usage !== null) this.meterWorker(usage);
-    this.log(
-      `${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`,
-    );
-    await this.recorder?.add({
-      kind,
-      index,
-      method,
-      path: subPath,
-      requestText: body.toString('utf8'),
-      response: {
-        status,
-        contentType: String(upstream.headers['content-type'] ?? ''),
-        body: Buffer.concat(copy).toString('utf8'),
-      },
-    });
+    await forwardExchange(upstreamConfig, exchange, request, response, this.exchangeContext);
   }
 
-  private replay(
-    kind: ExchangeKind,
-    method: string,
-    subPath: string,
-    body: Buffer,
-    response: ServerResponse,
-  ): void {
-    let recorded: CassetteExchange;
-    try {
-      recorded = (this.player as CassettePlayer).match(
-        kind,
-        method,
-        subPath,
-        this.redact(body.toString('utf8')),
-      );
-    } catch (error) {
-      if (!(error instanceof ReplayDivergenceError)) throw error;
-      this.divergences.push(error);
-      this.log(error.message);
-      // 400: neither codex nor the SDK retries it, and both show its message.
-      jsonError(response, 400, error.message, 'replay_diverged');
-      return;
-    }
-    response.writeHead(recorded.response.status, { 'content-type': recorded.response.contentType });
-    if (kind === 'worker') {
-      const meter = new ResponsesUsageMeter();
-      meter.push(recorded.response.body);
-      const usage = meter.end();
-      if (usage !== null) this.meterWorker(usage);
-    }
-    // Event by event, so a streaming client sees the shape it saw when it was recorded.
-    for (const event of recorded.response.body.split(/(?<=\n\n)/)) response.write(event);
-    response.end();
+  /** What a model exchange (replayed or forwarded) is told. */
+  private get exchangeContext(): ExchangeContext {
+    return {
+      closing: this.closing.signal,
+      redact: this.redact,
+      log: (line: string) => this.log(line),
+      onSent: (kind: ExchangeKind) => this.options.onSent?.(kind),
+      meterWorker: (usage: TokenUsage) => this.meterWorker(usage),
+      recorder: this.recorder,
+      onDivergence: (error: ReplayDivergenceError) => {
+        this.divergences.push(error);
+        this.log(error.message);
+      },
+    };
   }
 }

@@ -135,43 +135,53 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     codexProvider: gateway.codexProvider(),
     codexConfigOverrides: codexProxyOverrides(plan.worker.policy),
     meta: { baseUrl: gateway.metaBaseUrl, apiKey: gateway.metaToken },
-    async setup(runtime, sandboxId, options) {
-      const policy =
-        plan.setup.policy === 'allowlist'
-          ? `allowlist (${plan.setup.allowlist.join(', ') || 'no host'})`
-          : plan.setup.policy;
-      const tailOf = (result: { stderrTail: string; stdoutTail: string }): string =>
-        gateway.redact(`${result.stderrTail}${result.stdoutTail}`.trim().slice(-1_500));
-      const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
-        setup: options.commands ?? config.sandbox.setup,
-        workdir: options.workdir,
-        timeoutMs: config.sandbox.setupTimeout,
-        logDir: options.logDir,
-        signal: options.signal,
-        onCommandStarted: (index, command) =>
-          options.onReport?.({ index, command, policy, phase: 'started' }),
-        onCommandFinished: (index, command, result) =>
-          options.onReport?.({
-            index,
-            command,
-            policy,
-            phase: 'finished',
-            durationMs: result.durationMs,
-            exitCode: result.exitCode,
-            timedOut: result.timedOut,
-            ...(result.exitCode === 0 ? {} : { outputTail: tailOf(result) }),
-          }),
-      });
-      const failed = results.find((entry) => entry.result.exitCode !== 0);
-      if (failed === undefined) return;
-      const { summary, hint } = describeSetupFailure(failed.command, failed.result, policy);
-      const tail = tailOf(failed.result);
-      throw new EnvironmentError(
-        'sandbox_failed',
-        `${gateway.redact(summary)}. ${hint}${tail === '' ? '' : `\n${tail}`}`,
-        { details: { command: failed.command, exitCode: failed.result.exitCode } },
-      );
-    },
+    setup: (runtime, sandboxId, options) =>
+      runGatewaySetup(gateway, plan, config, runtime, sandboxId, options),
     close: () => gateway.close(),
   };
+}
+
+/** Runs the set-up commands under the set-up network policy, then locks the sandbox into its own. */
+async function runGatewaySetup(
+  gateway: ModelGateway,
+  plan: SandboxNetworkPlan,
+  config: TaskGatewayInput['config'],
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  options: Parameters<TaskGateway['setup']>[2],
+): Promise<void> {
+  const policy =
+    plan.setup.policy === 'allowlist'
+      ? `allowlist (${plan.setup.allowlist.join(', ') || 'no host'})`
+      : plan.setup.policy;
+  const tailOf = (result: { stderrTail: string; stdoutTail: string }): string =>
+    gateway.redact(`${result.stderrTail}${result.stdoutTail}`.trim().slice(-1_500));
+  const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
+    setup: options.commands ?? config.sandbox.setup,
+    workdir: options.workdir,
+    timeoutMs: config.sandbox.setupTimeout,
+    logDir: options.logDir,
+    signal: options.signal,
+    onCommandStarted: (index, command) => options.onReport?.({ index, command, policy, phase: 'started' }),
+    onCommandFinished: (index, command, result) =>
+      options.onReport?.({
+        index,
+        command,
+        policy,
+        phase: 'finished',
+        durationMs: result.durationMs,
+        exitCode: result.exitCode,
+        timedOut: result.timedOut,
+        ...(result.exitCode === 0 ? {} : { outputTail: tailOf(result) }),
+      }),
+  });
+  const failed = results.find((entry) => entry.result.exitCode !== 0);
+  if (failed === undefined) return;
+  const { summary, hint } = describeSetupFailure(failed.command, failed.result, policy);
+  const tail = tailOf(failed.result);
+  throw new EnvironmentError(
+    'sandbox_failed',
+    `${gateway.redact(summary)}. ${hint}${tail === '' ? '' : `\n${tail}`}`,
+    { details: { command: failed.command, exitCode: failed.result.exitCode } },
+  );
 }

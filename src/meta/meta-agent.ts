@@ -181,15 +181,27 @@ export async function callWithRepairs<T>(
       { role: 'user', content: repairRequest(spec.purpose, lastIssues) },
     );
   }
-  const rawFile = await log?.writeRawReplies(spec.purpose, rawReplies);
+  throw await stillInvalid(log, spec.purpose, maxAttempts, lastIssues, rawReplies, calls);
+}
+
+/** The error of a call whose replies were still invalid after every repair (the raw replies are logged). */
+async function stillInvalid(
+  log: MetaCallLog | undefined,
+  purpose: string,
+  maxAttempts: number,
+  lastIssues: string[],
+  rawReplies: string[],
+  calls: Usage[],
+): Promise<ModelBehaviorError> {
+  const rawFile = await log?.writeRawReplies(purpose, rawReplies);
   const where = rawFile ? ` The raw replies are in ${rawFile}.` : '';
-  throw new ModelBehaviorError(
+  return new ModelBehaviorError(
     'protocol_invalid',
-    `The Meta-agent's \`${spec.purpose}\` reply was still invalid after ${maxAttempts - 1} repair(s): ${lastIssues.slice(0, 3).join('; ')}.${where} ` +
+    `The Meta-agent's \`${purpose}\` reply was still invalid after ${maxAttempts - 1} repair(s): ${lastIssues.slice(0, 3).join('; ')}.${where} ` +
       'Use a stronger model (meta.model) or allow more repairs (meta.maxRepairs).',
     {
       details: {
-        messageType: spec.purpose,
+        messageType: purpose,
         issues: lastIssues,
         rawReplies,
         rawRepliesFile: rawFile,
@@ -225,60 +237,72 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
   }
 
   return {
-    plan(prd, context, callOptions = {}) {
-      return call({
-        signal: callOptions.signal,
-        type: 'plan_task',
-        systemData: { taskId: context.taskId, memory: (context.memory?.length ?? 0) > 0 },
-        context: {
-          taskId: context.taskId,
-          prd,
-          memory: context.memory,
-          request: `Reply with one \`plan_task\` message for task ${context.taskId}.`,
-        },
-        checks: { taskId: context.taskId },
-      });
-    },
+    plan: (prd, context, callOptions = {}) => call({ signal: callOptions.signal, ...planSpec(prd, context) }),
+    nextAction: (context, callOptions = {}) =>
+      call({ signal: callOptions.signal, ...nextActionSpec(context, workerTypes) }),
+    assess: (context, facts, callOptions = {}) =>
+      call({ signal: callOptions.signal, ...assessSpec(context, facts) }),
+  };
+}
 
-    nextAction(context, callOptions = {}) {
-      const canResume = context.canResume ?? context.history.some((run) => run.action === 'run_worker');
-      return call({
-        signal: callOptions.signal,
-        type: 'next_action',
-        systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, canResume },
-        context: {
-          taskId: context.taskId,
-          prd: context.prd,
-          acceptanceCriteria: context.acceptanceCriteria,
-          memory: context.memory,
-          history: context.history,
-          facts: context.lastFacts,
-          request: 'Decide the next step. Reply with one `next_action` message.',
-        },
-        checks: {
-          knownPatterns: context.patterns.map((pattern) => pattern.name),
-          workerTypes,
-          canResume,
-        },
-      });
+/** The `plan_task` call: the PRD and the memory, for the acceptance criteria. */
+function planSpec(prd: string, context: PlanContext): Omit<CallSpec<'plan_task'>, 'signal'> {
+  return {
+    type: 'plan_task',
+    systemData: { taskId: context.taskId, memory: (context.memory?.length ?? 0) > 0 },
+    context: {
+      taskId: context.taskId,
+      prd,
+      memory: context.memory,
+      request: `Reply with one \`plan_task\` message for task ${context.taskId}.`,
     },
+    checks: { taskId: context.taskId },
+  };
+}
 
-    assess(context, facts, callOptions = {}) {
-      return call({
-        signal: callOptions.signal,
-        type: 'completion_assessment',
-        systemData: { taskId: context.taskId },
-        context: {
-          taskId: context.taskId,
-          prd: context.prd,
-          acceptanceCriteria: context.acceptanceCriteria,
-          memory: context.memory,
-          history: context.history,
-          facts,
-          request: `Judge every acceptance criterion (${context.acceptanceCriteria.map((criterion) => criterion.id).join(', ')}) against the facts. Reply with one \`completion_assessment\` message.`,
-        },
-        checks: { acceptanceCriterionIds: context.acceptanceCriteria.map((criterion) => criterion.id) },
-      });
+/** The `next_action` call: the loop so far, for the next step. */
+function nextActionSpec(
+  context: LoopContext,
+  workerTypes: string[],
+): Omit<CallSpec<'next_action'>, 'signal'> {
+  const canResume = context.canResume ?? context.history.some((run) => run.action === 'run_worker');
+  return {
+    type: 'next_action',
+    systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, canResume },
+    context: {
+      taskId: context.taskId,
+      prd: context.prd,
+      acceptanceCriteria: context.acceptanceCriteria,
+      memory: context.memory,
+      history: context.history,
+      facts: context.lastFacts,
+      request: 'Decide the next step. Reply with one `next_action` message.',
     },
+    checks: {
+      knownPatterns: context.patterns.map((pattern) => pattern.name),
+      workerTypes,
+      canResume,
+    },
+  };
+}
+
+/** The `completion_assessment` call: every acceptance criterion judged against the facts. */
+function assessSpec(
+  context: LoopContext,
+  facts: FactsForAssessment,
+): Omit<CallSpec<'completion_assessment'>, 'signal'> {
+  return {
+    type: 'completion_assessment',
+    systemData: { taskId: context.taskId },
+    context: {
+      taskId: context.taskId,
+      prd: context.prd,
+      acceptanceCriteria: context.acceptanceCriteria,
+      memory: context.memory,
+      history: context.history,
+      facts,
+      request: `Judge every acceptance criterion (${context.acceptanceCriteria.map((criterion) => criterion.id).join(', ')}) against the facts. Reply with one \`completion_assessment\` message.`,
+    },
+    checks: { acceptanceCriterionIds: context.acceptanceCriteria.map((criterion) => criterion.id) },
   };
 }

@@ -229,27 +229,8 @@ export class OpenAiChatModel implements MetaModel {
         { cause: error, retryable: true, details: { baseUrl: url, code } },
       );
     }
-    if (error instanceof OpenAI.APIError && error.status !== undefined) {
-      const status = error.status;
-      const asked = retryAfterMs(error.headers);
-      let hint = '';
-      if (status === 401 || status === 403)
-        hint = ` Check the API key in the environment variable ${this.#options.apiKeyEnv ?? 'OPENAI_API_KEY'}.`;
-      else if (status === 404) hint = ` Check meta.model (${this.model}) and meta.baseUrl.`;
-      else if (asked !== undefined && asked > maxDelay)
-        hint = ` The server asked to wait ${Math.round(asked / 1000)}s, more than the ${Math.round(maxDelay / 1000)}s agent-runner waits; try again later.`;
-      else if (RETRYABLE_STATUS(status))
-        hint = ` Gave up after ${attempt + 1} attempt(s); try again later or raise meta.maxRetries.`;
-      return new ModelBehaviorError(
-        'model_http_error',
-        `The Meta-agent model at ${url} answered HTTP ${status}: ${error.message.replace(/^\d+\s*/, '')}.${hint}`,
-        {
-          cause: error,
-          retryable: RETRYABLE_STATUS(status),
-          details: { baseUrl: url, status, attempts: attempt + 1 },
-        },
-      );
-    }
+    if (error instanceof OpenAI.APIError && error.status !== undefined)
+      return this.#httpError(error, error.status, attempt, maxDelay, url);
     if (error instanceof AgentRunnerError) return error;
     if (error instanceof SyntaxError) {
       return new ModelBehaviorError(
@@ -266,6 +247,34 @@ export class OpenAiChatModel implements MetaModel {
       {
         cause: error,
         details: { baseUrl: url },
+      },
+    );
+  }
+
+  /** An HTTP error answer, with a hint at what to check or whether to try again later. */
+  #httpError(
+    error: InstanceType<typeof OpenAI.APIError>,
+    status: number,
+    attempt: number,
+    maxDelay: number,
+    url: string,
+  ): ModelBehaviorError {
+    const asked = retryAfterMs(error.headers);
+    let hint = '';
+    if (status === 401 || status === 403)
+      hint = ` Check the API key in the environment variable ${this.#options.apiKeyEnv ?? 'OPENAI_API_KEY'}.`;
+    else if (status === 404) hint = ` Check meta.model (${this.model}) and meta.baseUrl.`;
+    else if (asked !== undefined && asked > maxDelay)
+      hint = ` The server asked to wait ${Math.round(asked / 1000)}s, more than the ${Math.round(maxDelay / 1000)}s agent-runner waits; try again later.`;
+    else if (RETRYABLE_STATUS(status))
+      hint = ` Gave up after ${attempt + 1} attempt(s); try again later or raise meta.maxRetries.`;
+    return new ModelBehaviorError(
+      'model_http_error',
+      `The Meta-agent model at ${url} answered HTTP ${status}: ${error.message.replace(/^\d+\s*/, '')}.${hint}`,
+      {
+        cause: error,
+        retryable: RETRYABLE_STATUS(status),
+        details: { baseUrl: url, status, attempts: attempt + 1 },
       },
     );
   }

@@ -1,0 +1,162 @@
+/**
+ * One model exchange the gateway admitted: answered from the cassette under replay, or forwarded to the
+ * upstream with the real key, its reply streamed back unchanged, the worker's usage read from a copy of the
+ * stream, and the exchange recorded (redacted) when a cassette is being written.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TokenUsage } from '../core/ports.js';
+import type { Redactor } from '../notes/redact.js';
+import {
+  ReplayDivergenceError,
+  type CassetteExchange,
+  type CassettePlayer,
+  type CassetteRecorder,
+  type ExchangeKind,
+} from './cassette.js';
+import { jsonError } from './gateway-refusals.js';
+import type { GatewayUpstream } from './gateway-options.js';
+import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
+import { ResponsesUsageMeter } from './sse-usage.js';
+
+/** An admitted request: its route, its number on that route (from 0), and what it asks for. */
+export interface ModelExchange {
+  kind: ExchangeKind;
+  index: number;
+  method: string;
+  /** The allowed route's own path, never the text the client sent. */
+  subPath: string;
+  body: Buffer;
+}
+
+/** What an exchange needs from its gateway. */
+export interface ExchangeContext {
+  /** Aborted when the gateway closes. */
+  closing: AbortSignal;
+  redact: Redactor;
+  log(line: string): void;
+  /** The request has left for its upstream. */
+  onSent(kind: ExchangeKind): void;
+  /** A worker response's usage, read from the stream. */
+  meterWorker(usage: TokenUsage): void;
+  /** Under record: where the exchange is written. */
+  recorder: CassetteRecorder | null;
+  /** Under replay: a request that does not match the cassette. */
+  onDivergence(error: ReplayDivergenceError): void;
+}
+
+/** Answers an exchange from the cassette; one that does not match gets HTTP 400 naming the divergence. */
+export function replayExchange(
+  player: CassettePlayer,
+  exchange: ModelExchange,
+  response: ServerResponse,
+  context: ExchangeContext,
+): void {
+  const { kind, method, subPath, body } = exchange;
+  let recorded: CassetteExchange;
+  try {
+    recorded = player.match(kind, method, subPath, context.redact(body.toString('utf8')));
+  } catch (error) {
+    if (!(error instanceof ReplayDivergenceError)) throw error;
+    context.onDivergence(error);
+    // 400: neither codex nor the SDK retries it, and both show its message.
+    jsonError(response, 400, error.message, 'replay_diverged');
+    return;
+  }
+  response.writeHead(recorded.response.status, { 'content-type': recorded.response.contentType });
+  if (kind === 'worker') {
+    const meter = new ResponsesUsageMeter();
+    meter.push(recorded.response.body);
+    const usage = meter.end();
+    if (usage !== null) context.meterWorker(usage);
+  }
+  // Event by event, so a streaming client sees the shape it saw when it was recorded.
+  for (const event of recorded.response.body.split(/(?<=\n\n)/)) response.write(event);
+  response.end();
+}
+
+/** Sends an exchange to its upstream with the real key; an unreachable upstream gets HTTP 502. */
+export async function forwardExchange(
+  upstreamConfig: GatewayUpstream,
+  exchange: ModelExchange,
+  request: IncomingMessage,
+  response: ServerResponse,
+  context: ExchangeContext,
+): Promise<void> {
+  const { kind, index, method, subPath, body } = exchange;
+  const url = joinUrl(upstreamConfig.baseUrl, subPath);
+  const headers = forwardableHeaders(request.headers, ['authorization', 'accept-encoding']);
+  // Identity encoding: the meter and the cassette read the bytes that pass.
+  headers['accept-encoding'] = 'identity';
+  if (upstreamConfig.apiKey !== undefined) headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
+  const started = performance.now();
+  let upstream: IncomingMessage;
+  // Ends the upstream request when the task's gateway closes or the client gave up (an SDK timeout).
+  const abandoned = new AbortController();
+  const onClientGone = () => {
+    if (!response.writableFinished) abandoned.abort();
+  };
+  response.on('close', onClientGone);
+  try {
+    upstream = await sendUpstream(
+      url,
+      method,
+      headers,
+      body,
+      AbortSignal.any([context.closing, abandoned.signal]),
+      undefined,
+      () => context.onSent(kind),
+    );
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    context.log(`${kind} #${index + 1} ${method} ${subPath}: upstream ${url.origin} unreachable: ${message}`);
+    jsonError(
+      response,
+      502,
+      `agent-runner gateway: upstream ${url.origin} unreachable: ${message}`,
+      'upstream_unreachable',
+    );
+    return;
+  }
+  await relayUpstream(upstream, exchange, response, context, started);
+}
+
+/** Streams the upstream's reply back unchanged, then meters, logs and records the exchange. */
+async function relayUpstream(
+  upstream: IncomingMessage,
+  exchange: ModelExchange,
+  response: ServerResponse,
+  context: ExchangeContext,
+  started: number,
+): Promise<void> {
+  const { kind, index, method, subPath, body } = exchange;
+  const status = upstream.statusCode ?? 502;
+  response.writeHead(status, forwardableHeaders(upstream.headers));
+  response.flushHeaders();
+  const meter = kind === 'worker' ? new ResponsesUsageMeter() : null;
+  const copy: Buffer[] = [];
+  response.on('close', () => upstream.destroy());
+  for await (const chunk of upstream) {
+    const buffer = chunk as Buffer;
+    response.write(buffer);
+    meter?.push(buffer);
+    if (context.recorder !== null) copy.push(buffer);
+  }
+  response.end();
+  const usage = meter?.end() ?? null;
+  if (usage !== null) context.meterWorker(usage);
+  context.log(
+    `${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`,
+  );
+  await context.recorder?.add({
+    kind,
+    index,
+    method,
+    path: subPath,
+    requestText: body.toString('utf8'),
+    response: {
+      status,
+      contentType: String(upstream.headers['content-type'] ?? ''),
+      body: Buffer.concat(copy).toString('utf8'),
+    },
+  });
+}
