@@ -5,8 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { constants as osConstants, hostname } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
-import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type {
   ExecOptions,
@@ -22,8 +20,19 @@ import { containerCreateOptions, dockerSocketPaths, type SandboxOwner } from './
 import { pingDocker } from './docker-client.js';
 import { blockLinkLocal } from './link-local-block.js';
 import { applyOwnershipInContainer, type OwnershipHelperRequest } from './ownership-helper.js';
-import { EXEC_MARKER_VARIABLE, killerArgv } from './exec-killer.js';
-import { OutputSink, pumpDockerStream } from './exec-output.js';
+import { EXEC_MARKER_VARIABLE } from './exec-killer.js';
+import { OutputSink } from './exec-output.js';
+import {
+  capture,
+  exitCodeOf,
+  killMarked,
+  messageOf,
+  pumpUntilEnd,
+  startExec,
+  statusOf,
+  type StartedExec,
+  type StopReason,
+} from './docker-exec.js';
 
 /** Bytes of each stream kept in memory when the caller does not say. */
 export const DEFAULT_TAIL_BYTES = 8 * 1024;
@@ -33,13 +42,6 @@ export const DEFAULT_GRACE_MS = 10_000;
 export const TIMEOUT_EXIT_CODE = 124;
 export const INTERRUPTED_EXIT_CODE = 130;
 const OOM_EXIT_CODE = 137;
-
-/** After the killer is done, how long the output stream may take to close before it is cut. */
-const STREAM_CLOSE_AFTER_KILL_MS = 5_000;
-/** How often the killer is retried when its own exec cannot start (a full pids limit, a busy engine). */
-const KILLER_ATTEMPTS = 5;
-/** Pids added to a full limit while the killer runs (it needs one or two; a retrying bomb may take some). */
-const PIDS_ROOM_FOR_KILLER = 32;
 
 export interface DockerSandboxRuntimeOptions {
   /** agent-runner's version, for the `agent-runner.version` label. */
@@ -53,30 +55,6 @@ export interface DockerSandboxRuntimeOptions {
   redact?: (text: string) => string;
   /** Seconds `remove` lets the container stop before it is killed (default 1). */
   stopTimeoutSeconds?: number;
-}
-
-interface StartedExec {
-  exec: Docker.Exec;
-  stream: Duplex;
-}
-
-/** A small command's output and exit code (the killer, the OOM counter). */
-interface CapturedExec {
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-type StopReason = 'timeout' | 'interrupt';
-
-/** A Docker error's HTTP status, when dockerode saw one. */
-function statusOf(error: unknown): number | undefined {
-  const status = (error as { statusCode?: unknown } | null)?.statusCode;
-  return typeof status === 'number' ? status : undefined;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** `SIGKILL` for 137: Docker and shells report a process ended by signal n as 128 + n. */
@@ -201,54 +179,17 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     const env = { ...options.env, [EXEC_MARKER_VARIABLE]: marker };
     let started: StartedExec;
     try {
-      started = await this.startExec(sandboxId, argv, env, options.user, options.workdir);
+      started = await startExec(this.docker, sandboxId, argv, env, options.user, options.workdir);
     } catch (error) {
       await closeSinks().catch(() => undefined);
       throw error;
     }
 
-    const pump = pumpDockerStream(started.stream, stdout, stderr);
-    let stopReason: StopReason | null = null;
-    let stopping: Promise<void> | null = null;
-    const stop = (reason: StopReason): void => {
-      if (stopReason !== null) return;
-      stopReason = reason;
-      stopping = (async () => {
-        await this.killMarked(sandboxId, marker, options.user, graceMs);
-        // Everything marked is gone; if the stream still does not close (the killer could not run, say), cut it
-        // so a stuck engine cannot hold the runner.
-        const closed = await Promise.race([
-          pump.then(
-            () => true,
-            () => true,
-          ),
-          delay(STREAM_CLOSE_AFTER_KILL_MS, false),
-        ]);
-        if (!closed) started.stream.destroy();
-      })();
-    };
-    const timer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => stop('timeout'), Math.max(0, options.timeoutMs));
-    const onAbort = (): void => stop('interrupt');
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-
-    let pumpError: unknown = null;
-    try {
-      await pump;
-    } catch (error) {
-      pumpError = error;
-    } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-    }
-    // The stream can end (Docker closes it about 2 s after the main process exits) while a descendant that
-    // escaped into its own session still runs; a stopped exec waits for the killer to finish the job.
-    if (stopping !== null) await stopping;
+    const { pumpError, stopReason: reason } = await pumpUntilEnd(started, stdout, stderr, options, () =>
+      killMarked(this.docker, sandboxId, marker, options.user, graceMs),
+    );
     await closeSinks();
 
-    const reason = stopReason as StopReason | null;
     if (pumpError !== null && reason === null) {
       throw new EnvironmentError(
         'sandbox_failed',
@@ -256,7 +197,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
         { cause: pumpError, retryable: true },
       );
     }
-    const exitCode = await this.exitCodeOf(started.exec, reason === null ? 100 : 10);
+    const exitCode = await exitCodeOf(started.exec, reason === null ? 100 : 10);
     if (reason !== null) {
       const result = this.result(
         reason === 'timeout' ? TIMEOUT_EXIT_CODE : INTERRUPTED_EXIT_CODE,
@@ -366,117 +307,6 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     };
   }
 
-  /** exec create + start; stdin is never attached (codex waits for EOF on an open stdin). */
-  private async startExec(
-    sandboxId: string,
-    argv: readonly string[],
-    env: Record<string, string>,
-    user: string | undefined,
-    workdir: string | undefined,
-  ): Promise<StartedExec> {
-    try {
-      const exec = await this.docker.getContainer(sandboxId).exec({
-        Cmd: [...argv],
-        AttachStdin: false,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-        Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
-        ...(user === undefined ? {} : { User: user }),
-        ...(workdir === undefined ? {} : { WorkingDir: workdir }),
-      });
-      const stream = await exec.start({ hijack: true, stdin: false });
-      return { exec, stream };
-    } catch (error) {
-      const status = statusOf(error);
-      throw new EnvironmentError(
-        'sandbox_failed',
-        status === 404 || status === 409
-          ? `Sandbox ${sandboxId} is gone or not running (${messageOf(error)}); the task cannot continue in it.`
-          : `Could not run \`${argv[0]}\` in sandbox ${sandboxId}: ${messageOf(error)}`,
-        { cause: error, details: { sandboxId, status } },
-      );
-    }
-  }
-
-  /**
-   * The exit code from exec inspect. Docker may close the stream a moment before it records the exit, so this
-   * polls briefly; null when it never says (the process is still running after a failed kill).
-   */
-  private async exitCodeOf(exec: Docker.Exec, attempts: number): Promise<number | null> {
-    for (let attempt = 0; attempt < attempts; attempt += 1) {
-      const info = await exec.inspect();
-      if (!info.Running && info.ExitCode !== null) return info.ExitCode;
-      await delay(attempt < 10 ? 10 : 50);
-    }
-    return null;
-  }
-
-  /** Runs a small internal command to completion and keeps its output (bounded). */
-  private async capture(sandboxId: string, argv: readonly string[], user?: string): Promise<CapturedExec> {
-    const stdout = await OutputSink.open({ tailBytes: 64 * 1024 });
-    const stderr = await OutputSink.open({ tailBytes: 64 * 1024 });
-    const started = await this.startExec(sandboxId, argv, {}, user, '/');
-    await pumpDockerStream(started.stream, stdout, stderr);
-    await Promise.all([stdout.close(), stderr.close()]);
-    return {
-      exitCode: await this.exitCodeOf(started.exec, 100),
-      stdout: stdout.tail.toString(),
-      stderr: stderr.tail.toString(),
-    };
-  }
-
-  /**
-   * SIGTERM to every process of the exec, `graceMs` while any survives, then SIGKILL (see exec-killer.ts). Runs
-   * as the exec's user so it can read and signal exactly that user's processes. Never throws: a killer that
-   * cannot run leaves the stream cut-off in `exec` as the last resort.
-   */
-  private async killMarked(
-    sandboxId: string,
-    marker: string,
-    user: string | undefined,
-    graceMs: number,
-  ): Promise<void> {
-    let interpreter: '/bin/bash' | '/bin/sh' = '/bin/bash';
-    let restoreLimit: (() => Promise<void>) | null = null;
-    try {
-      for (let attempt = 0; attempt < KILLER_ATTEMPTS; attempt += 1) {
-        try {
-          const result = await this.capture(sandboxId, killerArgv(interpreter, marker, graceMs), user);
-          if (result.exitCode === 0 || result.exitCode === 3) return;
-          if (result.exitCode === 126 && restoreLimit === null) {
-            // The exec could not start: a full pids limit (a fork bomb) leaves no pid for the killer. The limit
-            // is raised for as long as the killer needs, then set back.
-            restoreLimit = await this.raisePidsLimit(sandboxId);
-            continue;
-          }
-          // 126/127 again: no bash in this image: the sh version next.
-          if ((result.exitCode === 126 || result.exitCode === 127) && interpreter === '/bin/bash') {
-            interpreter = '/bin/sh';
-            continue;
-          }
-        } catch (error) {
-          // The sandbox is gone: nothing is left to kill.
-          if (error instanceof EnvironmentError && [404, 409].includes(Number(error.details.status))) return;
-        }
-        await delay(200 * (attempt + 1));
-      }
-    } finally {
-      await restoreLimit?.().catch(() => undefined);
-    }
-  }
-
-  /** Raises the sandbox's pids limit by PIDS_ROOM_FOR_KILLER; returns how to set it back (a no-op without one). */
-  private async raisePidsLimit(sandboxId: string): Promise<() => Promise<void>> {
-    const container = this.docker.getContainer(sandboxId);
-    const limit = (await container.inspect().catch(() => null))?.HostConfig?.PidsLimit ?? 0;
-    if (!limit || limit <= 0) return async () => {};
-    await container.update({ PidsLimit: limit + PIDS_ROOM_FOR_KILLER });
-    return async () => {
-      await container.update({ PidsLimit: limit });
-    };
-  }
-
   /**
    * Whether the kernel OOM-killed something in the sandbox since the last look. The cgroup's own counter
    * (`oom_kill` in memory.events on cgroup v2, memory.oom_control on v1) is read with one cheap exec, only
@@ -486,7 +316,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   private async sawNewOomKill(sandboxId: string): Promise<boolean> {
     let count: number | null = null;
     try {
-      const read = await this.capture(sandboxId, [
+      const read = await capture(this.docker, sandboxId, [
         '/bin/sh',
         '-c',
         'cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control',

@@ -148,6 +148,52 @@ export interface RewriteReport {
 }
 
 /**
+ * Applies `transform` to one regular file `name` of `directory` (shown as `entryPath` in the report), writing
+ * the result back when it differs; a refusal is added to `report`.
+ */
+async function rewriteFile(
+  directory: FileHandle,
+  name: string,
+  entryPath: string,
+  transform: (text: string) => string,
+  limits: WorkerFileOptions,
+  report: RewriteReport,
+): Promise<void> {
+  const opened = await openRegular(directory, name, O_RDWR, { ...limits, allowHardlinks: true });
+  if (opened.handle === null) {
+    report.refused.push({ path: entryPath, reason: opened.refused });
+    return;
+  }
+  if (opened.stats.nlink === 0) {
+    // Unlinked between open and fstat: nothing of the worker's state is left under that name.
+    await opened.handle.close();
+    return;
+  }
+  try {
+    // latin1 maps every byte to one character and back, so binary files (codex's sqlite state) survive a
+    // pass that changes nothing in them, and ASCII secrets are still found.
+    const text = (await readAll(opened.handle, opened.size)).toString('latin1');
+    const next = transform(text);
+    if (next !== text) {
+      if (opened.stats.nlink === 1) {
+        await opened.handle.truncate(0);
+        await opened.handle.write(next, 0, 'latin1');
+      } else {
+        // A hardlinked file is not written through (the other name could be a file the pass must not
+        // touch): this name is replaced by a new file, created exclusively, so the link is broken.
+        await replaceFile(directory, name, next, opened.stats);
+      }
+      report.changed += 1;
+    }
+  } catch {
+    // The name went away or was taken meanwhile (only a live worker process could do that): not ours.
+    report.refused.push({ path: entryPath, reason: 'symlink_or_gone' });
+  } finally {
+    await opened.handle.close();
+  }
+}
+
+/**
  * Applies `transform` to the text of every regular file under `dir` (the worker's state), writing the result
  * back through the same descriptor when it differs (a hardlinked file is replaced instead, never written
  * through). Symlinks, special files and oversized files are refused (listed in the report, never followed);
@@ -195,38 +241,7 @@ export async function rewriteWorkerFiles(
         });
         continue;
       }
-      const opened = await openRegular(directory, entry.name, O_RDWR, { ...limits, allowHardlinks: true });
-      if (opened.handle === null) {
-        report.refused.push({ path: entryPath, reason: opened.refused });
-        continue;
-      }
-      if (opened.stats.nlink === 0) {
-        // Unlinked between open and fstat: nothing of the worker's state is left under that name.
-        await opened.handle.close();
-        continue;
-      }
-      try {
-        // latin1 maps every byte to one character and back, so binary files (codex's sqlite state) survive a
-        // pass that changes nothing in them, and ASCII secrets are still found.
-        const text = (await readAll(opened.handle, opened.size)).toString('latin1');
-        const next = transform(text);
-        if (next !== text) {
-          if (opened.stats.nlink === 1) {
-            await opened.handle.truncate(0);
-            await opened.handle.write(next, 0, 'latin1');
-          } else {
-            // A hardlinked file is not written through (the other name could be a file the pass must not
-            // touch): this name is replaced by a new file, created exclusively, so the link is broken.
-            await replaceFile(directory, entry.name, next, opened.stats);
-          }
-          report.changed += 1;
-        }
-      } catch {
-        // The name went away or was taken meanwhile (only a live worker process could do that): not ours.
-        report.refused.push({ path: entryPath, reason: 'symlink_or_gone' });
-      } finally {
-        await opened.handle.close();
-      }
+      await rewriteFile(directory, entry.name, entryPath, transform, limits, report);
     }
   };
   try {

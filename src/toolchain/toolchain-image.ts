@@ -102,9 +102,91 @@ export interface ResolveTaskImageOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * The project base from `dockerfile` (sandbox.dockerfile or the dev container's), built once and reused while
+ * it is unchanged; returns its tag and the Dockerfile's path relative to the repository.
+ */
+async function projectBaseImage(
+  options: ResolveTaskImageOptions,
+  declared: DeclaredToolchain,
+  dockerfile: string,
+): Promise<{ baseTag: string; relative: string }> {
+  const { docker, config, repoRoot } = options;
+  const file = path.resolve(repoRoot, dockerfile);
+  const relative = path.relative(repoRoot, file);
+  if (relative.startsWith('..')) {
+    throw new UserError('config_invalid', `sandbox.dockerfile: ${dockerfile} is outside the repository.`);
+  }
+  const text = await readFile(file, 'utf8').catch((error: unknown) => {
+    throw new UserError(
+      'config_invalid',
+      `sandbox.dockerfile: cannot read ${file} (${(error as Error).message}). Give a path relative to the repository root.`,
+    );
+  });
+  const contextDir =
+    config.sandbox.dockerfile === undefined && declared.devcontainer?.context
+      ? path.resolve(repoRoot, declared.devcontainer.context)
+      : path.dirname(file);
+  const baseTag = `agent-runner-project:${hash(text, path.relative(contextDir, file))}`;
+  if (!(await imageExists(docker, baseTag))) {
+    options.onProgress?.(`building the project image from ${relative} (once; reused while it is unchanged)`);
+    await buildTaggedImage(docker, {
+      tag: baseTag,
+      dockerfile: text,
+      contextDir,
+      dockerfileInContext: path.relative(contextDir, file),
+      labels: { [DERIVED_LABEL]: 'project-base', 'agent-runner.source': relative },
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+  }
+  return { baseTag, relative };
+}
+
+/**
+ * The Node toolchain layer (the declared Node when `image` does not satisfy it, the package manager through
+ * corepack) on top of `image`, built once; returns `image` itself when nothing needs layering.
+ */
+async function withToolchainLayer(
+  options: ResolveTaskImageOptions,
+  declared: DeclaredToolchain,
+  image: string,
+  layers: string[],
+): Promise<string> {
+  const { docker } = options;
+  let node: string | undefined;
+  if (declared.node) {
+    const current = await imageNodeVersion(docker, image, options.env);
+    if (!nodeSatisfies(current, declared.node.range)) {
+      node = await resolveNodeVersion(declared.node.range);
+      layers.push(
+        `Node ${node} (${declared.node.source}: ${declared.node.range}; the image has ${current || 'none'})`,
+      );
+    }
+  }
+  const packageManager =
+    declared.packageManager && declared.packageManager.name !== 'npm' ? declared.packageManager : undefined;
+  if (packageManager)
+    layers.push(`${packageManager.name} ${packageManager.version} (packageManager, corepack)`);
+  if (node !== undefined || packageManager !== undefined) {
+    const dockerfileText = nodeLayerDockerfile(image, node, packageManager);
+    const tag = `${WORKER_IMAGE_REPOSITORY}:${node ? `node-${node}` : 'tools'}-${hash(image, dockerfileText)}`;
+    if (!(await imageExists(docker, tag))) {
+      options.onProgress?.(`building the toolchain layer ${tag} (once; reused after)`);
+      await buildTaggedImage(docker, {
+        tag,
+        dockerfile: dockerfileText,
+        labels: { [DERIVED_LABEL]: 'toolchain', 'agent-runner.from': image },
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      });
+    }
+    return tag;
+  }
+  return image;
+}
+
 /** The image for this task: the worker image, or the derived image the repository's toolchain needs. */
 export async function resolveTaskImage(options: ResolveTaskImageOptions): Promise<TaskImagePlan> {
-  const { docker, config, repoRoot } = options;
+  const { config, repoRoot } = options;
   const declared = options.declared ?? (await detectToolchain(repoRoot));
   const layers: string[] = [];
   const setup: string[] = [];
@@ -114,35 +196,7 @@ export async function resolveTaskImage(options: ResolveTaskImageOptions): Promis
   const dockerfile = config.sandbox.dockerfile ?? declared.devcontainer?.dockerfile;
   const devImage = config.sandbox.dockerfile === undefined ? declared.devcontainer?.image : undefined;
   if (dockerfile !== undefined) {
-    const file = path.resolve(repoRoot, dockerfile);
-    const relative = path.relative(repoRoot, file);
-    if (relative.startsWith('..')) {
-      throw new UserError('config_invalid', `sandbox.dockerfile: ${dockerfile} is outside the repository.`);
-    }
-    const text = await readFile(file, 'utf8').catch((error: unknown) => {
-      throw new UserError(
-        'config_invalid',
-        `sandbox.dockerfile: cannot read ${file} (${(error as Error).message}). Give a path relative to the repository root.`,
-      );
-    });
-    const contextDir =
-      config.sandbox.dockerfile === undefined && declared.devcontainer?.context
-        ? path.resolve(repoRoot, declared.devcontainer.context)
-        : path.dirname(file);
-    const baseTag = `agent-runner-project:${hash(text, path.relative(contextDir, file))}`;
-    if (!(await imageExists(docker, baseTag))) {
-      options.onProgress?.(
-        `building the project image from ${relative} (once; reused while it is unchanged)`,
-      );
-      await buildTaggedImage(docker, {
-        tag: baseTag,
-        dockerfile: text,
-        contextDir,
-        dockerfileInContext: path.relative(contextDir, file),
-        labels: { [DERIVED_LABEL]: 'project-base', 'agent-runner.source': relative },
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-      });
-    }
+    const { baseTag, relative } = await projectBaseImage(options, declared, dockerfile);
     image = await options.buildWorkerOn(baseTag);
     layers.push(`project image from ${relative}`);
   } else if (devImage !== undefined) {
@@ -154,34 +208,7 @@ export async function resolveTaskImage(options: ResolveTaskImageOptions): Promis
   }
 
   if (config.sandbox.toolchain === 'auto' && (declared.node || declared.packageManager)) {
-    let node: string | undefined;
-    if (declared.node) {
-      const current = await imageNodeVersion(docker, image, options.env);
-      if (!nodeSatisfies(current, declared.node.range)) {
-        node = await resolveNodeVersion(declared.node.range);
-        layers.push(
-          `Node ${node} (${declared.node.source}: ${declared.node.range}; the image has ${current || 'none'})`,
-        );
-      }
-    }
-    const packageManager =
-      declared.packageManager && declared.packageManager.name !== 'npm' ? declared.packageManager : undefined;
-    if (packageManager)
-      layers.push(`${packageManager.name} ${packageManager.version} (packageManager, corepack)`);
-    if (node !== undefined || packageManager !== undefined) {
-      const dockerfileText = nodeLayerDockerfile(image, node, packageManager);
-      const tag = `${WORKER_IMAGE_REPOSITORY}:${node ? `node-${node}` : 'tools'}-${hash(image, dockerfileText)}`;
-      if (!(await imageExists(docker, tag))) {
-        options.onProgress?.(`building the toolchain layer ${tag} (once; reused after)`);
-        await buildTaggedImage(docker, {
-          tag,
-          dockerfile: dockerfileText,
-          labels: { [DERIVED_LABEL]: 'toolchain', 'agent-runner.from': image },
-          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-        });
-      }
-      image = tag;
-    }
+    image = await withToolchainLayer(options, declared, image, layers);
   }
   return { image, layers, setup };
 }

@@ -14,8 +14,9 @@ import { inspectRepository } from './inspect-repository.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment, taskLayout, type TaskLayout } from './layout.js';
 import { applyScopePermissions, guardIdsFor, type OwnershipApplier, type UserIds } from './permissions.js';
 import { fillSandboxRepository, initSandboxRepository, sandboxGitDir } from './sandbox-repository.js';
-import { compileScope, type Scope } from './scope.js';
+import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
 import { createSnapshot, type Snapshot } from './snapshot.js';
+import { addWorktree, worktreeNeeded } from './task-worktree.js';
 import { resolveCommit } from './tree-entries.js';
 import {
   readCommitMap,
@@ -153,72 +154,6 @@ async function resolveBase(repoRoot: string, base: string | undefined): Promise<
   return sha;
 }
 
-/** Registered worktrees of the repository: their paths and the branch each has checked out. */
-async function worktreeList(repoRoot: string): Promise<Array<{ path: string; branch: string | null }>> {
-  const output = await git(['worktree', 'list', '--porcelain', '-z'], { cwd: repoRoot });
-  const worktrees: Array<{ path: string; branch: string | null }> = [];
-  for (const line of splitNul(output)) {
-    if (line.startsWith('worktree ')) worktrees.push({ path: path.resolve(line.slice(9)), branch: null });
-    else if (line.startsWith('branch ') && worktrees.length > 0) worktrees.at(-1)!.branch = line.slice(7);
-  }
-  return worktrees;
-}
-
-/**
- * Whether the person's worktree of the task branch must be made: false when it is there, true when it is
- * missing. Refuses, before anything is created, what `git worktree add` would refuse later.
- */
-async function worktreeNeeded(repoRoot: string, layout: TaskLayout): Promise<boolean> {
-  const worktrees = await worktreeList(repoRoot);
-  const target = path.resolve(layout.worktreePath);
-  const registered = worktrees.some((worktree) => worktree.path === target);
-  if (registered && existsSync(layout.worktreePath)) return false;
-  if (!registered && existsSync(layout.worktreePath)) {
-    throw new UserError(
-      'repository_invalid',
-      `${layout.worktreePath} exists but is not a git worktree of ${repoRoot}. Move it away (it may hold your edits) and run again.`,
-    );
-  }
-  const elsewhere = worktrees.find(
-    (worktree) =>
-      worktree.branch === layout.branchRef && worktree.path !== target && existsSync(worktree.path),
-  );
-  if (elsewhere) {
-    throw new UserError(
-      'repository_invalid',
-      `Could not create the worktree ${layout.worktreePath} for ${layout.branch}: it is checked out in ${elsewhere.path}. ` +
-        `Switch that checkout to another branch and run again.`,
-    );
-  }
-  return true;
-}
-
-/** The person's worktree of the task branch, checked out with git's parallel workers. */
-async function addWorktree(repoRoot: string, layout: TaskLayout): Promise<void> {
-  await git(['worktree', 'prune'], { cwd: repoRoot });
-  const added = await tryGit(
-    [
-      '-c',
-      'core.hooksPath=/dev/null',
-      '-c',
-      'checkout.workers=0',
-      'worktree',
-      'add',
-      '-q',
-      layout.worktreePath,
-      layout.branch,
-    ],
-    { cwd: repoRoot },
-  );
-  if (added.exitCode !== 0) {
-    throw new UserError(
-      'repository_invalid',
-      `Could not create the worktree ${layout.worktreePath} for ${layout.branch}: ${added.stderr.trim()}. ` +
-        `If the branch is checked out elsewhere, switch that checkout to another branch and run again.`,
-    );
-  }
-}
-
 const noop = (): void => undefined;
 
 /** Awaits every one of `work` (none is left running), then throws the first failure if any. */
@@ -229,42 +164,50 @@ async function together<T extends readonly unknown[]>(work: { [K in keyof T]: Pr
   return settled.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
-/**
- * Makes (or reuses) everything a task works in. Idempotent: a later run of the same task reuses the branch,
- * the worktree and the sandbox repository (with the worker's uncommitted files), re-creating what is missing.
- */
-export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions): Promise<PreparedWorkspace> {
-  const step = async <T>(name: PreparationStep, work: () => Promise<T>): Promise<T> => {
+/** Times a preparation step for `onStep`. */
+type Step = <T>(name: PreparationStep, work: () => Promise<T>) => Promise<T>;
+
+/** Runs each step and tells `options.onStep` how long it took. */
+function stepTimer(options: Pick<PrepareTaskWorkspaceOptions, 'onStep'>): Step {
+  return async <T>(name: PreparationStep, work: () => Promise<T>): Promise<T> => {
     const started = performance.now();
     const value = await work();
     options.onStep?.(name, performance.now() - started);
     return value;
   };
-  const repository = await step('inspect', () => inspectRepository(options.repoRoot));
-  const repoRoot = repository.root;
-  const layout = taskLayout(repoRoot, options.taskId);
-  const scope = compileScope(options.scope);
-  await ensureStateGitignore(layout.stateDir);
+}
 
-  const previous = await readWorkspaceState(layout.workspaceStatePath);
-  const existingBranchHead = await resolveCommit(repoRoot, layout.branchRef);
-  let baseSha: string;
+/** Makes the task branch at `base` (default HEAD) when it does not exist yet; returns the task's base commit. */
+async function ensureTaskBranch(
+  repoRoot: string,
+  layout: TaskLayout,
+  previous: WorkspaceState | null,
+  existingBranchHead: string | null,
+  base: string | undefined,
+): Promise<string> {
   if (existingBranchHead === null) {
-    baseSha = await resolveBase(repoRoot, options.base);
+    const baseSha = await resolveBase(repoRoot, base);
     await git(['branch', '--no-track', layout.branch, baseSha], { cwd: repoRoot });
-  } else if (previous !== null) {
-    baseSha = previous.baseSha;
-  } else {
-    const mergeBase = await tryGit(['merge-base', 'HEAD', layout.branchRef], { cwd: repoRoot });
-    baseSha = options.base
-      ? await resolveBase(repoRoot, options.base)
-      : mergeBase.exitCode === 0
-        ? mergeBase.stdout.trim()
-        : existingBranchHead;
+    return baseSha;
   }
-  const makeWorktree = await worktreeNeeded(repoRoot, layout);
-  const branchHead = existingBranchHead ?? baseSha;
+  if (previous !== null) return previous.baseSha;
+  const mergeBase = await tryGit(['merge-base', 'HEAD', layout.branchRef], { cwd: repoRoot });
+  return base
+    ? await resolveBase(repoRoot, base)
+    : mergeBase.exitCode === 0
+      ? mergeBase.stdout.trim()
+      : existingBranchHead;
+}
 
+/**
+ * Whether the sandbox repository of an earlier run is reused. Refuses one made under other exclude rules, and a
+ * directory there that this runner does not know.
+ */
+async function sandboxReusable(
+  layout: TaskLayout,
+  previous: WorkspaceState | null,
+  options: PrepareTaskWorkspaceOptions,
+): Promise<boolean> {
   const sandboxExists = existsSync(layout.sandboxRepoPath);
   const reusable =
     sandboxExists && previous !== null && (await sandboxGitDir(layout.sandboxRepoPath)).gitDir !== null;
@@ -283,73 +226,136 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
         'Look at it, move it away and run again.',
     );
   }
-  const workerUser = options.workerUser ?? (await workerUserFor(repoRoot));
-  const guardUser = guardIdsFor(workerUser);
-  const mount: WorkspaceMount = {
+  return reusable;
+}
+
+/** What a sandbox is created with over the workspace: the sandbox repository at /workspace and git's settings. */
+function workspaceMount(layout: TaskLayout, workerUser: UserIds): WorkspaceMount {
+  return {
     runDir: layout.runDir,
     workerUser,
     mounts: [{ hostPath: layout.sandboxRepoPath, containerPath: SANDBOX_WORKDIR, readOnly: false }],
     workdir: SANDBOX_WORKDIR,
     env: sandboxGitEnvironment(),
   };
-  if (!reusable) await mkdir(layout.sandboxRepoPath, { recursive: true });
-  options.onMountable?.(mount);
+}
+
+/** What preparing the sandbox repository and its permissions works from. */
+interface SandboxPreparation {
+  options: PrepareTaskWorkspaceOptions;
+  step: Step;
+  repoRoot: string;
+  gitCommonDir: string;
+  layout: TaskLayout;
+  scope: ScopeMatcher;
+  baseSha: string;
+  branchHead: string;
+  /** The state of the sandbox repository that is reused; null when it is made now. */
+  reused: WorkspaceState | null;
+  workerUser: UserIds;
+  guardUser: UserIds;
+}
+
+/** Makes the sandbox repository from a snapshot of the branch head and records it; returns its state. */
+async function makeSandboxRepository(preparation: SandboxPreparation): Promise<WorkspaceState> {
+  const { options, step, repoRoot, layout, scope, baseSha, branchHead } = preparation;
+  // The directory was made by this call (and may be mounted already): when the snapshot or the sandbox
+  // repository fails, it goes, so the next run does not find a directory it does not know.
   const removeMadeDirectory = async (error: unknown): Promise<never> => {
     await rm(layout.sandboxRepoPath, { recursive: true, force: true }).catch(() => undefined);
     throw error;
   };
+  const [snapshot] = await together<[Snapshot, void]>([
+    step('snapshot', () => createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef)),
+    initSandboxRepository({
+      objectsDir: path.join(preparation.gitCommonDir, 'objects'),
+      sandboxRepoPath: layout.sandboxRepoPath,
+      branch: layout.branch,
+    }),
+  ]).catch(removeMadeDirectory);
+  await step('sandbox repository', () =>
+    fillSandboxRepository({
+      repoRoot,
+      sandboxRepoPath: layout.sandboxRepoPath,
+      snapshotSha: snapshot.sha,
+      branch: layout.branch,
+    }),
+  ).catch(removeMadeDirectory);
+  const commitMap = await readCommitMap(layout.commitMapPath);
+  commitMap.map[snapshot.sha] = branchHead;
+  await writeJsonAtomic(layout.commitMapPath, commitMap);
+  const state: WorkspaceState = {
+    version: 1,
+    taskId: options.taskId,
+    baseSha,
+    snapshotSha: snapshot.sha,
+    snapshotOf: branchHead,
+    exclude: [...options.scope.exclude],
+    createdAt: new Date().toISOString(),
+  };
+  await writeJsonAtomic(layout.workspaceStatePath, state);
+  return state;
+}
+
+/** The sandbox repository (reused or made now), then its permissions. */
+async function prepareSandbox(
+  preparation: SandboxPreparation,
+): Promise<{ state: WorkspaceState; readOnlyEnforced: boolean }> {
+  const { options, step, layout } = preparation;
+  const state = preparation.reused ?? (await makeSandboxRepository(preparation));
+  const permissions = await step('permissions', () =>
+    applyScopePermissions({
+      sandboxRepoPath: layout.sandboxRepoPath,
+      scope: preparation.scope,
+      worker: preparation.workerUser,
+      guard: preparation.guardUser,
+      ...(options.applier ? { applier: options.applier } : {}),
+      ...(options.preferApplier ? { preferApplier: true } : {}),
+    }),
+  );
+  return { state, readOnlyEnforced: permissions.readOnlyEnforced };
+}
+
+/**
+ * Makes (or reuses) everything a task works in. Idempotent: a later run of the same task reuses the branch,
+ * the worktree and the sandbox repository (with the worker's uncommitted files), re-creating what is missing.
+ */
+export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions): Promise<PreparedWorkspace> {
+  const step = stepTimer(options);
+  const repository = await step('inspect', () => inspectRepository(options.repoRoot));
+  const repoRoot = repository.root;
+  const layout = taskLayout(repoRoot, options.taskId);
+  const scope = compileScope(options.scope);
+  await ensureStateGitignore(layout.stateDir);
+
+  const previous = await readWorkspaceState(layout.workspaceStatePath);
+  const existingBranchHead = await resolveCommit(repoRoot, layout.branchRef);
+  const baseSha = await ensureTaskBranch(repoRoot, layout, previous, existingBranchHead, options.base);
+  const makeWorktree = await worktreeNeeded(repoRoot, layout);
+  const branchHead = existingBranchHead ?? baseSha;
+
+  const reusable = await sandboxReusable(layout, previous, options);
+  const workerUser = options.workerUser ?? (await workerUserFor(repoRoot));
+  const guardUser = guardIdsFor(workerUser);
+  const mount = workspaceMount(layout, workerUser);
+  if (!reusable) await mkdir(layout.sandboxRepoPath, { recursive: true });
+  options.onMountable?.(mount);
 
   // The sandbox repository, then its permissions. Independent of the person's worktree and of the status of
   // their main tree, which run at the same time (each writes or reads its own files).
-  const prepareSandbox = async (): Promise<{ state: WorkspaceState; readOnlyEnforced: boolean }> => {
-    let state: WorkspaceState;
-    if (reusable) state = previous;
-    else {
-      // The directory was made by this call (and may be mounted already): when the snapshot or the sandbox
-      // repository fails, it goes, so the next run does not find a directory it does not know.
-      const [snapshot] = await together<[Snapshot, void]>([
-        step('snapshot', () => createSnapshot(repoRoot, branchHead, scope, layout.snapshotRef)),
-        initSandboxRepository({
-          objectsDir: path.join(repository.gitCommonDir, 'objects'),
-          sandboxRepoPath: layout.sandboxRepoPath,
-          branch: layout.branch,
-        }),
-      ]).catch(removeMadeDirectory);
-      await step('sandbox repository', () =>
-        fillSandboxRepository({
-          repoRoot,
-          sandboxRepoPath: layout.sandboxRepoPath,
-          snapshotSha: snapshot.sha,
-          branch: layout.branch,
-        }),
-      ).catch(removeMadeDirectory);
-      const commitMap = await readCommitMap(layout.commitMapPath);
-      commitMap.map[snapshot.sha] = branchHead;
-      await writeJsonAtomic(layout.commitMapPath, commitMap);
-      state = {
-        version: 1,
-        taskId: options.taskId,
-        baseSha,
-        snapshotSha: snapshot.sha,
-        snapshotOf: branchHead,
-        exclude: [...options.scope.exclude],
-        createdAt: new Date().toISOString(),
-      };
-      await writeJsonAtomic(layout.workspaceStatePath, state);
-    }
-    const permissions = await step('permissions', () =>
-      applyScopePermissions({
-        sandboxRepoPath: layout.sandboxRepoPath,
-        scope,
-        worker: workerUser,
-        guard: guardUser,
-        ...(options.applier ? { applier: options.applier } : {}),
-        ...(options.preferApplier ? { preferApplier: true } : {}),
-      }),
-    );
-    return { state, readOnlyEnforced: permissions.readOnlyEnforced };
-  };
-  const sandboxSide = prepareSandbox();
+  const sandboxSide = prepareSandbox({
+    options,
+    step,
+    repoRoot,
+    gitCommonDir: repository.gitCommonDir,
+    layout,
+    scope,
+    baseSha,
+    branchHead,
+    reused: reusable ? previous : null,
+    workerUser,
+    guardUser,
+  });
   // A deferred worktree is checked out once the sandbox is: on 2 cores two checkouts at once slow the one on
   // the way to the first worker request. Otherwise both run at once, for the shortest total.
   const worktreeMayStart = options.deferWorktree ? sandboxSide.then(noop, noop) : Promise.resolve();
@@ -365,30 +371,26 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
     options.deferWorktree ? Promise.resolve() : worktree,
     sandboxSide,
   ]);
-  const { state } = sandbox;
-  const worktreeCreated = makeWorktree;
-  const sandboxReused = reusable;
-  const permissions = sandbox;
 
   return {
     taskId: options.taskId,
     repoRoot,
     branch: layout.branch,
     baseSha,
-    snapshotSha: state.snapshotSha,
-    snapshotOf: state.snapshotOf,
+    snapshotSha: sandbox.state.snapshotSha,
+    snapshotOf: sandbox.state.snapshotOf,
     worktreePath: layout.worktreePath,
     sandboxRepoPath: layout.sandboxRepoPath,
     dirtyStart: dirtyPaths.length > 0,
     dirtyPaths,
     detachedHead: repository.detached,
     branchReused: existingBranchHead !== null,
-    sandboxReused,
-    worktreeCreated,
+    sandboxReused: reusable,
+    worktreeCreated: makeWorktree,
     worktreeReady: worktree,
     ...mount,
     guardUser,
-    readOnlyEnforced: permissions.readOnlyEnforced,
+    readOnlyEnforced: sandbox.readOnlyEnforced,
     scope: options.scope,
   };
 }

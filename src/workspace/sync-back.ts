@@ -8,12 +8,12 @@ import { lstat, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentRunnerError } from '../errors.js';
 import { git, tryGit } from './git-command.js';
-import { taskLayout } from './layout.js';
+import { taskLayout, type TaskLayout } from './layout.js';
 import { sandboxGitDir, WORKER_IDENTITY } from './sandbox-repository.js';
 import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
 import { excludedEntriesOf } from './snapshot.js';
 import { buildTree, listTree, resolveCommit, type IndexEdit, type TreeEntry } from './tree-entries.js';
-import { readCommitMap, readWorkspaceState, writeJsonAtomic } from './workspace-state.js';
+import { readCommitMap, readWorkspaceState, writeJsonAtomic, type CommitMap } from './workspace-state.js';
 
 export interface SyncBackOptions {
   repoRoot: string;
@@ -208,6 +208,102 @@ export async function fetchFromSandbox(options: {
   };
 }
 
+/** The sandbox commits up to `sandboxHead` that are not replayed yet, parents first. */
+async function commitsToReplay(
+  repoRoot: string,
+  sandboxHead: string,
+  commitMap: CommitMap,
+): Promise<string[]> {
+  const known = Object.keys(commitMap.map);
+  return (
+    await git(['rev-list', '--reverse', '--topo-order', '--ignore-missing', '--stdin'], {
+      cwd: repoRoot,
+      input: `${sandboxHead}\n${known.map((sha) => `^${sha}`).join('\n')}\n`,
+    })
+  )
+    .split('\n')
+    .filter((line) => line.length > 0);
+}
+
+/**
+ * Replays each sandbox commit of `toReplay` onto its parents' real commits, with the excluded files of
+ * `snapshotOf` put back, and records each in `commitMap`.
+ */
+async function replayCommits(
+  repoRoot: string,
+  toReplay: readonly string[],
+  commitMap: CommitMap,
+  scope: ScopeMatcher,
+  snapshotOf: string,
+): Promise<ReplayedCommit[]> {
+  const baseExcluded = toReplay.length > 0 ? await excludedEntriesOf(repoRoot, snapshotOf, scope) : [];
+  const commits: ReplayedCommit[] = [];
+  for (const sandboxSha of toReplay) {
+    const commit = await readCommit(repoRoot, sandboxSha);
+    const parents = commit.parents.map((parent) => {
+      const real = commitMap.map[parent];
+      if (real === undefined)
+        throw new AgentRunnerError(
+          'workspace_failed',
+          `Parent ${parent} of sandbox commit ${sandboxSha} was not replayed.`,
+        );
+      return real;
+    });
+    const replayed = await replayCommit(repoRoot, commit, parents, scope, baseExcluded);
+    commitMap.map[sandboxSha] = replayed.sha;
+    if (replayed.excludedTouched.length > 0)
+      commitMap.excludedTouched[replayed.sha] = replayed.excludedTouched;
+    commits.push({
+      sandboxSha,
+      sha: replayed.sha,
+      subject: commit.message.split('\n')[0] ?? '',
+      excludedTouched: replayed.excludedTouched,
+    });
+  }
+  return commits;
+}
+
+/**
+ * Moves the task branch to `headSha` when that is a fast-forward: with the person's worktree when it has the
+ * branch checked out, else the ref alone. Returns whether it moved; records in `result` why not.
+ */
+async function moveBranch(
+  repoRoot: string,
+  layout: TaskLayout,
+  branchHead: string,
+  headSha: string,
+  result: SyncBackResult,
+): Promise<boolean> {
+  let moved = false;
+  if (await isAncestor(repoRoot, branchHead, headSha)) {
+    const worktreeOnBranch =
+      existsSync(layout.worktreePath) &&
+      (await tryGit(['symbolic-ref', '-q', 'HEAD'], { cwd: layout.worktreePath })).stdout.trim() ===
+        layout.branchRef;
+    if (worktreeOnBranch) {
+      // Moves the branch and the files together; refuses when the person's edits would be overwritten.
+      const merged = await tryGit(['-c', 'core.hooksPath=/dev/null', 'merge', '--ff-only', '-q', headSha], {
+        cwd: layout.worktreePath,
+      });
+      moved = merged.exitCode === 0;
+      result.worktreeUpdated = moved;
+      if (!moved) result.pendingReason = 'worktree_conflict';
+    } else {
+      const updated = await tryGit(
+        ['update-ref', '-m', 'agent-runner: sync', layout.branchRef, headSha, branchHead],
+        {
+          cwd: repoRoot,
+        },
+      );
+      moved = updated.exitCode === 0;
+      if (!moved) result.pendingReason = 'not_fast_forward';
+    }
+  } else {
+    result.pendingReason = 'not_fast_forward';
+  }
+  return moved;
+}
+
 /**
  * Fetches and replays the worker's new commits, then moves the task branch (and the person's worktree, by a
  * fast-forward merge) to them. Safe to call again: commit-map.json makes it incremental and idempotent.
@@ -245,40 +341,8 @@ export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult
   const sandboxHead = (await git(['rev-parse', layout.sandboxRef], { cwd: repoRoot })).trim();
 
   const commitMap = await readCommitMap(layout.commitMapPath);
-  const known = Object.keys(commitMap.map);
-  const toReplay = (
-    await git(['rev-list', '--reverse', '--topo-order', '--ignore-missing', '--stdin'], {
-      cwd: repoRoot,
-      input: `${sandboxHead}\n${known.map((sha) => `^${sha}`).join('\n')}\n`,
-    })
-  )
-    .split('\n')
-    .filter((line) => line.length > 0);
-
-  const baseExcluded = toReplay.length > 0 ? await excludedEntriesOf(repoRoot, state.snapshotOf, scope) : [];
-  const commits: ReplayedCommit[] = [];
-  for (const sandboxSha of toReplay) {
-    const commit = await readCommit(repoRoot, sandboxSha);
-    const parents = commit.parents.map((parent) => {
-      const real = commitMap.map[parent];
-      if (real === undefined)
-        throw new AgentRunnerError(
-          'workspace_failed',
-          `Parent ${parent} of sandbox commit ${sandboxSha} was not replayed.`,
-        );
-      return real;
-    });
-    const replayed = await replayCommit(repoRoot, commit, parents, scope, baseExcluded);
-    commitMap.map[sandboxSha] = replayed.sha;
-    if (replayed.excludedTouched.length > 0)
-      commitMap.excludedTouched[replayed.sha] = replayed.excludedTouched;
-    commits.push({
-      sandboxSha,
-      sha: replayed.sha,
-      subject: commit.message.split('\n')[0] ?? '',
-      excludedTouched: replayed.excludedTouched,
-    });
-  }
+  const toReplay = await commitsToReplay(repoRoot, sandboxHead, commitMap);
+  const commits = await replayCommits(repoRoot, toReplay, commitMap, scope, state.snapshotOf);
   if (commits.length > 0) await writeJsonAtomic(layout.commitMapPath, commitMap);
 
   const headSha = commitMap.map[sandboxHead];
@@ -299,33 +363,7 @@ export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult
     return result;
   }
 
-  let moved = false;
-  if (await isAncestor(repoRoot, branchHead, headSha)) {
-    const worktreeOnBranch =
-      existsSync(layout.worktreePath) &&
-      (await tryGit(['symbolic-ref', '-q', 'HEAD'], { cwd: layout.worktreePath })).stdout.trim() ===
-        layout.branchRef;
-    if (worktreeOnBranch) {
-      // Moves the branch and the files together; refuses when the person's edits would be overwritten.
-      const merged = await tryGit(['-c', 'core.hooksPath=/dev/null', 'merge', '--ff-only', '-q', headSha], {
-        cwd: layout.worktreePath,
-      });
-      moved = merged.exitCode === 0;
-      result.worktreeUpdated = moved;
-      if (!moved) result.pendingReason = 'worktree_conflict';
-    } else {
-      const updated = await tryGit(
-        ['update-ref', '-m', 'agent-runner: sync', layout.branchRef, headSha, branchHead],
-        {
-          cwd: repoRoot,
-        },
-      );
-      moved = updated.exitCode === 0;
-      if (!moved) result.pendingReason = 'not_fast_forward';
-    }
-  } else {
-    result.pendingReason = 'not_fast_forward';
-  }
+  const moved = await moveBranch(repoRoot, layout, branchHead, headSha, result);
 
   if (moved) {
     result.branchHeadSha = headSha;
