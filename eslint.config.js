@@ -59,7 +59,10 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: {
       'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
-      'max-lines-per-function': ['error', { max: 80, skipBlankLines: false, skipComments: false, IIFEs: true }],
+      'max-lines-per-function': [
+        'error',
+        { max: 80, skipBlankLines: false, skipComments: false, IIFEs: true },
+      ],
     },
   },
   { files: ['**/*.js', 'bin/*'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
