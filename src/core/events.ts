@@ -76,8 +76,10 @@ export const setupCommandReportSchema = z.object({
 });
 export type SetupCommandReport = z.infer<typeof setupCommandReportSchema>;
 
-const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+/** One event's schema: its `type` and its fields (the project's events are built the same way). */
+export const eventSchema = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), ...shape });
+const event = eventSchema;
 
 export const runnerEventSchema = z.discriminatedUnion('type', [
   event('task_started', {

@@ -260,6 +260,17 @@ function planSpec(prd: string, context: PlanContext): Omit<CallSpec<'plan_task'>
   };
 }
 
+/** What every call of the loop shows: the task, its PRD and criteria, the memory and the runs so far. */
+function loopBasics(context: LoopContext) {
+  return {
+    taskId: context.taskId,
+    prd: context.prd,
+    acceptanceCriteria: context.acceptanceCriteria,
+    memory: context.memory,
+    history: context.history,
+  };
+}
+
 /** The `next_action` call: the loop so far, for the next step. */
 function nextActionSpec(
   context: LoopContext,
@@ -270,11 +281,7 @@ function nextActionSpec(
     type: 'next_action',
     systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, canResume },
     context: {
-      taskId: context.taskId,
-      prd: context.prd,
-      acceptanceCriteria: context.acceptanceCriteria,
-      memory: context.memory,
-      history: context.history,
+      ...loopBasics(context),
       facts: context.lastFacts,
       request: 'Decide the next step. Reply with one `next_action` message.',
     },
@@ -295,11 +302,7 @@ function assessSpec(
     type: 'completion_assessment',
     systemData: { taskId: context.taskId },
     context: {
-      taskId: context.taskId,
-      prd: context.prd,
-      acceptanceCriteria: context.acceptanceCriteria,
-      memory: context.memory,
-      history: context.history,
+      ...loopBasics(context),
       facts,
       request: `Judge every acceptance criterion (${context.acceptanceCriteria.map((criterion) => criterion.id).join(', ')}) against the facts. Reply with one \`completion_assessment\` message.`,
     },

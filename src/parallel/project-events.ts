@@ -5,7 +5,7 @@
  * project's journal.
  */
 import { z } from 'zod';
-import { runnerEventSchema, type StampedEvent } from '../core/events.js';
+import { eventSchema, runnerEventSchema, type StampedEvent } from '../core/events.js';
 import { dodOutcomeSchema, planSchema, taskSummarySchema, usageSchema } from '../core/records.js';
 import { reviewFindingSchema } from '../protocol/review.js';
 import { SUBTASK_STATES } from './scheduler.js';
@@ -30,8 +30,7 @@ export const reviewVerdictSchema = z.object({
 });
 export type ReviewVerdict = z.infer<typeof reviewVerdictSchema>;
 
-const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({ type: z.literal(type), ...shape });
+const event = eventSchema;
 
 /** The project's own events: one schema for what the project's journal is written with and read back as. */
 export const projectEventSchema = z.discriminatedUnion('type', [

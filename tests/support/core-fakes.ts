@@ -27,8 +27,10 @@ import type {
   Usage,
 } from '../../src/core/types.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
-import type { TaskRunnerOptions } from '../../src/core/task-runner.js';
+import type { StampedEvent } from '../../src/core/events.js';
+import type { TaskRecord, TaskRunnerDeps, TaskRunnerOptions } from '../../src/core/task-runner.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
+import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 
 export const usage = (tokens = 100): Usage => ({
   ...ZERO_USAGE,
@@ -347,5 +349,31 @@ export async function testRunnerOptions(
     runDir: '/tmp/runs/T-1',
     startOptions: { prdPath: '/repo/PRD.md', prd: '# Slugify', dodSkipped: false },
     ...overrides,
+  };
+}
+
+/**
+ * A test task's ports: the fakes over `repo` (no answers from the person, no memory, a manual clock), every
+ * note written pushed to `notes` and every event to `events`; `parts` replaces any of them.
+ */
+export function testRunnerDeps(
+  repo: FakeRepo,
+  parts: Partial<TaskRunnerDeps> & Pick<TaskRunnerDeps, 'meta'>,
+  sinks: { notes?: TaskRecord[]; events?: StampedEvent[] } = {},
+): TaskRunnerDeps {
+  return {
+    workspace: new FakeWorkspace(repo),
+    sandboxes: new FakeSandboxes(),
+    worker: new FakeWorker(repo, []),
+    human: new FakeHuman([]),
+    notes: new NoMemory(),
+    workerPrompt: workerPromptTemplate,
+    clock: new ManualClock(),
+    writeNote: async (record) => {
+      sinks.notes?.push(structuredClone(record));
+      return '/repo/.agent-runner/task-T-1.md';
+    },
+    onEvent: (event) => sinks.events?.push(event),
+    ...parts,
   };
 }

@@ -3,16 +3,11 @@ import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
 import type { Plan } from '../../src/core/types.js';
 import { assertResumable, foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
-import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
-  FakeHuman,
-  FakeSandboxes,
   FakeWorker,
-  FakeWorkspace,
-  ManualClock,
-  NoMemory,
   ScriptedMetaAgent,
   fakeRepo,
+  testRunnerDeps,
   testRunnerOptions,
   type MetaStep,
   type WorkerEffect,
@@ -57,21 +52,14 @@ async function runTask(
   const notes: TaskRecord[] = [];
   const meta = new ScriptedMetaAgent(options.previous ? script : [{ kind: 'plan', plan }, ...script]);
   const worker = new FakeWorker(repo, effects);
-  const runner = new TaskRunner(await testRunnerOptions(options), {
-    meta,
-    workspace: new FakeWorkspace(repo),
-    sandboxes: new FakeSandboxes(),
-    worker,
-    human: new FakeHuman([]),
-    notes: new NoMemory(),
-    workerPrompt: workerPromptTemplate,
-    clock: new ManualClock(),
-    writeNote: async (record) => {
-      notes.push(structuredClone(record));
-      return '/repo/.agent-runner/task-T-1.md';
-    },
-    onEvent: (event) => events.push(structuredClone(event)),
-  });
+  const runner = new TaskRunner(
+    await testRunnerOptions(options),
+    testRunnerDeps(
+      repo,
+      { meta, worker, onEvent: (event) => events.push(structuredClone(event)) },
+      { notes },
+    ),
+  );
   // Journals are JSON lines: what resume reads has been through JSON.
   const summary = await runner.run();
   return { summary, events: JSON.parse(JSON.stringify(events)) as StampedEvent[], notes, worker, meta };

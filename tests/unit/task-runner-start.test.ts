@@ -5,16 +5,12 @@ import { TaskRunner, type TaskRecord } from '../../src/core/task-runner.js';
 import type { Plan, Usage } from '../../src/core/types.js';
 import { AgentRunnerError, ModelBehaviorError } from '../../src/errors.js';
 import { loadPatternLibrary } from '../../src/patterns/pattern-library.js';
-import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
-  FakeHuman,
   FakeSandboxes,
-  FakeWorker,
   FakeWorkspace,
-  ManualClock,
-  NoMemory,
   ScriptedMetaAgent,
   fakeRepo,
+  testRunnerDeps,
   type FakeRepo,
   type MetaStep,
 } from '../support/core-fakes.js';
@@ -137,21 +133,7 @@ async function setup(
       ...(planError !== undefined ? { givenPlan: rejected(planError) } : {}),
       ...(options.givenPlan ? { givenPlan: options.givenPlan } : {}),
     },
-    {
-      meta,
-      workspace,
-      sandboxes,
-      worker: new FakeWorker(repo, []),
-      human: new FakeHuman([]),
-      notes: new NoMemory(),
-      workerPrompt: workerPromptTemplate,
-      clock: new ManualClock(),
-      writeNote: async (record) => {
-        notes.push(structuredClone(record));
-        return '/repo/.agent-runner/task-T-1.md';
-      },
-      onEvent: (event) => events.push(event),
-    },
+    testRunnerDeps(repo, { meta, workspace, sandboxes }, { notes, events }),
   );
   return { runner, meta, workspace, sandboxes, events, notes, log };
 }

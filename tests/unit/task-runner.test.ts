@@ -9,16 +9,14 @@ import {
 } from '../../src/core/task-runner.js';
 import type { Assessment, MetaDecision, Plan } from '../../src/core/types.js';
 import { ModelBehaviorError } from '../../src/errors.js';
-import { workerPromptTemplate } from '../../src/patterns/worker-prompt.js';
 import {
   FakeHuman,
   FakeSandboxes,
   FakeWorker,
-  FakeWorkspace,
   ManualClock,
-  NoMemory,
   ScriptedMetaAgent,
   fakeRepo,
+  testRunnerDeps,
   testRunnerOptions,
   type FakeRepo,
   type MetaStep,
@@ -88,22 +86,21 @@ async function setup(
     startOptions: undefined,
     ...runnerOptions,
   });
-  const runner = new TaskRunner(taskOptions, {
-    meta,
-    workspace: new FakeWorkspace(repo),
-    sandboxes,
-    worker,
-    human,
-    notes: new NoMemory(),
-    workerPrompt: workerPromptTemplate,
-    clock,
-    writeNote: async (record) => {
-      notes.push(structuredClone(record));
-      return '/repo/.agent-runner/task-T-1.md';
-    },
-    onEvent: (event) => events.push(event),
-    ...(parent ? { ledger: taskLedger(taskOptions, clock, parent) } : {}),
-  });
+  const runner = new TaskRunner(
+    taskOptions,
+    testRunnerDeps(
+      repo,
+      {
+        meta,
+        sandboxes,
+        worker,
+        human,
+        clock,
+        ...(parent ? { ledger: taskLedger(taskOptions, clock, parent) } : {}),
+      },
+      { notes, events },
+    ),
+  );
   return { runner, repo, meta, worker, sandboxes, clock, human, events, notes };
 }
 
