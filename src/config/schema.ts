@@ -166,6 +166,11 @@ export const configSchema = z
         maxHeaderBytes: size('16k').default(16 * 1024),
         /** Model requests per minute the worker may make (every request on the model route counts). */
         requestsPerMinute: positiveInt.default(120),
+        /**
+         * Connections the sandbox may hold open on the gateway's socket at once (model requests, the set-up's
+         * proxy and registry route); more are dropped as they come, so the runner's descriptors stay bounded.
+         */
+        maxConnections: positiveInt.default(64),
       })
       .prefault({}),
     scope: z

@@ -20,12 +20,15 @@ export interface GatewayLimits {
   maxRequestBytes: number;
   maxHeaderBytes: number;
   requestsPerMinute: number;
+  /** Connections open at once on the sandbox's socket; more are dropped as they come (`gateway.maxConnections`). */
+  maxConnections: number;
 }
 
 export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
   maxRequestBytes: 8 * 1024 ** 2,
   maxHeaderBytes: 16 * 1024,
   requestsPerMinute: 120,
+  maxConnections: 64,
 };
 
 export interface GatewayUpstream {

@@ -3,6 +3,7 @@
  * upstream with the real key, its reply streamed back unchanged, the worker's usage read from a copy of the
  * stream, and the exchange recorded (redacted) when a cassette is being written.
  */
+import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TokenUsage } from '../core/ports.js';
 import type { Redactor } from '../notes/redact.js';
@@ -137,9 +138,14 @@ async function relayUpstream(
   response.on('close', () => upstream.destroy());
   for await (const chunk of upstream) {
     const buffer = chunk as Buffer;
-    response.write(buffer);
     meter?.push(buffer);
     if (context.recorder !== null) copy.push(buffer);
+    // Backpressure: a worker that does not read its answer stops the upstream, not the runner's memory.
+    if (!response.write(buffer) && !response.destroyed)
+      await Promise.race(
+        [once(response, 'drain'), once(response, 'close')].map((wait) => wait.catch(() => undefined)),
+      );
+    if (response.destroyed) break;
   }
   response.end();
   const usage = meter?.end() ?? null;

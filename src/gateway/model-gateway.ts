@@ -265,6 +265,16 @@ export class ModelGateway {
     sandboxSide.on('connect', (request: IncomingMessage, client, head: Buffer) =>
       handleConnect(proxyContext, request, client, head),
     );
+    // Held-open connections cost the runner a descriptor each: past the cap new ones are dropped at once.
+    sandboxSide.maxConnections = this.limits.maxConnections;
+    let dropped = 0;
+    sandboxSide.on('drop', () => {
+      dropped += 1;
+      if (dropped === 1 || dropped % 1000 === 0)
+        this.log(
+          `worker connections over gateway.maxConnections (${this.limits.maxConnections}): ${dropped} dropped`,
+        );
+    });
     await listen(sandboxSide, this.socketPath);
     // The worker's uid differs from ours: it must traverse the directory and connect to the socket.
     await chmod(this.hostDir, 0o755);
