@@ -18,7 +18,16 @@ export interface OutputSinkOptions {
   tailBytes: number;
   /** Applied to whole lines before they reach the file (keys and secrets out of the logs). */
   redact?: (text: string) => string;
+  /** The file is cut at this many bytes, with a line that says so (default {@link DEFAULT_MAX_FILE_BYTES}). */
+  maxFileBytes?: number;
 }
+
+/**
+ * The most one stream of one exec writes to its log file: a worker that floods its own output (seen: 356 MiB
+ * in 41 s) fills the log up to here, then the rest is counted, not kept (the tail and the line callback still
+ * see everything).
+ */
+export const DEFAULT_MAX_FILE_BYTES = 64 * 1024 ** 2;
 
 /** Above this, a line without a newline is written (redacted) anyway, so memory stays bounded. */
 const MAX_PENDING_CHARS = 1024 * 1024;
@@ -32,6 +41,8 @@ export class OutputSink {
   private callbackError: unknown = null;
   private readonly decoder = new StringDecoder('utf8');
   private pending = '';
+  private fileBytes = 0;
+  private cutBytes = 0;
 
   private constructor(private readonly options: OutputSinkOptions) {
     this.tail = new OutputTail(options.tailBytes);
@@ -69,10 +80,22 @@ export class OutputSink {
   async write(chunk: Buffer): Promise<void> {
     this.tail.write(chunk);
     this.lines?.write(chunk);
-    if (this.file !== null && this.fileError === null && !this.file.write(this.forFile(chunk))) {
+    if (this.file === null || this.fileError !== null) return;
+    const bytes = this.capped(this.forFile(chunk));
+    if (bytes.length > 0 && !this.file.write(bytes)) {
       // once() rejects on 'error' too, so a failing file cannot leave the pump waiting for a drain.
       await once(this.file, 'drain').catch(() => undefined);
     }
+  }
+
+  /** What of `data` still fits under the file's cap; the rest is only counted. */
+  private capped(data: Buffer | string): Buffer {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    const room = Math.max(0, (this.options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES) - this.fileBytes);
+    const kept = bytes.subarray(0, room);
+    this.fileBytes += kept.length;
+    this.cutBytes += bytes.length - kept.length;
+    return kept;
   }
 
   /** The bytes for the file: as they came, or whole lines redacted (a secret split across chunks is caught). */
@@ -92,8 +115,12 @@ export class OutputSink {
     if (file !== null && this.options.redact && this.fileError === null) {
       const rest = this.pending + this.decoder.end();
       this.pending = '';
-      if (rest) file.write(this.options.redact(rest));
+      if (rest) file.write(this.capped(this.options.redact(rest)));
     }
+    if (file !== null && this.cutBytes > 0 && this.fileError === null)
+      file.write(
+        `\n[agent-runner: this log was cut at ${this.fileBytes} bytes; ${this.cutBytes} more bytes were not kept]\n`,
+      );
     if (file !== null) {
       this.file = null;
       if (!file.destroyed) await new Promise<void>((resolve) => file.end(resolve));

@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { DEFAULT_MAX_FILE_BYTES, OutputSink } from '../../src/sandbox/exec-output.js';
 import { LineSplitter, OutputTail } from '../../src/sandbox/output-tail.js';
 
 describe('OutputTail', () => {
@@ -39,5 +43,40 @@ describe('LineSplitter', () => {
     splitter.write(Buffer.from('abcdefghij\nk'));
     splitter.end();
     expect(lines).toEqual(['abcd', 'efgh', 'ij', 'k']);
+  });
+});
+
+describe('OutputSink log file cap', () => {
+  it('cuts the file at its cap and says so; the tail and the lines still see everything', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ar-output-cap-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    for (const redact of [undefined, (text: string) => text.replaceAll('secret', '[redacted]')]) {
+      const file = path.join(dir, `out-${redact ? 'redacted' : 'raw'}.log`);
+      let lines = 0;
+      const sink = await OutputSink.open({
+        filePath: file,
+        tailBytes: 16,
+        onLine: () => (lines += 1),
+        maxFileBytes: 1024 ** 2,
+        ...(redact ? { redact } : {}),
+      });
+      const line = `${'x'.repeat(1023)}\n`;
+      for (let index = 0; index < 3 * 1024; index += 1) await sink.write(Buffer.from(line));
+      await sink.write(Buffer.from('the end\n'));
+      await sink.close();
+      const written = readFileSync(file, 'utf8');
+      // The probe: 3 MiB went in, and the file's first MiB is what was written.
+      expect(lines).toBe(3 * 1024 + 1);
+      expect(written.startsWith(line)).toBe(true);
+      expect(Buffer.byteLength(written)).toBeLessThan(1024 ** 2 + 200);
+      expect(written).toMatch(
+        /\[agent-runner: this log was cut at 1048576 bytes; 2097160 more bytes were not kept\]\n$/,
+      );
+      expect(sink.tail.toString()).toContain('the end');
+    }
+  });
+
+  it('has a default cap', () => {
+    expect(DEFAULT_MAX_FILE_BYTES).toBe(64 * 1024 ** 2);
   });
 });
