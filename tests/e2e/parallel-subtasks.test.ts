@@ -3,7 +3,7 @@
  * real codex binary; only the models are scripted, and they answer each subtask by matching its task id in
  * the request (subtasks run at once, so their calls interleave).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
@@ -51,8 +51,11 @@ async function runProject(taskId: string, prd: string, max: number) {
   git(repo.root, 'add', '-A');
   git(repo.root, 'commit', '-q', '-m', 'project PRD');
   onTestFinished(async () => {
-    const left = (await docker.listContainers({ all: true })).filter((container) =>
-      (container.Labels['agent-runner.task'] ?? '').startsWith(taskId),
+    // This run's containers: other runs on the same engine (another checkout's tests) use the same task ids.
+    const left = (await docker.listContainers({ all: true })).filter(
+      (container) =>
+        (container.Labels['agent-runner.task'] ?? '').startsWith(taskId) &&
+        container.Labels['agent-runner.repo'] === realpathSync(repo.root),
     );
     expect(left).toEqual([]);
   });
