@@ -126,16 +126,12 @@ export class Ledger {
       return { code: 'max_meta_calls', limit: limits.maxMetaCalls };
     const own = this.ownSpendingReached();
     if (own) return own;
-    const parent = this.options.parent?.exhausted() ?? null;
-    switch (parent?.code) {
-      case undefined:
-        return null;
+    const project = this.options.parent;
+    const parent = project?.exhausted() ?? null;
+    if (!project || !parent) return null;
+    switch (parent.code) {
       case 'max_meta_calls':
-        return {
-          code: 'project_meta_calls',
-          limit: parent.limit,
-          used: this.options.parent?.metaCalls ?? parent.limit,
-        };
+        return { code: 'project_meta_calls', limit: parent.limit, used: project.metaCalls };
       case 'max_tokens':
       case 'max_cost':
       case 'wall_clock':

@@ -78,8 +78,8 @@ export class TaskRunner {
         if (loop.sandboxId) await loop.deps.sandboxes.stop(loop.sandboxId).catch(() => undefined);
         return { kind: 'handed_off', task: loop.task };
       }
-      outcome = ended === 'handed_off' ? { code: 'error', error: loop.fatal as AgentRunnerError } : ended;
-      if (loop.fatal) outcome = { code: 'error', error: loop.fatal };
+      // A recording failure wins over whatever the steps ended with (a hand-off included).
+      outcome = loop.fatal ? { code: 'error', error: loop.fatal } : (ended as TaskOutcome);
     } catch (caught) {
       outcome = this.outcomeOfError(caught, signal);
     }
