@@ -3,7 +3,7 @@
  */
 import { CommanderError } from 'commander';
 import { AgentRunnerError, EXIT_CODES, isAgentRunnerError } from '../errors.js';
-import { processOutput, processRedaction, redactingOutput, type CliOutput } from './output.js';
+import { processOutput, processRedaction, safeOutput, type CliOutput } from './output.js';
 import { createProgram, translateCommanderError } from './program.js';
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. Never throws. */
@@ -12,9 +12,9 @@ export async function runCli(
   options: { output?: CliOutput; env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): Promise<number> {
   const env = options.env ?? process.env;
-  // Everything printed, errors included, passes the process's one redaction point.
+  // Everything printed, errors included, passes the process's one redaction point and the terminal rule.
   const redaction = processRedaction(env);
-  const output = redactingOutput(options.output ?? processOutput, redaction);
+  const output = safeOutput(options.output ?? processOutput, redaction);
   let exitCode: number = EXIT_CODES.complete;
   const program = createProgram({
     output,

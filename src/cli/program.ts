@@ -7,7 +7,7 @@ import { Command } from 'commander';
 import { UserError } from '../errors.js';
 import type { Redaction } from '../notes/redact.js';
 import { VERSION } from '../version.js';
-import type { CliOutput } from './output.js';
+import type { SafeOutput } from './output.js';
 import { registerPlanCommand } from './plan-command.js';
 import { registerDoctorCommand } from './doctor-command.js';
 import { registerImageCommand } from './image-command.js';
@@ -18,8 +18,8 @@ import { registerGcCommand } from './gc-command.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
-  /** Already redacting: what is written here passes {@link redaction}. */
-  output: CliOutput;
+  /** Already safe: what is written here passes {@link redaction} and has its terminal controls shown. */
+  output: SafeOutput;
   /** The process's redaction point; a command adds the secrets of the configuration it loads. */
   redaction: Redaction;
   env: NodeJS.ProcessEnv;

@@ -1,12 +1,15 @@
 /**
  * Live progress for people: the state, elapsed time, each worker command as it runs, DoD results, and at
- * the end where the note and the branch are. Written to stderr so stdout stays clean for `--json`.
+ * the end where the note and the branch are. Written to stderr so stdout stays clean for `--json`. Every text
+ * from data is clipped to one line here (a worker's newline cannot start a line that looks like the runner's);
+ * its terminal controls are shown as escapes where every line is printed (src/cli/output.ts).
  */
 import { formatDuration } from '../config/units.js';
 import { totalTokens } from '../core/usage.js';
 import type { StampedEvent } from '../core/events.js';
 import type { TaskSummary } from '../core/types.js';
 
+/** Data as one line of at most `max` characters. */
 const clip = (text: string, max = 160) => {
   const line = text.replace(/\s+/g, ' ').trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
@@ -65,7 +68,7 @@ function writeLoopEvent(write: (line: string) => void, t: string, event: Stamped
       write(`${t} ${event.to}${event.reason ? `: ${clip(event.reason)}` : ''}`);
       break;
     case 'plan':
-      write(`${t} plan: ${event.plan.title}`);
+      write(`${t} plan: ${clip(event.plan.title)}`);
       for (const criterion of event.plan.acceptanceCriteria) {
         write(`        ${criterion.id}${criterion.critical ? '*' : ''} ${clip(criterion.description, 120)}`);
       }
@@ -86,7 +89,7 @@ function writeLoopEvent(write: (line: string) => void, t: string, event: Stamped
       break;
     case 'human':
       write(
-        `${t} question: ${event.question}${event.answer === null ? ' (no one to answer: headless)' : ` → ${event.answer}`}`,
+        `${t} question: ${clip(event.question, 400)}${event.answer === null ? ' (no one to answer: headless)' : ` → ${clip(event.answer)}`}`,
       );
       break;
     default:
@@ -106,7 +109,8 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
       if (inner.kind === 'command_started') write(`${t}   $ ${clip(inner.command, 140)}`);
       else if (inner.kind === 'command_finished') {
         write(`${t}   ${inner.exitCode === 0 ? '✓' : '✗'} exit ${inner.exitCode ?? '?'} (${inner.status})`);
-      } else if (inner.kind === 'file_changed') write(`${t}   ~ ${inner.change} ${inner.path}`);
+      } else if (inner.kind === 'file_changed')
+        write(`${t}   ~ ${clip(inner.change, 20)} ${clip(inner.path)}`);
       else if (inner.kind === 'error' && inner.fatal) write(`${t}   ! ${clip(inner.message)}`);
       break;
     }
@@ -118,7 +122,7 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
     case 'facts': {
       const facts = event.facts;
       write(
-        `${t} facts: ${facts.commits.length} commit(s) since base, ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean'}, ${facts.scopeViolations.length ? `scope violations: ${facts.scopeViolations.join(', ')}` : 'no scope violations'}${facts.problems?.length ? `; INCOMPLETE: ${facts.problems.join('; ')}` : ''}`,
+        `${t} facts: ${facts.commits.length} commit(s) since base, ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean'}, ${facts.scopeViolations.length ? `scope violations: ${clip(facts.scopeViolations.join(', '), 300)}` : 'no scope violations'}${facts.problems?.length ? `; INCOMPLETE: ${clip(facts.problems.join('; '), 300)}` : ''}`,
       );
       break;
     }
@@ -151,7 +155,7 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
 /** The closing lines: state, reason, where things are. */
 export function formatSummary(summary: TaskSummary): string[] {
   const lines = [
-    `${summary.state} after ${formatDuration(summary.durationMs)}: ${summary.reason}`,
+    `${summary.state} after ${formatDuration(summary.durationMs)}: ${clip(summary.reason, 300)}`,
     `  branch:   ${summary.branch}${summary.headSha ? ` (head ${summary.headSha.slice(0, 12)})` : ''}`,
   ];
   if (summary.worktreePath) lines.push(`  worktree: ${summary.worktreePath}`);

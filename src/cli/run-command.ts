@@ -128,7 +128,7 @@ export async function driveTask(
   // stderr included) before it reports anything.
   const app = createApp(env, {}, redaction);
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
-  const progress = createProjectProgress((text) => output.err(text), {
+  const progress = createProjectProgress(output, {
     tty: output.isTTY,
     single: createProgressPrinter((line) => output.err(line)),
   });
@@ -172,7 +172,8 @@ export async function driveTask(
               ask: async (question: string) => {
                 const prompt = createInterface({ input: process.stdin, output: process.stderr });
                 try {
-                  return (await prompt.question(`\n${question}\n> `)).trim() || null;
+                  // readline writes the question itself: it is made printable like every other line.
+                  return (await prompt.question(`\n${output.printable(question)}\n> `)).trim() || null;
                 } finally {
                   prompt.close();
                 }

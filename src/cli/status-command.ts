@@ -4,13 +4,17 @@
  */
 import type { Command } from 'commander';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
+import { showControls } from '../notes/terminal-text.js';
 import { VERSION } from '../version.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import type { CommandContext } from './program.js';
 
-/** A status column holds one line: a multi-line reason is joined and clipped (`status --json` has it whole). */
+/**
+ * A status column holds one line: a multi-line reason is joined and clipped (`status --json` has it whole),
+ * its terminal controls shown as escapes before the columns are measured (printing shows them the same way).
+ */
 function oneLine(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
+  const line = showControls(text.replace(/\s+/g, ' ').trim(), 'one_line');
   return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 }
 

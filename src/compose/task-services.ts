@@ -9,14 +9,15 @@ import type { Config } from '../config/schema.js';
 import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
 import { startTaskGateway, type TaskGateway, type TaskGatewayInput } from '../gateway/task-gateway.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
+import { showControls } from '../notes/terminal-text.js';
 import type { TaskHost } from './task-host.js';
 
 /** The gateway's input besides what the host and the run directory give. */
 export type GatewayOptions = Omit<TaskGatewayInput, 'config' | 'env' | 'repoRoot' | 'redaction' | 'onLog'>;
 
 /**
- * Starts the gateway of a task or a project: its log lines (redacted, time-stamped) go to `gateway.log` in
- * the run directory, and it adds its tokens to the host's redaction point.
+ * Starts the gateway of a task or a project: its log lines (redacted, time-stamped, terminal controls shown as
+ * escapes) go to `gateway.log` in the run directory, and it adds its tokens to the host's redaction point.
  */
 export function openGateway(
   host: TaskHost,
@@ -31,7 +32,9 @@ export function openGateway(
     redaction: host.redaction,
     onLog: (line) => {
       try {
-        appendFileSync(path.join(where.runDir, 'gateway.log'), `${host.stamp()} ${redact(line)}\n`);
+        // One entry per line, whatever the worker put into a request target or a refusal's detail.
+        const entry = showControls(redact(line), 'one_line');
+        appendFileSync(path.join(where.runDir, 'gateway.log'), `${host.stamp()} ${entry}\n`);
       } catch {
         // A full disk stops the task through its journal; the gateway keeps answering meanwhile.
       }

@@ -1,10 +1,14 @@
 /**
  * Writes every Meta-agent call to the run's log directory, one file per model call, so a person can read
- * exactly what was sent and what came back: `<logDir>/0003-next_action-attempt2.md`.
+ * exactly what was sent and what came back: `<logDir>/0003-next_action-attempt2.md`. Prompts carry the
+ * worker's text (commands, messages, commit subjects): every message, reply, protocol error and error is in a
+ * fenced block, and terminal controls are shown as escapes (`\x1b`), so reading a log with `cat` or a Markdown
+ * viewer shows it and obeys nothing in it.
  */
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Usage } from '../core/types.js';
+import { showControls } from '../notes/terminal-text.js';
 import type { MetaMessage } from './meta-model.js';
 
 export interface MetaCallLogEntry {
@@ -75,20 +79,20 @@ export class MetaCallLog {
     for (const message of entry.messages) lines.push('', `## ${message.role}`, '', fenced(message.content));
     if (entry.reply !== undefined) lines.push('', '## reply', '', fenced(entry.reply));
     if (entry.issues?.length)
-      lines.push('', '## protocol errors', '', ...entry.issues.map((issue) => `- ${issue}`));
-    if (entry.error) lines.push('', '## error', '', entry.error);
-    await writeFile(file, this.redact(`${lines.join('\n')}\n`), 'utf8');
+      lines.push('', '## protocol errors', '', fenced(entry.issues.map((issue) => `- ${issue}`).join('\n')));
+    if (entry.error) lines.push('', '## error', '', fenced(entry.error));
+    await writeFile(file, showControls(this.redact(`${lines.join('\n')}\n`)), 'utf8');
     return file;
   }
 
-  /** Keeps the raw replies of a call that stayed invalid, verbatim, for the user to inspect. */
+  /** Keeps the raw replies of a call that stayed invalid, verbatim but for terminal controls, to inspect. */
   async writeRawReplies(purpose: string, replies: readonly string[]): Promise<string> {
     const sequence = String(await this.#sequence()).padStart(4, '0');
     const file = path.join(this.directory, `${sequence}-${purpose}-protocol-invalid.txt`);
     const body = replies
       .map((reply, index) => `===== reply ${index + 1} of ${replies.length} =====\n${reply}\n`)
       .join('\n');
-    await writeFile(file, this.redact(body), 'utf8');
+    await writeFile(file, showControls(this.redact(body)), 'utf8');
     return file;
   }
 }

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import type { StampedEvent } from '../core/events.js';
 import { UserError } from '../errors.js';
 import type { Redactor } from './redact.js';
+import { showControlsInJson } from './terminal-text.js';
 
 export const EVENTS_FILE = 'events.jsonl';
 
@@ -31,7 +32,8 @@ export class EventJournal {
   append(event: StampedEvent): void {
     if (this.writeError) return;
     try {
-      appendFileSync(this.file, `${this.redact(JSON.stringify(event))}\n`);
+      // Controls JSON.stringify leaves raw (C1, bidi) are written as JSON escapes: `cat` shows them, never obeys.
+      appendFileSync(this.file, `${showControlsInJson(this.redact(JSON.stringify(event)))}\n`);
     } catch (error) {
       this.writeError = error as Error;
       throw error;

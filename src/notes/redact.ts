@@ -71,7 +71,7 @@ export class Redaction {
 
   /** A copy of a JSON-like value with every string (keys included) redacted. */
   value<T>(value: T): T {
-    return redactDeep(value, this.redact) as T;
+    return redactValue(value, this.redact);
   }
 
   /**
@@ -95,6 +95,11 @@ export class Redaction {
     const trailing = text.endsWith('\n') ? '\n' : '';
     return `${JSON.stringify(redacted, null, indent)}${trailing}`;
   };
+}
+
+/** A copy of a JSON-like value with every string (keys included) passed through `redact`. */
+export function redactValue<T>(value: T, redact: Redactor): T {
+  return redactDeep(value, redact) as T;
 }
 
 function redactDeep(value: unknown, redact: Redactor): unknown {

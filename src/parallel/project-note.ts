@@ -1,12 +1,16 @@
 /**
  * The parent note of a project, `.agent-runner/task-<ID>.md`: the plan as a table (subtask, scope, blocked by,
  * state, link to its own note), the merge log, the combined DoD, the review verdicts and the total usage and
- * cost. Each subtask keeps its own note next to it.
+ * cost. Each subtask keeps its own note next to it. Titles, reasons, reviews, file names and commands come from
+ * the planner, the reviewer and the workers: they pass the note's one escaping point (src/notes/markdown-text.ts).
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DodOutcome } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
+import { NOTE_LIMITS, boundDocument, codeSpan, cutList, inlineText } from '../notes/markdown-text.js';
+import { redactValue } from '../notes/redact.js';
+import { showControls } from '../notes/terminal-text.js';
 import type { ProjectOutcome } from './project-outcome.js';
 
 export interface ProjectNoteInput {
@@ -25,76 +29,98 @@ export interface ProjectNoteInput {
   redact?: (text: string) => string;
 }
 
-const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-const code = (text: string) => `\`${text.replace(/`/g, "'")}\``;
+/** A name (id, path, branch, command) as a code span in a table cell. */
+const code = (text: string) => codeSpan(text, NOTE_LIMITS.code, 'table');
+/** Names as code spans in one table cell, at most `NOTE_LIMITS.listItems`, the cut said. */
+const codes = (names: readonly string[]) => {
+  const cut = cutList(names, NOTE_LIMITS.listItems, 'names');
+  return [cut.items.map(code).join(', '), cut.notice].filter(Boolean).join(' ');
+};
 
 function dodLines(dod: DodOutcome | null | undefined): string[] {
   if (!dod) return ['Not run.'];
-  if (dod.results.length === 0) return [`${dod.status} (${dod.source})`];
+  if (dod.results.length === 0) return [`${dod.status} (${inlineText(dod.source)})`];
   return [
-    `**${dod.status}** (${dod.source})`,
+    `**${dod.status}** (${inlineText(dod.source)})`,
     '',
     '| check | command | result | exit | time |',
     '|---|---|---|---|---|',
     ...dod.results.map(
       (result) =>
-        `| ${cell(result.name)} | ${code(result.command)} | ${result.status} | ${result.exitCode ?? '-'} | ${(result.durationMs / 1000).toFixed(1)} s |`,
+        `| ${inlineText(result.name)} | ${code(result.command)} | ${result.status} | ${result.exitCode ?? '-'} | ${(result.durationMs / 1000).toFixed(1)} s |`,
     ),
   ];
 }
 
-/** The note's Markdown. */
-export function renderProjectNote(input: ProjectNoteInput): string {
-  const { outcome } = input;
-  const usage = outcome.usage.total;
-  const lines = [
-    `# ${input.title}`,
-    '',
-    `- Task: ${code(input.taskId)} (split into ${outcome.subtasks.length} subtasks)`,
-    `- State: **${outcome.state}**: ${outcome.reason}`,
-    `- Integration branch: ${code(input.branch)} at ${code(outcome.headSha.slice(0, 12))} (base ${code(input.baseSha.slice(0, 12))}), worktree ${code(input.worktreePath)}`,
-    `- PRD: ${code(path.relative(input.repoRoot, input.prdPath) || input.prdPath)}`,
-    `- Parallel: at most ${input.max} subtasks at once; ${((input.finishedAt - input.startedAt) / 1000).toFixed(1)} s wall clock`,
-    '',
-    '## Plan',
-    '',
+/** The plan table and one line per subtask saying how it ended. */
+function planLines(outcome: ProjectOutcome): string[] {
+  return [
     '| subtask | title | write scope | blocked by | state | attempts | note |',
     '|---|---|---|---|---|---|---|',
     ...outcome.subtasks.map((record) => {
       const note = `task-${record.taskId}.md`;
-      return `| ${code(record.subtask.id)} | ${cell(record.subtask.title)} | ${record.subtask.writeScope.map(code).join(', ')} | ${record.subtask.blockedBy.map(code).join(', ') || '-'} | ${record.state} | ${record.attempt} | [${note}](${note}) |`;
+      return `| ${code(record.subtask.id)} | ${inlineText(record.subtask.title, NOTE_LIMITS.title)} | ${codes(record.subtask.writeScope)} | ${codes(record.subtask.blockedBy) || '-'} | ${record.state} | ${record.attempt} | [${inlineText(note)}](${encodeURI(note)}) |`;
     }),
     '',
-    ...outcome.subtasks.flatMap((record) => [
-      `- ${code(record.subtask.id)}: ${cell(record.reason || record.state)}`,
+    ...outcome.subtasks.map(
+      (record) => `- ${code(record.subtask.id)}: ${inlineText(record.reason || record.state)}`,
+    ),
+  ];
+}
+
+/** The review verdicts with their findings. */
+function reviewLines(outcome: ProjectOutcome): string[] {
+  if (!outcome.subtasks.some((record) => record.reviews.length > 0))
+    return ['No subtask reached its review.'];
+  return outcome.subtasks.flatMap((record) =>
+    record.reviews.flatMap((review, index) => [
+      `- ${code(record.subtask.id)} review ${index + 1}: **${review.verdict}**: ${inlineText(review.summary)}`,
+      ...review.findings.map(
+        (finding) =>
+          `  - ${finding.severity} ${code(`${finding.file}${finding.line ? `:${finding.line}` : ''}`)}: ${inlineText(finding.message)}`,
+      ),
     ]),
+  );
+}
+
+/** The merge log: each merge, its files on a conflict, the integration head and the combined DoD. */
+function mergeLines(outcome: ProjectOutcome): string[] {
+  if (outcome.merges.length === 0) return ['Nothing merged.'];
+  return [
+    '| # | subtask | branch | result | integration head | combined DoD |',
+    '|---|---|---|---|---|---|',
+    ...outcome.merges.map(
+      (merge, index) =>
+        `| ${index + 1} | ${code(merge.subtask)} | ${code(merge.branch)} | ${merge.status}${merge.files?.length ? ` (${codes(merge.files)})` : ''} | ${code(merge.sha.slice(0, 12))} | ${merge.dod?.status ?? '-'} |`,
+    ),
+  ];
+}
+
+/** The note's Markdown: every text from data escaped for its place (src/notes/markdown-text.ts). */
+export function renderProjectNote(input: ProjectNoteInput): string {
+  const { outcome } = input;
+  const usage = outcome.usage.total;
+  const name = (text: string) => codeSpan(text, NOTE_LIMITS.longLine);
+  const lines = [
+    `# ${inlineText(input.title, NOTE_LIMITS.title)}`,
+    '',
+    `- Task: ${name(input.taskId)} (split into ${outcome.subtasks.length} subtasks)`,
+    `- State: **${outcome.state}**: ${inlineText(outcome.reason)}`,
+    `- Integration branch: ${name(input.branch)} at ${name(outcome.headSha.slice(0, 12))} (base ${name(input.baseSha.slice(0, 12))}), worktree ${name(input.worktreePath)}`,
+    `- PRD: ${name(path.relative(input.repoRoot, input.prdPath) || input.prdPath)}`,
+    `- Parallel: at most ${input.max} subtasks at once; ${((input.finishedAt - input.startedAt) / 1000).toFixed(1)} s wall clock`,
+    '',
+    '## Plan',
+    '',
+    ...planLines(outcome),
     '',
     '## Reviews',
     '',
-    ...(outcome.subtasks.some((record) => record.reviews.length > 0)
-      ? outcome.subtasks.flatMap((record) =>
-          record.reviews.flatMap((review, index) => [
-            `- ${code(record.subtask.id)} review ${index + 1}: **${review.verdict}**: ${cell(review.summary)}`,
-            ...review.findings.map(
-              (finding) =>
-                `  - ${finding.severity} ${code(`${finding.file}${finding.line ? `:${finding.line}` : ''}`)}: ${cell(finding.message)}`,
-            ),
-          ]),
-        )
-      : ['No subtask reached its review.']),
+    ...reviewLines(outcome),
     '',
     '## Merge log',
     '',
-    ...(outcome.merges.length > 0
-      ? [
-          '| # | subtask | branch | result | integration head | combined DoD |',
-          '|---|---|---|---|---|---|',
-          ...outcome.merges.map(
-            (merge, index) =>
-              `| ${index + 1} | ${code(merge.subtask)} | ${code(merge.branch)} | ${merge.status}${merge.files?.length ? ` (${merge.files.map(code).join(', ')})` : ''} | ${code(merge.sha.slice(0, 12))} | ${merge.dod?.status ?? '-'} |`,
-          ),
-        ]
-      : ['Nothing merged.']),
+    ...mergeLines(outcome),
     '',
     '## Combined Definition of Done',
     '',
@@ -112,8 +138,10 @@ export function renderProjectNote(input: ProjectNoteInput): string {
 
 /** Writes the note atomically next to the subtasks' notes; returns its path. */
 export async function writeProjectNote(input: ProjectNoteInput, stateDir: string): Promise<string> {
-  let text = renderProjectNote(input);
+  // Redacted before anything is escaped or cut (an escaped or halved secret would no longer match), and after.
+  let text = renderProjectNote(input.redact ? redactValue(input, input.redact) : input);
   if (input.redact) text = input.redact(text);
+  text = boundDocument(showControls(text), NOTE_LIMITS.note, '## Usage');
   await mkdir(stateDir, { recursive: true });
   const file = path.join(stateDir, `task-${input.taskId}.md`);
   const temporary = `${file}.${process.pid}.tmp`;

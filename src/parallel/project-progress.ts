@@ -2,11 +2,19 @@
  * Live progress of a project: one line per subtask (its state and what it is doing), redrawn in place on a
  * terminal; elsewhere one line per change, each with the subtask's id. Project-wide news (a merge, the
  * combined DoD, a review) is printed above the subtask lines. A run that was not split gets the task's
- * ordinary progress.
+ * ordinary progress. The redraw's cursor moves are coded moves handed to the writer, never text: what a
+ * subtask is doing (a worker's command) is data and cannot move the cursor.
  */
 import { formatDuration } from '../config/units.js';
 import type { StampedEvent } from '../core/events.js';
+import type { RedrawPiece } from '../notes/terminal-text.js';
 import type { StampedProjectEvent, SubtaskTaskEvent } from './project-events.js';
+
+/** Where project progress goes (the CLI's safe output): whole lines, and the redraw of the subtask lines. */
+export interface ProgressWriter {
+  err(text: string): void;
+  redraw(pieces: readonly RedrawPiece[]): void;
+}
 
 const clip = (text: string, max = 100) => {
   const line = text.replace(/\s+/g, ' ').trim();
@@ -15,7 +23,7 @@ const clip = (text: string, max = 100) => {
 
 /** Prints project events; passes a single task's events to `single` (the task's own printer). */
 export function createProjectProgress(
-  write: (text: string) => void,
+  write: ProgressWriter,
   options: { tty: boolean; single: (event: StampedEvent) => void },
 ): (event: StampedProjectEvent) => void {
   const order: string[] = [];
@@ -28,23 +36,26 @@ export function createProjectProgress(
     `  ${id.padEnd(14)} ${(state.get(id) ?? 'waiting').padEnd(10)} ${clip(activity.get(id) ?? '')}`;
   const redraw = () => {
     if (!options.tty || order.length === 0) return;
-    const up = drawn > 0 ? `\x1b[${drawn}A` : '';
-    write(`${up}${order.map((id) => `\x1b[2K${lineOf(id)}`).join('\n')}`);
+    const pieces: RedrawPiece[] = drawn > 0 ? [{ kind: 'up', lines: drawn }] : [];
+    order.forEach((id, index) =>
+      pieces.push(...(index > 0 ? ['\n'] : []), { kind: 'clear_line' }, lineOf(id)),
+    );
+    write.redraw(pieces);
     drawn = order.length;
   };
   const news = (text: string) => {
     if (options.tty && drawn > 0) {
-      write(`\x1b[${drawn}A\x1b[J${text}`);
+      write.redraw([{ kind: 'up', lines: drawn }, { kind: 'clear_below' }, text]);
       drawn = 0;
       redraw();
-    } else write(text);
+    } else write.err(text);
   };
   const update = (id: string, what: { state?: string; activity?: string }) => {
     if (!order.includes(id)) order.push(id);
     if (what.state) state.set(id, what.state);
     if (what.activity !== undefined) activity.set(id, what.activity);
     if (options.tty) redraw();
-    else write(lineOf(id).trimEnd());
+    else write.err(lineOf(id).trimEnd());
   };
 
   return (event) => {

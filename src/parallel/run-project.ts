@@ -15,6 +15,7 @@ import { Ledger } from '../core/ledger.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { titleOf } from '../meta/meta-agent-port.js';
 import { readNoteMemory } from '../notes/memory.js';
+import { showControlsInJson } from '../notes/terminal-text.js';
 import { taskLayout } from '../workspace/layout.js';
 import { journalPath } from '../lifecycle/task-journal-state.js';
 import type { ProjectHooks } from './drive-project.js';
@@ -64,7 +65,8 @@ function projectEmitter(host: TaskHost, spec: TaskSpec, hooks: ProjectHooks) {
     // each subtask and each worker run started and ended (enough to see what ran at once).
     if (PROJECT_EVENT_TYPES.has(stamped.type) || JOURNALLED_TASK_EVENTS.has(stamped.type)) {
       mkdirSync(runDir, { recursive: true });
-      appendFileSync(journalFile, `${host.redaction.redactJsonText(JSON.stringify(stamped))}\n`);
+      const line = showControlsInJson(host.redaction.redactJsonText(JSON.stringify(stamped)));
+      appendFileSync(journalFile, `${line}\n`);
     }
   };
 }

@@ -31,6 +31,8 @@ export interface HostileRunOptions {
   prepare?: (task: FaultTask) => void;
   /** Whether the scripted assessment says done (default true: the facts must still agree). */
   satisfied?: boolean;
+  /** `--json` (default) or the human output: progress on stderr, the summary on stdout. */
+  json?: boolean;
 }
 
 /** The runner's config for the suite: short timeouts, the default network policy (gateway-only). */
@@ -46,7 +48,7 @@ export const HOSTILE_YAML = [
   '',
 ].join('\n');
 
-/** One task: plan, one worker run of `commands`, assessment; runs the CLI to its end. */
+/** One task: plan, one worker run of `commands`, assessment; runs the CLI to its end (`--json` unless told). */
 export async function runHostileTask(taskId: string, options: HostileRunOptions): Promise<HostileRun> {
   const task = await setupFaultTask(taskId, options.yaml ?? HOSTILE_YAML);
   // setupFaultTask defaults to the open policy for speed; the suite attacks the default policy.
@@ -61,7 +63,8 @@ export async function runHostileTask(taskId: string, options: HostileRunOptions)
   const replies: ScriptedReply[] = commands.map((cmd) => command(cmd));
   replies.push({ kind: 'output', items: [assistantMessage(options.finalMessage ?? 'Done.')] });
   task.responses.enqueue(...replies);
-  const result = await runToEnd(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {
+  const json = (options.json ?? true) ? ['--json'] : [];
+  const result = await runToEnd(['run', '--prd', 'PRD.md', '--task-id', taskId, ...json], {
     cwd: task.root,
     env: task.env,
   });

@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import { safeOutput } from '../../src/cli/output.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
 import type { PlannedSubtask, StampedProjectEvent } from '../../src/parallel/project-events.js';
+import { Redaction } from '../../src/notes/redact.js';
 import { createProjectProgress } from '../../src/parallel/project-progress.js';
+
+/** The CLI's safe output over a capture of what reaches stderr, one entry per write. */
+function stderrCapture(tty: boolean) {
+  const writes: string[] = [];
+  const output = safeOutput({ out: () => {}, err: (text) => writes.push(text), isTTY: tty }, new Redaction());
+  return { output, writes };
+}
 
 const at = '2026-01-01T00:00:00.000Z';
 const subtask = (id: string): PlannedSubtask => ({
@@ -44,8 +53,8 @@ const events: StampedProjectEvent[] = [
 
 describe('project progress', () => {
   it('prints one line per change with the subtask id where there is no terminal', () => {
-    const lines: string[] = [];
-    const print = createProjectProgress((text) => lines.push(text), { tty: false, single: () => {} });
+    const { output, writes: lines } = stderrCapture(false);
+    const print = createProjectProgress(output, { tty: false, single: () => {} });
     for (const event of events) print(event);
     expect(lines).toEqual([
       'project P: 2 subtasks on agent-runner/P (base aaaaaaaaaa), at most 2 at once',
@@ -59,8 +68,8 @@ describe('project progress', () => {
   });
 
   it('redraws the subtask lines in place on a terminal', () => {
-    const writes: string[] = [];
-    const print = createProjectProgress((text) => writes.push(text), { tty: true, single: () => {} });
+    const { output, writes } = stderrCapture(true);
+    const print = createProjectProgress(output, { tty: true, single: () => {} });
     for (const event of events) print(event);
     const last = writes.at(-1) ?? '';
     // The merge goes above the block, then the two subtask lines are drawn again.
@@ -73,9 +82,27 @@ describe('project progress', () => {
 
   it('hands the events of a task that was not split to the task printer', () => {
     const single: StampedEvent[] = [];
-    const print = createProjectProgress(() => {}, { tty: false, single: (event) => single.push(event) });
+    const print = createProjectProgress(stderrCapture(false).output, {
+      tty: false,
+      single: (event) => single.push(event),
+    });
     print({ type: 'project_plan', usage: ZERO_USAGE, split: false, at });
     print({ type: 'transition', from: 'PENDING', to: 'PLANNING', at });
     expect(single.map((event) => event.type)).toEqual(['transition']);
+  });
+
+  it('on a terminal, a subtask doing something with escape sequences moves nothing: only the runner’s moves', () => {
+    const { output, writes } = stderrCapture(true);
+    const print = createProjectProgress(output, { tty: true, single: () => {} });
+    for (const event of events.slice(0, 4)) print(event);
+    const command = `echo \x1b[2J\x1b[H\x1b]0;title\x07 \u009b2J`;
+    print({ type: 'worker_event', run: 1, event: { kind: 'command_started', command }, at, subtask: 'a' });
+    const last = writes.at(-1) ?? '';
+    expect(last.split('\n')).toEqual([
+      '\x1b[2A\x1b[2K  a              running    $ echo \\x1b[2J\\x1b[H\\x1b]0;title\\x07 \\x9b2J',
+      '\x1b[2K  b              waiting    waits for a (running)',
+    ]);
+    // Every ESC written is one of the runner's own moves (cursor up, clear line).
+    expect(last.split('\x1b')).toHaveLength(4);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactingOutput, type CliOutput } from '../../src/cli/output.js';
+import { safeOutput, type CliOutput } from '../../src/cli/output.js';
 import { validateConfig } from '../../src/config/load.js';
 import { REDACTED, Redaction, configSecrets } from '../../src/notes/redact.js';
 
@@ -36,10 +36,10 @@ describe('the redaction point', () => {
     expect(redaction.redactJsonText('{\n  "a": "internal-7"\n}\n')).toBe(`{\n  "a": "${REDACTED}"\n}\n`);
   });
 
-  it('redacts everything a redacting output prints, on stdout and stderr', () => {
+  it('redacts everything the safe output prints, on stdout and stderr', () => {
     const redaction = new Redaction();
     const { output, out, err } = captured();
-    const safe = redactingOutput(output, redaction);
+    const safe = safeOutput(output, redaction);
     redaction.add([], ['SECRET-[A-Z0-9]+']);
     safe.out(JSON.stringify({ reason: 'printed SECRET-ABC123' }));
     safe.err('[00:01]   $ echo SECRET-XYZ789 CANARY');
