@@ -6,10 +6,11 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Handlebars from 'handlebars';
 import { formatDuration } from '../config/units.js';
-import type { SetupCommandReport } from '../core/events.js';
+import type { SetupCommandReport, WrittenNote } from '../core/events.js';
 import type { TaskRecord } from '../core/task-runner.js';
 import { totalTokens } from '../core/usage.js';
 import { PACKAGE_ROOT } from '../version.js';
+import { noteDigest } from './note-digest.js';
 
 export const DEFAULT_NOTE_TEMPLATE = path.join(PACKAGE_ROOT, 'templates', 'task-note.md.hbs');
 
@@ -146,11 +147,11 @@ export function noteView(record: TaskRecord, context: NoteContext): Record<strin
   };
 }
 
-/** Renders and writes the note atomically; returns its path. */
+/** Renders and writes the note atomically; returns its path and digest (what memory checks it by). */
 export async function writeTaskNote(
   record: TaskRecord,
   options: NoteContext & { agentRunnerDir: string; templatePath?: string },
-): Promise<string> {
+): Promise<WrittenNote> {
   const template = await readFile(options.templatePath ?? DEFAULT_NOTE_TEMPLATE, 'utf8');
   const render = createHandlebars().compile(template, { noEscape: true });
   let text = render(noteView(record, options)).replace(/\n{3,}/g, '\n\n');
@@ -160,5 +161,5 @@ export async function writeTaskNote(
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, text);
   await rename(temporary, file);
-  return file;
+  return { path: file, sha256: noteDigest(text) };
 }

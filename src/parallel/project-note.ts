@@ -5,8 +5,10 @@
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { WrittenNote } from '../core/events.js';
 import type { DodOutcome } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
+import { noteDigest } from '../notes/note-digest.js';
 import type { ProjectOutcome } from './project-outcome.js';
 
 export interface ProjectNoteInput {
@@ -110,8 +112,8 @@ export function renderProjectNote(input: ProjectNoteInput): string {
   return lines.join('\n');
 }
 
-/** Writes the note atomically next to the subtasks' notes; returns its path. */
-export async function writeProjectNote(input: ProjectNoteInput, stateDir: string): Promise<string> {
+/** Writes the note atomically next to the subtasks' notes; returns its path and digest (what memory checks). */
+export async function writeProjectNote(input: ProjectNoteInput, stateDir: string): Promise<WrittenNote> {
   let text = renderProjectNote(input);
   if (input.redact) text = input.redact(text);
   await mkdir(stateDir, { recursive: true });
@@ -119,5 +121,5 @@ export async function writeProjectNote(input: ProjectNoteInput, stateDir: string
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, text);
   await rename(temporary, file);
-  return file;
+  return { path: file, sha256: noteDigest(text) };
 }

@@ -68,7 +68,7 @@ async function runTask(
     clock: new ManualClock(),
     writeNote: async (record) => {
       notes.push(structuredClone(record));
-      return '/repo/.agent-runner/task-T-1.md';
+      return { path: '/repo/.agent-runner/task-T-1.md', sha256: 'digest-of-the-note' };
     },
     onEvent: (event) => events.push(structuredClone(event)),
   });

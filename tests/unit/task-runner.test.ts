@@ -99,7 +99,7 @@ async function setup(
     clock,
     writeNote: async (record) => {
       notes.push(structuredClone(record));
-      return '/repo/.agent-runner/task-T-1.md';
+      return { path: '/repo/.agent-runner/task-T-1.md', sha256: 'digest-of-the-note' };
     },
     onEvent: (event) => events.push(event),
     ...(parent ? { ledger: taskLedger(taskOptions, clock, parent) } : {}),
