@@ -76,6 +76,13 @@ export const setupCommandReportSchema = z.object({
 });
 export type SetupCommandReport = z.infer<typeof setupCommandReportSchema>;
 
+/**
+ * A note the runner wrote: its path and the sha256 of its bytes. Memory offers a note only while its bytes
+ * match the digest recorded when the runner wrote it (src/notes/memory.ts).
+ */
+export const writtenNoteSchema = z.object({ path: z.string(), sha256: z.string() });
+export type WrittenNote = z.infer<typeof writtenNoteSchema>;
+
 /** One event's schema: its `type` and its fields (the project's events are built the same way). */
 export const eventSchema = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), ...shape });
@@ -116,7 +123,8 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
   event('refused', { reasons: z.array(z.string()) }),
   event('human', { question: z.string(), answer: z.string().nullable() }),
   event('preserved', { ref: z.string() }),
-  event('note_written', { path: z.string() }),
+  /** Journals of earlier versions carry no digest: their notes are not memory. */
+  event('note_written', writtenNoteSchema.partial({ sha256: true }).shape),
   event('task_finished', { summary: taskSummarySchema }),
   /** Written by the composition root as the gateway refuses a request (at most a bounded number per task). */
   event('gateway_refused', { refusal: gatewayRefusalSchema }),

@@ -50,8 +50,9 @@ export async function finishTask(
   };
   let notePath: string | null = null;
   try {
-    notePath = await loop.deps.writeNote(record);
-    loop.emit({ type: 'note_written', path: notePath });
+    const note = await loop.deps.writeNote(record);
+    notePath = note.path;
+    loop.emit({ type: 'note_written', ...note });
   } catch (noteError) {
     loop.emit({
       type: 'refused',

@@ -6,7 +6,7 @@
  */
 import { AgentRunnerError, EnvironmentError } from '../errors.js';
 import type { PatternLibrary } from '../patterns/pattern-library.js';
-import type { RunnerEvent, StampedEvent, TaskStartOptions } from './events.js';
+import type { RunnerEvent, StampedEvent, TaskStartOptions, WrittenNote } from './events.js';
 import type { Ledger } from './ledger.js';
 import type { Limits } from './limits.js';
 import type { TaskOutcome } from './outcome.js';
@@ -77,7 +77,8 @@ export interface TaskRunnerDeps {
   notes: NoteStorePort;
   workerPrompt: WorkerPromptPort;
   clock: Clock;
-  writeNote(record: TaskRecord): Promise<string>;
+  /** Writes the task's note; returns where, and the digest memory will check it by. */
+  writeNote(record: TaskRecord): Promise<WrittenNote>;
   onEvent?: (event: StampedEvent) => void;
   /**
    * The task's ledger, shared with its gateway (and spending from its project's, for a subtask). Default: a

@@ -7,9 +7,11 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Handlebars from 'handlebars';
+import type { WrittenNote } from '../core/events.js';
 import type { TaskRecord } from '../core/task-runner.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { NOTE_LIMITS, boundDocument } from './markdown-text.js';
+import { noteDigest } from './note-digest.js';
 import { noteView, statusIcon, type NoteContext } from './note-view.js';
 import { showControls } from './terminal-text.js';
 
@@ -45,16 +47,16 @@ export async function renderTaskNote(
   return boundDocument(showControls(text), NOTE_LIMITS.note, PICK_UP_HEADING);
 }
 
-/** Renders and writes the note atomically; returns its path. */
+/** Renders and writes the note atomically; returns its path and digest (what memory checks it by). */
 export async function writeTaskNote(
   record: TaskRecord,
   options: NoteContext & { agentRunnerDir: string; templatePath?: string },
-): Promise<string> {
+): Promise<WrittenNote> {
   const text = await renderTaskNote(record, options);
   await mkdir(options.agentRunnerDir, { recursive: true });
   const file = path.join(options.agentRunnerDir, `task-${record.taskId}.md`);
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, text);
   await rename(temporary, file);
-  return file;
+  return { path: file, sha256: noteDigest(text) };
 }

@@ -131,7 +131,7 @@ async function recordProject(
   const { host, spec, hooks } = input;
   const { integration, outcome } = done;
   const finishedAt = host.clock.now();
-  const notePath = await writeProjectNote(
+  const note = await writeProjectNote(
     {
       taskId: spec.taskId,
       title: titleOf(spec.prd, spec.taskId),
@@ -149,12 +149,13 @@ async function recordProject(
     },
     taskLayout(spec.repoRoot, spec.taskId).stateDir,
   );
+  input.emit({ type: 'project_note_written', ...note });
   return projectSummary({
     taskId: spec.taskId,
     title: titleOf(spec.prd, spec.taskId),
     outcome,
     integration,
-    notePath,
+    notePath: note.path,
     durationMs: finishedAt - done.startedAt,
     interrupted: Boolean(hooks.signal?.aborted),
   });

@@ -5,7 +5,7 @@
  * project's journal.
  */
 import { z } from 'zod';
-import { eventSchema, runnerEventSchema, type StampedEvent } from '../core/events.js';
+import { eventSchema, runnerEventSchema, writtenNoteSchema, type StampedEvent } from '../core/events.js';
 import { dodOutcomeSchema, planSchema, taskSummarySchema, usageSchema } from '../core/records.js';
 import { reviewFindingSchema } from '../protocol/review.js';
 import { SUBTASK_STATES } from './scheduler.js';
@@ -77,6 +77,8 @@ export const projectEventSchema = z.discriminatedUnion('type', [
   }),
   event('combined_dod', { subtask: z.string(), headSha: z.string(), dod: dodOutcomeSchema }),
   event('fixup', { subtask: z.string(), taskId: z.string(), state: z.string(), reason: z.string() }),
+  /** The parent note, as written: memory offers it only while its bytes match this digest. */
+  event('project_note_written', writtenNoteSchema.shape),
   event('project_finished', { summary: taskSummarySchema }),
 ]);
 export type ProjectEvent = z.infer<typeof projectEventSchema>;

@@ -6,9 +6,11 @@
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { WrittenNote } from '../core/events.js';
 import type { DodOutcome } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
 import { NOTE_LIMITS, boundDocument, codeSpan, cutList, inlineText } from '../notes/markdown-text.js';
+import { noteDigest } from '../notes/note-digest.js';
 import { redactValue } from '../notes/redact.js';
 import { showControls } from '../notes/terminal-text.js';
 import type { ProjectOutcome } from './project-outcome.js';
@@ -136,8 +138,8 @@ export function renderProjectNote(input: ProjectNoteInput): string {
   return lines.join('\n');
 }
 
-/** Writes the note atomically next to the subtasks' notes; returns its path. */
-export async function writeProjectNote(input: ProjectNoteInput, stateDir: string): Promise<string> {
+/** Writes the note atomically next to the subtasks' notes; returns its path and digest (what memory checks). */
+export async function writeProjectNote(input: ProjectNoteInput, stateDir: string): Promise<WrittenNote> {
   // Redacted before anything is escaped or cut (an escaped or halved secret would no longer match), and after.
   let text = renderProjectNote(input.redact ? redactValue(input, input.redact) : input);
   if (input.redact) text = input.redact(text);
@@ -147,5 +149,5 @@ export async function writeProjectNote(input: ProjectNoteInput, stateDir: string
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, text);
   await rename(temporary, file);
-  return file;
+  return { path: file, sha256: noteDigest(text) };
 }

@@ -115,6 +115,7 @@ function subtaskChange(event: StampedProjectEvent): { id: string; state?: string
     case 'merge':
     case 'combined_dod':
     case 'fixup':
+    case 'project_note_written':
     case 'project_finished':
       return null;
     default:

@@ -208,5 +208,6 @@ const PROJECT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'merge',
   'combined_dod',
   'fixup',
+  'project_note_written',
   'project_finished',
 ]);

@@ -9,6 +9,9 @@ import { UserError } from '../errors.js';
 /** Container path where the sandbox repository is mounted. */
 export const SANDBOX_WORKDIR = '/workspace';
 
+/** agent-runner's own directory at the repository's root: notes, journals, worktrees, sandboxes. */
+export const STATE_DIR_NAME = '.agent-runner';
+
 export interface TaskLayout {
   taskId: string;
   /** `agent-runner/<TASK-ID>` (short name). */
@@ -39,7 +42,7 @@ export function assertValidTaskId(taskId: string): void {
 /** The layout of one task inside `<repoRoot>/.agent-runner/`. */
 export function taskLayout(repoRoot: string, taskId: string): TaskLayout {
   assertValidTaskId(taskId);
-  const stateDir = path.join(repoRoot, '.agent-runner');
+  const stateDir = path.join(repoRoot, STATE_DIR_NAME);
   const sandboxDir = path.join(stateDir, 'sandboxes', taskId);
   const runDir = path.join(stateDir, 'runs', taskId);
   return {

@@ -66,3 +66,38 @@ export async function sandboxStatus(
     .map((entry) => ({ status: entry.slice(0, 2), path: entry.slice(3) }));
   return { changes, error: null };
 }
+
+/** How `git status --porcelain` marks an ignored path. */
+const IGNORED_STATUS = '!! ';
+
+/**
+ * Ignored files under `pathspec` in the sandbox working tree, one by one: what {@link sandboxStatus} leaves out
+ * when the repository's `.gitignore` covers a path the worker may still not write (`.agent-runner/`).
+ */
+export async function sandboxIgnoredFiles(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  pathspec: string,
+): Promise<{ paths: string[]; error: string | null }> {
+  const result = await sandboxGit(runtime, sandboxId, [
+    'status',
+    '--porcelain=v1',
+    '-z',
+    '--untracked-files=all',
+    '--ignored=traditional',
+    '--no-renames',
+    '--',
+    pathspec,
+  ]);
+  if (result.exitCode !== 0) {
+    return {
+      paths: [],
+      error: `git status --ignored in the sandbox failed (exit ${result.exitCode}): ${result.stderrTail.trim()}`,
+    };
+  }
+  const paths = result.stdoutTail
+    .split('\0')
+    .filter((entry) => entry.startsWith(IGNORED_STATUS))
+    .map((entry) => entry.slice(IGNORED_STATUS.length));
+  return { paths, error: null };
+}

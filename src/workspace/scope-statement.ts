@@ -2,6 +2,7 @@
  * The scope as words for the worker's prompt. It describes limits the sandbox already enforces; the text
  * is a courtesy so the worker does not waste turns discovering them.
  */
+import { STATE_DIR_NAME } from './layout.js';
 import type { Scope } from './scope.js';
 
 function list(patterns: readonly string[]): string {
@@ -26,6 +27,9 @@ export function scopeStatement(scope: Scope): string {
         'If the work needs them, say so instead of inventing their content.',
     );
   }
+  lines.push(
+    `- \`${STATE_DIR_NAME}/\` belongs to agent-runner: never create, change or delete anything there.`,
+  );
   lines.push(
     '- Any file created, changed or deleted outside the writable paths, committed or not, is reported as a ' +
       'scope violation and blocks completion.',

@@ -3,7 +3,8 @@
  * (write). The rules come from `scope` in agent-runner.yaml and may be narrowed per task.
  */
 import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../config/schema.js';
-import { compileGlobs } from './glob.js';
+import { compileGlob, compileGlobs } from './glob.js';
+import { STATE_DIR_NAME } from './layout.js';
 
 /** The scope rules as written in config (`.gitignore` patterns, see glob.ts for their meaning). */
 export interface Scope {
@@ -13,8 +14,15 @@ export interface Scope {
   write: string[];
 }
 
+/**
+ * agent-runner's own directory, as a scope pattern: `.agent-runner` at the root (file, link or directory) and
+ * everything below it. The host keeps its notes and journals there and reads memory from it, so no config can
+ * make it the worker's: a change there is a violation, and the replay keeps the base's version of it.
+ */
+export const RUNNER_OWNED_PATTERN = `/${STATE_DIR_NAME}`;
+
 /** How one path is treated. */
-export type PathAccess = 'excluded' | 'read' | 'write' | 'outside_write';
+export type PathAccess = 'runner_owned' | 'excluded' | 'read' | 'write' | 'outside_write';
 
 /** The default scope: agent-runner.yaml read-only, everything else writable, the usual secrets excluded. */
 export function defaultScope(): Scope {
@@ -44,18 +52,22 @@ export interface ScopeMatcher {
   access(relativePath: string): PathAccess;
   isExcluded(relativePath: string): boolean;
   isWritable(relativePath: string): boolean;
+  /** The replay puts the base's version of this path back: an excluded path, or one of the runner's own. */
+  keepsBase(relativePath: string): boolean;
 }
 
 /**
- * Compiles each pattern list once (never per path); `access` answers excluded > read > write > outside_write,
- * in that order.
+ * Compiles each pattern list once (never per path); `access` answers runner_owned > excluded > read > write >
+ * outside_write, in that order (runner_owned comes from no config, so no `!pattern` lifts it).
  */
 export function compileScope(scope: Scope): ScopeMatcher {
+  const runnerOwned = compileGlob(RUNNER_OWNED_PATTERN);
   const exclude = compileGlobs(scope.exclude);
   const read = compileGlobs(scope.read);
   const write = compileGlobs(scope.write);
   const everythingWritable = scope.write.length === 0;
   const access = (relativePath: string): PathAccess => {
+    if (runnerOwned.matches(relativePath)) return 'runner_owned';
     if (exclude.matches(relativePath)) return 'excluded';
     if (read.matches(relativePath)) return 'read';
     if (everythingWritable || write.matches(relativePath)) return 'write';
@@ -66,5 +78,6 @@ export function compileScope(scope: Scope): ScopeMatcher {
     access,
     isExcluded: (relativePath) => exclude.matches(relativePath),
     isWritable: (relativePath) => access(relativePath) === 'write',
+    keepsBase: (relativePath) => runnerOwned.matches(relativePath) || exclude.matches(relativePath),
   };
 }

@@ -1,17 +1,18 @@
 /**
  * Bringing the worker's commits back: fetch the sandbox's task branch (upload-pack only, the one host git
  * command that reads the worker-controlled repository), replay each new commit onto the real history with
- * the excluded files of the real base put back, then move the task branch and the person's worktree.
+ * the real base's excluded files and `.agent-runner/` put back, then move the task branch and the person's
+ * worktree.
  */
 import { existsSync } from 'node:fs';
 import { lstat, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentRunnerError } from '../errors.js';
 import { git, tryGit } from './git-command.js';
+import { keptEntriesOf, keptPathsTouched } from './kept-paths.js';
 import { taskLayout, type TaskLayout } from './layout.js';
 import { sandboxGitDir, WORKER_IDENTITY } from './sandbox-repository.js';
 import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
-import { excludedEntriesOf } from './snapshot.js';
 import { buildTree, listTree, resolveCommit, type IndexEdit, type TreeEntry } from './tree-entries.js';
 import { readCommitMap, readWorkspaceState, writeJsonAtomic, type CommitMap } from './workspace-state.js';
 
@@ -25,7 +26,10 @@ export interface ReplayedCommit {
   sandboxSha: string;
   sha: string;
   subject: string;
-  /** Excluded paths this commit added or changed; dropped in the replay (the base version won). */
+  /**
+   * Paths the replay keeps from the base (excluded ones, and the runner's own `.agent-runner/`) that this commit
+   * added, changed or (for `.agent-runner/`, which the sandbox holds) deleted: the base version won.
+   */
   excludedTouched: string[];
 }
 
@@ -98,18 +102,13 @@ async function replayCommit(
   commit: ParsedCommit,
   parents: string[],
   scope: ScopeMatcher,
-  baseExcluded: readonly TreeEntry[],
+  baseKept: readonly TreeEntry[],
 ): Promise<{ sha: string; excludedTouched: string[] }> {
-  const workerExcluded = (await listTree(repoRoot, commit.tree)).filter((entry) =>
-    scope.isExcluded(entry.path),
-  );
-  const baseBySha = new Map(baseExcluded.map((entry) => [entry.path, `${entry.mode} ${entry.sha}`]));
-  const excludedTouched = workerExcluded
-    .filter((entry) => baseBySha.get(entry.path) !== `${entry.mode} ${entry.sha}`)
-    .map((entry) => entry.path);
+  const workerKept = (await listTree(repoRoot, commit.tree)).filter((entry) => scope.keepsBase(entry.path));
+  const excludedTouched = keptPathsTouched(workerKept, baseKept, scope);
   const edits: IndexEdit[] = [
-    ...workerExcluded.map((entry): IndexEdit => ({ kind: 'remove', path: entry.path })),
-    ...baseExcluded.map((entry): IndexEdit => ({ kind: 'add', entry })),
+    ...workerKept.map((entry): IndexEdit => ({ kind: 'remove', path: entry.path })),
+    ...baseKept.map((entry): IndexEdit => ({ kind: 'add', entry })),
   ];
   const tree = edits.length === 0 ? commit.tree : await buildTree(repoRoot, commit.tree, edits);
   const env = {
@@ -226,8 +225,8 @@ async function commitsToReplay(
 }
 
 /**
- * Replays each sandbox commit of `toReplay` onto its parents' real commits, with the excluded files of
- * `snapshotOf` put back, and records each in `commitMap`.
+ * Replays each sandbox commit of `toReplay` onto its parents' real commits, with the kept entries of
+ * `snapshotOf` (excluded files, `.agent-runner/`) put back, and records each in `commitMap`.
  */
 async function replayCommits(
   repoRoot: string,
@@ -236,7 +235,7 @@ async function replayCommits(
   scope: ScopeMatcher,
   snapshotOf: string,
 ): Promise<ReplayedCommit[]> {
-  const baseExcluded = toReplay.length > 0 ? await excludedEntriesOf(repoRoot, snapshotOf, scope) : [];
+  const baseKept = toReplay.length > 0 ? await keptEntriesOf(repoRoot, snapshotOf, scope) : [];
   const commits: ReplayedCommit[] = [];
   for (const sandboxSha of toReplay) {
     const commit = await readCommit(repoRoot, sandboxSha);
@@ -249,7 +248,7 @@ async function replayCommits(
         );
       return real;
     });
-    const replayed = await replayCommit(repoRoot, commit, parents, scope, baseExcluded);
+    const replayed = await replayCommit(repoRoot, commit, parents, scope, baseKept);
     commitMap.map[sandboxSha] = replayed.sha;
     if (replayed.excludedTouched.length > 0)
       commitMap.excludedTouched[replayed.sha] = replayed.excludedTouched;

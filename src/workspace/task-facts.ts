@@ -5,11 +5,11 @@
  */
 import type { SandboxRuntime } from '../core/ports.js';
 import { git, splitNul } from './git-command.js';
-import { taskLayout } from './layout.js';
+import { STATE_DIR_NAME, taskLayout } from './layout.js';
 import type { DodResult } from './dod-checks.js';
 import { dodIsEvidenceOfDone } from './dod-checks.js';
-import { sandboxGit, sandboxStatus, type UncommittedChange } from './sandbox-git.js';
-import { compileScope, type PathAccess, type Scope } from './scope.js';
+import { sandboxGit, sandboxIgnoredFiles, sandboxStatus, type UncommittedChange } from './sandbox-git.js';
+import { compileScope, type PathAccess, type Scope, type ScopeMatcher } from './scope.js';
 import type { SyncBackResult } from './sync-back.js';
 import { readCommitMap } from './workspace-state.js';
 
@@ -32,7 +32,10 @@ export interface ChangedFile {
 
 export interface ScopeViolation {
   path: string;
-  /** Why the path may not change: excluded from the sandbox, read-only, or not matched by `write`. */
+  /**
+   * Why the path may not change: the runner's own (`.agent-runner/`), excluded from the sandbox, read-only, or
+   * not matched by `write`.
+   */
   access: Exclude<PathAccess, 'write'>;
   /** Committed (on the task branch) or left uncommitted in the sandbox. */
   where: 'committed' | 'uncommitted';
@@ -109,6 +112,53 @@ function sumStat(files: { insertions: number | null; deletions: number | null }[
   };
 }
 
+/** Line counts of the sandbox's uncommitted tracked changes against its HEAD (none when git fails there). */
+async function uncommittedNumstat(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+): Promise<{ insertions: number | null; deletions: number | null }[]> {
+  const numstat = await sandboxGit(runtime, sandboxId, [
+    'diff',
+    '--numstat',
+    '-z',
+    '--no-renames',
+    '--no-ext-diff',
+    '--no-textconv',
+    'HEAD',
+  ]);
+  if (numstat.exitCode !== 0) return [];
+  return splitNul(numstat.stdoutTail).map((line) => {
+    const [insertions = '-', deletions = '-'] = line.split('\t');
+    return {
+      insertions: insertions === '-' ? null : Number(insertions),
+      deletions: deletions === '-' ? null : Number(deletions),
+    };
+  });
+}
+
+/** The paths the worker changed, by where they were seen. */
+export interface ChangedPaths {
+  /** On the task branch (base..head), and the kept paths the replay put back (commit-map.json). */
+  committed: readonly string[];
+  /** In the sandbox's working tree: `git status`, and ignored files under `.agent-runner/`. */
+  uncommitted: readonly string[];
+}
+
+/** The scope violations among the changed paths: each path once per where, committed ones first. */
+export function scopeViolationsOf(changed: ChangedPaths, scope: ScopeMatcher): ScopeViolation[] {
+  const violations: ScopeViolation[] = [];
+  const seen = new Set<string>();
+  const add = (path: string, where: ScopeViolation['where']) => {
+    const access = scope.access(path);
+    if (access === 'write' || seen.has(`${where}:${path}`)) return;
+    seen.add(`${where}:${path}`);
+    violations.push({ path, access, where });
+  };
+  for (const path of changed.committed) add(path, 'committed');
+  for (const path of changed.uncommitted) add(path, 'uncommitted');
+  return violations;
+}
+
 /**
  * Gathers the facts. Call after `syncBack` (it describes the synced head) and pass the DoD results of the
  * same run; `runDodChecks` records on its own whether the tree was dirty.
@@ -133,42 +183,25 @@ export async function collectFacts(
   }
   const changedFiles = await committedChanges(repoRoot, baseSha, headSha);
 
-  const status = await sandboxStatus(runtime, sandboxId);
-  if (status.error) problems.push(status.error);
-  const numstat = await sandboxGit(runtime, sandboxId, [
-    'diff',
-    '--numstat',
-    '-z',
-    '--no-renames',
-    '--no-ext-diff',
-    '--no-textconv',
-    'HEAD',
+  const [status, ignoredRunnerFiles, uncommittedNumbers] = await Promise.all([
+    sandboxStatus(runtime, sandboxId),
+    // A repository that ignores `.agent-runner/` hides what the worker writes there from the status above.
+    sandboxIgnoredFiles(runtime, sandboxId, STATE_DIR_NAME),
+    uncommittedNumstat(runtime, sandboxId),
   ]);
-  const uncommittedNumbers =
-    numstat.exitCode === 0
-      ? splitNul(numstat.stdoutTail).map((line) => {
-          const [insertions = '-', deletions = '-'] = line.split('\t');
-          return {
-            insertions: insertions === '-' ? null : Number(insertions),
-            deletions: deletions === '-' ? null : Number(deletions),
-          };
-        })
-      : [];
-
-  const violations: ScopeViolation[] = [];
-  const seen = new Set<string>();
-  const addViolation = (path: string, where: ScopeViolation['where']) => {
-    const access = scope.access(path);
-    if (access === 'write' || seen.has(`${where}:${path}`)) return;
-    seen.add(`${where}:${path}`);
-    violations.push({ path, access, where });
-  };
-  for (const file of changedFiles) addViolation(file.path, 'committed');
+  if (status.error) problems.push(status.error);
+  if (ignoredRunnerFiles.error) problems.push(ignoredRunnerFiles.error);
   const commitMap = await readCommitMap(taskLayout(repoRoot, options.taskId).commitMapPath);
-  for (const commit of list) {
-    for (const path of commitMap.excludedTouched[commit.sha] ?? []) addViolation(path, 'committed');
-  }
-  for (const change of status.changes) addViolation(change.path, 'uncommitted');
+  const violations = scopeViolationsOf(
+    {
+      committed: [
+        ...changedFiles.map((file) => file.path),
+        ...list.flatMap((commit) => commitMap.excludedTouched[commit.sha] ?? []),
+      ],
+      uncommitted: [...status.changes.map((change) => change.path), ...ignoredRunnerFiles.paths],
+    },
+    scope,
+  );
 
   const dod = options.dod ?? [];
   return {

@@ -22,7 +22,10 @@ export interface CommitMap {
   version: 1;
   /** Sandbox commit id → real commit id on the task branch (the snapshot maps to the commit it was made from). */
   map: Record<string, string>;
-  /** Real commit id → excluded paths the worker's commit tried to add or change (the base version won). */
+  /**
+   * Real commit id → kept paths (excluded ones, `.agent-runner/`) the worker's commit tried to add, change or
+   * delete (the base version won).
+   */
   excludedTouched: Record<string, string[]>;
 }
 

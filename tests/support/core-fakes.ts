@@ -371,7 +371,7 @@ export function testRunnerDeps(
     clock: new ManualClock(),
     writeNote: async (record) => {
       sinks.notes?.push(structuredClone(record));
-      return '/repo/.agent-runner/task-T-1.md';
+      return { path: '/repo/.agent-runner/task-T-1.md', sha256: 'digest-of-the-note' };
     },
     onEvent: (event) => sinks.events?.push(event),
     ...parts,

@@ -107,7 +107,7 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
       notes: new NoMemory(),
       workerPrompt: workerPromptTemplate,
       clock: new ManualClock(),
-      writeNote: async () => path.join(runDir, 'task-T-1.md'),
+      writeNote: async () => ({ path: path.join(runDir, 'task-T-1.md'), sha256: 'digest-of-the-note' }),
       onEvent: record,
     },
   );

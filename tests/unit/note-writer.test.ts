@@ -5,7 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { TaskRecord } from '../../src/core/task-runner.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
 import { NOTE_LIMITS } from '../../src/notes/markdown-text.js';
-import { readNoteMemory } from '../../src/notes/memory.js';
+import { noteDigest } from '../../src/notes/note-digest.js';
 import { writeTaskNote } from '../../src/notes/note-writer.js';
 import { liveMarkdown } from '../support/markdown-live.js';
 
@@ -154,15 +154,18 @@ async function write(
 ): Promise<{ dir: string; text: string }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'ar-note-'));
   onTestFinished(() => rm(dir, { recursive: true, force: true }));
-  const file = await writeTaskNote(rec, {
+  const note = await writeTaskNote(rec, {
     agentRunnerDir: dir,
     repository: '/r',
     prdPath: 'spec.md',
     workerModel: 'gpt-5.5',
     redact,
   });
-  expect(file).toBe(path.join(dir, 'task-T-7.md'));
-  return { dir, text: await readFile(file, 'utf8') };
+  expect(note.path).toBe(path.join(dir, 'task-T-7.md'));
+  const text = await readFile(note.path, 'utf8');
+  // The digest of the bytes written: what memory checks the note by.
+  expect(note.sha256).toBe(noteDigest(text));
+  return { dir, text };
 }
 
 describe('task note', () => {
@@ -218,19 +221,6 @@ describe('task note', () => {
     );
     expect(text).not.toContain('sk-secret123');
     expect(text).toContain('[REDACTED]');
-  });
-
-  it('is read back as memory for later tasks', async () => {
-    const { dir } = await write(record());
-    const memory = await readNoteMemory(dir, 'OTHER');
-    expect(memory).toEqual([
-      {
-        title: 'Task T-7: Add slugify',
-        summary: expect.stringMatching(/^COMPLETE\. Add a slugify/),
-        path: path.join(dir, 'task-T-7.md'),
-      },
-    ]);
-    expect(await readNoteMemory(dir, 'T-7')).toEqual([]);
   });
 });
 

@@ -3,6 +3,7 @@ import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../../src/config/schema.js';
 import { compileGlob } from '../../src/workspace/glob.js';
 import { compileScope, defaultScope, mergeScope } from '../../src/workspace/scope.js';
 import { scopeStatement } from '../../src/workspace/scope-statement.js';
+import { scopeViolationsOf } from '../../src/workspace/task-facts.js';
 
 describe('scope globs', () => {
   it.each([
@@ -121,6 +122,53 @@ describe('scope globs', () => {
     expect(narrow.isWritable('package.json')).toBe(false);
   });
 
+  it.each([
+    ['.agent-runner'],
+    ['.agent-runner/task-FORGED.md'],
+    ['.agent-runner/runs/T-1/events.jsonl'],
+    ['.agent-runner/a/b/c/d.md'],
+    ['.AGENT-RUNNER/task-X.md'],
+  ])("%s is the runner's own, whatever the config says", (file) => {
+    expect(compileScope(defaultScope()).access(file)).toBe('runner_owned');
+    // A config that tries to hand it to the worker: re-included, lifted from read-only, written explicitly.
+    const handedOver = compileScope({
+      exclude: ['!/.agent-runner', '!.agent-runner/**'],
+      read: ['!/.agent-runner/**'],
+      write: ['.agent-runner/**', '**'],
+    });
+    expect(handedOver.access(file)).toBe('runner_owned');
+    expect(handedOver.isWritable(file)).toBe(false);
+    expect(handedOver.keepsBase(file)).toBe(true);
+  });
+
+  it('keeps the runner-owned rule to the root `.agent-runner`', () => {
+    const scope = compileScope(defaultScope());
+    expect(scope.access('pkg/.agent-runner/task-X.md')).toBe('write');
+    expect(scope.access('.agent-runner-notes/x.md')).toBe('write');
+    expect(scope.keepsBase('src/a.ts')).toBe(false);
+    expect(scope.keepsBase('.env')).toBe(true);
+  });
+
+  it("reports the runner's own paths as violations, committed and uncommitted, each once per where", () => {
+    const scope = compileScope(mergeScope(defaultScope(), { write: ['src/**'] }));
+    const violations = scopeViolationsOf(
+      {
+        committed: ['src/a.ts', '.agent-runner/task-F.md', '.env', '.agent-runner/task-F.md'],
+        uncommitted: ['.agent-runner/task-L.md', 'src/b.ts', 'README.md', '.agent-runner/task-F.md'],
+      },
+      scope,
+    );
+    expect(violations).toEqual([
+      { path: '.agent-runner/task-F.md', access: 'runner_owned', where: 'committed' },
+      { path: '.env', access: 'excluded', where: 'committed' },
+      { path: '.agent-runner/task-L.md', access: 'runner_owned', where: 'uncommitted' },
+      { path: 'README.md', access: 'outside_write', where: 'uncommitted' },
+      { path: '.agent-runner/task-F.md', access: 'runner_owned', where: 'uncommitted' },
+    ]);
+    const open = compileScope(defaultScope());
+    expect(scopeViolationsOf({ committed: ['.agent-runner/x.md'], uncommitted: [] }, open)).toHaveLength(1);
+  });
+
   it('merges a task scope: excludes and reads add up, a task write replaces the config write', () => {
     const merged = mergeScope(
       { exclude: ['a'], read: ['r'], write: ['src/**'] },
@@ -141,5 +189,6 @@ describe('scope globs', () => {
     const open = scopeStatement({ exclude: [], read: [], write: [] });
     expect(open).toContain('You may change any file');
     expect(open).not.toContain('Not present');
+    expect(open).toContain('`.agent-runner/` belongs to agent-runner');
   });
 });

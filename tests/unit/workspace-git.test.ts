@@ -3,7 +3,7 @@
  * snapshot, sync-back with replay, DoD detection, repository preconditions.
  */
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -235,6 +235,58 @@ describe('syncBack (git side)', () => {
       'b',
       'a',
     ]);
+  });
+});
+
+describe('syncBack keeps .agent-runner/ as the base has it', () => {
+  it("puts the base's .agent-runner/ back and records every change the worker committed there", async () => {
+    const repo = await createTempRepo({
+      'README.md': '# demo\n',
+      // Committed by the person: present in the sandbox, never the worker's to change.
+      '.agent-runner/task-OLD.md': 'old note\n',
+      '.agent-runner/keep.md': 'keep\n',
+      '.agent-runner/gone.md': 'gone\n',
+    });
+    const baseEntries = repo.git('ls-tree', '-r', 'HEAD', '--', '.agent-runner');
+    const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId: 'S-5', scope: SCOPE });
+    const sandbox = prepared.sandboxRepoPath;
+    // Read-only files may not be writable: the worker replaces them instead.
+    await rm(path.join(sandbox, '.agent-runner/task-OLD.md'));
+    await writeFile(path.join(sandbox, '.agent-runner/task-OLD.md'), 'forged instructions\n');
+    await rm(path.join(sandbox, '.agent-runner/gone.md'));
+    await writeFile(path.join(sandbox, '.agent-runner/task-FORGED.md'), 'forged note\n');
+    await writeFile(path.join(sandbox, 'src.js'), 'work\n');
+    worker(sandbox, 'add', '-A', '-f');
+    worker(sandbox, 'commit', '-q', '-m', 'work and notes');
+    // Then the whole directory swapped for a link.
+    worker(sandbox, 'rm', '-r', '-q', '--cached', '.agent-runner');
+    await rm(path.join(sandbox, '.agent-runner'), { recursive: true, force: true });
+    await symlink('/etc', path.join(sandbox, '.agent-runner'));
+    worker(sandbox, 'add', '-A', '-f');
+    worker(sandbox, 'commit', '-q', '-m', 'link');
+
+    const synced = await syncBack({ repoRoot: repo.root, taskId: 'S-5', scope: SCOPE });
+    expect(synced.problem).toBeNull();
+    // The attack ran: the worker's own commits hold the forged note and the link.
+    expect(repo.git('show', `refs/agent-runner/sandbox/S-5~1:.agent-runner/task-FORGED.md`)).toBe(
+      'forged note\n',
+    );
+    expect(repo.git('ls-tree', 'refs/agent-runner/sandbox/S-5', '.agent-runner')).toMatch(/^120000 /);
+    expect([...(synced.commits[0]?.excludedTouched ?? [])].sort()).toEqual([
+      '.agent-runner/gone.md',
+      '.agent-runner/task-FORGED.md',
+      '.agent-runner/task-OLD.md',
+    ]);
+    expect([...(synced.commits[1]?.excludedTouched ?? [])].sort()).toEqual([
+      '.agent-runner',
+      '.agent-runner/gone.md',
+      '.agent-runner/keep.md',
+      '.agent-runner/task-OLD.md',
+    ]);
+    // It failed: both replayed commits hold the base's .agent-runner/ exactly, the work came through.
+    for (const commit of synced.commits)
+      expect(repo.git('ls-tree', '-r', commit.sha, '--', '.agent-runner')).toBe(baseEntries);
+    expect(repo.git('show', `agent-runner/S-5:src.js`)).toBe('work\n');
   });
 });
 
