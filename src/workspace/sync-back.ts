@@ -281,10 +281,9 @@ async function moveBranch(
       (await tryGit(['symbolic-ref', '-q', 'HEAD'], { cwd: layout.worktreePath })).stdout.trim() ===
         layout.branchRef;
     if (worktreeOnBranch) {
-      // Moves the branch and the files together; refuses when the person's edits would be overwritten.
-      const merged = await tryGit(['-c', 'core.hooksPath=/dev/null', 'merge', '--ff-only', '-q', headSha], {
-        cwd: layout.worktreePath,
-      });
+      // Moves the branch and the files together; refuses when the person's edits would be overwritten. The
+      // files are the worker's: git-command's settings keep every filter, hook and link of theirs inert.
+      const merged = await tryGit(['merge', '--ff-only', '-q', headSha], { cwd: layout.worktreePath });
       moved = merged.exitCode === 0;
       result.worktreeUpdated = moved;
       if (!moved) result.pendingReason = 'worktree_conflict';
