@@ -2,14 +2,14 @@
  * The repository check: agent-runner works on a git repository that has at least one commit (the task branch
  * starts from HEAD).
  */
-import { execa } from 'execa';
+import { tryGit } from '../workspace/git-command.js';
 import { failed, passed, type DoctorCheck } from './doctor-check.js';
 
 const NAME = 'Git repository';
 
 /** The top level of the git work tree holding `cwd`, or undefined outside one. */
 export async function findGitRoot(cwd: string): Promise<string | undefined> {
-  const result = await execa('git', ['rev-parse', '--show-toplevel'], { cwd, reject: false });
+  const result = await tryGit(['rev-parse', '--show-toplevel'], { cwd });
   return result.exitCode === 0 && result.stdout.trim() ? result.stdout.trim() : undefined;
 }
 
@@ -23,10 +23,7 @@ export async function checkGitRepository(cwd: string): Promise<DoctorCheck> {
       'Run agent-runner from your project repository, or create one with `git init` and a first commit.',
     );
   }
-  const head = await execa('git', ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], {
-    cwd: root,
-    reject: false,
-  });
+  const head = await tryGit(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: root });
   if (head.exitCode !== 0) {
     return failed(
       NAME,
@@ -34,10 +31,7 @@ export async function checkGitRepository(cwd: string): Promise<DoctorCheck> {
       'Make a first commit (`git add -A && git commit -m "initial commit"`): the task branch starts from HEAD.',
     );
   }
-  const branch = await execa('git', ['symbolic-ref', '--quiet', '--short', 'HEAD'], {
-    cwd: root,
-    reject: false,
-  });
+  const branch = await tryGit(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: root });
   const where = branch.exitCode === 0 ? `branch ${branch.stdout.trim()}` : 'detached HEAD';
   return passed(NAME, `${root} (${where} at ${head.stdout.trim().slice(0, 12)})`);
 }

@@ -1,9 +1,9 @@
 /**
  * The integration branch `agent-runner/<ID>` of a project and its host worktree
  * (`.agent-runner/worktrees/<ID>`): subtask branches are merged there with real `git merge`, never in the
- * person's checkout. The merged content was written by workers (attacker data): git runs with hooks off and
- * without the person's global and system config, so no merge driver, filter or hook they configured (or a
- * `.gitattributes` in the merged tree names) runs on the host.
+ * person's checkout. The merged content was written by workers (attacker data): like every host git call
+ * (git-command.ts) it runs no hook, filter, merge or diff driver, whoever configured it, and here without the
+ * person's global and system config as well.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -19,7 +19,6 @@ export const REVIEW_DIFF_CHARS = 16_000;
 
 const SAFE_ENV = { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
 const SAFE_CONFIG = {
-  'core.hooksPath': '/dev/null',
   'user.name': 'agent-runner',
   'user.email': 'agent-runner@localhost',
   'commit.gpgSign': 'false',
@@ -55,10 +54,9 @@ export class GitIntegrationBranch implements IntegrationPort {
       await git(['branch', '--no-track', integration.branch, options.baseSha], { cwd });
     if (!existsSync(integration.worktree)) {
       await git(['worktree', 'prune'], { cwd });
-      const added = await tryGit(
-        ['-c', 'core.hooksPath=/dev/null', 'worktree', 'add', '-q', integration.worktree, integration.branch],
-        { cwd },
-      );
+      const added = await tryGit(['worktree', 'add', '-q', integration.worktree, integration.branch], {
+        cwd,
+      });
       if (added.exitCode !== 0)
         throw new UserError(
           'repository_invalid',
@@ -101,10 +99,10 @@ export class GitIntegrationBranch implements IntegrationPort {
   }
 
   async diff(base: string, branch: string): Promise<string> {
-    const result = await tryGit(
-      ['diff', '--no-color', '--no-ext-diff', '--no-textconv', `${base}...${branch}`],
-      { cwd: this.options.repoRoot, env: SAFE_ENV },
-    );
+    const result = await tryGit(['diff', '--no-color', `${base}...${branch}`], {
+      cwd: this.options.repoRoot,
+      env: SAFE_ENV,
+    });
     const diff = result.stdout;
     return diff.length > REVIEW_DIFF_CHARS
       ? `${diff.slice(0, REVIEW_DIFF_CHARS)}\n[diff cut at ${REVIEW_DIFF_CHARS} characters]`

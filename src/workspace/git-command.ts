@@ -1,17 +1,45 @@
 /**
  * Running host `git`. Every call gets a clean environment (no inherited GIT_DIR, GIT_INDEX_FILE, ...) so
- * a runner started from a git hook or another tool cannot point our commands at the wrong repository.
+ * a runner started from a git hook or another tool cannot point our commands at the wrong repository, and
+ * the settings of host-git-settings.ts (no filter, driver, hook, fsmonitor or signing program runs, whoever
+ * configured it). Every call is bounded in time: git runs in a process group of its own, and when it is not
+ * done in time the whole group (an upload-pack blocked on a FIFO included) is stopped and the call fails with
+ * a `workspace_failed` error that says so.
  */
 import { execa } from 'execa';
 import { AgentRunnerError } from '../errors.js';
+import {
+  CONFIGURED_PROGRAMS_PATTERN,
+  HOST_GIT_SETTINGS,
+  LINKS_AS_FILES,
+  configuredPrograms,
+  inertPrograms,
+  mayApplyAttributes,
+  settingsEnvironment,
+  withoutDiffPrograms,
+  type ConfiguredPrograms,
+  type GitSetting,
+} from './host-git-settings.js';
+
+/** How long one host git call may take unless the caller says otherwise (the task's wall clock still applies). */
+export const HOST_GIT_TIMEOUT_MS = 5 * 60_000;
+/** How long a stopped git's process group has between SIGTERM (git removes its lock files) and SIGKILL. */
+export const HOST_GIT_KILL_GRACE_MS = 2_000;
 
 export interface GitCommandOptions {
   cwd: string;
   /** Added to the cleaned environment (GIT_INDEX_FILE for a temporary index, GIT_AUTHOR_* for replay). */
   env?: Record<string, string>;
   input?: string;
-  /** Configuration given as `-c key=value` before the subcommand. */
+  /** Configuration in git's command-line scope; the settings of host-git-settings.ts win over it. */
   config?: Record<string, string>;
+  /** Default {@link HOST_GIT_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /**
+   * Check links out as links. Only for the sandbox repository's first checkout: the person's own tree before
+   * any worker ran, where the project's links must work. Everywhere else links become plain files.
+   */
+  keepSymlinks?: boolean;
 }
 
 export interface GitCommandResult {
@@ -29,22 +57,153 @@ export function cleanGitEnvironment(extra: Record<string, string> = {}): Record<
   return { ...env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C', ...extra };
 }
 
-function configArguments(config: Record<string, string> = {}): string[] {
-  return Object.entries(config).flatMap(([key, value]) => ['-c', `${key}=${value}`]);
+/** One finished (or stopped) git process. */
+interface BoundedResult extends GitCommandResult {
+  /** Set when git did not end on its own: stopped at its time limit, or killed by someone else. */
+  stopped: { timedOut: boolean; signal: string | null } | null;
 }
 
-/** Runs git and returns its result; a non-zero exit is data. */
-export async function tryGit(args: readonly string[], options: GitCommandOptions): Promise<GitCommandResult> {
-  const result = await execa('git', [...configArguments(options.config), ...args], {
+/** Process groups of git calls still running; stopped when the runner exits before they end. */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+/** Sends `signal` to the process group `pid` leads; a group that is gone already is fine. */
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: every process of the group has ended.
+  }
+}
+
+/** Makes sure no git process group outlives the runner (a hung upload-pack would otherwise stay forever). */
+function stopLiveGroupsOnExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const pid of liveGroups) signalGroup(pid, 'SIGTERM');
+  });
+}
+
+/**
+ * The time limit of the process group `pid` leads: at `timeoutMs` SIGTERM (git removes its lock files), and
+ * {@link HOST_GIT_KILL_GRACE_MS} later SIGKILL for whatever is left of it (a child that still holds git's
+ * output open included). `stopping()` is null until the limit is reached, then resolves once the SIGKILL is sent.
+ */
+function groupDeadline(pid: number | undefined, timeoutMs: number) {
+  let stopping: Promise<void> | null = null;
+  const timer = setTimeout(() => {
+    if (pid === undefined) return;
+    signalGroup(pid, 'SIGTERM');
+    stopping = new Promise((resolve) =>
+      setTimeout(() => resolve(signalGroup(pid, 'SIGKILL')), HOST_GIT_KILL_GRACE_MS),
+    );
+  }, timeoutMs);
+  return { cancel: () => clearTimeout(timer), stopping: (): Promise<void> | null => stopping };
+}
+
+/** Runs git in a process group of its own, within `timeoutMs`; a stopped call returns once its group is gone. */
+async function runBounded(
+  argv: readonly string[],
+  options: { cwd: string; env: Record<string, string>; input?: string; timeoutMs: number },
+): Promise<BoundedResult> {
+  stopLiveGroupsOnExit();
+  const subprocess = execa('git', argv, {
     cwd: options.cwd,
-    env: cleanGitEnvironment(options.env),
+    env: options.env,
     extendEnv: false,
     input: options.input,
     reject: false,
     stripFinalNewline: false,
     encoding: 'utf8',
+    detached: true,
   });
-  return { exitCode: result.exitCode ?? 1, stdout: result.stdout, stderr: result.stderr };
+  const pid = subprocess.pid;
+  if (pid !== undefined) liveGroups.add(pid);
+  const deadline = groupDeadline(pid, options.timeoutMs);
+  const result = await subprocess;
+  deadline.cancel();
+  const stopping = deadline.stopping();
+  if (stopping !== null) await stopping;
+  if (pid !== undefined) liveGroups.delete(pid);
+  const timedOut = stopping !== null;
+  const signal = result.signal ?? null;
+  const exitCode = result.exitCode ?? 1;
+  // A git that got SIGTERM removes its lock files and re-raises it; one that finished at the limit is done.
+  const stopped = signal !== null || (timedOut && exitCode !== 0);
+  return {
+    exitCode,
+    stdout: String(result.stdout ?? ''),
+    stderr: String(result.stderr ?? ''),
+    stopped: stopped ? { timedOut, signal } : null,
+  };
+}
+
+/** The error of a git call that did not end on its own. */
+function stoppedError(
+  args: readonly string[],
+  options: GitCommandOptions,
+  timeoutMs: number,
+  stopped: NonNullable<BoundedResult['stopped']>,
+): AgentRunnerError {
+  const how = stopped.timedOut
+    ? `did not finish within ${Math.round(timeoutMs / 100) / 10} s and was stopped`
+    : `was killed (${stopped.signal})`;
+  return new AgentRunnerError('workspace_failed', `git ${args.join(' ')} in ${options.cwd} ${how}.`, {
+    details: { args, cwd: options.cwd, timedOut: stopped.timedOut, signal: stopped.signal, timeoutMs },
+  });
+}
+
+/**
+ * Every filter and merge driver configured in a scope a call in `options.cwd` with `env` reads, asked of git
+ * itself. Exit 1 means none; any other failure means git cannot read the configuration, and the call itself
+ * fails the same way.
+ */
+async function configuredProgramsFor(
+  options: GitCommandOptions,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<ConfiguredPrograms> {
+  const args = ['config', '--null', '--name-only', '--get-regexp', CONFIGURED_PROGRAMS_PATTERN];
+  const listed = await runBounded(args, { cwd: options.cwd, env, timeoutMs });
+  if (listed.stopped) throw stoppedError(args, options, timeoutMs, listed.stopped);
+  return configuredPrograms(listed.exitCode === 0 ? listed.stdout : '');
+}
+
+/**
+ * The settings of one call in git's command-line scope: the caller's, then those of host-git-settings.ts
+ * (later entries win), with every configured filter and merge driver made inert when the call may apply
+ * attributes.
+ */
+async function callSettings(
+  args: readonly string[],
+  options: GitCommandOptions,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<Record<string, string>> {
+  const programs = mayApplyAttributes(args) ? await configuredProgramsFor(options, env, timeoutMs) : null;
+  const settings: GitSetting[] = [
+    ...Object.entries(options.config ?? {}),
+    ...HOST_GIT_SETTINGS,
+    ...(options.keepSymlinks ? [] : [LINKS_AS_FILES]),
+    ...(programs ? inertPrograms(programs) : []),
+  ];
+  return settingsEnvironment(settings);
+}
+
+/** Runs git and returns its result; a non-zero exit is data, a git stopped at its time limit or killed is not. */
+export async function tryGit(args: readonly string[], options: GitCommandOptions): Promise<GitCommandResult> {
+  const timeoutMs = options.timeoutMs ?? HOST_GIT_TIMEOUT_MS;
+  const env = cleanGitEnvironment(options.env);
+  const settings = await callSettings(args, options, env, timeoutMs);
+  const result = await runBounded(withoutDiffPrograms(args), {
+    cwd: options.cwd,
+    env: { ...env, ...settings },
+    input: options.input,
+    timeoutMs,
+  });
+  if (result.stopped) throw stoppedError(args, options, timeoutMs, result.stopped);
+  return { exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr };
 }
 
 /** Runs git where the runner expects success; a failure is a `workspace_failed` error naming the command. */

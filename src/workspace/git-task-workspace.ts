@@ -152,9 +152,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     const range = `${workspace.baseSha}..${facts.headSha}`;
     const cwd = workspace.repoRoot;
     const diffStat = facts.commits.count ? await git(['diff', '--stat=100', range], { cwd }) : '';
-    const diff = facts.commits.count
-      ? (await tryGit(['diff', '--no-color', '--no-ext-diff', range], { cwd })).stdout
-      : '';
+    const diff = facts.commits.count ? (await tryGit(['diff', '--no-color', range], { cwd })).stdout : '';
     return {
       baseSha: facts.baseSha,
       headSha: facts.headSha,

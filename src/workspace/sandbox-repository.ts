@@ -46,8 +46,8 @@ export async function initSandboxRepository(options: {
  * repository, index included: no delta search (`--window=0`, existing deltas between packed objects are
  * reused), no second hashing pass (`index-pack`), nothing sent over a transport. Then the borrowing is
  * removed, before anything runs in the sandbox: the repository holds only what is reachable from the
- * parentless snapshot (the filtered tree). The checkout uses git's parallel workers and the sandbox
- * repository's own (fresh) configuration, so no filter or hook of the person's runs.
+ * parentless snapshot (the filtered tree). The checkout uses git's parallel workers; like every host git
+ * call it runs no filter or hook (git-command.ts), so the sandbox gets what is committed (LFS pointers too).
  */
 export async function fillSandboxRepository(options: {
   repoRoot: string;
@@ -72,21 +72,12 @@ export async function fillSandboxRepository(options: {
       ],
       { cwd: options.repoRoot, input: `${options.snapshotSha}\n` },
     ),
-    // Hooks off for the one checkout the host does here; the worker's hooks later run only inside the sandbox.
-    git(
-      [
-        '-c',
-        'core.hooksPath=/dev/null',
-        '-c',
-        'checkout.workers=0',
-        'checkout',
-        '-q',
-        '-B',
-        options.branch,
-        options.snapshotSha,
-      ],
-      { cwd },
-    ),
+    // The person's own tree, before any worker ran: hooks and filters stay off (git-command), links stay links.
+    git(['checkout', '-q', '-B', options.branch, options.snapshotSha], {
+      cwd,
+      config: { 'checkout.workers': '0' },
+      keepSymlinks: true,
+    }),
   ]);
   await rm(path.join(sandboxRepoPath, '.git', 'objects', 'info', 'alternates'));
   await git(['update-ref', 'refs/agent-runner/snapshot', options.snapshotSha], { cwd });

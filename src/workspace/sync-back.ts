@@ -5,12 +5,13 @@
  * worktree.
  */
 import { existsSync } from 'node:fs';
-import { lstat, readdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentRunnerError } from '../errors.js';
 import { git, tryGit } from './git-command.js';
 import { keptEntriesOf, keptPathsTouched } from './kept-paths.js';
 import { taskLayout, type TaskLayout } from './layout.js';
+import { sandboxReadProblem } from './sandbox-git-files.js';
 import { sandboxGitDir, WORKER_IDENTITY } from './sandbox-repository.js';
 import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
 import { buildTree, listTree, resolveCommit, type IndexEdit, type TreeEntry } from './tree-entries.js';
@@ -133,33 +134,16 @@ async function isAncestor(repoRoot: string, ancestor: string, descendant: string
 }
 
 /**
- * The first entry under `gitDir`'s `names` that is neither a directory nor a regular file (a symlink to a host
- * file or repository, a FIFO that would hang upload-pack), or null. Walked with lstat, never following a link;
- * no worker process is alive while the host fetches (they are all ended after each run), so nothing can swap
- * an entry between this check and the fetch.
+ * How the host starts upload-pack on the sandbox's git directory: `--strict`, so it uses that directory as it
+ * is, and never a `.git` (a `gitdir:` file or a link) the worker planted inside it to send host git elsewhere.
  */
-async function linkOrSpecialFileIn(gitDir: string, names: readonly string[]): Promise<string | null> {
-  const visit = async (relative: string): Promise<string | null> => {
-    const stats = await lstat(path.join(gitDir, relative)).catch(() => null);
-    if (stats === null || stats.isFile()) return null;
-    if (!stats.isDirectory()) return relative;
-    for (const name of await readdir(path.join(gitDir, relative))) {
-      const found = await visit(path.join(relative, name));
-      if (found !== null) return found;
-    }
-    return null;
-  };
-  for (const name of names) {
-    const found = await visit(name);
-    if (found !== null) return found;
-  }
-  return null;
-}
+const STRICT_UPLOAD_PACK = 'git-upload-pack --strict';
 
 /**
  * Copies one ref of the sandbox repository into the user's repository (`+source:target`, forced). The only
- * way host git reads the sandbox repository: upload-pack only, after sandboxGitDir's checks, with every
- * received object checked. Returns a problem in words instead of throwing.
+ * way host git reads the sandbox repository: upload-pack only, after sandboxGitDir's checks and a check of
+ * every entry it reads, with every received object checked. Returns a problem in words instead of throwing,
+ * a fetch stopped at its time limit included.
  */
 export async function fetchFromSandbox(options: {
   repoRoot: string;
@@ -170,41 +154,38 @@ export async function fetchFromSandbox(options: {
   const layout = taskLayout(options.repoRoot, options.taskId);
   const checked = await sandboxGitDir(layout.sandboxRepoPath);
   if (checked.gitDir === null) return { problem: checked.problem };
-  const planted = await linkOrSpecialFileIn(checked.gitDir, ['HEAD', 'packed-refs', 'refs', 'objects']);
-  if (planted !== null) {
-    return { problem: `refusing to read ${checked.gitDir}: ${planted} is a symlink or a special file` };
-  }
-  // safe.directory goes through a system config file because git drops `-c` settings (GIT_CONFIG_PARAMETERS)
+  const refused = await sandboxReadProblem(checked.gitDir);
+  if (refused !== null) return { problem: `refusing to read ${checked.gitDir}: ${refused}` };
+  // safe.directory goes through a system config file because git drops command-line settings (GIT_CONFIG_*)
   // when it starts upload-pack for a local path; it names this one directory only.
   const fetchConfig = path.join(layout.sandboxDir, 'host-fetch.gitconfig');
   await writeFile(fetchConfig, `[safe]\n\tdirectory = ${checked.gitDir}\n`);
-  const fetched = await tryGit(
-    [
-      'fetch',
-      '-q',
-      '--no-tags',
-      '--no-write-fetch-head',
-      '--no-recurse-submodules',
-      checked.gitDir,
-      `+${options.sourceRef}:${options.targetRef}`,
-    ],
-    {
-      cwd: options.repoRoot,
-      env: { GIT_CONFIG_SYSTEM: fetchConfig },
-      config: {
-        'transfer.fsckObjects': 'true',
-        'protocol.file.allow': 'always',
-        'core.fsmonitor': 'false',
-        'gc.auto': '0',
+  const failed = (reason: string) => ({
+    problem: `could not fetch ${options.sourceRef} from the sandbox: ${reason}`,
+  });
+  try {
+    const fetched = await tryGit(
+      [
+        'fetch',
+        '-q',
+        '--no-tags',
+        '--no-write-fetch-head',
+        '--no-recurse-submodules',
+        `--upload-pack=${STRICT_UPLOAD_PACK}`,
+        checked.gitDir,
+        `+${options.sourceRef}:${options.targetRef}`,
+      ],
+      {
+        cwd: options.repoRoot,
+        env: { GIT_CONFIG_SYSTEM: fetchConfig },
+        config: { 'transfer.fsckObjects': 'true', 'protocol.file.allow': 'always', 'gc.auto': '0' },
       },
-    },
-  );
-  return {
-    problem:
-      fetched.exitCode === 0
-        ? null
-        : `could not fetch ${options.sourceRef} from the sandbox: ${fetched.stderr.trim()}`,
-  };
+    );
+    return fetched.exitCode === 0 ? { problem: null } : failed(fetched.stderr.trim());
+  } catch (error) {
+    if (error instanceof AgentRunnerError && error.code === 'workspace_failed') return failed(error.message);
+    throw error;
+  }
 }
 
 /** The sandbox commits up to `sandboxHead` that are not replayed yet, parents first. */
@@ -280,10 +261,9 @@ async function moveBranch(
       (await tryGit(['symbolic-ref', '-q', 'HEAD'], { cwd: layout.worktreePath })).stdout.trim() ===
         layout.branchRef;
     if (worktreeOnBranch) {
-      // Moves the branch and the files together; refuses when the person's edits would be overwritten.
-      const merged = await tryGit(['-c', 'core.hooksPath=/dev/null', 'merge', '--ff-only', '-q', headSha], {
-        cwd: layout.worktreePath,
-      });
+      // Moves the branch and the files together; refuses when the person's edits would be overwritten. The
+      // files are the worker's: git-command's settings keep every filter, hook and link of theirs inert.
+      const merged = await tryGit(['merge', '--ff-only', '-q', headSha], { cwd: layout.worktreePath });
       moved = merged.exitCode === 0;
       result.worktreeUpdated = moved;
       if (!moved) result.pendingReason = 'worktree_conflict';

@@ -48,23 +48,16 @@ export async function worktreeNeeded(repoRoot: string, layout: TaskLayout): Prom
   return true;
 }
 
-/** The person's worktree of the task branch, checked out with git's parallel workers. */
+/**
+ * The person's worktree of the task branch, checked out with git's parallel workers. On a resume the branch
+ * holds the worker's commits: git-command's settings keep every filter, hook and link of theirs inert.
+ */
 export async function addWorktree(repoRoot: string, layout: TaskLayout): Promise<void> {
   await git(['worktree', 'prune'], { cwd: repoRoot });
-  const added = await tryGit(
-    [
-      '-c',
-      'core.hooksPath=/dev/null',
-      '-c',
-      'checkout.workers=0',
-      'worktree',
-      'add',
-      '-q',
-      layout.worktreePath,
-      layout.branch,
-    ],
-    { cwd: repoRoot },
-  );
+  const added = await tryGit(['worktree', 'add', '-q', layout.worktreePath, layout.branch], {
+    cwd: repoRoot,
+    config: { 'checkout.workers': '0' },
+  });
   if (added.exitCode !== 0) {
     throw new UserError(
       'repository_invalid',
