@@ -170,7 +170,9 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       scopeViolations: facts.scopeViolations.map(
         (violation) => `${violation.path} (${violation.access.replace('_', ' ')}, ${violation.where})`,
       ),
+      taskBranch: { name: facts.branch, headSha: facts.branchHeadSha },
       ...(facts.pendingRef ? { pendingRef: facts.pendingRef } : {}),
+      ...(facts.pendingReason ? { pendingReason: facts.pendingReason } : {}),
       ...(facts.problems.length > 0 ? { problems: facts.problems } : {}),
     };
   }
