@@ -91,9 +91,11 @@ export class ExecWorkspace implements TaskWorkspacePort {
     if (result.exitCode !== 0) throw execFailure('observe', result.exitCode);
     const index = this.commits.length + 1;
     this.commits.push({ sha: index.toString(16).padStart(40, 'a'), subject: `Run ${index}: slugify` });
+    const headSha = this.commits.at(-1)?.sha ?? this.task.baseSha;
     return {
       baseSha: this.task.baseSha,
-      headSha: this.commits.at(-1)?.sha ?? this.task.baseSha,
+      headSha,
+      taskBranch: { name: this.task.branch, headSha },
       commits: [...this.commits],
       dirty: false,
       uncommitted: [],

@@ -78,8 +78,8 @@ export const taskFactsSchema = z.object({
   scopeViolations: z.array(z.string()),
   /**
    * The task branch `agent-runner/<ID>` in the person's repository and the commit it points at: where the work
-   * really is; `headSha` is the worker's head. Absent in journals written before it was observed (then the
-   * branch is not known to hold anything).
+   * really is. `headSha` is the worker's head; COMPLETE needs the branch to hold it. Absent in journals
+   * written before it was observed (then the branch is not known to hold anything).
    */
   taskBranch: z.object({ name: z.string(), headSha: z.string() }).optional(),
   /** Set when the worker's head could not be put on the task branch: the ref that holds it instead. */
@@ -173,6 +173,7 @@ export const taskSummarySchema = z.object({
   state: taskStateSchema,
   reason: z.string(),
   branch: z.string(),
+  /** Where `branch` points (work the branch could not take is on the pending ref the reason names). */
   headSha: z.string().nullable(),
   notePath: z.string().nullable(),
   worktreePath: z.string().nullable(),

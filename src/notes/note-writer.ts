@@ -6,8 +6,11 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Handlebars from 'handlebars';
 import { formatDuration } from '../config/units.js';
+import { workOffBranch } from '../core/completion-gate.js';
 import type { SetupCommandReport } from '../core/events.js';
+import { refusalMessage } from '../core/refusal.js';
 import type { TaskRecord } from '../core/task-runner.js';
+import type { TaskFacts } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
 import { PACKAGE_ROOT } from '../version.js';
 
@@ -68,6 +71,16 @@ export function summarizePrd(prd: string, maxChars = 600): string {
   return paragraph.length > maxChars ? `${paragraph.slice(0, maxChars)}…` : paragraph || '(empty)';
 }
 
+/**
+ * Where the work is when the task branch does not hold the worker's head (the pending ref, why, how to look at
+ * it), in the gate's own words; null when it does, or for facts recorded before the branch was observed.
+ */
+function offBranchView(facts: TaskFacts | undefined) {
+  const off = facts ? workOffBranch(facts) : null;
+  if (!off?.branch) return null;
+  return { words: refusalMessage(off), pendingRef: off.pendingRef, branchHead: off.branch.headSha };
+}
+
 /** The view the template renders. */
 export function noteView(record: TaskRecord, context: NoteContext): Record<string, unknown> {
   const lastAssessment = [...record.runs].reverse().find((run) => run.assessment)?.assessment;
@@ -94,6 +107,7 @@ export function noteView(record: TaskRecord, context: NoteContext): Record<strin
     branch: record.task?.branch ?? `agent-runner/${record.taskId}`,
     baseSha: record.task?.baseSha ?? '(not prepared)',
     headSha: lastFacts?.headSha ?? record.task?.baseSha ?? '(none)',
+    offBranch: offBranchView(lastFacts),
     worktreePath: record.task?.worktreePath ?? '(not created)',
     dirtyStart: record.task?.dirtyStart ?? false,
     workerType: record.workerType,

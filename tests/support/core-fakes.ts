@@ -124,6 +124,11 @@ export interface FakeRepo {
   /** How many times the DoD and the criteria checks ran. */
   dodRuns: number;
   checkRuns: number;
+  /**
+   * Set when the worker's head could not be put on the task branch: the branch stays at `branchHead`, the
+   * head is kept at `ref`, for `reason`.
+   */
+  pending: { branchHead: string; ref: string; reason: string } | null;
 }
 
 export function fakeRepo(): FakeRepo {
@@ -138,12 +143,17 @@ export function fakeRepo(): FakeRepo {
     commandExits: {},
     dodRuns: 0,
     checkRuns: 0,
+    pending: null,
   };
 }
 
 export class FakeWorkspace implements TaskWorkspacePort {
   prepared = 0;
   constructor(private readonly repo: FakeRepo) {}
+
+  private get head(): string {
+    return this.repo.commits.at(-1)?.sha ?? 'base000000';
+  }
 
   prepare(): WorkspacePreparation {
     // Mountable when prepared: tests that need the two apart override this.
@@ -163,10 +173,12 @@ export class FakeWorkspace implements TaskWorkspacePort {
   }
 
   async observe(): Promise<TaskFacts> {
-    const { repo } = this;
+    const { repo, head } = this;
     return {
       baseSha: 'base000000',
-      headSha: repo.commits.at(-1)?.sha ?? 'base000000',
+      headSha: head,
+      taskBranch: { name: 'agent-runner/T-1', headSha: repo.pending?.branchHead ?? head },
+      ...(repo.pending ? { pendingRef: repo.pending.ref, pendingReason: repo.pending.reason } : {}),
       commits: [...repo.commits],
       dirty: repo.uncommitted.length > 0,
       uncommitted: [...repo.uncommitted],
