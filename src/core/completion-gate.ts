@@ -1,9 +1,9 @@
 /**
  * The completion gate: COMPLETE needs the Meta-agent's assessment AND the facts the runner observed, and at
- * least one check that really ran and passed on the committed tree (no evidence, no COMPLETE), and the task
- * branch in the person's repository holds the worker's head the facts describe (not a pending ref beside it).
- * Pure; returns every reason the task cannot be called complete as coded refusals (empty = complete), and what
- * a decision rests on.
+ * least one check that really ran and passed on the committed tree (no evidence, no COMPLETE). The facts and
+ * the checks are about one commit, the worker's head: the checks ran on it, and the task branch in the person's
+ * repository holds it (not a pending ref beside it). Pure; returns every reason the task cannot be called
+ * complete as coded refusals (empty = complete), and what a decision rests on.
  */
 import {
   EXECUTED_CHECK_STATUSES,
@@ -26,6 +26,8 @@ export interface GateInput {
   criteriaChecks?: readonly CriterionCheckResult[];
   /** `--skip-dod` or `dod.skip`: DoD is not evidence either way. */
   dodSkipped: boolean;
+  /** The replayed commit the checks of this validation ran on (null: not one commit the runner knows). */
+  checkedHead: string | null;
 }
 
 /** Checks (DoD or criteria) that ran and passed on a clean tree: the evidence COMPLETE needs. */
@@ -41,7 +43,12 @@ export function passingEvidence(input: Pick<GateInput, 'dod' | 'criteriaChecks'>
 
 /** Every reason the task cannot be called complete, coded (empty = complete). */
 export function gateRefusals(input: GateInput): Refusal[] {
-  return [...assessmentRefusals(input), ...factRefusals(input.facts), ...dodRefusals(input)];
+  return [
+    ...assessmentRefusals(input),
+    ...factRefusals(input.facts),
+    ...checkedHeadRefusals(input),
+    ...dodRefusals(input),
+  ];
 }
 
 /**
@@ -112,6 +119,13 @@ function factRefusals(facts: TaskFacts | undefined): Refusal[] {
   return refusals;
 }
 
+/** The checks are evidence about the worker's head only when they ran on it, and it did not move meanwhile. */
+function checkedHeadRefusals(input: GateInput): Refusal[] {
+  const { facts, checkedHead } = input;
+  if (!facts || checkedHead === facts.headSha) return [];
+  return [{ code: 'checks_not_on_head', head: facts.headSha, checkedHead }];
+}
+
 function dodRefusals(input: GateInput): Refusal[] {
   const { dod, facts } = input;
   if (input.dodSkipped) return [];
@@ -150,6 +164,7 @@ export function decisionBasis(input: GateInput): string[] {
     );
   } else lines.push('Assessment: none.');
   lines.push(facts ? factsLine(facts) : 'Facts: none observed.');
+  for (const refusal of checkedHeadRefusals(input)) lines.push(`Checks: ${refusalMessage(refusal)}.`);
   if (input.dodSkipped) lines.push('Definition of Done: skipped on request.');
   else if (!dod) lines.push('Definition of Done: did not run.');
   else if (dod.results.length === 0) lines.push(`Definition of Done: no check (${dod.source}).`);

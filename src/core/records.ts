@@ -138,6 +138,12 @@ export const runRecordSchema = z.object({
   dod: dodOutcomeSchema.optional(),
   /** The acceptance criteria's checks, run with the DoD on the same tree. */
   criteriaChecks: z.array(criterionCheckResultSchema).optional(),
+  /**
+   * The replayed commit the sandbox had checked out while the DoD and the criteria checks ran (read before and
+   * after them); null when it was no commit the runner brought back, could not be read, or moved meanwhile.
+   * The checks are evidence about `facts.headSha` only when it is that commit.
+   */
+  checkedHead: z.string().nullable().optional(),
   assessment: assessmentSchema.optional(),
   /** The evidence fingerprint the assessment judged; a new assessment is asked only when it changes. */
   assessedEvidence: z.string().optional(),

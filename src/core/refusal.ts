@@ -26,6 +26,8 @@ export type Refusal =
       pendingRef: string | null;
       reason: string | null;
     }
+  /** The DoD and criteria checks ran on another commit than the worker's head, or it moved while they ran. */
+  | { code: 'checks_not_on_head'; head: string; checkedHead: string | null }
   | { code: 'dod_not_run' }
   | { code: 'dod_on_dirty_tree' }
   | { code: 'dod_failing'; checks: readonly string[] }
@@ -82,6 +84,13 @@ export function refusalMessage(refusal: Refusal): string {
       return `the facts are incomplete: ${refusal.problems.join('; ')}`;
     case 'work_not_on_branch':
       return workNotOnBranchMessage(refusal);
+    case 'checks_not_on_head':
+      return (
+        `the DoD and criteria checks did not run on the worker's head ${shortSha(refusal.head)}: the sandbox had ` +
+        (refusal.checkedHead === null
+          ? 'another commit checked out, or its checkout moved while they ran'
+          : `${shortSha(refusal.checkedHead)} checked out`)
+      );
     case 'dod_not_run':
       return 'the Definition-of-Done checks have not run';
     case 'dod_on_dirty_tree':

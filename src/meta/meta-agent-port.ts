@@ -152,6 +152,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
             facts: last.facts,
             dod: last.dod,
             criteriaChecks: last.criteriaChecks ?? [],
+            checkedHead: last.checkedHead ?? null,
           }
         : undefined);
     const lastFacts: FactsForAssessment | undefined = latest

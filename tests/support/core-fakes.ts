@@ -129,6 +129,8 @@ export interface FakeRepo {
    * head is kept at `ref`, for `reason`.
    */
   pending: { branchHead: string; ref: string; reason: string } | null;
+  /** The DoD moves the sandbox's checkout to this commit (the read after the checks sees it). */
+  dodChecksOut: string | null;
 }
 
 export function fakeRepo(): FakeRepo {
@@ -144,11 +146,14 @@ export function fakeRepo(): FakeRepo {
     dodRuns: 0,
     checkRuns: 0,
     pending: null,
+    dodChecksOut: null,
   };
 }
 
 export class FakeWorkspace implements TaskWorkspacePort {
   prepared = 0;
+  /** The sandbox's checkout when a check moved it off the worker's head (null: on the head). */
+  private checkout: { head: string; checkedOut: string } | null = null;
   constructor(private readonly repo: FakeRepo) {}
 
   private get head(): string {
@@ -191,6 +196,8 @@ export class FakeWorkspace implements TaskWorkspacePort {
 
   async runDod(_sandboxId: string, facts: TaskFacts): Promise<DodOutcome> {
     this.repo.dodRuns += 1;
+    if (this.repo.dodChecksOut !== null)
+      this.checkout = { head: this.head, checkedOut: this.repo.dodChecksOut };
     if (!this.repo.hasDod)
       return { status: 'none', results: [], ranOnDirtyTree: facts.dirty, source: 'detected: nothing' };
     const status = this.repo.testsPass ? 'passed' : 'failed';
@@ -251,6 +258,13 @@ export class FakeWorkspace implements TaskWorkspacePort {
         { ...base, target: check.kind, status: 'not_executed', exitCode: null, reason: 'not executed' },
       ];
     });
+  }
+
+  async checkedOutHead(): Promise<string | null> {
+    // A new commit of the worker is checked out again; a checkout a check moved stays until then.
+    if (this.checkout?.head === this.head) return this.checkout.checkedOut;
+    this.checkout = null;
+    return this.head;
   }
 
   async preserveUncommitted(): Promise<string | null> {

@@ -7,6 +7,7 @@ import {
   onlyEvidenceMissing,
   type GateInput,
 } from '../../src/core/completion-gate.js';
+import { evidenceFingerprint } from '../../src/core/evidence-fingerprint.js';
 import type { CriterionCheckResult, DodOutcome, TaskFacts } from '../../src/core/types.js';
 
 const facts: TaskFacts = {
@@ -46,6 +47,7 @@ const good: GateInput = {
   facts,
   dod,
   dodSkipped: false,
+  checkedHead: 'h',
 };
 
 const check = (overrides: Partial<CriterionCheckResult> = {}): CriterionCheckResult => ({
@@ -195,7 +197,7 @@ describe('completion gate: the branch, not a shadow of it', () => {
     pendingRef: PENDING,
     pendingReason: WHY,
   };
-  const input: GateInput = { ...good, facts: shadowed };
+  const input: GateInput = { ...good, facts: shadowed, checkedHead: HEAD };
 
   it('refuses when the task branch does not hold the head the checks ran on, naming the branch, where it is, the pending ref and why', () => {
     expect(gateRefusals(input)).toEqual([
@@ -219,11 +221,23 @@ describe('completion gate: the branch, not a shadow of it', () => {
     ]);
   });
 
+  it('refuses when the checks ran on another checkout, or it moved while they ran', () => {
+    expect(completionRefusals({ ...good, checkedHead: 'other' })).toEqual([
+      "the DoD and criteria checks did not run on the worker's head h: the sandbox had other checked out",
+    ]);
+    expect(completionRefusals({ ...good, checkedHead: null })).toEqual([
+      "the DoD and criteria checks did not run on the worker's head h: the sandbox had another commit checked out, or its checkout moved while they ran",
+    ]);
+  });
+
   it('the basis never counts commits as on the task branch when it does not hold them', () => {
-    const basis = decisionBasis(input);
+    const basis = decisionBasis({ ...input, checkedHead: null });
     expect(basis.join('\n')).not.toMatch(/on the task branch \(/);
     expect(basis[1]).toBe(
       `Facts: 2 commit(s) since the base, but the work is not on the task branch: agent-runner/T-1 is at 111111111111; the worker's head 222222222222 is kept at ${PENDING} (${WHY}); look at it with \`git log ${PENDING}\`; clean tree, no scope violation.`,
+    );
+    expect(basis[2]).toBe(
+      "Checks: the DoD and criteria checks did not run on the worker's head 222222222222: the sandbox had another commit checked out, or its checkout moved while they ran.",
     );
   });
 
@@ -234,5 +248,10 @@ describe('completion gate: the branch, not a shadow of it', () => {
     expect(closingReason(closing, shadowed)).toBe(closing);
     expect(closingReason('slugify done', facts)).toBe('slugify done');
     expect(closingReason('interrupted', undefined)).toBe('interrupted');
+  });
+
+  it('the evidence fingerprint ties the results to the commit they ran on', () => {
+    expect(evidenceFingerprint(facts, dod, [], 'h')).not.toBe(evidenceFingerprint(facts, dod, [], null));
+    expect(evidenceFingerprint(facts, dod, [], 'h')).toBe(evidenceFingerprint(facts, dod, [], 'h'));
   });
 });

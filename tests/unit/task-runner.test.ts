@@ -584,4 +584,32 @@ describe('task runner: the gate checks the branch, not a shadow of it', () => {
       );
     },
   );
+
+  it('a check that moves the sandbox checkout leaves no evidence about the head: not COMPLETE', async () => {
+    const repo = fakeRepo();
+    repo.dodChecksOut = 'elsewhere';
+    const t = await setup(
+      [runWorker(), assess(true), decide({ action: 'abort', reason: 'the checks move the checkout' })],
+      [commitPassing],
+      { repo },
+    );
+    const summary = await t.runner.run();
+    const refused = t.events.filter((event) => event.type === 'refused');
+    expect((refused[0] as { reasons: string[] }).reasons).toEqual([
+      "the DoD and criteria checks did not run on the worker's head c1: the sandbox had another commit checked out, or its checkout moved while they ran",
+    ]);
+    expect(summary.state).toBe('FAILED');
+    expect(summary.basis.join('\n')).toMatch(
+      /Checks: the DoD and criteria checks did not run on the worker's head c1/,
+    );
+    // The run's record ties its checks to what they ran on.
+    expect(t.notes[0]?.runs[0]?.checkedHead).toBeNull();
+  });
+
+  it('the checks run on the head they report: the record says so', async () => {
+    const t = await setup([runWorker(), assess(true)], [commitPassing]);
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    expect(t.notes[0]?.runs[0]?.checkedHead).toBe('c1');
+  });
 });
