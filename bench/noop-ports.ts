@@ -1,8 +1,8 @@
 /**
  * The task-level ports of a loop with a no-op worker, each doing its real Docker work through a
- * SandboxRuntime: the worker runs `true` once per run, observe and runDod run one exec each, the sandbox is a
- * real create/remove. What they report back is synthetic but sized like a real run's (a failing test tail,
- * a diff, a worker summary), so the Meta-agent's prompts carry realistic history.
+ * SandboxRuntime: the worker runs `true` once per run, observe, runDod and each read of the checkout run one
+ * exec each, the sandbox is a real create/remove. What they report back is synthetic but sized like a real
+ * run's (a failing test tail, a diff, a worker summary), so the Meta-agent's prompts carry realistic history.
  */
 import type {
   PreparedTask,
@@ -91,9 +91,11 @@ export class ExecWorkspace implements TaskWorkspacePort {
     if (result.exitCode !== 0) throw execFailure('observe', result.exitCode);
     const index = this.commits.length + 1;
     this.commits.push({ sha: index.toString(16).padStart(40, 'a'), subject: `Run ${index}: slugify` });
+    const headSha = this.commits.at(-1)?.sha ?? this.task.baseSha;
     return {
       baseSha: this.task.baseSha,
-      headSha: this.commits.at(-1)?.sha ?? this.task.baseSha,
+      headSha,
+      taskBranch: { name: this.task.branch, headSha },
       commits: [...this.commits],
       dirty: false,
       uncommitted: [],
@@ -106,6 +108,13 @@ export class ExecWorkspace implements TaskWorkspacePort {
 
   async runCriteriaChecks(): Promise<CriterionCheckResult[]> {
     return [];
+  }
+
+  /** One exec, as the real read of the sandbox's HEAD; the checkout is the latest commit. */
+  async checkedOutHead(sandboxId: string): Promise<string | null> {
+    const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace' });
+    if (result.exitCode !== 0) throw execFailure('checkedOutHead', result.exitCode);
+    return this.commits.at(-1)?.sha ?? this.task.baseSha;
   }
 
   async runDod(sandboxId: string): Promise<DodOutcome> {

@@ -25,6 +25,7 @@ export class TaskTracker {
           return outcome;
         },
         runCriteriaChecks: (...args) => workspace.runCriteriaChecks(...args),
+        checkedOutHead: (...args) => workspace.checkedOutHead(...args),
         preserveUncommitted: (...args) => workspace.preserveUncommitted(...args),
       },
       sandboxes: {

@@ -1,8 +1,9 @@
 /**
  * The completion gate: COMPLETE needs the Meta-agent's assessment AND the facts the runner observed, and at
- * least one check that really ran and passed on the committed tree (no evidence, no COMPLETE). Pure; returns
- * every reason the task cannot be called complete as coded refusals (empty = complete), and what a decision
- * rests on.
+ * least one check that really ran and passed on the committed tree (no evidence, no COMPLETE). The facts and
+ * the checks are about one commit, the worker's head: the checks ran on it, and the task branch in the person's
+ * repository holds it (not a pending ref beside it). Pure; returns every reason the task cannot be called
+ * complete as coded refusals (empty = complete), and what a decision rests on.
  */
 import {
   EXECUTED_CHECK_STATUSES,
@@ -12,7 +13,7 @@ import {
   type DodOutcome,
   type TaskFacts,
 } from './types.js';
-import { describeCheck, refusalMessage, type Refusal } from './refusal.js';
+import { describeCheck, refusalMessage, shortSha, type Refusal } from './refusal.js';
 
 export { NO_EXECUTABLE_EVIDENCE, onlyEvidenceMissing, type Refusal } from './refusal.js';
 
@@ -25,6 +26,8 @@ export interface GateInput {
   criteriaChecks?: readonly CriterionCheckResult[];
   /** `--skip-dod` or `dod.skip`: DoD is not evidence either way. */
   dodSkipped: boolean;
+  /** The replayed commit the checks of this validation ran on (null: not one commit the runner knows). */
+  checkedHead: string | null;
 }
 
 /** Checks (DoD or criteria) that ran and passed on a clean tree: the evidence COMPLETE needs. */
@@ -40,7 +43,38 @@ export function passingEvidence(input: Pick<GateInput, 'dod' | 'criteriaChecks'>
 
 /** Every reason the task cannot be called complete, coded (empty = complete). */
 export function gateRefusals(input: GateInput): Refusal[] {
-  return [...assessmentRefusals(input), ...factRefusals(input.facts), ...dodRefusals(input)];
+  return [
+    ...assessmentRefusals(input),
+    ...factRefusals(input.facts),
+    ...checkedHeadRefusals(input),
+    ...dodRefusals(input),
+  ];
+}
+
+/**
+ * The refusal when the task branch in the person's repository does not hold the worker's head (the commits
+ * are on the pending ref, or where the branch points was not observed), else null.
+ */
+export function workOffBranch(facts: TaskFacts): Extract<Refusal, { code: 'work_not_on_branch' }> | null {
+  if (facts.taskBranch?.headSha === facts.headSha) return null;
+  return {
+    code: 'work_not_on_branch',
+    head: facts.headSha,
+    branch: facts.taskBranch ?? null,
+    pendingRef: facts.pendingRef ?? null,
+    reason: facts.pendingReason ?? null,
+  };
+}
+
+/**
+ * The reason a task ends with, and where its work is when the task branch does not hold it (the pending ref
+ * and how to look at it), unless the reason says so already.
+ */
+export function closingReason(reason: string, facts: TaskFacts | undefined): string {
+  const off = facts ? workOffBranch(facts) : null;
+  if (!off?.branch) return reason;
+  const words = refusalMessage(off);
+  return reason.includes(words) ? reason : `${reason}; ${words}`;
 }
 
 /** {@link gateRefusals} in words. */
@@ -80,7 +114,16 @@ function factRefusals(facts: TaskFacts | undefined): Refusal[] {
   if (facts.scopeViolations.length > 0)
     refusals.push({ code: 'scope_violations', paths: facts.scopeViolations });
   if (facts.problems?.length) refusals.push({ code: 'facts_incomplete', problems: facts.problems });
+  const offBranch = workOffBranch(facts);
+  if (offBranch) refusals.push(offBranch);
   return refusals;
+}
+
+/** The checks are evidence about the worker's head only when they ran on it, and it did not move meanwhile. */
+function checkedHeadRefusals(input: GateInput): Refusal[] {
+  const { facts, checkedHead } = input;
+  if (!facts || checkedHead === facts.headSha) return [];
+  return [{ code: 'checks_not_on_head', head: facts.headSha, checkedHead }];
 }
 
 function dodRefusals(input: GateInput): Refusal[] {
@@ -98,6 +141,18 @@ function dodRefusals(input: GateInput): Refusal[] {
   return refusals;
 }
 
+/** The facts in one line: where the commits are (never "on the task branch" when it does not hold them). */
+function factsLine(facts: TaskFacts): string {
+  const offBranch = workOffBranch(facts);
+  const where = offBranch
+    ? `${facts.commits.length} commit(s) since the base, but ${refusalMessage(offBranch)};`
+    : `${facts.commits.length} commit(s) on the task branch (head ${shortSha(facts.headSha)}),`;
+  return (
+    `Facts: ${where} ${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean tree'}, ` +
+    `${facts.scopeViolations.length ? `${facts.scopeViolations.length} scope violation(s)` : 'no scope violation'}.`
+  );
+}
+
 /** What a decision rests on, in a few lines for the note and `--json`. */
 export function decisionBasis(input: GateInput): string[] {
   const lines: string[] = [];
@@ -108,13 +163,8 @@ export function decisionBasis(input: GateInput): string[] {
       `Assessment: ${assessment.allCriteriaSatisfied ? 'every criterion satisfied' : 'not every criterion satisfied'} (${passed}/${assessment.byCriterion.length} passed).`,
     );
   } else lines.push('Assessment: none.');
-  if (facts) {
-    lines.push(
-      `Facts: ${facts.commits.length} commit(s) on the task branch (head ${facts.headSha.slice(0, 12)}), ` +
-        `${facts.dirty ? `${facts.uncommitted.length} uncommitted path(s)` : 'clean tree'}, ` +
-        `${facts.scopeViolations.length ? `${facts.scopeViolations.length} scope violation(s)` : 'no scope violation'}.`,
-    );
-  } else lines.push('Facts: none observed.');
+  lines.push(facts ? factsLine(facts) : 'Facts: none observed.');
+  for (const refusal of checkedHeadRefusals(input)) lines.push(`Checks: ${refusalMessage(refusal)}.`);
   if (input.dodSkipped) lines.push('Definition of Done: skipped on request.');
   else if (!dod) lines.push('Definition of Done: did not run.');
   else if (dod.results.length === 0) lines.push(`Definition of Done: no check (${dod.source}).`);

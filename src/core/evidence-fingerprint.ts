@@ -15,14 +15,19 @@ export function factsFingerprint(facts: TaskFacts): string {
   });
 }
 
-/** The facts plus the result of every DoD and criterion check. */
+/**
+ * The facts plus the result of every DoD and criterion check and the commit they ran on: the same results on
+ * another checkout are other evidence.
+ */
 export function evidenceFingerprint(
   facts: TaskFacts,
   dod: DodOutcome | undefined,
   checks: readonly CriterionCheckResult[],
+  checkedHead: string | null,
 ): string {
   return JSON.stringify({
     facts: factsFingerprint(facts),
+    checkedHead,
     dod: dod
       ? [
           dod.status,

@@ -239,6 +239,8 @@ export interface AssessmentEvidence {
   facts: TaskFacts;
   dod: DodOutcome | undefined;
   criteriaChecks: readonly CriterionCheckResult[];
+  /** The replayed commit the checks ran on (RunRecord's `checkedHead`); null: not one commit, or not known. */
+  checkedHead: string | null;
 }
 
 /** Bounds of a validation step: Ctrl-C and the task's wall clock. */
@@ -284,6 +286,11 @@ export interface TaskWorkspacePort {
     facts: TaskFacts,
     bounds: CheckBounds,
   ): Promise<CriterionCheckResult[]>;
+  /**
+   * The commit the sandbox has checked out now (its HEAD), as the replayed commit of the task it is: what a
+   * check run there now runs on. Null when it is no commit the runner brought back, or cannot be read.
+   */
+  checkedOutHead(sandboxId: string): Promise<string | null>;
   /** Saves uncommitted worker changes somewhere they survive (a WIP ref); returns where, or null if clean. */
   preserveUncommitted(sandboxId: string): Promise<string | null>;
 }

@@ -76,8 +76,16 @@ export const taskFactsSchema = z.object({
   /** The diff since base, cut to a bounded size for the assessment. */
   diff: z.string(),
   scopeViolations: z.array(z.string()),
-  /** Set when the worker's commits could not be fast-forwarded into the person's worktree. */
+  /**
+   * The task branch `agent-runner/<ID>` in the person's repository and the commit it points at: where the work
+   * really is. `headSha` is the worker's head; COMPLETE needs the branch to hold it. Absent in journals
+   * written before it was observed (then the branch is not known to hold anything).
+   */
+  taskBranch: z.object({ name: z.string(), headSha: z.string() }).optional(),
+  /** Set when the worker's head could not be put on the task branch: the ref that holds it instead. */
   pendingRef: z.string().optional(),
+  /** Why the worker's head is not on the task branch, in words (git's own message shortened and sanitised). */
+  pendingReason: z.string().optional(),
   /**
    * What kept the runner from observing everything, in words: a sandbox repository the host refused to read
    * (links or planted files in its `.git`), a status that could not be read. No COMPLETE while any is there.
@@ -130,6 +138,12 @@ export const runRecordSchema = z.object({
   dod: dodOutcomeSchema.optional(),
   /** The acceptance criteria's checks, run with the DoD on the same tree. */
   criteriaChecks: z.array(criterionCheckResultSchema).optional(),
+  /**
+   * The replayed commit the sandbox had checked out while the DoD and the criteria checks ran (read before and
+   * after them); null when it was no commit the runner brought back, could not be read, or moved meanwhile.
+   * The checks are evidence about `facts.headSha` only when it is that commit.
+   */
+  checkedHead: z.string().nullable().optional(),
   assessment: assessmentSchema.optional(),
   /** The evidence fingerprint the assessment judged; a new assessment is asked only when it changes. */
   assessedEvidence: z.string().optional(),
@@ -165,6 +179,7 @@ export const taskSummarySchema = z.object({
   state: taskStateSchema,
   reason: z.string(),
   branch: z.string(),
+  /** Where `branch` points (work the branch could not take is on the pending ref the reason names). */
   headSha: z.string().nullable(),
   notePath: z.string().nullable(),
   worktreePath: z.string().nullable(),

@@ -3,7 +3,7 @@
  * worker run can lift ends the task), and the words the Meta-agent, the journal and the note read are derived
  * from it here. Pure.
  */
-import type { CriterionCheckResult } from './types.js';
+import type { CriterionCheckResult, TaskFacts } from './types.js';
 
 export type Refusal =
   | { code: 'no_assessment' }
@@ -15,6 +15,19 @@ export type Refusal =
   | { code: 'dirty_tree'; paths: number }
   | { code: 'scope_violations'; paths: readonly string[] }
   | { code: 'facts_incomplete'; problems: readonly string[] }
+  /**
+   * The task branch in the person's repository does not hold the worker's head (`head`): the work is on the
+   * pending ref, or where the branch points was not observed (`branch` null).
+   */
+  | {
+      code: 'work_not_on_branch';
+      head: string;
+      branch: NonNullable<TaskFacts['taskBranch']> | null;
+      pendingRef: string | null;
+      reason: string | null;
+    }
+  /** The DoD and criteria checks ran on another commit than the worker's head, or it moved while they ran. */
+  | { code: 'checks_not_on_head'; head: string; checkedHead: string | null }
   | { code: 'dod_not_run' }
   | { code: 'dod_on_dirty_tree' }
   | { code: 'dod_failing'; checks: readonly string[] }
@@ -23,6 +36,25 @@ export type Refusal =
 
 /** The refusal that no further worker run can lift (its message starts with it). */
 export const NO_EXECUTABLE_EVIDENCE = 'no executable evidence';
+
+/** A commit id as the messages show it. */
+export const shortSha = (sha: string): string => sha.slice(0, 12);
+
+/** How to look at a ref from the person's repository. */
+export const lookAtRef = (ref: string): string => `git log ${ref}`;
+
+/** Where the work is when the task branch does not hold it, in words (the refusal, the basis, the reason). */
+function workNotOnBranchMessage(refusal: Extract<Refusal, { code: 'work_not_on_branch' }>): string {
+  const head = shortSha(refusal.head);
+  if (refusal.branch === null)
+    return `where the task branch points was not observed, so the worker's head ${head} is not known to be on it`;
+  const branch = `${refusal.branch.name} is at ${shortSha(refusal.branch.headSha)}`;
+  if (refusal.pendingRef === null) return `the work is not on the task branch: ${branch}, not at ${head}`;
+  return (
+    `the work is not on the task branch: ${branch}; the worker's head ${head} is kept at ${refusal.pendingRef}` +
+    `${refusal.reason ? ` (${refusal.reason})` : ''}; look at it with \`${lookAtRef(refusal.pendingRef)}\``
+  );
+}
 
 /** A criterion's check in a few words: kind, target, status and exit code. */
 export function describeCheck(check: CriterionCheckResult): string {
@@ -50,6 +82,15 @@ export function refusalMessage(refusal: Refusal): string {
       return `scope violations: ${refusal.paths.slice(0, 10).join(', ')}`;
     case 'facts_incomplete':
       return `the facts are incomplete: ${refusal.problems.join('; ')}`;
+    case 'work_not_on_branch':
+      return workNotOnBranchMessage(refusal);
+    case 'checks_not_on_head':
+      return (
+        `the DoD and criteria checks did not run on the worker's head ${shortSha(refusal.head)}: the sandbox had ` +
+        (refusal.checkedHead === null
+          ? 'another commit checked out, or its checkout moved while they ran'
+          : `${shortSha(refusal.checkedHead)} checked out`)
+      );
     case 'dod_not_run':
       return 'the Definition-of-Done checks have not run';
     case 'dod_on_dirty_tree':

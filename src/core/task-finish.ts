@@ -3,6 +3,7 @@
  * back, uncommitted work saved to a WIP ref, the sandbox stopped, the note written, the summary returned.
  */
 import type { AgentRunnerError } from '../errors.js';
+import { closingReason } from './completion-gate.js';
 import { outcomeExitCode, outcomeReason, outcomeState, type TaskOutcome } from './outcome.js';
 import type { TaskLoop } from './task-loop.js';
 import {
@@ -22,7 +23,11 @@ export async function finishTask(
   error: AgentRunnerError | null,
 ): Promise<TaskSummary> {
   const state = outcomeState(outcome);
-  const reason = outcomeReason(outcome);
+  // A task that ends with its work beside the task branch says where the work is, whatever ended it.
+  const reason = closingReason(
+    outcomeReason(outcome),
+    (loop.evidence ?? lastRecordedEvidence(loop.runs))?.facts,
+  );
   if (loop.state !== state) loop.move(terminalEvent(loop, state, reason));
   await saveWork(loop, state === 'COMPLETE');
   if (loop.sandboxId) await loop.deps.sandboxes.stop(loop.sandboxId).catch(() => undefined);
@@ -62,7 +67,8 @@ export async function finishTask(
   const summary = summaryOf(record, {
     notePath,
     exitCode: outcomeExitCode(outcome),
-    headSha: latest?.facts.headSha ?? null,
+    // Where the branch is: the summary names the branch, so its head is the branch's, not a pending one.
+    headSha: latest ? (latest.facts.taskBranch?.headSha ?? latest.facts.headSha) : null,
   });
   loop.emit({ type: 'task_finished', summary });
   return summary;

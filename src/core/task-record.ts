@@ -34,7 +34,13 @@ export interface TaskRecord {
 export function lastRecordedEvidence(runs: readonly RunRecord[]): AssessmentEvidence | null {
   const run = [...runs].reverse().find((item) => item.facts);
   if (!run?.facts) return null;
-  return { run, facts: run.facts, dod: run.dod, criteriaChecks: run.criteriaChecks ?? [] };
+  return {
+    run,
+    facts: run.facts,
+    dod: run.dod,
+    criteriaChecks: run.criteriaChecks ?? [],
+    checkedHead: run.checkedHead ?? null,
+  };
 }
 
 /** The last assessment the runs hold, else one made before any run of this attempt. */

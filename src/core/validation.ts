@@ -54,10 +54,13 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
   const factsKey = factsFingerprint(facts);
   const previous = loop.evidence;
   const reuse = previous !== null && previous.factsKey === factsKey && !loop.workerRanSinceEvidence;
-  let { dod, criteriaChecks } = reuse
+  let { dod, criteriaChecks, checkedHead } = reuse
     ? previous
-    : { dod: undefined, criteriaChecks: [] as AssessmentEvidence['criteriaChecks'] };
+    : { dod: undefined, criteriaChecks: [] as AssessmentEvidence['criteriaChecks'], checkedHead: null };
   if (!reuse) {
+    // The checks run the repository's own scripts, which can move the sandbox's checkout: what they ran on is
+    // read before and after them, and counts only when it is one commit.
+    const before = await loop.deps.workspace.checkedOutHead(sandboxId);
     if (!loop.options.dodSkipped) {
       dod = await loop.deps.workspace.runDod(sandboxId, facts, loop.bounds(signal));
       loop.emit({ type: 'dod', run, dod });
@@ -71,16 +74,19 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
       loop.bounds(signal),
     );
     loop.emit({ type: 'criteria_checks', run, results: [...criteriaChecks] });
+    const after = await loop.deps.workspace.checkedOutHead(sandboxId);
+    checkedHead = before === after ? before : null;
   }
   const limit = loop.limitReached(signal);
   if (limit) return stop(limit);
   loop.workerRanSinceEvidence = false;
-  const fingerprint = evidenceFingerprint(facts, dod, criteriaChecks);
-  loop.evidence = { run: record, facts, dod, criteriaChecks, factsKey, fingerprint };
+  const fingerprint = evidenceFingerprint(facts, dod, criteriaChecks, checkedHead);
+  loop.evidence = { run: record, facts, dod, criteriaChecks, checkedHead, factsKey, fingerprint };
   if (record) {
     record.facts = facts;
     if (dod) record.dod = dod;
     record.criteriaChecks = [...criteriaChecks];
+    record.checkedHead = checkedHead;
     loop.recordRun(record);
   }
   return loop.evidence;
@@ -121,6 +127,7 @@ export function gateInput(
     dod: evidence?.dod,
     criteriaChecks: evidence?.criteriaChecks ?? [],
     dodSkipped: loop.options.dodSkipped,
+    checkedHead: evidence?.checkedHead ?? null,
   };
 }
 

@@ -1,7 +1,9 @@
 /**
  * Adapts the Meta-agent (protocol messages, snake_case) to the core's MetaAgentPort (domain types).
  */
+import { workOffBranch } from '../core/completion-gate.js';
 import type { AssessmentEvidence, MetaAgentPort, MetaView } from '../core/ports.js';
+import { refusalMessage } from '../core/refusal.js';
 import type { Assessment, MetaDecision, Plan, RunRecord, TaskFacts, Usage } from '../core/types.js';
 import type { MetaAgent } from './meta-agent.js';
 import type { FactsForAssessment, HistoryEntry, LoopContext } from './meta-context.js';
@@ -49,11 +51,13 @@ function toHistoryEntry(run: RunRecord): HistoryEntry {
 
 /** One paragraph of facts, in words the model reads easily. */
 export function describeFacts(facts: TaskFacts, run: RunRecord | undefined): string {
+  const offBranch = workOffBranch(facts);
   const parts = [
     run
       ? `Worker run ${run.index} exited ${run.exitCode}${run.timedOut ? ' (timed out)' : ''}${run.errors.length ? ` with errors: ${run.errors.join('; ')}` : ''}.`
       : '',
-    `Task branch head ${facts.headSha.slice(0, 12)}, ${facts.commits.length} commit(s) since base ${facts.baseSha.slice(0, 12)}${facts.commits.length ? `: ${facts.commits.map((commit) => commit.subject).join('; ')}` : ''}.`,
+    `${offBranch ? "Worker's head" : 'Task branch head'} ${facts.headSha.slice(0, 12)}, ${facts.commits.length} commit(s) since base ${facts.baseSha.slice(0, 12)}${facts.commits.length ? `: ${facts.commits.map((commit) => commit.subject).join('; ')}` : ''}.`,
+    offBranch ? `The work is NOT COMPLETE while this holds: ${refusalMessage(offBranch)}.` : '',
     facts.dirty
       ? `The working tree is NOT clean: ${facts.uncommitted.join(', ')}.`
       : 'The working tree is clean.',
@@ -143,7 +147,13 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
     const latest: AssessmentEvidence | undefined =
       view.latest ??
       (last?.facts
-        ? { run: last, facts: last.facts, dod: last.dod, criteriaChecks: last.criteriaChecks ?? [] }
+        ? {
+            run: last,
+            facts: last.facts,
+            dod: last.dod,
+            criteriaChecks: last.criteriaChecks ?? [],
+            checkedHead: last.checkedHead ?? null,
+          }
         : undefined);
     const lastFacts: FactsForAssessment | undefined = latest
       ? evidenceForMeta(latest, view.feedback)

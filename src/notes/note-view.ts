@@ -5,7 +5,9 @@
  * they are; the raw record never reaches the template.
  */
 import { formatDuration } from '../config/units.js';
+import { workOffBranch } from '../core/completion-gate.js';
 import type { SetupCommandReport } from '../core/events.js';
+import { refusalMessage } from '../core/refusal.js';
 import type { TaskRecord } from '../core/task-runner.js';
 import type { CriterionEvidence, DodCheckResult, RunRecord, TaskFacts } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
@@ -243,6 +245,23 @@ function errorView(error: TaskRecord['error']) {
   };
 }
 
+/**
+ * Where the work is when the task branch does not hold the worker's head (the pending ref, why, how to look at
+ * it), in the gate's own words; null when it does, or for facts recorded before the branch was observed.
+ */
+function offBranchView(facts: TaskFacts | undefined, baseSha: string) {
+  const off = facts ? workOffBranch(facts) : null;
+  if (!off?.branch) return null;
+  const code = (text: string) => codeSpan(text, NOTE_LIMITS.longLine);
+  return {
+    words: inlineText(refusalMessage(off), NOTE_LIMITS.longLine),
+    pendingRef: off.pendingRef ? code(off.pendingRef) : '',
+    pendingLog: off.pendingRef ? code(`git log ${off.pendingRef}`) : '',
+    pendingDiff: off.pendingRef ? code(`git diff ${baseSha} ${off.pendingRef}`) : '',
+    branchHead: code(off.branch.headSha),
+  };
+}
+
 /** Where the work is and how to go on: the runner's own commands, built from the task's names. */
 function pickUpView(record: TaskRecord, context: NoteContext, branch: string, worktreePath: string) {
   const code = (text: string) => codeSpan(text, NOTE_LIMITS.longLine);
@@ -280,6 +299,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     branch: code(branch),
     baseSha: code(record.task?.baseSha ?? '(not prepared)'),
     headSha: code(lastFacts?.headSha ?? record.task?.baseSha ?? '(none)'),
+    offBranch: offBranchView(lastFacts, record.task?.baseSha ?? ''),
     worktreePath: code(worktreePath),
     dirtyStart: record.task?.dirtyStart ?? false,
     workerType: inlineText(record.workerType),

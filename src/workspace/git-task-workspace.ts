@@ -17,6 +17,7 @@ import { resolveDodChecks } from './detect-dod-checks.js';
 import { runDodChecks } from './dod-checks.js';
 import { git, tryGit } from './git-command.js';
 import { removeTaskSandbox } from './remove-task-sandbox.js';
+import { sandboxGit } from './sandbox-git.js';
 import { taskLayout } from './layout.js';
 import type { OwnershipApplier } from './permissions.js';
 import {
@@ -28,6 +29,10 @@ import { scopeStatement } from './scope-statement.js';
 import type { Scope } from './scope.js';
 import { fetchFromSandbox, syncBack } from './sync-back.js';
 import { collectFacts } from './task-facts.js';
+import { readCommitMap } from './workspace-state.js';
+
+/** A full commit id (SHA-1 or SHA-256). */
+const COMMIT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /** The diff shown to the assessment is cut to this many characters. */
 export const ASSESSMENT_DIFF_CHARS = 16_000;
@@ -168,7 +173,9 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       scopeViolations: facts.scopeViolations.map(
         (violation) => `${violation.path} (${violation.access.replace('_', ' ')}, ${violation.where})`,
       ),
+      taskBranch: { name: facts.branch, headSha: facts.branchHeadSha },
       ...(facts.pendingRef ? { pendingRef: facts.pendingRef } : {}),
+      ...(facts.pendingReason ? { pendingReason: facts.pendingReason } : {}),
       ...(facts.problems.length > 0 ? { problems: facts.problems } : {}),
     };
   }
@@ -225,6 +232,20 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       graceMs: this.options.graceMs,
       ...(bounds.signal ? { signal: bounds.signal } : {}),
     });
+  }
+
+  async checkedOutHead(sandboxId: string): Promise<string | null> {
+    // git inside the sandbox (its repository is the worker's); the answer is only looked up, never trusted.
+    const result = await sandboxGit(this.runtime, sandboxId, [
+      'rev-parse',
+      '--verify',
+      '-q',
+      'HEAD^{commit}',
+    ]);
+    const sandboxSha = result.stdoutTail.trim();
+    if (result.exitCode !== 0 || !COMMIT_ID.test(sandboxSha)) return null;
+    const commitMap = await readCommitMap(this.layout().commitMapPath);
+    return commitMap.map[sandboxSha] ?? null;
   }
 
   async preserveUncommitted(sandboxId: string): Promise<string | null> {

@@ -46,6 +46,8 @@ export interface SyncBackResult {
   /** Set when the replayed head could not be moved onto the branch; the commits are kept under this ref. */
   pendingRef: string | null;
   pendingReason: 'not_fast_forward' | 'worktree_conflict' | null;
+  /** git's own words on why the branch or the worktree did not move, as it wrote them (may quote worker data). */
+  pendingDetail: string | null;
   worktreeUpdated: boolean;
   /** Why nothing could be brought back (sandbox .git unusable, branch deleted by the worker, ...). */
   problem: string | null;
@@ -266,7 +268,10 @@ async function moveBranch(
       const merged = await tryGit(['merge', '--ff-only', '-q', headSha], { cwd: layout.worktreePath });
       moved = merged.exitCode === 0;
       result.worktreeUpdated = moved;
-      if (!moved) result.pendingReason = 'worktree_conflict';
+      if (!moved) {
+        result.pendingReason = 'worktree_conflict';
+        result.pendingDetail = merged.stderr;
+      }
     } else {
       const updated = await tryGit(
         ['update-ref', '-m', 'agent-runner: sync', layout.branchRef, headSha, branchHead],
@@ -275,7 +280,10 @@ async function moveBranch(
         },
       );
       moved = updated.exitCode === 0;
-      if (!moved) result.pendingReason = 'not_fast_forward';
+      if (!moved) {
+        result.pendingReason = 'not_fast_forward';
+        result.pendingDetail = updated.stderr;
+      }
     }
   } else {
     result.pendingReason = 'not_fast_forward';
@@ -306,6 +314,7 @@ export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult
     commits: [],
     pendingRef: null,
     pendingReason: null,
+    pendingDetail: null,
     worktreeUpdated: false,
     problem,
   });
@@ -334,6 +343,7 @@ export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult
     commits,
     pendingRef: null,
     pendingReason: null,
+    pendingDetail: null,
     worktreeUpdated: false,
     problem: null,
   };

@@ -53,6 +53,8 @@ export interface WorkspaceObservation {
   headSha: string;
   branchHeadSha: string;
   pendingRef: string | null;
+  /** Why the worker's head is not on the branch, in words (git's message short and sanitised); null when it is. */
+  pendingReason: string | null;
   commits: { count: number; list: { sha: string; subject: string }[] };
   /** The sandbox working tree has uncommitted changes (untracked files included, ignored ones not). */
   dirty: boolean;
@@ -80,6 +82,45 @@ export interface CollectFactsOptions {
   sync: SyncBackResult;
   dod?: DodResult[];
   worker?: WorkerOutcome | null;
+}
+
+/** Characters of git's message the facts keep. */
+const GIT_MESSAGE_CHARS = 160;
+/** Characters kept of a run without spaces (a worker's file name can be hundreds of bytes long). */
+const WORD_CHARS = 40;
+
+/**
+ * git's message in a few words, safe to show anywhere: its first line, each long run without spaces (a quoted
+ * file name) cut, control and format characters (escape sequences, bidi overrides) and backticks replaced,
+ * the whole bounded. Its text may be the worker's (the names of its files).
+ */
+export function shortGitMessage(stderr: string): string {
+  const line =
+    stderr
+      .split('\n')
+      .map((item) => item.trim())
+      .find((item) => item.length > 0) ?? '';
+  const clean = line
+    .replace(/\s+/g, ' ')
+    .replace(/[\p{Cc}\p{Cf}`]/gu, '?')
+    .replace(new RegExp(`\\S{${WORD_CHARS + 1},}`, 'gu'), (word) => cut(word, WORD_CHARS));
+  return cut(clean, GIT_MESSAGE_CHARS);
+}
+
+/** `text` cut to `max` characters (code points, so no pair is split), with an ellipsis when cut. */
+function cut(text: string, max: number): string {
+  const characters = Array.from(text);
+  return characters.length > max ? `${characters.slice(0, max - 1).join('')}…` : text;
+}
+
+/** Why the worker's head could not be put on the task branch, in words; null when it is there. */
+export function pendingReasonWords(sync: SyncBackResult, worktreePath: string): string | null {
+  if (sync.pendingRef === null) return null;
+  const message = sync.pendingDetail ? shortGitMessage(sync.pendingDetail) : '';
+  const said = message ? ` (git: ${message})` : '';
+  return sync.pendingReason === 'worktree_conflict'
+    ? `the worktree ${worktreePath} could not be updated to it${said}`
+    : `it is not a fast-forward of the task branch: the worker rewrote its history, or the branch moved on${said}`;
 }
 
 async function committedChanges(repoRoot: string, baseSha: string, headSha: string): Promise<ChangedFile[]> {
@@ -211,6 +252,7 @@ export async function collectFacts(
     headSha,
     branchHeadSha: sync.branchHeadSha,
     pendingRef: sync.pendingRef,
+    pendingReason: pendingReasonWords(sync, taskLayout(repoRoot, options.taskId).worktreePath),
     commits: { count: list.length, list },
     dirty: status.error !== null || status.changes.length > 0,
     uncommittedFiles: status.changes,

@@ -126,6 +126,13 @@ export interface FakeRepo {
   /** How many times the DoD and the criteria checks ran. */
   dodRuns: number;
   checkRuns: number;
+  /**
+   * Set when the worker's head could not be put on the task branch: the branch stays at `branchHead`, the
+   * head is kept at `ref`, for `reason`.
+   */
+  pending: { branchHead: string; ref: string; reason: string } | null;
+  /** The DoD moves the sandbox's checkout to this commit (the read after the checks sees it). */
+  dodChecksOut: string | null;
 }
 
 export function fakeRepo(): FakeRepo {
@@ -140,12 +147,20 @@ export function fakeRepo(): FakeRepo {
     commandExits: {},
     dodRuns: 0,
     checkRuns: 0,
+    pending: null,
+    dodChecksOut: null,
   };
 }
 
 export class FakeWorkspace implements TaskWorkspacePort {
   prepared = 0;
+  /** The sandbox's checkout when a check moved it off the worker's head (null: on the head). */
+  private checkout: { head: string; checkedOut: string } | null = null;
   constructor(private readonly repo: FakeRepo) {}
+
+  private get head(): string {
+    return this.repo.commits.at(-1)?.sha ?? 'base000000';
+  }
 
   prepare(): WorkspacePreparation {
     // Mountable when prepared: tests that need the two apart override this.
@@ -165,10 +180,12 @@ export class FakeWorkspace implements TaskWorkspacePort {
   }
 
   async observe(): Promise<TaskFacts> {
-    const { repo } = this;
+    const { repo, head } = this;
     return {
       baseSha: 'base000000',
-      headSha: repo.commits.at(-1)?.sha ?? 'base000000',
+      headSha: head,
+      taskBranch: { name: 'agent-runner/T-1', headSha: repo.pending?.branchHead ?? head },
+      ...(repo.pending ? { pendingRef: repo.pending.ref, pendingReason: repo.pending.reason } : {}),
       commits: [...repo.commits],
       dirty: repo.uncommitted.length > 0,
       uncommitted: [...repo.uncommitted],
@@ -181,6 +198,8 @@ export class FakeWorkspace implements TaskWorkspacePort {
 
   async runDod(_sandboxId: string, facts: TaskFacts): Promise<DodOutcome> {
     this.repo.dodRuns += 1;
+    if (this.repo.dodChecksOut !== null)
+      this.checkout = { head: this.head, checkedOut: this.repo.dodChecksOut };
     if (!this.repo.hasDod)
       return { status: 'none', results: [], ranOnDirtyTree: facts.dirty, source: 'detected: nothing' };
     const status = this.repo.testsPass ? 'passed' : 'failed';
@@ -241,6 +260,13 @@ export class FakeWorkspace implements TaskWorkspacePort {
         { ...base, target: check.kind, status: 'not_executed', exitCode: null, reason: 'not executed' },
       ];
     });
+  }
+
+  async checkedOutHead(): Promise<string | null> {
+    // A new commit of the worker is checked out again; a checkout a check moved stays until then.
+    if (this.checkout?.head === this.head) return this.checkout.checkedOut;
+    this.checkout = null;
+    return this.head;
   }
 
   async preserveUncommitted(): Promise<string | null> {

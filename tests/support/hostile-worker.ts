@@ -33,6 +33,8 @@ export interface HostileRunOptions {
   satisfied?: boolean;
   /** `--json` (default) or the human output: progress on stderr, the summary on stdout. */
   json?: boolean;
+  /** Meta-agent replies after the assessment (the decisions that follow a refusal), in order. */
+  then?: string[];
 }
 
 /** The runner's config for the suite: short timeouts, the default network policy (gateway-only). */
@@ -58,6 +60,7 @@ export async function runHostileTask(taskId: string, options: HostileRunOptions)
     { reply: planReply(taskId, [{ id: 'AC-1', description: 'The requested change is committed.' }]) },
     { reply: runWorkerReply('Do the requested change and commit it.') },
     { reply: assessmentReply(options.satisfied ?? true, ['AC-1'], 'Checked the facts.') },
+    ...(options.then ?? []).map((reply) => ({ reply })),
   );
   const commands = typeof options.commands === 'function' ? options.commands(task) : options.commands;
   const replies: ScriptedReply[] = commands.map((cmd) => command(cmd));

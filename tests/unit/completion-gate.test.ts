@@ -1,16 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import {
+  closingReason,
   completionRefusals,
   decisionBasis,
   gateRefusals,
   onlyEvidenceMissing,
   type GateInput,
 } from '../../src/core/completion-gate.js';
+import { evidenceFingerprint } from '../../src/core/evidence-fingerprint.js';
 import type { CriterionCheckResult, DodOutcome, TaskFacts } from '../../src/core/types.js';
 
 const facts: TaskFacts = {
   baseSha: 'b',
   headSha: 'h',
+  taskBranch: { name: 'agent-runner/T-1', headSha: 'h' },
   commits: [{ sha: 'h', subject: 'Add slugify' }],
   dirty: false,
   uncommitted: [],
@@ -44,6 +47,7 @@ const good: GateInput = {
   facts,
   dod,
   dodSkipped: false,
+  checkedHead: 'h',
 };
 
 const check = (overrides: Partial<CriterionCheckResult> = {}): CriterionCheckResult => ({
@@ -171,5 +175,83 @@ describe('completion gate', () => {
 
   it('accepts skipped DoD when the user asked for it', () => {
     expect(completionRefusals({ ...good, dod: undefined, dodSkipped: true })).toEqual([]);
+  });
+});
+
+describe('completion gate: the branch, not a shadow of it', () => {
+  const HEAD = '2222222222222222222222222222222222222222';
+  const BASE = '1111111111111111111111111111111111111111';
+  const PENDING = 'refs/agent-runner/pending/T-1';
+  const WHY =
+    "the worktree /r/.agent-runner/worktrees/T-1 could not be updated to it (git: error: cannot stat 'nnnn…': File name too long)";
+  /** Two commits of the worker whose head is on the pending ref; the task branch is still at the base. */
+  const shadowed: TaskFacts = {
+    ...facts,
+    baseSha: BASE,
+    headSha: HEAD,
+    commits: [
+      { sha: HEAD, subject: 'Add a file no checkout can hold' },
+      { sha: '3333333333333333333333333333333333333333', subject: 'Add slugify' },
+    ],
+    taskBranch: { name: 'agent-runner/T-1', headSha: BASE },
+    pendingRef: PENDING,
+    pendingReason: WHY,
+  };
+  const input: GateInput = { ...good, facts: shadowed, checkedHead: HEAD };
+
+  it('refuses when the task branch does not hold the head the checks ran on, naming the branch, where it is, the pending ref and why', () => {
+    expect(gateRefusals(input)).toEqual([
+      {
+        code: 'work_not_on_branch',
+        head: HEAD,
+        branch: { name: 'agent-runner/T-1', headSha: BASE },
+        pendingRef: PENDING,
+        reason: WHY,
+      },
+    ]);
+    expect(completionRefusals(input)).toEqual([
+      `the work is not on the task branch: agent-runner/T-1 is at 111111111111; the worker's head 222222222222 is kept at ${PENDING} (${WHY}); look at it with \`git log ${PENDING}\``,
+    ]);
+  });
+
+  it('refuses when where the task branch points was not observed', () => {
+    const { taskBranch: _unobserved, ...withoutBranch } = facts;
+    expect(completionRefusals({ ...good, facts: withoutBranch })).toEqual([
+      "where the task branch points was not observed, so the worker's head h is not known to be on it",
+    ]);
+  });
+
+  it('refuses when the checks ran on another checkout, or it moved while they ran', () => {
+    expect(completionRefusals({ ...good, checkedHead: 'other' })).toEqual([
+      "the DoD and criteria checks did not run on the worker's head h: the sandbox had other checked out",
+    ]);
+    expect(completionRefusals({ ...good, checkedHead: null })).toEqual([
+      "the DoD and criteria checks did not run on the worker's head h: the sandbox had another commit checked out, or its checkout moved while they ran",
+    ]);
+  });
+
+  it('the basis never counts commits as on the task branch when it does not hold them', () => {
+    const basis = decisionBasis({ ...input, checkedHead: null });
+    expect(basis.join('\n')).not.toMatch(/on the task branch \(/);
+    expect(basis[1]).toBe(
+      `Facts: 2 commit(s) since the base, but the work is not on the task branch: agent-runner/T-1 is at 111111111111; the worker's head 222222222222 is kept at ${PENDING} (${WHY}); look at it with \`git log ${PENDING}\`; clean tree, no scope violation.`,
+    );
+    expect(basis[2]).toBe(
+      "Checks: the DoD and criteria checks did not run on the worker's head 222222222222: the sandbox had another commit checked out, or its checkout moved while they ran.",
+    );
+  });
+
+  it('a closing reason names the pending ref and how to look at it, once', () => {
+    const closing = closingReason('limit: at most 1 worker run(s)', shadowed);
+    expect(closing).toMatch(/^limit: at most 1 worker run\(s\); the work is not on the task branch: /);
+    expect(closing).toContain(`\`git log ${PENDING}\``);
+    expect(closingReason(closing, shadowed)).toBe(closing);
+    expect(closingReason('slugify done', facts)).toBe('slugify done');
+    expect(closingReason('interrupted', undefined)).toBe('interrupted');
+  });
+
+  it('the evidence fingerprint ties the results to the commit they ran on', () => {
+    expect(evidenceFingerprint(facts, dod, [], 'h')).not.toBe(evidenceFingerprint(facts, dod, [], null));
+    expect(evidenceFingerprint(facts, dod, [], 'h')).toBe(evidenceFingerprint(facts, dod, [], 'h'));
   });
 });

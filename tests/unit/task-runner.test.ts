@@ -505,3 +505,108 @@ describe('task runner loop', () => {
     expect(t.worker.requests[1]?.threadId).toBe('thread-1');
   });
 });
+
+describe('task runner: the gate checks the branch, not a shadow of it', () => {
+  const PENDING_REF = 'refs/agent-runner/pending/T-1';
+  /** The worker commits a tree the person's worktree cannot hold: the branch stays at the base. */
+  const commitShadowed: WorkerEffect = (repo) => {
+    commitPassing(repo, undefined as never);
+    repo.pending = {
+      branchHead: 'base000000',
+      ref: PENDING_REF,
+      reason:
+        "the worktree /tmp/worktree could not be updated to it (git: error: cannot stat 'nnnn…': File name too long)",
+    };
+  };
+  /** The worker renames the file: its new head fast-forwards the branch. */
+  const renameOntoBranch: WorkerEffect = (repo) => {
+    repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Rename the long file' });
+    repo.pending = null;
+  };
+
+  it('facts that say the branch is behind: refused, the Meta-agent told where the work is; once on the branch, COMPLETE', async () => {
+    const t = await setup(
+      [runWorker(), assess(true), runWorker('Rename the file with the long name'), assess(true)],
+      [commitShadowed, renameOntoBranch],
+    );
+    const summary = await t.runner.run();
+    const refused = t.events.filter((event) => event.type === 'refused');
+    expect(refused).toHaveLength(1);
+    const words = (refused[0] as { reasons: string[] }).reasons.join('\n');
+    expect(words).toContain('the work is not on the task branch: agent-runner/T-1 is at base000000');
+    expect(words).toContain(`kept at ${PENDING_REF}`);
+    expect(words).toContain('File name too long');
+    expect(words).toContain(`\`git log ${PENDING_REF}\``);
+    const second = t.meta.calls.filter((call) => call.kind === 'decide')[1];
+    expect(second?.view?.feedback.join('\n')).toContain(PENDING_REF);
+    expect(summary.state).toBe('COMPLETE');
+    expect(summary.runs).toBe(2);
+    expect(summary.basis[1]).toBe(
+      'Facts: 2 commit(s) on the task branch (head c2), clean tree, no scope violation.',
+    );
+  });
+
+  it.each<[string, MetaStep[], Partial<TaskRunnerOptions>, string, RegExp]>([
+    [
+      'the worker-run limit',
+      [runWorker(), assess(true), runWorker('Rename the file')],
+      { limits: { maxIterations: 1, maxMetaCalls: 30, wallClock: 3_600_000, maxStalls: 3 } },
+      'NEEDS_REVIEW',
+      /^the limit of 1 worker runs was reached; /,
+    ],
+    [
+      'an abort',
+      [runWorker(), assess(true), decide({ action: 'abort', reason: 'cannot rename it' })],
+      {},
+      'FAILED',
+      /^the Meta-agent aborted: cannot rename it; /,
+    ],
+  ])(
+    'a task that ends on %s with its work on the pending ref names it and how to look at it',
+    async (_name, script, options, state, start) => {
+      const t = await setup(script, [commitShadowed], options);
+      const summary = await t.runner.run();
+      expect(summary.state).toBe(state);
+      expect(summary.exitCode).not.toBe(0);
+      expect(summary.reason).toMatch(start);
+      expect(summary.reason).toContain(`kept at ${PENDING_REF}`);
+      expect(summary.reason).toContain(`\`git log ${PENDING_REF}\``);
+      expect(t.notes[0]?.reason).toBe(summary.reason);
+      // The summary's head is where the branch is, not the pending head.
+      expect(summary.headSha).toBe('base000000');
+      // Never "on the task branch" for commits that are not on it.
+      expect(summary.basis.join('\n')).not.toMatch(/commit\(s\) on the task branch/);
+      expect(summary.basis[1]).toMatch(
+        /^Facts: 1 commit\(s\) since the base, but the work is not on the task branch/,
+      );
+    },
+  );
+
+  it('a check that moves the sandbox checkout leaves no evidence about the head: not COMPLETE', async () => {
+    const repo = fakeRepo();
+    repo.dodChecksOut = 'elsewhere';
+    const t = await setup(
+      [runWorker(), assess(true), decide({ action: 'abort', reason: 'the checks move the checkout' })],
+      [commitPassing],
+      { repo },
+    );
+    const summary = await t.runner.run();
+    const refused = t.events.filter((event) => event.type === 'refused');
+    expect((refused[0] as { reasons: string[] }).reasons).toEqual([
+      "the DoD and criteria checks did not run on the worker's head c1: the sandbox had another commit checked out, or its checkout moved while they ran",
+    ]);
+    expect(summary.state).toBe('FAILED');
+    expect(summary.basis.join('\n')).toMatch(
+      /Checks: the DoD and criteria checks did not run on the worker's head c1/,
+    );
+    // The run's record ties its checks to what they ran on.
+    expect(t.notes[0]?.runs[0]?.checkedHead).toBeNull();
+  });
+
+  it('the checks run on the head they report: the record says so', async () => {
+    const t = await setup([runWorker(), assess(true)], [commitPassing]);
+    const summary = await t.runner.run();
+    expect(summary.state).toBe('COMPLETE');
+    expect(t.notes[0]?.runs[0]?.checkedHead).toBe('c1');
+  });
+});

@@ -15,6 +15,7 @@ import { prepareTaskWorkspace, type WorkspaceMount } from '../../src/workspace/p
 import { removeTaskSandbox } from '../../src/workspace/remove-task-sandbox.js';
 import type { Scope } from '../../src/workspace/scope.js';
 import { syncBack } from '../../src/workspace/sync-back.js';
+import { pendingReasonWords, shortGitMessage } from '../../src/workspace/task-facts.js';
 import { createTempRepo, runGit } from '../support/git-repo.js';
 
 const SCOPE: Scope = { exclude: [...DEFAULT_EXCLUDE], read: [], write: [] };
@@ -196,11 +197,24 @@ describe('syncBack (git side)', () => {
     const synced = await syncBack({ repoRoot: repo.root, taskId: 'S-2', scope: SCOPE });
     expect(synced.pendingRef).toBe('refs/agent-runner/pending/S-2');
     expect(synced.pendingReason).toBe('worktree_conflict');
+    // git's own words on why, kept short for the facts.
+    expect(synced.pendingDetail).toMatch(/would be overwritten/);
+    expect(pendingReasonWords(synced, prepared.worktreePath)).toMatch(
+      /^the worktree .*S-2 could not be updated to it \(git: error: Your local changes .*would be overwritten/,
+    );
     expect(repo.git('rev-parse', 'refs/agent-runner/pending/S-2').trim()).toBe(synced.headSha);
     expect(repo.git('rev-parse', 'agent-runner/S-2').trim()).toBe(prepared.baseSha);
     expect(await readFile(path.join(prepared.worktreePath, 'README.md'), 'utf8')).toBe(
       '# edited by the person\n',
     );
+  });
+
+  it("git's message about a worker's file is cut short and cleaned before it is shown", () => {
+    const name = `${'n'.repeat(300)}\x1b[2J\u202e\`x`;
+    const said = shortGitMessage(`error: cannot stat '${name}': File name too long\nsecond line\n`);
+    expect(said).toBe(`error: cannot stat '${'n'.repeat(38)}… File name too long`);
+    expect(shortGitMessage(`fatal: ${'word '.repeat(100)}`)).toHaveLength(160);
+    expect(shortGitMessage('\n\n  error: \u202eevil\x07 \tname\n')).toBe('error: ?evil? name');
   });
 
   it('reports a deleted sandbox branch as a problem and changes nothing', async () => {
