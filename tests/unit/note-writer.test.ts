@@ -215,6 +215,35 @@ describe('task note', () => {
     expect(text).toContain('git show refs/agent-runner/wip/T-7');
   });
 
+  it('says where the work is when the task branch does not hold the head', async () => {
+    const base = record();
+    const run = base.runs[0]!;
+    const { text } = await write(
+      record({
+        state: 'NEEDS_REVIEW',
+        runs: [
+          {
+            ...run,
+            facts: {
+              ...run.facts!,
+              taskBranch: { name: 'agent-runner/T-7', headSha: 'aaaaaaaaaaaa' },
+              pendingRef: 'refs/agent-runner/pending/T-7',
+              pendingReason: 'the worktree could not be updated',
+            },
+          },
+        ],
+      }),
+    );
+    expect(text).toContain(
+      "| Head | `bbbbbbbbbbbbbbbb` (the worker's, kept at `refs/agent-runner/pending/T-7`; **not on the branch**, which is at `aaaaaaaaaaaa`) |",
+    );
+    expect(text).toContain('Commits since the base, at `refs/agent-runner/pending/T-7`:');
+    expect(text).not.toContain('Commits on `agent-runner/T-7` since the base');
+    expect(text).toContain('look at it with `git log refs/agent-runner/pending/T-7`');
+    expect(text).toContain('`git diff aaaaaaaaaaaa refs/agent-runner/pending/T-7`');
+    expect(text).not.toContain('- Open the work:');
+  });
+
   it('applies redaction to the whole note', async () => {
     const { text } = await write(record({ reason: 'key sk-secret123 leaked' }), (value) =>
       value.replaceAll('sk-secret123', '[REDACTED]'),
