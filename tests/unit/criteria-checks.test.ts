@@ -1,4 +1,4 @@
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,7 +20,10 @@ async function repoWith(files: Record<string, string>, links: Record<string, str
   git(root, 'init', '-q', '-b', 'main');
   git(root, 'config', 'user.name', 'T');
   git(root, 'config', 'user.email', 't@example.com');
-  for (const [file, content] of Object.entries(files)) writeFileSync(path.join(root, file), content);
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), content);
+  }
   for (const [link, target] of Object.entries(links)) symlinkSync(target, path.join(root, link));
   git(root, 'add', '-A');
   git(root, 'commit', '-q', '-m', 'c');
@@ -145,6 +148,35 @@ describe('criteria checks', () => {
     // Only the command check reached the sandbox, in the DoD's clean shell, and its strays were swept.
     expect(runtime.commands).toEqual(['npm run e2e']);
     expect(runtime.sweeps).toBe(1);
+  });
+
+  it('a test whose framework is declared only in a workspace package runs in that package', async () => {
+    const { root, head } = await repoWith({
+      'package.json': JSON.stringify({ private: true, scripts: { test: 'pnpm -r test' } }),
+      'pnpm-workspace.yaml': 'packages:\n  - packages/*\n',
+      'packages/slug/package.json': JSON.stringify({ devDependencies: { vitest: '4' } }),
+      'packages/slug/src/slug.test.ts': '',
+    });
+    const command = namedTestCommand('vitest', 'slugify', 'src/slug.test.ts', 'packages/slug');
+    expect(command).toMatch(/^cd 'packages\/slug' && PATH=/);
+    const runtime = new TableRuntime({ [command]: { exitCode: 0, stdoutTail: 'Tests  1 passed (1)' } });
+    const [result] = await runCriteriaChecks(
+      runtime as unknown as SandboxRuntime,
+      'sb',
+      [
+        {
+          id: 'AC-1',
+          description: 'slugify',
+          type: 'unit',
+          critical: true,
+          check: { kind: 'test', test_name: 'slugify', file: 'packages/slug/src/slug.test.ts' },
+        },
+      ],
+      facts(head),
+      { repoRoot: root, timeoutMs: 60_000 },
+    );
+    expect(result).toMatchObject({ status: 'passed', target: command });
+    expect(result?.reason).toBe('1 test(s) passed (vitest)');
   });
 
   it('a named test that matched nothing is not evidence, even with exit 0', async () => {
