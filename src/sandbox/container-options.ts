@@ -26,6 +26,17 @@ export function homeTmpfsOptions(user: { uid: number; gid: number }): string {
   return `rw,nosuid,nodev,exec,uid=${user.uid},gid=${user.gid},mode=0755`;
 }
 
+/**
+ * The `/tmp` tmpfs options. `exec`: Docker mounts a tmpfs `noexec` unless told, and toolchains execute what they
+ * build under the temp dir (`go test` runs its test binaries from `/tmp/go-build…`); `noexec` protected nothing,
+ * since the worker can execute anything in its writable workspace and home. `size`: half the container's memory
+ * (a tmpfs is memory, charged to the container's limit), so a full `/tmp` is "No space left on device" for the
+ * writer rather than an out-of-memory kill of the whole run.
+ */
+export function tmpTmpfsOptions(memoryBytes: number): string {
+  return `rw,nosuid,nodev,exec,size=${Math.max(64 * 1024 ** 2, Math.floor(memoryBytes / 2))},mode=1777`;
+}
+
 /** Who creates the container, recorded in its labels. */
 export interface SandboxOwner {
   version: string;
@@ -138,7 +149,7 @@ export function containerCreateOptions(
         ReadOnly: mount.readOnly ?? false,
       })),
       Tmpfs: {
-        '/tmp': 'rw,nosuid,nodev,mode=1777',
+        '/tmp': tmpTmpfsOptions(memory),
         // Owned by the worker's uid through uid=/gid=: Docker 20.10 ignores mode= on a tmpfs mounted over a
         // directory the image already has (the home does), which left it root-owned and `npm ci` failing.
         [SANDBOX_HOME]: homeTmpfsOptions(spec.user),

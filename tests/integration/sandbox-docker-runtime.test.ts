@@ -101,6 +101,18 @@ describe('DockerSandboxRuntime', () => {
     ]);
     expect(home).toMatchObject({ exitCode: 0, stdoutTail: '/home/agent\n' });
 
+    // Toolchains execute what they build under the temp dir (go test's test binaries): /tmp is not noexec, and
+    // it is bounded (half the container's memory).
+    const tmpExec = await runtime.exec(sandbox.id, [
+      'bash',
+      '-c',
+      'printf "#!/bin/sh\\necho ran\\n" > /tmp/tool && chmod +x /tmp/tool && /tmp/tool && grep " /tmp " /proc/mounts',
+    ]);
+    expect(tmpExec.exitCode, tmpExec.stderrTail).toBe(0);
+    expect(tmpExec.stdoutTail).toMatch(/^ran\n/);
+    expect(tmpExec.stdoutTail).not.toMatch(/noexec/);
+    expect(tmpExec.stdoutTail).toMatch(/size=\d+k/);
+
     const init = await runtime.exec(sandbox.id, ['cat', '/proc/1/comm']);
     expect(init.stdoutTail.trim()).toMatch(/docker-init|tini/);
 
