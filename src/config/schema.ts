@@ -2,6 +2,7 @@
  * The schema of agent-runner.yaml: the single source of the `Config` type. Durations and sizes are written
  * as text (`20m`, `4g`) and come out as numbers (milliseconds, bytes).
  */
+import semver from 'semver';
 import { z } from 'zod';
 import { parseDuration, parseSize } from './units.js';
 
@@ -156,6 +157,22 @@ export const configSchema = z
           .default({}),
         dockerfile: z.string().min(1).optional(),
         toolchain: z.enum(['auto', 'image']).default('auto'),
+        /**
+         * Versions that win over what the repository declares: `node: 22` (a semver range, `.nvmrc`-like) for a
+         * project whose own declaration cannot be met, or to try another Node than the one it declares.
+         */
+        toolchains: z
+          .strictObject({
+            node: z
+              .union([z.string().min(1), z.number().int().positive()])
+              .transform(String)
+              .refine(
+                (range) => semver.validRange(range) !== null,
+                'expected a Node version or range like 22 or ^20.11',
+              )
+              .optional(),
+          })
+          .prefault({}),
       })
       .prefault({}),
     gateway: z

@@ -187,7 +187,12 @@ async function withToolchainLayer(
 /** The image for this task: the worker image, or the derived image the repository's toolchain needs. */
 export async function resolveTaskImage(options: ResolveTaskImageOptions): Promise<TaskImagePlan> {
   const { config, repoRoot } = options;
-  const declared = options.declared ?? (await detectToolchain(repoRoot));
+  const detected = options.declared ?? (await detectToolchain(repoRoot));
+  // sandbox.toolchains.node wins over what the repository declares (the way out when that cannot be met).
+  const override = config.sandbox.toolchains.node;
+  const declared: DeclaredToolchain = override
+    ? { ...detected, node: { range: override, source: 'sandbox.toolchains.node' } }
+    : detected;
   const layers: string[] = [];
   const setup: string[] = [];
   let image = options.workerImage;

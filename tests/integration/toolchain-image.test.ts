@@ -84,6 +84,33 @@ describe('toolchain image', () => {
     expect(pnpm).toBe('9.15.9');
   });
 
+  it('sandbox.toolchains.node wins over the Node the repository declares', async () => {
+    const repo = mkdtempSync(path.join(tmpdir(), 'rp-toolchain-override-'));
+    onTestFinished(() => rmSync(repo, { recursive: true, force: true }));
+    // The repository asks for the image's own Node 18; the override asks for 20 (the layer of the test above).
+    writeFileSync(path.join(repo, '.nvmrc'), '18\n');
+    writeFileSync(
+      path.join(repo, 'package.json'),
+      JSON.stringify({ name: 'x', packageManager: 'pnpm@9.15.9' }),
+    );
+    const options = {
+      docker,
+      repoRoot: repo,
+      workerImage,
+      buildWorkerOn: () => Promise.reject(new Error('no project base here')),
+    };
+    const declared = await resolveTaskImage({ ...options, config: validateConfig([]) });
+    expect(declared.layers.join('\n')).not.toMatch(/Node \d/);
+    const config = validateConfig([
+      { source: 'test', values: { sandbox: { toolchains: { node: '>=20 <21' } } } },
+    ]);
+    const plan = await resolveTaskImage({ ...options, config });
+    expect(plan.image).toMatch(/^agent-runner-worker:node-20\.\d+\.\d+-[0-9a-f]{12}$/);
+    expect(plan.layers.join('\n')).toMatch(
+      /Node 20\.\d+\.\d+ \(sandbox\.toolchains\.node: >=20 <21; the image has v18/,
+    );
+  });
+
   it("an image's Node version is asked once per image id, then remembered in the state directory", async () => {
     const state = mkdtempSync(path.join(tmpdir(), 'rp-state-'));
     onTestFinished(() => rmSync(state, { recursive: true, force: true }));

@@ -53,6 +53,21 @@ describe('config', () => {
     expect((await loadConfig({ repoRoot, env: {} })).sandbox.dockerfile).toBe('docker/Dockerfile');
   });
 
+  it('sandbox.toolchains.node takes a version or a range, and refuses anything else', async () => {
+    expect(
+      (
+        await loadConfig({
+          repoRoot: await repoWithConfig('sandbox:\n  toolchains:\n    node: 22\n'),
+          env: {},
+        })
+      ).sandbox.toolchains.node,
+    ).toBe('22');
+    expect(validateConfig([]).sandbox.toolchains).toEqual({});
+    expect((await configError('sandbox:\n  toolchains:\n    node: latest-please\n')).message).toMatch(
+      /sandbox\.toolchains\.node: expected a Node version or range like 22 or \^20\.11/,
+    );
+  });
+
   it('merges defaults < file < environment < flags', async () => {
     const repoRoot = await repoWithConfig(
       'meta:\n  model: from-file\n  baseUrl: http://file.example/v1\nsandbox:\n  memory: 2g\n',
