@@ -171,6 +171,12 @@ export const configSchema = z
                 'expected a Node version or range like 22 or ^20.11',
               )
               .optional(),
+            /** A Go minor version (`1.22`) that wins over go.mod's `go` line. */
+            go: z
+              .union([z.string(), z.number()])
+              .transform(String)
+              .refine((version) => /^1\.\d{1,3}$/.test(version), 'expected a Go version like "1.22" (quoted)')
+              .optional(),
           })
           .prefault({}),
       })
