@@ -37,7 +37,10 @@ export interface SandboxSpec {
   /** The user's repository root, for the `agent-runner.repo` label. */
   repoPath: string;
   image: string;
-  /** Numeric user the container (and every exec) runs as. Never 0. */
+  /**
+   * Numeric user every exec runs as (the worker's). Never 0. The container's init and keeper run as another
+   * uid the worker cannot signal (the runtime derives it), so ending every process of this uid is safe.
+   */
   user: { uid: number; gid: number };
   mounts: MountSpec[];
   workdir: string;
@@ -64,6 +67,11 @@ export interface ExecOptions {
   env?: Record<string, string>;
   /** Run as this `uid:gid` instead of the sandbox's user (the runner's own set-up steps only). */
   user?: string;
+  /**
+   * An internal command that must start even when the worker's processes hold every pid of the sandbox's
+   * limit (the reaper after a fork bomb): when its exec cannot start, the limit is raised while it runs.
+   */
+  roomInFullPidsLimit?: boolean;
   /** Wall clock; after it: SIGTERM to the whole process group, `graceMs`, then SIGKILL. Exit code 124. */
   timeoutMs?: number;
   graceMs?: number;

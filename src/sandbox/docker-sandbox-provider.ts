@@ -35,7 +35,8 @@ export interface DockerSandboxProviderOptions {
   /** Runs `sandbox.setup` and switches to the worker network policy; provided with the gateway. */
   setup?: (sandboxId: string) => Promise<void>;
   keep: boolean;
-  onKept?: (sandboxId: string) => void;
+  /** `execUser`: the worker's `uid:gid` (the container's own user is the keeper's). */
+  onKept?: (sandboxId: string, execUser: string) => void;
   /** Extra container labels (a kept sandbox is labelled so the orphan sweep leaves it alone). */
   labels?: Record<string, string>;
 }
@@ -90,7 +91,8 @@ export class DockerSandboxProvider implements SandboxProviderPort {
 
   async stop(sandboxId: string): Promise<void> {
     if (this.options.keep) {
-      this.options.onKept?.(sandboxId);
+      const { uid, gid } = this.options.workspace().workerUser;
+      this.options.onKept?.(sandboxId, `${uid}:${gid}`);
       return;
     }
     await this.options.runtime.remove(sandboxId);

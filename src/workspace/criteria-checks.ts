@@ -1,6 +1,6 @@
 /**
  * The acceptance criteria's checks, run as facts. `command` runs in the sandbox like a DoD check (the same
- * clean shell, timeout, exit code, output tail, stray processes ended); `file_exists` is observed on the task branch with host git (objects only: no path
+ * clean shell, timeout, exit code, output tail, every process of the worker's ended before and after); `file_exists` is observed on the task branch with host git (objects only: no path
  * the worker controls is followed, a symbolic link counts as absent); `test` runs the named test through the
  * framework detected on the task branch, or is "not executable" with the reason. Any other kind (`manual`,
  * `playwright`...) is kept as written and recorded as not executed, for the assessor to judge.
@@ -8,7 +8,7 @@
 import path from 'node:path';
 import type { SandboxRuntime } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, TaskFacts } from '../core/types.js';
-import { endStrayProcesses } from '../sandbox/stray-processes.js';
+import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -207,6 +207,17 @@ async function runInSandbox(
 > {
   const left = deadline - Date.now();
   const timeoutMs = Math.max(1000, Math.min(options.checkTimeoutMs ?? CRITERION_CHECK_TIMEOUT_MS, left));
+  // Nothing of the worker's runs beside the check: a sweep first, and no check when it was not clean.
+  const refusal = sweepRefusal(await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000));
+  if (refusal !== null)
+    return {
+      target: command,
+      status: 'failed',
+      exitCode: null,
+      durationMs: 0,
+      outputTail: '',
+      reason: refusal,
+    };
   // Same shell as the DoD: no startup file the worker can write, a fresh HOME; and nothing it starts outlives it.
   const result = await runtime.exec(sandboxId, cleanShellArgv(command), {
     workdir: SANDBOX_WORKDIR,

@@ -298,6 +298,9 @@ describe('agent-runner run (end to end)', () => {
     });
     expect(result.exitCode).toBe(1);
     expect(kept).toHaveLength(1);
-    expect(result.stderr).toContain(`docker exec -it ${kept[0]?.Id}`);
+    // Entered as the worker: the container's own user is the keeper's.
+    const user = kept[0]?.Labels['agent-runner.user'];
+    expect(user).toMatch(/^\d+:\d+$/);
+    expect(result.stderr).toContain(`docker exec -it -u ${user} ${kept[0]?.Id}`);
   });
 });

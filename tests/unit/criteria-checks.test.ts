@@ -34,7 +34,7 @@ async function repoWith(files: Record<string, string>, links: Record<string, str
 class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
   /** The checks' commands, in order (the clean shell's argv ends with the command). */
   readonly commands: string[] = [];
-  /** Other execs: the sweep of stray processes after each check. */
+  /** Other execs: the sweep of stray processes before and after each check. */
   sweeps = 0;
   constructor(private readonly answers: Record<string, Partial<ExecResult>>) {}
   async exec(_id: string, argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
@@ -48,7 +48,7 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
       stdoutTail: '',
       stderrTail: '',
     };
-    // The sweep of leftover processes after each check is not a check.
+    // The sweep of leftover processes around each check is not a check.
     if (argv.includes('agent-runner-reaper')) {
       this.sweeps += 1;
       return result;
@@ -145,9 +145,9 @@ describe('criteria checks', () => {
       reason: 'exit 2',
     });
     expect(results[2]?.reason).toMatch(/no test framework detected on the task branch/);
-    // Only the command check reached the sandbox, in the DoD's clean shell, and its strays were swept.
+    // Only the command check reached the sandbox, in the DoD's clean shell, with a sweep before and after it.
     expect(runtime.commands).toEqual(['npm run e2e']);
-    expect(runtime.sweeps).toBe(1);
+    expect(runtime.sweeps).toBe(2);
   });
 
   it('a test whose framework is declared only in a workspace package runs in that package', async () => {
