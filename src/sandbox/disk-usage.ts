@@ -25,22 +25,10 @@ export interface WalkBounds {
   maxEntries: number;
 }
 
-export const DEFAULT_WALK_BOUNDS: WalkBounds = { budgetMs: 5_000, maxEntries: 2_000_000 };
+export const DEFAULT_WALK_BOUNDS: WalkBounds = { budgetMs: 10_000, maxEntries: 1_000_000 };
 
 /** lstat calls in flight at once (libuv's thread pool has 4 threads; more only queue). */
 const PARALLEL_LSTATS = 32;
-
-/** Lists one directory's names; null when it cannot be read (gone, or no permission). */
-async function namesIn(dir: string): Promise<string[] | null> {
-  try {
-    const handle = await opendir(dir);
-    const names: string[] = [];
-    for await (const entry of handle) names.push(entry.name);
-    return names;
-  } catch {
-    return null;
-  }
-}
 
 /** Measures `root` (a directory, not followed if it is a link). Never throws: a missing root is 0 bytes. */
 export async function measureDiskUsage(
@@ -64,16 +52,18 @@ export async function measureDiskUsage(
   count(top);
   if (!top.isDirectory()) return usage;
   const pending: string[] = [root];
+  const cut = () => Date.now() > deadline || usage.entries >= bounds.maxEntries;
   while (pending.length > 0) {
-    if (Date.now() > deadline || usage.entries >= bounds.maxEntries) return { ...usage, complete: false };
+    if (cut()) return { ...usage, complete: false };
     const dir = pending.pop()!;
-    const names = await namesIn(dir);
-    if (names === null) {
+    // Streamed in batches, never listed whole: a directory of a million names costs no more memory than one.
+    const handle = await opendir(dir, { bufferSize: PARALLEL_LSTATS }).catch(() => null);
+    if (!handle) {
       usage.complete = false;
       continue;
     }
-    for (let start = 0; start < names.length; start += PARALLEL_LSTATS) {
-      const batch = names.slice(start, start + PARALLEL_LSTATS).map((name) => path.join(dir, name));
+    let batch: string[] = [];
+    const flush = async () => {
       const stats = await Promise.all(batch.map((full) => lstat(full).catch(() => null)));
       stats.forEach((info, index) => {
         if (!info) return;
@@ -81,7 +71,18 @@ export async function measureDiskUsage(
         // Another file system mounted below (none is, on the host) is not this directory's usage.
         if (info.isDirectory() && info.dev === top.dev) pending.push(batch[index]!);
       });
-      if (usage.entries >= bounds.maxEntries) return { ...usage, complete: false };
+      batch = [];
+    };
+    try {
+      for await (const entry of handle) {
+        batch.push(path.join(dir, entry.name));
+        if (batch.length < PARALLEL_LSTATS) continue;
+        await flush();
+        if (cut()) return { ...usage, complete: false };
+      }
+      await flush();
+    } catch {
+      usage.complete = false;
     }
   }
   return usage;

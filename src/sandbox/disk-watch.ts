@@ -42,6 +42,7 @@ async function freeBytes(dir: string): Promise<number | null> {
 
 export class DiskWatch {
   private readonly baseline = new Map<DiskCap, number>();
+  private watched: readonly WatchedDirectory[] = [];
   private readonly grew = new Map<DiskCap, number>();
   private freeAtLastWalk: (number | null)[] = [];
   private lastWalkEnded = 0;
@@ -59,13 +60,19 @@ export class DiskWatch {
     this.bounds = options.bounds ?? DEFAULT_WALK_BOUNDS;
   }
 
-  /** Measures the directories as they are now (the baseline), then watches until {@link stop}. */
+  /**
+   * Measures the directories as they are now (the baseline), then watches until {@link stop}. A directory
+   * whose baseline cannot be measured whole (over the entry bound, or over a minute) is not watched: growth
+   * measured against a part would compare different parts.
+   */
   async start(): Promise<void> {
     for (const dir of this.options.directories) {
-      const usage = await measureDiskUsage(dir.path, this.bounds);
+      const usage = await measureDiskUsage(dir.path, { ...this.bounds, budgetMs: 60_000 });
+      if (!usage.complete) continue;
       this.baseline.set(dir.cap, usage.bytes);
       this.grew.set(dir.cap, 0);
     }
+    this.watched = this.options.directories.filter((dir) => this.baseline.has(dir.cap));
     this.freeAtLastWalk = await this.freeSpace();
     this.lastWalkEnded = Date.now();
     this.schedule();
@@ -92,19 +99,19 @@ export class DiskWatch {
   }
 
   private schedule(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.watched.length === 0) return;
     this.timer = setTimeout(() => void this.tick(), this.pollMs);
     // The watch never keeps the runner alive on its own.
     this.timer.unref();
   }
 
   private freeSpace(): Promise<(number | null)[]> {
-    return Promise.all(this.options.directories.map((dir) => freeBytes(dir.path)));
+    return Promise.all(this.watched.map((dir) => freeBytes(dir.path)));
   }
 
   /** The smallest room left under a cap, as of the last walk. */
   private headroom(): number {
-    return Math.min(...this.options.directories.map((dir) => dir.limitBytes - (this.grew.get(dir.cap) ?? 0)));
+    return Math.min(...this.watched.map((dir) => dir.limitBytes - (this.grew.get(dir.cap) ?? 0)));
   }
 
   private async tick(): Promise<void> {
@@ -129,7 +136,7 @@ export class DiskWatch {
   private async walk(): Promise<void> {
     const started = Date.now();
     this.freeAtLastWalk = await this.freeSpace();
-    for (const dir of this.options.directories) {
+    for (const dir of this.watched) {
       if (this.reached) return;
       const usage = await measureDiskUsage(dir.path, this.bounds);
       const grew = usage.bytes - (this.baseline.get(dir.cap) ?? 0);

@@ -124,6 +124,20 @@ describe('the disk watch', () => {
     }
   });
 
+  it('leaves out a directory it cannot measure whole at the start, rather than compare parts', async () => {
+    const repo = scratch();
+    for (let i = 0; i < 40; i += 1) writeFileSync(path.join(repo, `f${i}`), 'x');
+    const watch = new DiskWatch({
+      directories: [{ cap: 'repository', path: repo, limitBytes: 1 * MiB }],
+      onExceeded: async () => undefined,
+      bounds: { budgetMs: 5_000, maxEntries: 10 },
+    });
+    await watch.start();
+    fill(path.join(repo, 'big'), 2);
+    expect(await watch.check()).toBeNull();
+    watch.stop();
+  });
+
   it('a write that ends between two looks is caught by check()', async () => {
     const repo = scratch();
     const stops: DiskCapReached[] = [];
