@@ -143,6 +143,16 @@ export const configSchema = z
         cpus: z.number().positive().max(256).default(2),
         memory: size('4g').default(4 * 1024 ** 3),
         pids: positiveInt.default(512),
+        /**
+         * How much the task's sandbox repository (work tree and .git) and its CODEX_HOME may grow while the
+         * sandbox runs (beyond their size when it was set up); watched, and the task ends NEEDS_REVIEW above.
+         */
+        disk: z
+          .strictObject({
+            repository: size('4g').default(4 * 1024 ** 3),
+            codexHome: size('1g').default(1024 ** 3),
+          })
+          .prefault({}),
         network: networkPolicySchema.default('gateway-only'),
         allowlist: z.array(z.string().min(1)).default([]),
         setup: z.array(z.string().min(1)).default([]),

@@ -4,6 +4,7 @@
  * the config's one `Limits` type.
  */
 import type { Limits } from '../config/schema.js';
+import { formatSize } from '../config/units.js';
 import type { Usage } from './types.js';
 import { totalTokens } from './usage.js';
 
@@ -22,7 +23,28 @@ export type LimitReason =
   | { code: 'max_tokens'; limit: number; used: number; project?: true }
   | { code: 'max_cost'; limit: number; used: number; project?: true }
   /** `earlier`: the limit covers earlier attempts (resume), `taskId` names the task to give more time. */
-  | { code: 'wall_clock'; limitMs: number; earlier?: { taskId: string }; project?: true };
+  | { code: 'wall_clock'; limitMs: number; earlier?: { taskId: string }; project?: true }
+  | DiskCapReached;
+
+/** Which watched directory of the sandbox: the sandbox repository (work tree + .git) or CODEX_HOME. */
+export type DiskCap = 'repository' | 'codexHome';
+
+/**
+ * A disk cap the sandbox went over (`sandbox.disk.<cap>`): the run in it was stopped at once. `grewBytes` is
+ * what the directory had grown by when it was measured, `limitBytes` the cap, `path` the host directory.
+ */
+export interface DiskCapReached {
+  code: 'disk';
+  cap: DiskCap;
+  limitBytes: number;
+  grewBytes: number;
+  path: string;
+}
+
+const DISK_CAP_WORDS: Record<DiskCap, string> = {
+  repository: 'the sandbox repository (work tree and .git)',
+  codexHome: "the worker's CODEX_HOME",
+};
 
 function whose(reason: { project?: true }): string {
   return reason.project ? "the project's" : 'the';
@@ -47,6 +69,8 @@ export function limitMessage(reason: LimitReason): string {
         : '';
       return `${whose(reason)} wall-clock limit of ${Math.round(reason.limitMs / 1000)} s was reached${earlier}`;
     }
+    case 'disk':
+      return diskCapMessage(reason);
   }
 }
 
@@ -80,4 +104,14 @@ export function usageReached(
   usage: Usage,
 ): Extract<LimitReason, { code: 'max_tokens' | 'max_cost' }> | null {
   return spendingReached(limits, { tokens: totalTokens(usage), costUsd: usage.costUsd });
+}
+
+/** The disk cap in words, with its figures and the fix. */
+export function diskCapMessage(reason: DiskCapReached): string {
+  return (
+    `disk cap sandbox.disk.${reason.cap} reached: ${DISK_CAP_WORDS[reason.cap]} grew by ${formatSize(reason.grewBytes)}, ` +
+    `over its cap of ${formatSize(reason.limitBytes)}, so the sandbox's processes were stopped at once ` +
+    `(uncommitted files stay in ${reason.path}, not copied to your repository). ` +
+    `Find what wrote so much there, or raise sandbox.disk.${reason.cap} in agent-runner.yaml`
+  );
 }

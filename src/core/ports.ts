@@ -3,6 +3,7 @@
  * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
  */
 
+import type { DiskCapReached } from './limits.js';
 import type { z } from 'zod';
 import type { Pattern } from '../patterns/pattern-library.js';
 import type {
@@ -313,6 +314,12 @@ export interface SandboxProviderPort {
   setUp(sandboxId: string): Promise<void>;
   /** Removes the sandbox (or keeps it, under --keep-sandbox). */
   stop(sandboxId: string): Promise<void>;
+  /**
+   * The disk cap the sandbox went over (its processes were then stopped at once): the one its watch saw, or,
+   * measured now, the one a run that ended before the watch's next look left behind. The task ends on it.
+   * Absent, or null: no cap reached (a provider without a disk watch).
+   */
+  checkDisk?(): Promise<DiskCapReached | null>;
 }
 
 /**
