@@ -5,6 +5,7 @@
  * its terminal controls are shown as escapes where every line is printed (src/cli/output.ts).
  */
 import { formatDuration } from '../config/units.js';
+import { checkDetailText } from '../core/test-counts.js';
 import { totalTokens } from '../core/usage.js';
 import type { StampedEvent } from '../core/events.js';
 import type { TaskSummary } from '../core/types.js';
@@ -128,13 +129,13 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
     }
     case 'dod':
       write(
-        `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status} (${formatDuration(result.durationMs)})`).join(', ') || 'none'}`,
+        `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status}${checkDetailText(result.exitCode || null, result.tests)} ${formatDuration(result.durationMs)}`).join(', ') || 'none'}`,
       );
       break;
     case 'criteria_checks':
       if (event.results.length > 0)
         write(
-          `${t} criteria checks: ${event.results.map((check) => `${check.criterionId} ${check.kind} ${check.status.replace('_', ' ')}${check.exitCode === null ? '' : ` (exit ${check.exitCode})`}`).join(', ')}`,
+          `${t} criteria checks: ${event.results.map((check) => `${check.criterionId} ${check.kind} ${check.status.replace('_', ' ')}${checkDetailText(check.exitCode, check.tests)}`).join(', ')}`,
         );
       break;
     case 'gateway_refused': {

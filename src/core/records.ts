@@ -20,6 +20,16 @@ export const usageSchema = tokenUsageSchema.extend({ costUsd: z.number() });
 
 export const dodCheckStatusSchema = z.enum(['passed', 'failed', 'timeout', 'skipped']);
 
+/**
+ * How many tests a check's output says passed, failed and were skipped (src/core/test-counts.ts): read from
+ * output the worker can shape, so shown to a person and never read by the completion gate.
+ */
+export const testCountsSchema = z.object({
+  passed: z.number(),
+  failed: z.number(),
+  skipped: z.number(),
+});
+
 export const dodCheckResultSchema = z.object({
   name: z.string(),
   command: z.string(),
@@ -27,6 +37,8 @@ export const dodCheckResultSchema = z.object({
   exitCode: z.number().nullable(),
   durationMs: z.number(),
   outputTail: z.string(),
+  /** The test counts its output's summary gives (absent: none found, or a journal of an older version). */
+  tests: testCountsSchema.optional(),
 });
 
 export const dodOutcomeSchema = z.object({
@@ -57,6 +69,8 @@ export const criterionCheckResultSchema = z.object({
   exitCode: z.number().nullable(),
   durationMs: z.number(),
   outputTail: z.string(),
+  /** The test counts its output's summary gives (absent: none found, or a journal of an older version). */
+  tests: testCountsSchema.optional(),
   /** In words: why it failed, was not executable or not executed. */
   reason: z.string(),
   /** The sandbox had uncommitted changes when it ran: not evidence about the committed work. */

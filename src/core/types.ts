@@ -17,6 +17,7 @@ import type {
   runRecordSchema,
   taskFactsSchema,
   taskSummarySchema,
+  testCountsSchema,
   usageSchema,
 } from './records.js';
 
@@ -32,6 +33,8 @@ export type CriterionStatus = z.infer<typeof criterionStatusSchema>;
 export type Assessment = z.infer<typeof assessmentSchema>;
 /** Tokens and money of one model call or one worker run: the one usage type, Meta-agent and worker alike. */
 export type Usage = z.infer<typeof usageSchema>;
+/** Tests a check's output says passed, failed and were skipped: evidence shown, never gated on. */
+export type TestCounts = z.infer<typeof testCountsSchema>;
 export type DodCheckStatus = z.infer<typeof dodCheckStatusSchema>;
 export type DodCheckResult = z.infer<typeof dodCheckResultSchema>;
 export type DodOutcome = z.infer<typeof dodOutcomeSchema>;

@@ -7,6 +7,7 @@
  */
 import type { SandboxRuntime } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, TaskFacts } from '../core/types.js';
+import { parseTestCounts } from './test-counts.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
@@ -180,7 +181,10 @@ async function runInSandbox(
   deadline: number,
   options: CriteriaChecksOptions,
 ): Promise<
-  Pick<CriterionCheckResult, 'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'reason'>
+  Pick<
+    CriterionCheckResult,
+    'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'tests' | 'reason'
+  >
 > {
   const left = deadline - Date.now();
   const timeoutMs = Math.max(1000, Math.min(options.checkTimeoutMs ?? CRITERION_CHECK_TIMEOUT_MS, left));
@@ -195,7 +199,9 @@ async function runInSandbox(
   });
   await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
   const outputTail = tailOf(result.stdoutTail, result.stderrTail);
-  const common = { target: command, durationMs: result.durationMs, outputTail };
+  // Shown to the person; whether a named test ran is still decided by passedTestCount below.
+  const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
+  const common = { target: command, durationMs: result.durationMs, outputTail, ...(tests ? { tests } : {}) };
   if (result.timedOut)
     return {
       ...common,

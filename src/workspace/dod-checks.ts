@@ -6,6 +6,7 @@
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
+import { parseTestCounts } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -110,6 +111,8 @@ export async function runDodChecks(
       onStderrLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
     });
     await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
+    // Evidence for the person, passing or failing; the gate decides on the exit code alone.
+    const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
     results.push({
       name: check.name,
       command: check.command,
@@ -122,6 +125,7 @@ export async function runDodChecks(
       durationMs: result.durationMs,
       timeoutMs: check.timeout,
       outputTail: tailOf(result.stdoutTail, result.stderrTail, tailChars),
+      ...(tests ? { tests } : {}),
       ranOnDirtyTree,
       interrupted: result.interrupted,
     });
