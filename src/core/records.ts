@@ -186,6 +186,21 @@ export const criterionEvidenceSchema = z.object({
   checkResult: criterionCheckResultSchema.nullable(),
 });
 
+/**
+ * The check a task that did not complete stopped on (src/core/root-cause.ts): which, its exit code, the first
+ * informative line of its output and the fix where one is known. Advice for the person, never gated on.
+ */
+export const rootCauseSchema = z.object({
+  /** `DoD check test`, `criterion AC1's command check`. */
+  check: z.string(),
+  command: z.string(),
+  status: z.string(),
+  exitCode: z.number().nullable(),
+  errorLine: z.string(),
+  hint: z.string().nullable(),
+  tests: testCountsSchema.optional(),
+});
+
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export const taskSummarySchema = z.object({
   taskId: z.string(),
@@ -207,6 +222,8 @@ export const taskSummarySchema = z.object({
   /** What the decision rests on (assessment, facts, DoD, criteria checks, executable evidence). */
   basis: z.array(z.string()),
   criteria: z.array(criterionEvidenceSchema),
+  /** Set when the task did not complete and a check failed (absent in journals of older versions). */
+  rootCause: rootCauseSchema.nullable().optional(),
 });
 
 /** What the worker reported while it ran (parsed from its event stream: attacker data, shown, never trusted). */

@@ -14,6 +14,7 @@ import type {
   dodOutcomeSchema,
   metaDecisionSchema,
   planSchema,
+  rootCauseSchema,
   runRecordSchema,
   taskFactsSchema,
   taskSummarySchema,
@@ -54,6 +55,9 @@ export type RunRecord = z.infer<typeof runRecordSchema>;
 
 /** One acceptance criterion with everything known about it: the plan, the assessment, its check's result. */
 export type CriterionEvidence = z.infer<typeof criterionEvidenceSchema>;
+
+/** The check a task that did not complete stopped on, with its error line and fix. */
+export type RootCause = z.infer<typeof rootCauseSchema>;
 
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export type TaskSummary = z.infer<typeof taskSummarySchema>;

@@ -240,6 +240,17 @@ function setupView(setup: readonly SetupCommandReport[]) {
   };
 }
 
+/** The check the task stopped on: which, its command, exit code and counts, its error line and the fix. */
+function rootCauseView(cause: TaskRecord['rootCause']) {
+  if (!cause) return null;
+  const how = cause.status === 'timeout' ? 'timed out' : 'failed';
+  const error = cause.errorLine ? `: ${inlineText(cause.errorLine, NOTE_LIMITS.longLine)}` : '';
+  return {
+    line: `${inlineText(cause.check)} (${codeSpan(cause.command, NOTE_LIMITS.code, 'table')}) ${how}${checkDetailText(cause.exitCode, cause.tests)}${error}`,
+    hint: cause.hint ? inlineText(cause.hint, NOTE_LIMITS.longLine) : '',
+  };
+}
+
 /** The error a task ended on: its code, its message's first line, and the rest of it as a block. */
 function errorView(error: TaskRecord['error']) {
   if (!error) return null;
@@ -303,6 +314,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     title: inlineText(record.plan?.title ?? record.taskId, NOTE_LIMITS.title),
     state: record.state,
     reason: inlineText(record.reason),
+    rootCause: rootCauseView(record.rootCause),
     repository: code(context.repository),
     branch: code(branch),
     baseSha: code(record.task?.baseSha ?? '(not prepared)'),

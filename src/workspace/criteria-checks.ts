@@ -7,6 +7,7 @@
  */
 import type { SandboxRuntime } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, TaskFacts } from '../core/types.js';
+import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { parseTestCounts } from './test-counts.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { cleanShellArgv } from './dod-checks.js';
@@ -37,7 +38,10 @@ export interface CriteriaChecksOptions {
 
 type Check = NonNullable<AcceptanceCriterion['check']>;
 
-function tailOf(stdout: string, stderr: string): string {
+/** The output tail recorded, without its terminal sequences, as the DoD's (src/workspace/dod-checks.ts). */
+function tailOf(rawStdout: string, rawStderr: string): string {
+  const stdout = stripTerminalSequences(rawStdout);
+  const stderr = stripTerminalSequences(rawStderr);
   const combined =
     stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
   return combined.length > TAIL_CHARS ? `…${combined.slice(combined.length - TAIL_CHARS)}` : combined;

@@ -6,6 +6,7 @@
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
+import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { parseTestCounts } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
@@ -53,7 +54,14 @@ export interface RunDodChecksOptions {
   onOutputLine?: (check: string, line: string) => void;
 }
 
-function tailOf(stdout: string, stderr: string, limit: number): string {
+/**
+ * The output tail recorded for the journal, the note, the Meta-agent and `--json`: without its terminal
+ * sequences (a runner's colours are noise off its terminal, and would cost the Meta-agent tokens). The one
+ * place a check's output is made readable; other controls are still shown as escapes wherever it is shown.
+ */
+function tailOf(rawStdout: string, rawStderr: string, limit: number): string {
+  const stdout = stripTerminalSequences(rawStdout);
+  const stderr = stripTerminalSequences(rawStderr);
   const combined =
     stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
   return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
