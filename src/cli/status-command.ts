@@ -50,13 +50,11 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
   const rows = grouped(tasks).map(({ task, child }) =>
     [
       child ? `└ ${task.taskId}` : task.taskId,
-      task.status,
+      task.status.replace('_', ' '),
       task.state ?? '-',
       task.lastEventAt ?? '-',
-      task.status === 'running' || task.status === 'unknown'
-        ? task.lock
-          ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
-          : '-'
+      (task.status === 'running' || task.status === 'unknown') && task.lock
+        ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
         : task.reason
           ? firstLineOf(task.reason)
           : task.status === 'stale'
@@ -92,6 +90,8 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
       '',
       `Stale: ${stale.map((task) => task.taskId).join(', ')}. Continue with \`agent-runner resume <TASK-ID>\`.`,
     );
+  if (tasks.some((task) => task.status === 'never_started'))
+    lines.push('Never started: nothing to resume; `agent-runner gc` removes their run directories.');
   if (
     tasks.some((task) => task.containers.some((container) => container.owner === 'dead' && !container.kept))
   )
