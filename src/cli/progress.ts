@@ -75,7 +75,7 @@ function writeLoopEvent(write: (line: string) => void, t: string, event: Stamped
       );
       break;
     case 'transition':
-      write(`${t} ${event.to}${event.reason ? `: ${clip(event.reason)}` : ''}`);
+      write(`${t} ${event.to}${event.reason ? `: ${firstLine(event.reason, 300)}` : ''}`);
       break;
     case 'plan':
       write(`${t} plan: ${clip(event.plan.title)}`);

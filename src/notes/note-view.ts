@@ -313,7 +313,8 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     taskId: inlineText(record.taskId),
     title: inlineText(record.plan?.title ?? record.taskId, NOTE_LIMITS.title),
     state: record.state,
-    reason: inlineText(record.reason),
+    // An error's further lines (a failed set-up command's output) are in the Error section, not the State row.
+    reason: inlineText(record.error ? (record.reason.split('\n')[0] ?? '') : record.reason),
     rootCause: rootCauseView(record.rootCause),
     repository: code(context.repository),
     branch: code(branch),

@@ -197,6 +197,21 @@ describe('the note and the closing lines show the evidence', () => {
     expect(text).toContain('ring\\x07');
   });
 
+  it('a set-up failure: the State row holds its first line, the Error section its output without colour', async () => {
+    const message =
+      'sandbox.setup command `pip install --user -r requirements.txt` exited 1 under network policy open: ' +
+      '/usr/bin/python3: No module named pip. This Python has no pip: install `python3-pip python3-venv`\n' +
+      `${RED}ERROR${RESET} the tail of its output`;
+    const text = await note(
+      record({ state: 'FAILED', reason: message, error: { code: 'sandbox_failed', message } }),
+    );
+    expect(text).not.toContain(ESC);
+    expect(text).toMatch(
+      /^\| \*\*State\*\* \| \*\*FAILED\*\* \(sandbox\.setup command .*No module named pip\..*python3-venv\\`\) \|$/m,
+    );
+    expect(text).toContain('```text\nERROR the tail of its output\n```');
+  });
+
   it('closing lines: the reason’s first line whole, the cause and the fix', () => {
     const failing = dod([FAILING]);
     const summary = summaryOf(
