@@ -9,7 +9,10 @@
 import type { Command } from 'commander';
 import { EXIT_CODES } from '../errors.js';
 import { findDeadOwnerSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
-import { listTasks } from '../lifecycle/task-inventory.js';
+import { existsSync } from 'node:fs';
+import { removeNotStarted } from '../lifecycle/never-started.js';
+import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
+import { taskLayout } from '../workspace/layout.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
 import { loadConfig } from '../config/load.js';
 import { runnerIsRoot, type OwnershipApplier } from '../workspace/permissions.js';
@@ -60,6 +63,10 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
   const { tasks } = await listTasks(repository.root);
   const statusOf = new Map(tasks.map((task) => [task.taskId, task.status]));
   for (const task of tasks) {
+    if (task.status === 'never_started') {
+      sweepNotStarted(repository.root, task, options, output);
+      continue;
+    }
     if (task.status !== 'finished' || (!task.worktreePath && !task.sandboxRepoPath)) continue;
     // A project's subtasks go with the project: not while it runs or can still be resumed.
     if (task.parent && statusOf.get(task.parent) !== 'finished') continue;
@@ -82,6 +89,26 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
         `${verb} the worktree and sandbox of ${task.taskId} (${task.state}); branch ${task.branch} kept`,
       );
   }
+}
+
+/**
+ * A run directory with no task in it (a `plan`'s logs, a runner that died before its task started): removed
+ * once quiet, unless a worktree, a sandbox or a container of that id is still there (those go their own way).
+ */
+function sweepNotStarted(
+  repoRoot: string,
+  task: TaskEntry,
+  options: GcCommandOptions,
+  output: CommandContext['output'],
+): void {
+  if (task.worktreePath || task.sandboxRepoPath || task.containers.length > 0) return;
+  const runDir = taskLayout(repoRoot, task.taskId).runDir;
+  if (!existsSync(runDir)) return;
+  const dryRun = Boolean(options.dryRun);
+  const swept = removeNotStarted(runDir, { force: Boolean(options.force), dryRun });
+  if (swept.kept) output.out(`kept ${task.taskId} (never started): ${swept.kept}`);
+  else
+    output.out(`${dryRun ? 'would remove' : 'removed'} the run directory of ${task.taskId} (never started)`);
 }
 
 async function ownershipApplier(

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { totalTokens } from '../core/usage.js';
 import { UserError } from '../errors.js';
+import { recordNotStarted } from '../lifecycle/never-started.js';
 import { configSecrets } from '../notes/redact.js';
 import { assertValidTaskId } from '../workspace/layout.js';
 import { loadPrd } from '../prd/load-prd.js';
@@ -67,7 +68,12 @@ export function registerPlanCommand(program: Command, context: CommandContext): 
       context.output.err(
         `Planning ${taskId} with ${config.meta.model}; prompts and replies go to ${path.relative(context.cwd, logDir)}/`,
       );
-      const result = await agent.plan(prd, { taskId });
+      // How the plan ended is kept beside its logs: `status` shows it, `gc` removes the directory.
+      const result = await agent.plan(prd, { taskId }).catch((error: unknown) => {
+        recordNotStarted(path.dirname(logDir), 'plan', (error as Error).message);
+        throw error;
+      });
+      recordNotStarted(path.dirname(logDir), 'plan', null);
       const payload = result.message.payload;
       context.output.out(options.json ? JSON.stringify(payload, null, 2) : writeConstrainedYaml(payload));
       const cost = result.usage.costUsd === 0 ? '' : `, $${result.usage.costUsd.toFixed(4)}`;

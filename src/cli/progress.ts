@@ -5,15 +5,25 @@
  * its terminal controls are shown as escapes where every line is printed (src/cli/output.ts).
  */
 import { formatDuration } from '../config/units.js';
+import { cutAtWord } from '../core/failure-hints.js';
+import { rootCauseLine } from '../core/root-cause.js';
+import { checkDetailText } from '../core/test-counts.js';
 import { totalTokens } from '../core/usage.js';
 import type { StampedEvent } from '../core/events.js';
 import type { TaskSummary } from '../core/types.js';
 
-/** Data as one line of at most `max` characters. */
-const clip = (text: string, max = 160) => {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-};
+/** Data as one line of at most `max` characters, cut at a word (the cut shown as `…`). */
+const clip = (text: string, max = 160) => cutAtWord(text.replace(/\s+/g, ' ').trim(), max);
+
+/**
+ * A message's first line, whole up to `max` characters (cut at a word): its further lines (a failed
+ * command's output) are in the note, which the closing lines point to.
+ */
+function firstLine(text: string, max: number): string {
+  const [first = '', ...rest] = text.trim().split(/\r?\n/);
+  const more = rest.some((line) => line.trim() !== '');
+  return `${clip(first, max)}${more ? ' (more in the note)' : ''}`;
+}
 
 const SETUP_TICK_MS = 15_000;
 
@@ -65,7 +75,7 @@ function writeLoopEvent(write: (line: string) => void, t: string, event: Stamped
       );
       break;
     case 'transition':
-      write(`${t} ${event.to}${event.reason ? `: ${clip(event.reason)}` : ''}`);
+      write(`${t} ${event.to}${event.reason ? `: ${firstLine(event.reason, 300)}` : ''}`);
       break;
     case 'plan':
       write(`${t} plan: ${clip(event.plan.title)}`);
@@ -128,13 +138,13 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
     }
     case 'dod':
       write(
-        `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status} (${formatDuration(result.durationMs)})`).join(', ') || 'none'}`,
+        `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status}${checkDetailText(result.exitCode || null, result.tests)} ${formatDuration(result.durationMs)}`).join(', ') || 'none'}`,
       );
       break;
     case 'criteria_checks':
       if (event.results.length > 0)
         write(
-          `${t} criteria checks: ${event.results.map((check) => `${check.criterionId} ${check.kind} ${check.status.replace('_', ' ')}${check.exitCode === null ? '' : ` (exit ${check.exitCode})`}`).join(', ')}`,
+          `${t} criteria checks: ${event.results.map((check) => `${check.criterionId} ${check.kind} ${check.status.replace('_', ' ')}${checkDetailText(check.exitCode, check.tests)}`).join(', ')}`,
         );
       break;
     case 'gateway_refused': {
@@ -155,9 +165,16 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
 /** The closing lines: state, reason, where things are. */
 export function formatSummary(summary: TaskSummary): string[] {
   const lines = [
-    `${summary.state} after ${formatDuration(summary.durationMs)}: ${clip(summary.reason, 300)}`,
-    `  branch:   ${summary.branch}${summary.headSha ? ` (head ${summary.headSha.slice(0, 12)})` : ''}`,
+    `${summary.state} after ${formatDuration(summary.durationMs)}: ${firstLine(summary.reason, 600)}`,
   ];
+  // The check the task stopped on, its first error line and the fix: what to look at first.
+  if (summary.rootCause) {
+    lines.push(`  cause:    ${clip(rootCauseLine(summary.rootCause), 600)}`);
+    if (summary.rootCause.hint) lines.push(`  fix:      ${clip(summary.rootCause.hint, 600)}`);
+  }
+  lines.push(
+    `  branch:   ${summary.branch}${summary.headSha ? ` (head ${summary.headSha.slice(0, 12)})` : ''}`,
+  );
   if (summary.worktreePath) lines.push(`  worktree: ${summary.worktreePath}`);
   if (summary.notePath) lines.push(`  note:     ${summary.notePath}`);
   lines.push(

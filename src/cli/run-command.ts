@@ -70,6 +70,7 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
     error: summary.error,
     basis: summary.basis,
     criteria: summary.criteria,
+    rootCause: summary.rootCause ?? null,
   };
 }
 

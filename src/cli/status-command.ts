@@ -3,6 +3,7 @@
  * runner died: `resume` it, `gc` removes its container) or finished, with their containers.
  */
 import type { Command } from 'commander';
+import { cutAtWord } from '../core/failure-hints.js';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
 import { showControls } from '../notes/terminal-text.js';
 import { VERSION } from '../version.js';
@@ -15,8 +16,11 @@ import type { CommandContext } from './program.js';
  */
 function oneLine(text: string): string {
   const line = showControls(text.replace(/\s+/g, ' ').trim(), 'one_line');
-  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
+  return cutAtWord(line, 120);
 }
+
+/** A reason's first line (a set-up failure's further lines are its output, in the note). */
+const firstLineOf = (text: string) => text.trim().split(/\r?\n/)[0] ?? '';
 
 /** A project's entry first, then its subtasks' and checks' entries under it (indented). */
 function grouped(tasks: readonly TaskEntry[]): { task: TaskEntry; child: boolean }[] {
@@ -46,14 +50,16 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
   const rows = grouped(tasks).map(({ task, child }) =>
     [
       child ? `└ ${task.taskId}` : task.taskId,
-      task.status,
+      task.status.replace('_', ' '),
       task.state ?? '-',
       task.lastEventAt ?? '-',
-      task.status === 'running' || task.status === 'unknown'
-        ? task.lock
-          ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
-          : '-'
-        : (task.reason ?? (task.status === 'stale' ? 'the runner stopped without finishing' : '-')),
+      (task.status === 'running' || task.status === 'unknown') && task.lock
+        ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
+        : task.reason
+          ? firstLineOf(task.reason)
+          : task.status === 'stale'
+            ? 'the runner stopped without finishing'
+            : '-',
     ]
       .map((cell, column) => (column === 4 && task.project ? projectDetail(task, cell) : cell))
       .concat([
@@ -84,6 +90,8 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
       '',
       `Stale: ${stale.map((task) => task.taskId).join(', ')}. Continue with \`agent-runner resume <TASK-ID>\`.`,
     );
+  if (tasks.some((task) => task.status === 'never_started'))
+    lines.push('Never started: nothing to resume; `agent-runner gc` removes their run directories.');
   if (
     tasks.some((task) => task.containers.some((container) => container.owner === 'dead' && !container.kept))
   )

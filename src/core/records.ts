@@ -20,6 +20,16 @@ export const usageSchema = tokenUsageSchema.extend({ costUsd: z.number() });
 
 export const dodCheckStatusSchema = z.enum(['passed', 'failed', 'timeout', 'skipped']);
 
+/**
+ * How many tests a check's output says passed, failed and were skipped (src/core/test-counts.ts): read from
+ * output the worker can shape, so shown to a person and never read by the completion gate.
+ */
+export const testCountsSchema = z.object({
+  passed: z.number(),
+  failed: z.number(),
+  skipped: z.number(),
+});
+
 export const dodCheckResultSchema = z.object({
   name: z.string(),
   command: z.string(),
@@ -27,6 +37,8 @@ export const dodCheckResultSchema = z.object({
   exitCode: z.number().nullable(),
   durationMs: z.number(),
   outputTail: z.string(),
+  /** The test counts its output's summary gives (absent: none found, or a journal of an older version). */
+  tests: testCountsSchema.optional(),
 });
 
 export const dodOutcomeSchema = z.object({
@@ -57,6 +69,8 @@ export const criterionCheckResultSchema = z.object({
   exitCode: z.number().nullable(),
   durationMs: z.number(),
   outputTail: z.string(),
+  /** The test counts its output's summary gives (absent: none found, or a journal of an older version). */
+  tests: testCountsSchema.optional(),
   /** In words: why it failed, was not executable or not executed. */
   reason: z.string(),
   /** The sandbox had uncommitted changes when it ran: not evidence about the committed work. */
@@ -172,6 +186,21 @@ export const criterionEvidenceSchema = z.object({
   checkResult: criterionCheckResultSchema.nullable(),
 });
 
+/**
+ * The check a task that did not complete stopped on (src/core/root-cause.ts): which, its exit code, the first
+ * informative line of its output and the fix where one is known. Advice for the person, never gated on.
+ */
+export const rootCauseSchema = z.object({
+  /** `DoD check test`, `criterion AC1's command check`. */
+  check: z.string(),
+  command: z.string(),
+  status: z.string(),
+  exitCode: z.number().nullable(),
+  errorLine: z.string(),
+  hint: z.string().nullable(),
+  tests: testCountsSchema.optional(),
+});
+
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export const taskSummarySchema = z.object({
   taskId: z.string(),
@@ -193,6 +222,8 @@ export const taskSummarySchema = z.object({
   /** What the decision rests on (assessment, facts, DoD, criteria checks, executable evidence). */
   basis: z.array(z.string()),
   criteria: z.array(criterionEvidenceSchema),
+  /** Set when the task did not complete and a check failed (absent in journals of older versions). */
+  rootCause: rootCauseSchema.nullable().optional(),
 });
 
 /** What the worker reported while it ran (parsed from its event stream: attacker data, shown, never trusted). */

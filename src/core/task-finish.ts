@@ -15,6 +15,7 @@ import {
 } from './task-record.js';
 import type { TaskEvent } from './task-state.js';
 import type { TaskSummary } from './types.js';
+import { rootCauseOf } from './root-cause.js';
 import { basisOf } from './validation.js';
 
 export async function finishTask(
@@ -55,6 +56,7 @@ export async function finishTask(
     error: error ? { code: error.code, message: error.message } : null,
     basis: basisOf(loop, latest, assessment),
     criteria: criteriaEvidence(loop.plan, latest, assessment),
+    rootCause: state === 'COMPLETE' ? null : rootCauseOf(latest?.dod, latest?.criteriaChecks),
   };
   let notePath: string | null = null;
   try {

@@ -4,7 +4,15 @@
  */
 import type { AssessmentEvidence, PreparedTask } from './ports.js';
 import type { TaskState } from './task-state.js';
-import type { Assessment, CriterionEvidence, Plan, RunRecord, TaskSummary, Usage } from './types.js';
+import type {
+  Assessment,
+  CriterionEvidence,
+  Plan,
+  RootCause,
+  RunRecord,
+  TaskSummary,
+  Usage,
+} from './types.js';
 
 /** Everything the note is written from. */
 export interface TaskRecord {
@@ -28,6 +36,8 @@ export interface TaskRecord {
   basis: string[];
   /** Every acceptance criterion with its assessment and its check's latest result. */
   criteria: CriterionEvidence[];
+  /** The failing check a task that did not complete stopped on (absent: complete, or no check failed). */
+  rootCause?: RootCause | null;
 }
 
 /** The latest evidence the runs hold (a task that ended before validating in this attempt). */
@@ -94,5 +104,6 @@ export function summaryOf(
     error: record.error,
     basis: record.basis,
     criteria: record.criteria,
+    rootCause: record.rootCause ?? null,
   };
 }

@@ -14,9 +14,11 @@ import type {
   dodOutcomeSchema,
   metaDecisionSchema,
   planSchema,
+  rootCauseSchema,
   runRecordSchema,
   taskFactsSchema,
   taskSummarySchema,
+  testCountsSchema,
   usageSchema,
 } from './records.js';
 
@@ -32,6 +34,8 @@ export type CriterionStatus = z.infer<typeof criterionStatusSchema>;
 export type Assessment = z.infer<typeof assessmentSchema>;
 /** Tokens and money of one model call or one worker run: the one usage type, Meta-agent and worker alike. */
 export type Usage = z.infer<typeof usageSchema>;
+/** Tests a check's output says passed, failed and were skipped: evidence shown, never gated on. */
+export type TestCounts = z.infer<typeof testCountsSchema>;
 export type DodCheckStatus = z.infer<typeof dodCheckStatusSchema>;
 export type DodCheckResult = z.infer<typeof dodCheckResultSchema>;
 export type DodOutcome = z.infer<typeof dodOutcomeSchema>;
@@ -51,6 +55,9 @@ export type RunRecord = z.infer<typeof runRecordSchema>;
 
 /** One acceptance criterion with everything known about it: the plan, the assessment, its check's result. */
 export type CriterionEvidence = z.infer<typeof criterionEvidenceSchema>;
+
+/** The check a task that did not complete stopped on, with its error line and fix. */
+export type RootCause = z.infer<typeof rootCauseSchema>;
 
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export type TaskSummary = z.infer<typeof taskSummarySchema>;

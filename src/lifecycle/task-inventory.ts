@@ -12,11 +12,16 @@ import { listLabelledSandboxes, type LabelledSandbox } from './orphan-sandboxes.
 import type { Liveness } from './process-liveness.js';
 import { readTaskJournal, type JournalTaskState } from './task-journal-state.js';
 import { JournalInvalidError } from '../notes/event-journal.js';
+import { notStartedReason } from './never-started.js';
 import { inspectTaskLock, type LockHolder } from './task-lock.js';
 import { readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
 import type { SubtaskState } from '../parallel/scheduler.js';
 
-export type TaskStatus = 'running' | 'stale' | 'finished' | 'unknown';
+/**
+ * `never_started`: a run directory with no task in it (a `plan`'s logs, or a runner that died before its
+ * task started): nothing to resume, `gc` removes it.
+ */
+export type TaskStatus = 'running' | 'stale' | 'finished' | 'unknown' | 'never_started';
 
 export interface TaskEntry {
   taskId: string;
@@ -55,7 +60,8 @@ function statusOf(entry: Pick<TaskEntry, 'lock' | 'journal'>, project: ProjectRe
   if (entry.lock?.liveness === 'unknown') return 'unknown';
   // A project keeps no task journal: its own journal says whether it ended.
   if (project) return project.finished ? 'finished' : 'stale';
-  if (entry.journal === null || entry.journal.attempts === 0) return entry.lock ? 'stale' : 'unknown';
+  // No task ever started here (a damaged journal is no such case: it stays `unknown` with its damage).
+  if (entry.journal === null || entry.journal.attempts === 0) return 'never_started';
   return entry.journal.finished ? 'finished' : 'stale';
 }
 
@@ -102,11 +108,15 @@ export async function listTasks(
     const project = journal ? null : readProjectJournal(layout.runDir);
     const lock = inspectTaskLock(layout.runDir);
     const finished = journal?.finished ?? project?.finished ?? null;
+    const status = damage ? 'unknown' : statusOf({ lock, journal }, project);
     tasks.push({
       taskId,
-      status: statusOf({ lock, journal }, project),
+      status,
       state: finished?.state ?? journal?.lastState ?? (project ? 'RUNNING' : null),
-      reason: finished?.reason ?? damage,
+      reason:
+        finished?.reason ??
+        damage ??
+        (status === 'never_started' ? notStartedReason(layout.runDir, lock !== null) : null),
       lock,
       lastEventAt: journal?.lastEventAt ?? project?.lastEventAt ?? null,
       branch: journal?.branch ?? layout.branch,

@@ -8,6 +8,7 @@ import { formatDuration } from '../config/units.js';
 import { workOffBranch } from '../core/completion-gate.js';
 import type { SetupCommandReport } from '../core/events.js';
 import { refusalMessage } from '../core/refusal.js';
+import { checkDetailText } from '../core/test-counts.js';
 import type { TaskRecord } from '../core/task-runner.js';
 import type { CriterionEvidence, DodCheckResult, RunRecord, TaskFacts } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
@@ -23,6 +24,7 @@ import {
   paragraphText,
 } from './markdown-text.js';
 import { redactValue } from './redact.js';
+import { stripTerminalSequences } from './terminal-text.js';
 
 export interface NoteContext {
   repository: string;
@@ -83,9 +85,13 @@ function codeList(items: readonly string[], unit: string): { items: string[]; cu
   return { items: cut.items.map((item) => codeSpan(item)), cut: cut.notice };
 }
 
-/** A failing check's `<details>`: its summary line (HTML text) and its output tail (a fenced block). */
+/**
+ * A failing check's `<details>`: its summary line (HTML text) and its output tail (a fenced block). The one
+ * place the note shows tool output: its colour and cursor sequences are removed here (the journal and the
+ * raw logs keep them), and what is left of a control is shown as an escape by the block.
+ */
 function outputDetails(summary: string, outputTail: string): { summary: string; outputTail: string } {
-  return { summary, outputTail: fencedBlock(outputTail) };
+  return { summary, outputTail: fencedBlock(stripTerminalSequences(outputTail)) };
 }
 
 /** One row of the acceptance criteria table. */
@@ -102,7 +108,7 @@ function criterionRow(criterion: CriterionEvidence) {
     critical: criterion.critical,
     check: check ? codeSpan(`${check.kind}: ${target}`, NOTE_LIMITS.code, 'table') : '—',
     checkOutcome: checkStatus
-      ? `${withIcon(checkStatus)}${result && result.exitCode !== null ? ` (exit ${result.exitCode})` : ''}`
+      ? `${withIcon(checkStatus)}${result ? checkDetailText(result.exitCode, result.tests) : ''}`
       : '—',
     assessment: withIcon(criterion.status),
     comment: inlineText(criterion.comment),
@@ -171,7 +177,8 @@ function dodView(runs: readonly RunRecord[]) {
     dod: results.items.map((result: DodCheckResult) => ({
       name: inlineText(result.name),
       command: codeSpan(result.command, NOTE_LIMITS.code, 'table'),
-      result: `${withIcon(result.status)}${result.exitCode ? ` (exit ${result.exitCode})` : ''}`,
+      // Exit 0 goes without saying for a DoD check; its test counts are shown passing or failing.
+      result: `${withIcon(result.status)}${checkDetailText(result.exitCode || null, result.tests)}`,
       duration: formatDuration(result.durationMs),
     })),
     dodCut: results.notice,
@@ -233,6 +240,17 @@ function setupView(setup: readonly SetupCommandReport[]) {
   };
 }
 
+/** The check the task stopped on: which, its command, exit code and counts, its error line and the fix. */
+function rootCauseView(cause: TaskRecord['rootCause']) {
+  if (!cause) return null;
+  const how = cause.status === 'timeout' ? 'timed out' : 'failed';
+  const error = cause.errorLine ? `: ${inlineText(cause.errorLine, NOTE_LIMITS.longLine)}` : '';
+  return {
+    line: `${inlineText(cause.check)} (${codeSpan(cause.command, NOTE_LIMITS.code, 'table')}) ${how}${checkDetailText(cause.exitCode, cause.tests)}${error}`,
+    hint: cause.hint ? inlineText(cause.hint, NOTE_LIMITS.longLine) : '',
+  };
+}
+
 /** The error a task ended on: its code, its message's first line, and the rest of it as a block. */
 function errorView(error: TaskRecord['error']) {
   if (!error) return null;
@@ -241,7 +259,8 @@ function errorView(error: TaskRecord['error']) {
   return {
     code: codeSpan(error.code),
     message: inlineText(first, NOTE_LIMITS.longLine),
-    detail: detail ? fencedBlock(detail) : '',
+    // The rest of an error is a failed command's output (set-up): shown without its colour sequences.
+    detail: detail ? fencedBlock(stripTerminalSequences(detail)) : '',
   };
 }
 
@@ -294,7 +313,9 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     taskId: inlineText(record.taskId),
     title: inlineText(record.plan?.title ?? record.taskId, NOTE_LIMITS.title),
     state: record.state,
-    reason: inlineText(record.reason),
+    // An error's further lines (a failed set-up command's output) are in the Error section, not the State row.
+    reason: inlineText(record.error ? (record.reason.split('\n')[0] ?? '') : record.reason),
+    rootCause: rootCauseView(record.rootCause),
     repository: code(context.repository),
     branch: code(branch),
     baseSha: code(record.task?.baseSha ?? '(not prepared)'),

@@ -8,6 +8,8 @@
  * {@link cursorSequence} from coded moves, not from text.
  */
 
+import { stripVTControlCharacters } from 'node:util';
+
 /** Whose line structure a text's newlines are: `lines` keeps `\n` (a multi-line text), `one_line` shows it too. */
 export type TextLayout = 'lines' | 'one_line';
 
@@ -40,6 +42,20 @@ function visibleEscape(character: string): string {
 /** Text with every terminal control shown as a visible escape; `\t` stays, `\n` stays unless `one_line`. */
 export function showControls(text: string, layout: TextLayout = 'lines'): string {
   return text.replace(layout === 'lines' ? CONTROLS_KEEPING_LINES : CONTROLS_ON_ONE_LINE, visibleEscape);
+}
+
+/**
+ * A tool's output (a check's or a set-up command's output tail, an error line read from it) as a person reads
+ * it: its colour and formatting sequences (SGR, cursor moves, OSC titles and links) removed, since a test
+ * runner's colours are noise once they are not on its terminal. Node's own `stripVTControlCharacters` does
+ * the matching (the pattern of the `ansi-regex` package, kept with Node). What is left of a control (a lone
+ * ESC, a BEL, C1, a bidi override) is still shown as a visible escape wherever the text is shown, so no
+ * output can steer the terminal or hide text. Commands, paths and messages are never stripped: a sequence in
+ * a command the worker chose is shown, as evidence of what it ran. The raw logs and the journal keep the
+ * output as it was.
+ */
+export function stripTerminalSequences(text: string): string {
+  return stripVTControlCharacters(text);
 }
 
 /**

@@ -8,6 +8,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { WrittenNote } from '../core/events.js';
 import type { DodOutcome } from '../core/types.js';
+import { checkDetailText } from '../core/test-counts.js';
 import { totalTokens } from '../core/usage.js';
 import { NOTE_LIMITS, boundDocument, codeSpan, cutList, inlineText } from '../notes/markdown-text.js';
 import { noteDigest } from '../notes/note-digest.js';
@@ -49,7 +50,7 @@ function dodLines(dod: DodOutcome | null | undefined): string[] {
     '|---|---|---|---|---|',
     ...dod.results.map(
       (result) =>
-        `| ${inlineText(result.name)} | ${code(result.command)} | ${result.status} | ${result.exitCode ?? '-'} | ${(result.durationMs / 1000).toFixed(1)} s |`,
+        `| ${inlineText(result.name)} | ${code(result.command)} | ${result.status}${checkDetailText(undefined, result.tests)} | ${result.exitCode ?? '-'} | ${(result.durationMs / 1000).toFixed(1)} s |`,
     ),
   ];
 }

@@ -8,9 +8,11 @@
 import path from 'node:path';
 import type { SandboxRuntime } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, TaskFacts } from '../core/types.js';
+import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
+import { parseTestCounts } from './test-counts.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import {
   FRAMEWORKS_LOOKED_FOR,
@@ -37,7 +39,10 @@ export interface CriteriaChecksOptions {
 
 type Check = NonNullable<AcceptanceCriterion['check']>;
 
-function tailOf(stdout: string, stderr: string): string {
+/** The output tail recorded, without its terminal sequences, as the DoD's (src/workspace/dod-checks.ts). */
+function tailOf(rawStdout: string, rawStderr: string): string {
+  const stdout = stripTerminalSequences(rawStdout);
+  const stderr = stripTerminalSequences(rawStderr);
   const combined =
     stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
   return combined.length > TAIL_CHARS ? `…${combined.slice(combined.length - TAIL_CHARS)}` : combined;
@@ -203,7 +208,10 @@ async function runInSandbox(
   deadline: number,
   options: CriteriaChecksOptions,
 ): Promise<
-  Pick<CriterionCheckResult, 'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'reason'>
+  Pick<
+    CriterionCheckResult,
+    'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'tests' | 'reason'
+  >
 > {
   const left = deadline - Date.now();
   const timeoutMs = Math.max(1000, Math.min(options.checkTimeoutMs ?? CRITERION_CHECK_TIMEOUT_MS, left));
@@ -229,7 +237,9 @@ async function runInSandbox(
   });
   await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
   const outputTail = tailOf(result.stdoutTail, result.stderrTail);
-  const common = { target: command, durationMs: result.durationMs, outputTail };
+  // Shown to the person; whether a named test ran is still decided by passedTestCount below.
+  const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
+  const common = { target: command, durationMs: result.durationMs, outputTail, ...(tests ? { tests } : {}) };
   if (result.timedOut)
     return {
       ...common,

@@ -6,6 +6,8 @@
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
+import { stripTerminalSequences } from '../notes/terminal-text.js';
+import { parseTestCounts } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -52,7 +54,14 @@ export interface RunDodChecksOptions {
   onOutputLine?: (check: string, line: string) => void;
 }
 
-function tailOf(stdout: string, stderr: string, limit: number): string {
+/**
+ * The output tail recorded for the journal, the note, the Meta-agent and `--json`: without its terminal
+ * sequences (a runner's colours are noise off its terminal, and would cost the Meta-agent tokens). The one
+ * place a check's output is made readable; other controls are still shown as escapes wherever it is shown.
+ */
+function tailOf(rawStdout: string, rawStderr: string, limit: number): string {
+  const stdout = stripTerminalSequences(rawStdout);
+  const stderr = stripTerminalSequences(rawStderr);
   const combined =
     stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
   return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
@@ -121,6 +130,8 @@ export async function runDodChecks(
     });
     // After this check and before the next: whatever this one started is ended.
     sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
+    // Evidence for the person, passing or failing; the gate decides on the exit code alone.
+    const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
     results.push({
       name: check.name,
       command: check.command,
@@ -133,6 +144,7 @@ export async function runDodChecks(
       durationMs: result.durationMs,
       timeoutMs: check.timeout,
       outputTail: tailOf(result.stdoutTail, result.stderrTail, tailChars),
+      ...(tests ? { tests } : {}),
       ranOnDirtyTree,
       interrupted: result.interrupted,
     });

@@ -216,6 +216,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
         exitCode: result.exitCode,
         durationMs: result.durationMs,
         outputTail: result.outputTail,
+        ...(result.tests ? { tests: result.tests } : {}),
       })),
     };
   }

@@ -27,7 +27,14 @@ import {
 import { assessmentReply, decisionReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
-import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import {
+  SLUG_BROKEN_JS,
+  SLUG_JS,
+  SLUG_TEST_JS,
+  createNodeRepo,
+  git,
+  writeFileCommand,
+} from '../support/task-repo.js';
 
 const docker = createDockerClient();
 const models = scriptedModelServers();
@@ -176,11 +183,57 @@ describe('completion you can trust (end to end)', () => {
       markComplete,
       markComplete,
     );
-    models.responses.enqueue(...commitSlug());
-    const { result, summary, metaRequests, note } = await run(repo.root, id);
+    // The DoD's test runner prints in colour (a bold red line for sure, and node's spec reporter with
+    // FORCE_COLOR), and the worker commits a broken slugify: the evidence a person reads must carry the
+    // test counts and the cause, and no ESC byte.
+    writeFileSync(
+      path.join(repo.root, 'agent-runner.yaml'),
+      [
+        'dod:',
+        '  checks:',
+        '    - name: test',
+        // A folded scalar: YAML keeps the backslashes for printf, which writes the ESC bytes.
+        '      command: >-',
+        "        printf '\\033[1;31mrunning the tests\\033[0m\\n' && FORCE_COLOR=1 node --test --test-reporter=spec",
+        '',
+      ].join('\n'),
+    );
+    git(repo.root, 'add', '-A');
+    git(repo.root, 'commit', '-q', '-m', 'coloured DoD');
+    models.responses.enqueue(
+      ...codexTurn(
+        [
+          `${writeFileCommand('slug.js', SLUG_BROKEN_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
+          "git add -A && git commit -q -m 'Add slugify'",
+        ],
+        'Committed slugify.',
+      ),
+    );
+    const { result, summary, metaRequests, note, events } = await run(repo.root, id);
     expect(result.exitCode).toBe(3);
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(summary.reason).toMatch(/^stalled: the Meta-agent decided mark_complete 3 times in a row/);
+    // The check really ran and failed on the broken code, and its output was really coloured (the ESC the
+    // printf wrote is gone from what was recorded, its words are there).
+    const dod = events.find((event) => event.type === 'dod') as unknown as {
+      dod: { results: { outputTail: string; tests?: unknown }[] };
+    };
+    expect(dod.dod.results[0]?.outputTail).toContain('running the tests');
+    expect(dod.dod.results[0]?.outputTail).not.toContain('\u001b');
+    expect(dod.dod.results[0]?.tests).toEqual({ passed: 0, failed: 1, skipped: 0 });
+    expect(note).not.toContain('\u001b');
+    expect(note).not.toContain('\\x1b');
+    expect(note).toContain('| test | `printf');
+    expect(note).toContain('❌ failed (exit 1; 0 passed, 1 failed)');
+    expect(note).toMatch(
+      /\| Root cause \| DoD check test \(`printf .*\) failed \(exit 1; 0 passed, 1 failed\): AssertionError/,
+    );
+    expect(
+      (summary as unknown as { rootCause: { check: string; exitCode: number } }).rootCause,
+    ).toMatchObject({
+      check: 'DoD check test',
+      exitCode: 1,
+    });
     // One Meta-agent call per refusal (the unchanged evidence is not assessed again), nothing past the third.
     expect(metaRequests).toBe(6);
     expect(models.chat.remaining()).toBe(0);

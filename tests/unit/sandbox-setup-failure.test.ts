@@ -94,3 +94,38 @@ describe('sandbox.env', () => {
     ).toThrow(/sandbox\.env\.LLM_PASS: looks like a secret/);
   });
 });
+
+describe('set-up failure: hints shared with the checks', () => {
+  it('python without pip: install python3-pip or use a venv, not the generic hint', () => {
+    const failed = describeSetupFailure(
+      'pip install --user -r requirements.txt',
+      result('/usr/bin/python3: No module named pip', { exitCode: 1 }),
+      'allowlist (pypi.org)',
+    );
+    expect(failed.errorLine).toBe('/usr/bin/python3: No module named pip');
+    expect(failed.hint).toMatch(/python3-pip/);
+    expect(failed.hint).toMatch(/python3 -m venv/);
+    expect(failed.hint).not.toMatch(/fresh clone/);
+  });
+
+  it('reads a coloured error line without its colour', () => {
+    const failed = describeSetupFailure(
+      'make deps',
+      result('\u001b[1m\u001b[31mmake: cc: Command not found\u001b[0m\nnoise', { exitCode: 127 }),
+      'open',
+    );
+    expect(failed.summary).not.toContain('\u001b');
+    expect(failed.errorLine).toBe('make: cc: Command not found');
+    expect(failed.hint).toMatch(/`cc` is not installed in the sandbox: add its toolchain/);
+  });
+
+  it('cuts a long error line at a word, and says so', () => {
+    const long = `Error: ${'the registry answered something very long '.repeat(20)}`;
+    const line = setupErrorLine(long);
+    expect(line.length).toBeLessThanOrEqual(300);
+    expect(line.endsWith('…')).toBe(true);
+    expect(long.startsWith(line.slice(0, -1))).toBe(true);
+    // The cut falls between two words.
+    expect(long.startsWith(`${line.slice(0, -1)} `)).toBe(true);
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * How many tests a check's output says passed, failed and were skipped: read from the closing summary of
+ * vitest, jest, mocha, node's test runner (spec and TAP reporters), pytest, go test (`-v`) and cargo test.
+ * The output is the worker's to shape (its tests print what they like), so the counts are evidence shown to
+ * a person only: the completion gate never reads them. Parsing is bounded (the last {@link PARSED_CHARS}
+ * characters, one line at a time, with patterns that cannot backtrack far) and a count above
+ * {@link MAX_COUNT} makes the whole reading void rather than shown. How counts are said: src/core/test-counts.ts.
+ */
+import type { TestCounts } from '../core/types.js';
+import { stripTerminalSequences } from '../notes/terminal-text.js';
+
+/** Characters of output read, from its end (the summary is at the end). */
+export const PARSED_CHARS = 64 * 1024;
+/** A count above this is not believed: the reading is dropped. */
+export const MAX_COUNT = 1_000_000;
+/** Longest line looked at: a summary line is short. */
+const MAX_LINE = 400;
+
+type Kind = keyof TestCounts;
+
+/** One runner's summary: lines it recognises, and which count each number of such a line is. */
+interface SummaryFormat {
+  /** Whether a line is this runner's summary line. */
+  line: RegExp;
+  /** `N word` pairs in the line, and the count each word stands for. */
+  words: Record<string, Kind>;
+  /** Several summary lines add up (cargo: one per crate and doc-tests; mocha: passing, pending and failing). */
+  additive: boolean;
+}
+
+const FORMATS: readonly SummaryFormat[] = [
+  // vitest: "      Tests  1 failed | 2 passed | 1 skipped (4)" (not "Test Files ...").
+  {
+    line: /^\s*Tests\s+\d+ (?:passed|failed|skipped|todo)\b.*\(\d+\)\s*$/,
+    words: { passed: 'passed', failed: 'failed', skipped: 'skipped', todo: 'skipped' },
+    additive: false,
+  },
+  // jest: "Tests:       1 failed, 4 skipped, 1 passed, 6 total".
+  {
+    line: /^\s*Tests:\s+\d+ \w+.*\d+ total\s*$/,
+    words: { passed: 'passed', failed: 'failed', skipped: 'skipped', todo: 'skipped' },
+    additive: false,
+  },
+  // cargo: "test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.2s".
+  {
+    line: /^\s*test result: (?:ok|FAILED)\. \d+ passed; \d+ failed; \d+ ignored;/,
+    words: { passed: 'passed', failed: 'failed', ignored: 'skipped' },
+    additive: true,
+  },
+  // pytest: "==== 1 failed, 1 passed, 1 skipped in 0.82s ====" (also "no tests ran").
+  {
+    line: /^=+ \d+ [a-z]+(?:, \d+ [a-z]+)* in [\d.]+m?s(?: \([^)]*\))? =+\s*$/,
+    words: {
+      passed: 'passed',
+      failed: 'failed',
+      error: 'failed',
+      errors: 'failed',
+      skipped: 'skipped',
+      xfailed: 'skipped',
+      xpassed: 'passed',
+    },
+    additive: false,
+  },
+  // node --test: "ℹ pass 2" (spec reporter) or "# pass 2" (TAP), one count a line.
+  {
+    line: /^(?:ℹ|#) (?:pass|fail|skipped|todo|cancelled) \d+\s*$/,
+    words: { pass: 'passed', fail: 'failed', cancelled: 'failed', skipped: 'skipped', todo: 'skipped' },
+    additive: true,
+  },
+  // mocha: "  2 passing (5ms)", "  1 pending", "  1 failing", one count a line.
+  {
+    line: /^\s*\d+ (?:passing|pending|failing)(?: \(\d+(?:\.\d+)?m?s\))?\s*$/,
+    words: { passing: 'passed', pending: 'skipped', failing: 'failed' },
+    additive: true,
+  },
+];
+
+/** go test -v: one result line per test (subtests indented), no summary of counts. */
+const GO_RESULT = /^\s*--- (PASS|FAIL|SKIP): \S/;
+const GO_KIND: Record<string, Kind> = { PASS: 'passed', FAIL: 'failed', SKIP: 'skipped' };
+
+/** The `N word` pairs of one summary line, as counts; null when a number is not believable. */
+function countsOfLine(line: string, format: SummaryFormat): TestCounts | null {
+  const counts: TestCounts = { passed: 0, failed: 0, skipped: 0 };
+  // Node's lines put the word first ("pass 2"), every other runner the number.
+  const pairs = [...line.matchAll(/\b(\d+) ([a-z]+)\b|\b([a-z]+) (\d+)\b/g)];
+  for (const pair of pairs) {
+    const value = Number(pair[1] ?? pair[4]);
+    const kind = format.words[pair[2] ?? pair[3] ?? ''];
+    if (kind === undefined) continue;
+    if (!Number.isSafeInteger(value) || value > MAX_COUNT) return null;
+    counts[kind] += value;
+  }
+  return counts;
+}
+
+function add(a: TestCounts, b: TestCounts): TestCounts {
+  return { passed: a.passed + b.passed, failed: a.failed + b.failed, skipped: a.skipped + b.skipped };
+}
+
+/** Counts read from one runner's summary lines: the last line, or all of them added up. */
+function readFormat(lines: readonly string[], format: SummaryFormat): TestCounts | null {
+  const matching = lines.filter((line) => format.line.test(line));
+  if (matching.length === 0) return null;
+  const read = (format.additive ? matching : matching.slice(-1)).map((line) => countsOfLine(line, format));
+  if (read.some((counts) => counts === null)) return null;
+  return (read as TestCounts[]).reduce(add);
+}
+
+function readGo(lines: readonly string[]): TestCounts | null {
+  const counts: TestCounts = { passed: 0, failed: 0, skipped: 0 };
+  let seen = false;
+  for (const line of lines) {
+    const kind = GO_KIND[GO_RESULT.exec(line)?.[1] ?? ''];
+    if (kind === undefined) continue;
+    counts[kind] += 1;
+    seen = true;
+  }
+  return seen ? counts : null;
+}
+
+/**
+ * The tests an output says passed, failed and were skipped, or null when it holds no summary this knows (or
+ * an unbelievable one). The first runner whose summary is found wins: one check runs one runner.
+ */
+export function parseTestCounts(output: string): TestCounts | null {
+  const lines = stripTerminalSequences(output.slice(-PARSED_CHARS))
+    .split(/\r?\n|\r/)
+    .filter((line) => line.length <= MAX_LINE);
+  for (const format of FORMATS) {
+    const counts = readFormat(lines, format);
+    if (counts !== null) return believable(counts);
+  }
+  return believable(readGo(lines));
+}
+
+function believable(counts: TestCounts | null): TestCounts | null {
+  if (counts === null) return null;
+  const total = counts.passed + counts.failed + counts.skipped;
+  return total > MAX_COUNT ? null : counts;
+}

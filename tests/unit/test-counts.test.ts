@@ -1,0 +1,124 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { testCountsText } from '../../src/core/test-counts.js';
+import { MAX_COUNT, PARSED_CHARS, parseTestCounts } from '../../src/workspace/test-counts.js';
+
+/** Real output of the runners installed here (tests/unit/fixtures/test-output/README.md says how it was made). */
+const sample = (name: string) =>
+  readFileSync(new URL(`./fixtures/test-output/${name}`, import.meta.url), 'utf8');
+
+const ESC = '\u001b';
+
+describe('parseTestCounts on real runner output', () => {
+  it.each([
+    ['vitest.txt', { passed: 2, failed: 1, skipped: 1 }],
+    ['vitest-color.txt', { passed: 2, failed: 1, skipped: 1 }],
+    ['node-test-spec.txt', { passed: 2, failed: 1, skipped: 1 }],
+    ['node-test-spec-color.txt', { passed: 2, failed: 1, skipped: 1 }],
+    ['node-test-tap.txt', { passed: 2, failed: 1, skipped: 1 }],
+    ['pytest.txt', { passed: 1, failed: 1, skipped: 1 }],
+    ['pytest-color.txt', { passed: 1, failed: 1, skipped: 1 }],
+    ['cargo-test-color.txt', { passed: 1, failed: 1, skipped: 1 }],
+    // Two result lines (the library's tests and its doc-tests) add up.
+    ['cargo-test-pass.txt', { passed: 2, failed: 0, skipped: 1 }],
+  ])('%s', (name, counts) => {
+    const output = sample(name);
+    // The coloured samples really are coloured: the parser has sequences to see through.
+    if (name.includes('color')) expect(output).toContain(ESC);
+    expect(parseTestCounts(output)).toEqual(counts);
+  });
+});
+
+describe('parseTestCounts on documented formats (runners not installed here)', () => {
+  it('jest', () => {
+    const output = [
+      'Test Suites: 1 failed, 1 passed, 2 total',
+      'Tests:       1 failed, 4 skipped, 3 passed, 8 total',
+      'Snapshots:   0 total',
+      'Time:        1.02 s',
+    ].join('\n');
+    expect(parseTestCounts(output)).toEqual({ passed: 3, failed: 1, skipped: 4 });
+  });
+
+  it('mocha', () => {
+    const output = [
+      '  12 passing (35ms)',
+      '  2 pending',
+      '  1 failing',
+      '',
+      '  1) suite',
+      '     fails:',
+    ].join('\n');
+    expect(parseTestCounts(output)).toEqual({ passed: 12, failed: 1, skipped: 2 });
+  });
+
+  it('go test -v', () => {
+    const output = [
+      '=== RUN   TestAdd',
+      '--- PASS: TestAdd (0.00s)',
+      '=== RUN   TestSub',
+      '    --- PASS: TestSub/neg (0.00s)',
+      '--- FAIL: TestSub (0.00s)',
+      '--- SKIP: TestSlow (0.00s)',
+      'FAIL',
+      'FAIL\texample.com/calc\t0.003s',
+    ].join('\n');
+    expect(parseTestCounts(output)).toEqual({ passed: 2, failed: 1, skipped: 1 });
+  });
+
+  it('pytest with errors and deselected tests', () => {
+    expect(parseTestCounts('===== 3 passed, 1 error, 2 deselected in 0.11s =====')).toEqual({
+      passed: 3,
+      failed: 1,
+      skipped: 0,
+    });
+  });
+});
+
+describe('parseTestCounts treats output as data', () => {
+  it('finds no counts where no runner summarised', () => {
+    expect(parseTestCounts('')).toBeNull();
+    expect(parseTestCounts('build ok\nwrote dist/index.js')).toBeNull();
+    // go test without -v names packages, not tests.
+    expect(parseTestCounts('ok  \texample.com/calc\t0.002s')).toBeNull();
+    // "Test Files" is vitest's count of files, not of tests.
+    expect(parseTestCounts(' Test Files  3 passed (3)')).toBeNull();
+  });
+
+  it('drops an absurd count rather than showing it', () => {
+    expect(parseTestCounts(`# pass ${MAX_COUNT + 1}\n# fail 0`)).toBeNull();
+    expect(parseTestCounts('      Tests  99999999999999999999 passed (1)')).toBeNull();
+    expect(parseTestCounts(`# pass ${MAX_COUNT}\n# fail 1`)).toBeNull();
+    expect(parseTestCounts(`# pass ${MAX_COUNT}\n# fail 0`)).toEqual({
+      passed: MAX_COUNT,
+      failed: 0,
+      skipped: 0,
+    });
+  });
+
+  it('reads only the end of a huge output, in bounded time', () => {
+    const flood = `${'      Tests  7 passed (7)\n'.repeat(10)}${'x'.repeat(PARSED_CHARS)}\n`;
+    expect(parseTestCounts(flood)).toBeNull();
+    const lines = `${'1 '.repeat(200_000)}\n`.repeat(20) + '  3 passing (1ms)\n';
+    const started = Date.now();
+    expect(parseTestCounts(lines)).toEqual({ passed: 3, failed: 0, skipped: 0 });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('does not take a word inside another for a count', () => {
+    // A line of node's reporter is `ℹ pass N`: "Tests 1" must not be read as a count.
+    expect(parseTestCounts('      Tests 1 failed | 2 passed (3)')).toEqual({
+      passed: 2,
+      failed: 1,
+      skipped: 0,
+    });
+  });
+});
+
+describe('testCountsText', () => {
+  it('names passed always and failed and skipped when there are some', () => {
+    expect(testCountsText({ passed: 42, failed: 0, skipped: 1 })).toBe('42 passed, 1 skipped');
+    expect(testCountsText({ passed: 0, failed: 3, skipped: 0 })).toBe('0 passed, 3 failed');
+    expect(testCountsText({ passed: 5, failed: 0, skipped: 0 })).toBe('5 passed');
+  });
+});
