@@ -28,9 +28,13 @@ export interface OwnershipHelperRequest {
   entries: readonly OwnershipEntry[];
 }
 
-/** The report the script printed as its last line; null when there is none (the script did not finish). */
+/**
+ * The report the script printed last; null when there is none (the script did not finish). Docker's log
+ * stream puts a binary frame header before each write, so the report is found by its first key.
+ */
 export function parsePassReport(logs: string): OwnershipPassReport | null {
-  const last = logs.trim().split('\n').at(-1) ?? '';
+  const start = logs.lastIndexOf('{"applied":');
+  const last = start === -1 ? '' : (logs.slice(start).split('\n')[0] ?? '');
   try {
     const report = JSON.parse(last) as OwnershipPassReport;
     return typeof report.applied === 'number' && typeof report.skippedCount === 'number' ? report : null;
@@ -65,6 +69,7 @@ export async function applyOwnershipInContainer(
       networkMode: 'none',
       pidsLimit: 32,
       memoryBytes: 512 * 1024 * 1024,
+      logsOnSuccess: true,
     });
     const report = result.statusCode === 0 ? parsePassReport(result.logsTail) : null;
     if (report === null) {

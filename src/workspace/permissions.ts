@@ -267,7 +267,8 @@ export async function giveBackPlan(root: string, owner: UserIds): Promise<Owners
     });
     if (stats.isDirectory()) {
       const names = await readdir(target).catch(() => [] as string[]);
-      for (const name of names) await walk(path.join(target, name), `${relative}/${name}`);
+      for (const name of names)
+        await walk(path.join(target, name), relative === '.' ? name : `${relative}/${name}`);
     }
   };
   await walk(root, '.');

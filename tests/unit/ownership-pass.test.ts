@@ -13,7 +13,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { OwnershipEntry } from '../../src/core/ports.js';
 import { applyOwnershipPass, ownershipPassScript } from '../../src/workspace/ownership-pass.js';
 import { taskLayout } from '../../src/workspace/layout.js';
-import { listEntries, planOwnership } from '../../src/workspace/permissions.js';
+import { giveBackPlan, listEntries, planOwnership } from '../../src/workspace/permissions.js';
 import { removeTaskSandbox } from '../../src/workspace/remove-task-sandbox.js';
 import { compileScope } from '../../src/workspace/scope.js';
 
@@ -203,6 +203,23 @@ describe('ownership pass through descriptors', () => {
 });
 
 describe('removing a sandbox repository', () => {
+  it('the give-back plan names entries the pass can reach, and gives every one back', async () => {
+    const { sandbox } = scene();
+    fs.mkdirSync(path.join(sandbox, 'dir'));
+    fs.writeFileSync(path.join(sandbox, 'dir', 'file'), 'x');
+    fs.chmodSync(path.join(sandbox, 'dir', 'file'), 0o444);
+    fs.chmodSync(path.join(sandbox, 'dir'), 0o1777);
+    const ids = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    const plan = await giveBackPlan(sandbox, ids);
+    expect(plan.map((step) => step.path).sort()).toEqual(['.', 'dir', 'dir/file']);
+    expect(applyOwnershipPass(fs, sandbox, plan, { chown: isRoot })).toMatchObject({
+      applied: 3,
+      skippedCount: 0,
+    });
+    expect(modeOf(path.join(sandbox, 'dir'))).toBe(0o700);
+    expect(modeOf(path.join(sandbox, 'dir', 'file'))).toBe(0o644);
+  });
+
   it('deletes links, never what they point to (a host file, a host directory)', async () => {
     const { sandbox: repoRoot, hostDir, canary } = scene();
     const { sandboxRepoPath, sandboxDir } = taskLayout(repoRoot, 'rm-links');
