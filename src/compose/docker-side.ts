@@ -85,7 +85,6 @@ export async function startDockerSide(
     onNotice(
       `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
     );
-  if (where.taskId !== undefined) await haltTaskSandboxes(runtime, repoRoot, where.taskId, onNotice);
   if (orphans.length > 0) {
     const swept = await removeSandboxes(runtime, orphans);
     for (const sandbox of swept.removed)
@@ -93,6 +92,8 @@ export async function startDockerSide(
         `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
       );
   }
+  // What still runs of this task now (a kept container, one the sweep could not remove) is stopped.
+  if (where.taskId !== undefined) await haltTaskSandboxes(runtime, repoRoot, where.taskId, onNotice);
   const workerImage = await resolveWorkerImage(config);
   await ensureImage(docker, workerImage);
   // Imported here like dockerode: tar-fs and the image builder are not needed before the plan request.
