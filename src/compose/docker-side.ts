@@ -8,7 +8,11 @@ import type Docker from 'dockerode';
 import type { Config } from '../config/schema.js';
 import type { SandboxRuntime } from '../core/ports.js';
 import { EnvironmentError } from '../errors.js';
-import { findDeadOwnerSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
+import {
+  findDeadOwnerSandboxes,
+  listLabelledSandboxes,
+  removeSandboxes,
+} from '../lifecycle/orphan-sandboxes.js';
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 
 /** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
@@ -36,13 +40,40 @@ async function ensureImage(docker: Docker, image: string): Promise<void> {
 }
 
 /**
+ * Stops every container of this task that still runs (one kept with --keep-sandbox by an earlier attempt):
+ * it mounts the sandbox repository and CODEX_HOME that this attempt's preparation changes on the host, and a
+ * process left in it could swap a file for a link to a host file while the host's permission pass works. The
+ * container is stopped, not removed (its files and the person's way into it stay: `docker start`); it is not
+ * reused (this attempt makes its own) and not started again by agent-runner. The task lock is held, so no
+ * other runner uses it. Runs before the workspace's preparation (the loop's ports wait for the Docker side).
+ */
+async function haltTaskSandboxes(
+  runtime: SandboxRuntime,
+  repoRoot: string,
+  taskId: string,
+  onNotice: (text: string) => void,
+): Promise<void> {
+  const mine = (await listLabelledSandboxes(runtime, { repoRoot })).filter(
+    (sandbox) => sandbox.taskId === taskId && sandbox.state !== 'exited' && sandbox.state !== 'dead',
+  );
+  for (const sandbox of mine) {
+    if (runtime.halt) await runtime.halt(sandbox.id);
+    else await runtime.remove(sandbox.id);
+    onNotice(
+      `stopped container ${sandbox.name} of task ${taskId}${sandbox.kept ? ' (kept with --keep-sandbox)' : ''} before changing the files it mounts; ` +
+        `its files stay (\`docker start ${sandbox.name}\` to enter it again, agent-runner gc removes it)`,
+    );
+  }
+}
+
+/**
  * Pings the engine, sweeps this repository's orphaned sandboxes, checks the worker image and resolves the
  * task's image (the toolchain the repository declares); returns it and the set-up commands to run.
  */
 export async function startDockerSide(
   docker: Docker,
   runtime: SandboxRuntime,
-  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string },
+  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string; taskId?: string },
   onNotice: (text: string) => void = () => {},
 ): Promise<{ image: string; setup: string[] }> {
   const { config, env, repoRoot } = where;
@@ -50,7 +81,7 @@ export async function startDockerSide(
   await pingDocker(docker, env);
   // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
   const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
-  for (const sandbox of kept)
+  for (const sandbox of kept.filter((sandbox) => sandbox.taskId !== where.taskId))
     onNotice(
       `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
     );
@@ -61,6 +92,8 @@ export async function startDockerSide(
         `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
       );
   }
+  // What still runs of this task now (a kept container, one the sweep could not remove) is stopped.
+  if (where.taskId !== undefined) await haltTaskSandboxes(runtime, repoRoot, where.taskId, onNotice);
   const workerImage = await resolveWorkerImage(config);
   await ensureImage(docker, workerImage);
   // Imported here like dockerode: tar-fs and the image builder are not needed before the plan request.

@@ -106,12 +106,34 @@ export interface SandboxSummary {
   labels: Record<string, string>;
 }
 
-/** One step of an ownership plan: a path relative to the planned directory, its owner, its mode (null: leave). */
+/**
+ * One step of an ownership plan: a path relative to the planned directory, its owner, its mode (null: leave),
+ * and what the listing saw there (`kind`: `d` directory, `l` symlink, `f` anything else; its inode number):
+ * the pass applies the step only to that very entry.
+ */
 export interface OwnershipEntry {
   path: string;
   uid: number;
   gid: number;
   mode: number | null;
+  kind: 'd' | 'l' | 'f';
+  ino: number;
+}
+
+/** Why a step of an ownership plan was not applied. */
+export type OwnershipSkipReason =
+  /** Another kind of entry, or another inode, is there now (a link swapped in, a directory replaced). */
+  | 'changed'
+  /** Nothing is there any more. */
+  | 'gone'
+  /** chown or chmod failed (the detail says how). */
+  | 'failed';
+
+/** What an ownership pass did: the steps applied, and the ones skipped (at most 50 listed, all counted). */
+export interface OwnershipPassReport {
+  applied: number;
+  skippedCount: number;
+  skipped: { path: string; reason: OwnershipSkipReason; detail?: string }[];
 }
 
 export interface SandboxRuntime {
@@ -121,6 +143,11 @@ export interface SandboxRuntime {
   exec(sandboxId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
   /** Stops and removes; no error when it is already gone. */
   remove(sandboxId: string): Promise<void>;
+  /**
+   * Stops a container without removing it: every process in it ends, its files stay (a kept sandbox, before
+   * the host changes the directories it mounts). No error when it is already stopped or gone.
+   */
+  halt?(sandboxId: string): Promise<void>;
   /** Containers whose labels include all of `labels`. */
   list(labels: Record<string, string>): Promise<SandboxSummary[]>;
   /**
@@ -133,7 +160,7 @@ export interface SandboxRuntime {
     image: string;
     hostDir: string;
     entries: readonly OwnershipEntry[];
-  }): Promise<void>;
+  }): Promise<OwnershipPassReport>;
   /**
    * Moves a running sandbox to `network`: leaves every network it is on, then joins `network` (nothing for
    * `none`, which leaves only loopback). Only for a sandbox created on `bridge` or a named network: Docker

@@ -58,6 +58,10 @@ export class EngineWatchRuntime implements SandboxRuntime {
     return this.watch(() => this.inner.remove(sandboxId), null);
   }
 
+  halt(sandboxId: string): Promise<void> {
+    return this.watch(() => this.inner.halt?.(sandboxId) ?? this.inner.remove(sandboxId), null);
+  }
+
   list(labels: Record<string, string>): Promise<SandboxSummary[]> {
     return this.watch(() => this.inner.list(labels), null);
   }

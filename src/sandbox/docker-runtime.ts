@@ -9,6 +9,7 @@ import type Docker from 'dockerode';
 import type {
   ExecOptions,
   ExecResult,
+  OwnershipPassReport,
   SandboxInfo,
   SandboxNetwork,
   SandboxRuntime,
@@ -289,8 +290,28 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     }
   }
 
+  /** See SandboxRuntime.halt: SIGKILL at once (nothing in a kept sandbox is worth a grace period), files stay. */
+  async halt(sandboxId: string): Promise<void> {
+    this.oomKills.delete(sandboxId);
+    try {
+      await this.docker.getContainer(sandboxId).stop({ t: 0 });
+    } catch (error) {
+      // 304: already stopped; 404: already gone.
+      const status = statusOf(error);
+      if (status === 304 || status === 404) return;
+      throw new EnvironmentError(
+        'sandbox_failed',
+        `Could not stop sandbox ${sandboxId}: ${messageOf(error)}`,
+        {
+          cause: error,
+          retryable: true,
+        },
+      );
+    }
+  }
+
   /** See SandboxRuntime.applyOwnership: a short-lived helper container that may chown, nothing more. */
-  applyOwnership(request: OwnershipHelperRequest): Promise<void> {
+  applyOwnership(request: OwnershipHelperRequest): Promise<OwnershipPassReport> {
     return applyOwnershipInContainer(this.docker, this.owner, request);
   }
 

@@ -22,6 +22,8 @@ export interface OneShotRequest {
   mounts?: { source: string; target: string; readOnly?: boolean }[];
   pidsLimit: number;
   memoryBytes: number;
+  /** Read the log's tail when it succeeds too (a helper that reports on its output). */
+  logsOnSuccess?: boolean;
 }
 
 export interface OneShotResult {
@@ -76,7 +78,7 @@ export async function runOneShotContainer(
     await container.start();
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
     const logsTail =
-      StatusCode === 0
+      StatusCode === 0 && !request.logsOnSuccess
         ? ''
         : (await container.logs({ stdout: true, stderr: true })).toString('utf8').slice(-2000).trim();
     return { statusCode: StatusCode, logsTail };

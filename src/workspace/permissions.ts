@@ -6,15 +6,20 @@
  * belong to the worker.
  *
  * One listing pass only reads (a `find` that never follows symlinks) and produces an ownership plan of what
- * must change. A runner that is root applies it
+ * must change, each step carrying the kind and inode the listing saw. A runner that is root applies it
  * directly; one that is not hands it to an `OwnershipApplier` (a short-lived helper container that may chown,
  * see DockerSandboxRuntime.applyOwnership). With neither, only the write bits change, which stops accidents,
- * not a determined worker, and the result says so.
+ * not a determined worker, and the result says so. Either way the plan is applied through descriptors
+ * (ownership-pass.ts): a step whose entry was swapped since the listing is skipped, never followed. No mode
+ * the host sets has a setuid or setgid bit.
  */
-import { chmod, lchown, lstat, readdir } from 'node:fs/promises';
+import * as fs from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
-import type { OwnershipEntry } from '../core/ports.js';
+import type { OwnershipEntry, OwnershipPassReport } from '../core/ports.js';
+import { AgentRunnerError } from '../errors.js';
+import { applyOwnershipPassInSlices } from './ownership-pass.js';
 import type { ScopeMatcher } from './scope.js';
 
 export type { OwnershipEntry };
@@ -25,7 +30,10 @@ export interface UserIds {
 }
 
 /** Applies an ownership plan to the files under `root` (paths in the plan are relative to it). */
-export type OwnershipApplier = (root: string, entries: readonly OwnershipEntry[]) => Promise<void>;
+export type OwnershipApplier = (
+  root: string,
+  entries: readonly OwnershipEntry[],
+) => Promise<OwnershipPassReport>;
 
 export interface PermissionsResult {
   /** True when ownership was applied (root, or a privileged applier): read-only paths are kernel-enforced. */
@@ -63,6 +71,8 @@ export interface ListedEntry {
   mode: number;
   uid: number;
   gid: number;
+  /** Inode number: the pass applies a step only to the entry the listing saw. */
+  ino: number;
   /** Relative to the root, `/`-separated; `''` for the root itself. */
   path: string;
 }
@@ -72,7 +82,7 @@ export interface ListedEntry {
  * and path NUL-separated, never following symlinks. Falls back to an lstat walk where GNU find is missing.
  */
 export async function listEntries(root: string): Promise<ListedEntry[]> {
-  const listed = await execa('find', [root, '-printf', '%y %m %U %G %P\\0'], {
+  const listed = await execa('find', [root, '-printf', '%y %m %U %G %i %P\\0'], {
     reject: false,
     encoding: 'utf8',
     stripFinalNewline: false,
@@ -82,9 +92,16 @@ export async function listEntries(root: string): Promise<ListedEntry[]> {
   const entries: ListedEntry[] = [];
   for (const record of listed.stdout.split('\0')) {
     if (record.length === 0) continue;
-    const [kind = '', mode = '', uid = '', gid = ''] = record.split(' ', 4);
-    const rest = record.slice(kind.length + mode.length + uid.length + gid.length + 4);
-    entries.push({ kind, mode: parseInt(mode, 8), uid: Number(uid), gid: Number(gid), path: rest });
+    const [kind = '', mode = '', uid = '', gid = '', ino = ''] = record.split(' ', 5);
+    const rest = record.slice(kind.length + mode.length + uid.length + gid.length + ino.length + 5);
+    entries.push({
+      kind,
+      mode: parseInt(mode, 8),
+      uid: Number(uid),
+      gid: Number(gid),
+      ino: Number(ino),
+      path: rest,
+    });
   }
   return entries;
 }
@@ -94,7 +111,14 @@ async function walkEntries(root: string): Promise<ListedEntry[]> {
   const walk = async (target: string, relative: string): Promise<void> => {
     const stats = await lstat(target);
     const kind = stats.isDirectory() ? 'd' : stats.isSymbolicLink() ? 'l' : 'f';
-    entries.push({ kind, mode: stats.mode & 0o7777, uid: stats.uid, gid: stats.gid, path: relative });
+    entries.push({
+      kind,
+      mode: stats.mode & 0o7777,
+      uid: stats.uid,
+      gid: stats.gid,
+      ino: stats.ino,
+      path: relative,
+    });
     if (kind !== 'd') return;
     for (const name of await readdir(target)) {
       await walk(path.join(target, name), relative === '' ? name : `${relative}/${name}`);
@@ -104,10 +128,16 @@ async function walkEntries(root: string): Promise<ListedEntry[]> {
   return entries;
 }
 
+/** The plan's kind of a listed entry: a directory, a symlink, or anything else. */
+function planKind(kind: string): OwnershipEntry['kind'] {
+  return kind === 'd' ? 'd' : kind === 'l' ? 'l' : 'f';
+}
+
 /**
  * The ownership plan of a sandbox repository from its listing. `.git` and everything in it belongs to the
  * worker; a file is the worker's when writable in scope, else the guard's without write bits; a directory
  * that holds something read-only (at any depth) belongs to the guard, sticky (when ownership really changes).
+ * Modes keep the permission bits only: a setuid or setgid bit the worker set is taken away, never kept.
  */
 export function planOwnership(
   entries: readonly ListedEntry[],
@@ -119,12 +149,9 @@ export function planOwnership(
   let writableFiles = 0;
   const directories: ListedEntry[] = [];
   for (const entry of entries) {
+    const permissions = entry.mode & 0o777;
     if (entry.path === '.git' || entry.path.startsWith('.git/')) {
-      planned.push({
-        entry,
-        ids: options.worker,
-        mode: entry.kind === 'l' ? null : (entry.mode & 0o7777 & ~0o1000) | 0o200,
-      });
+      planned.push({ entry, ids: options.worker, mode: entry.kind === 'l' ? null : permissions | 0o200 });
       continue;
     }
     if (entry.kind === 'd') {
@@ -144,8 +171,7 @@ export function planOwnership(
         holdsReadOnly.add(parent);
       } while (parent !== '');
     }
-    const mode =
-      entry.kind === 'l' ? null : writable ? (entry.mode & 0o7777) | 0o200 : entry.mode & 0o7777 & ~0o222;
+    const mode = entry.kind === 'l' ? null : writable ? permissions | 0o200 : permissions & ~0o222;
     planned.push({ entry, ids: writable ? options.worker : options.guard, mode });
   }
   for (const entry of directories) {
@@ -170,61 +196,36 @@ export function planOwnership(
       uid: ids.uid,
       gid: ids.gid,
       mode: modeChanges ? mode : null,
+      kind: planKind(entry.kind),
+      ino: entry.ino,
     });
   }
   return { plan, readOnlyFiles, writableFiles };
 }
 
-/** A plan grouped for one `chown` per owner and one `chmod` per mode (NUL-separated path lists). */
-export interface GroupedPlan {
-  chown: Map<string, string[]>;
-  chmod: Map<string, string[]>;
-}
-
-export function groupPlan(entries: readonly OwnershipEntry[]): GroupedPlan {
-  const grouped: GroupedPlan = { chown: new Map(), chmod: new Map() };
-  const push = (map: Map<string, string[]>, key: string, value: string) => {
-    const list = map.get(key);
-    if (list) list.push(value);
-    else map.set(key, [value]);
-  };
-  for (const entry of entries) {
-    push(grouped.chown, `${entry.uid}:${entry.gid}`, entry.path);
-    if (entry.mode !== null) push(grouped.chmod, entry.mode.toString(8), entry.path);
-  }
-  return grouped;
-}
-
 /**
- * Applies a plan on the host in a few processes: `xargs chown -h` per owner (root only) and `xargs chmod` per
- * mode (symlinks are never in a chmod list). Falls back to one call per entry where a batch fails.
+ * The error for a pass that skipped steps: something changed the sandbox repository between the listing and
+ * the pass (only a live process can), or a change failed. Read-only scope would not hold for what was
+ * skipped, so the preparation stops rather than start the worker on it.
  */
-async function applyLocally(root: string, entries: readonly OwnershipEntry[], chown: boolean): Promise<void> {
-  const grouped = groupPlan(entries);
-  const batch = async (argv: string[], paths: string[]): Promise<boolean> => {
-    const result = await execa('xargs', ['-0', '-r', ...argv], {
-      cwd: root,
-      input: `${paths.join('\0')}\0`,
-      reject: false,
-    });
-    return result.exitCode === 0;
-  };
-  if (chown) {
-    for (const [owner, paths] of grouped.chown) {
-      if (await batch(['chown', '-h', '--', owner], paths)) continue;
-      const [uid = 0, gid = 0] = owner.split(':').map(Number);
-      for (const relative of paths) await lchown(path.join(root, relative), uid, gid);
-    }
-  }
-  for (const [mode, paths] of grouped.chmod) {
-    if (await batch(['chmod', '--', mode], paths)) continue;
-    for (const relative of paths) await chmod(path.join(root, relative), parseInt(mode, 8));
-  }
+function passError(root: string, report: OwnershipPassReport): AgentRunnerError {
+  const first = report.skipped[0];
+  const example = first
+    ? ` (e.g. ${JSON.stringify(first.path)}: ${first.reason}${first.detail ? `, ${first.detail}` : ''})`
+    : '';
+  const count = `${report.skippedCount} entr${report.skippedCount === 1 ? 'y' : 'ies'}`;
+  return new AgentRunnerError(
+    'workspace_failed',
+    `Could not set the permissions of ${count} in ${root}${example}: they changed while agent-runner applied ` +
+      'them, or could not be changed. A process outside agent-runner may be writing there (a container of the ' +
+      'task started by hand: `docker ps --filter label=agent-runner.task`); stop it and run again.',
+  );
 }
 
 /**
  * Applies ownership and modes to the whole sandbox repository (working tree and `.git`): one listing pass
- * that never follows symlinks, a plan of what must change, and a few batched processes to apply it.
+ * that never follows symlinks, a plan of what must change, applied through descriptors (a step whose entry
+ * changed since the listing stops the preparation).
  */
 export async function applyScopePermissions(options: {
   sandboxRepoPath: string;
@@ -245,15 +246,19 @@ export async function applyScopePermissions(options: {
     owned,
   });
   if (plan.length > 0) {
-    if (useApplier) await options.applier?.(options.sandboxRepoPath, plan);
-    else await applyLocally(options.sandboxRepoPath, plan, root);
+    const report =
+      useApplier && options.applier
+        ? await options.applier(options.sandboxRepoPath, plan)
+        : await applyOwnershipPassInSlices(fs, options.sandboxRepoPath, plan, { chown: root });
+    if (report.skippedCount > 0) throw passError(options.sandboxRepoPath, report);
   }
   return { readOnlyEnforced: owned, readOnlyFiles, writableFiles };
 }
 
 /**
  * The plan that gives every file under `root` back to `owner` (writable directories), so a person who is not
- * root can delete a sandbox whose files belong to the guard uid.
+ * root can delete a sandbox whose files belong to the guard uid. Only while no container mounts `root` (the
+ * callers remove or stop it first); the pass checks every step against this listing all the same.
  */
 export async function giveBackPlan(root: string, owner: UserIds): Promise<OwnershipEntry[]> {
   const plan: OwnershipEntry[] = [];
@@ -264,17 +269,18 @@ export async function giveBackPlan(root: string, owner: UserIds): Promise<Owners
       throw error;
     });
     if (stats === null) return;
-    if (stats.isSymbolicLink())
-      return void plan.push({ path: relative, uid: owner.uid, gid: owner.gid, mode: null });
+    const ids = { uid: owner.uid, gid: owner.gid, ino: stats.ino };
+    if (stats.isSymbolicLink()) return void plan.push({ path: relative, ...ids, mode: null, kind: 'l' });
     plan.push({
       path: relative,
-      uid: owner.uid,
-      gid: owner.gid,
+      ...ids,
       mode: stats.isDirectory() ? 0o700 : (stats.mode & 0o777) | 0o600,
+      kind: stats.isDirectory() ? 'd' : 'f',
     });
     if (stats.isDirectory()) {
       const names = await readdir(target).catch(() => [] as string[]);
-      for (const name of names) await walk(path.join(target, name), `${relative}/${name}`);
+      for (const name of names)
+        await walk(path.join(target, name), relative === '.' ? name : `${relative}/${name}`);
     }
   };
   await walk(root, '.');

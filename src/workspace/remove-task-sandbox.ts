@@ -1,9 +1,11 @@
 /**
  * Removing a task's sandbox repository. Its files belong to the worker and guard uids, so the person may
  * not be able to delete them without root; the runner can. The task branch, the worktree and the run data
- * stay: they are the person's.
+ * stay: they are the person's. The recursive delete removes links, never what they point to; it runs only
+ * once no container mounts the directory, so nothing swaps a directory for a link while it walks.
  */
 import { rm } from 'node:fs/promises';
+import { AgentRunnerError } from '../errors.js';
 import { tryGit } from './git-command.js';
 import { taskLayout } from './layout.js';
 import { giveBackPlan, type OwnershipApplier } from './permissions.js';
@@ -25,8 +27,16 @@ export async function removeTaskSandbox(
     // Not root: files of the guard uid in its sticky directories cannot be deleted (node reports EPERM,
     // EACCES or, from its recursive walk, ENOTDIR). Give them back to this user, then delete.
     if (!options.applier) throw error;
+    // No container mounts it any more (the callers remove or stop it first); the pass follows no link.
     const me = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
-    await options.applier(layout.sandboxDir, await giveBackPlan(layout.sandboxDir, me));
+    const report = await options.applier(layout.sandboxDir, await giveBackPlan(layout.sandboxDir, me));
+    const stuck = report.skipped.find((step) => step.reason !== 'gone');
+    if (stuck)
+      throw new AgentRunnerError(
+        'workspace_failed',
+        `Could not give ${JSON.stringify(stuck.path)} in ${layout.sandboxDir} back to be deleted (${stuck.reason}${stuck.detail ? `: ${stuck.detail}` : ''}). ` +
+          'A process outside agent-runner may still be writing there (`docker ps --filter label=agent-runner.task`): stop it and run `agent-runner gc` again.',
+      );
     await rm(layout.sandboxDir, { recursive: true, force: true });
   }
   for (const ref of [layout.snapshotRef, layout.sandboxRef]) {

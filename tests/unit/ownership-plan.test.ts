@@ -9,13 +9,25 @@ const worker = { uid: 10001, gid: 10001 };
 const guard = { uid: 10002, gid: 10002 };
 const scope = compileScope({ exclude: [], read: ['docs/'], write: [] });
 
+let nextIno = 100;
 const entry = (kind: string, entryPath: string, mode: number, ids = { uid: 0, gid: 0 }): ListedEntry => ({
   kind,
   mode,
   uid: ids.uid,
   gid: ids.gid,
+  ino: (nextIno += 1),
   path: entryPath,
 });
+
+/** The plan's steps by path, without the kind and inode (checked on their own). */
+function stepsByPath(plan: readonly { path: string }[]): Record<string, unknown> {
+  return Object.fromEntries(
+    plan.map((item) => {
+      const { kind: _kind, ino: _ino, ...rest } = item as Record<string, unknown>;
+      return [item.path, rest];
+    }),
+  );
+}
 
 describe('ownership plan from one listing', () => {
   it('gives writable files and .git to the worker, read-only files and their directories to the guard', () => {
@@ -33,7 +45,7 @@ describe('ownership plan from one listing', () => {
       ],
       { scope, worker, guard, owned: true },
     );
-    const byPath = Object.fromEntries(plan.map((item) => [item.path, item]));
+    const byPath = stepsByPath(plan);
     expect(readOnlyFiles).toBe(1);
     expect(writableFiles).toBe(2);
     expect(byPath['docs/deep/guide.md']).toEqual({ path: 'docs/deep/guide.md', ...guard, mode: 0o444 });
@@ -59,7 +71,26 @@ describe('ownership plan from one listing', () => {
       ],
       { scope, worker, guard, owned: true },
     );
-    expect(plan).toEqual([{ path: 'docs/new.md', ...guard, mode: 0o444 }]);
+    expect(plan).toMatchObject([{ path: 'docs/new.md', ...guard, mode: 0o444, kind: 'f' }]);
+  });
+
+  it('never keeps a setuid or setgid bit of the worker: a mode the host sets has permission bits only', () => {
+    const listed = [
+      entry('d', '', 0o755, worker),
+      entry('f', 'tool', 0o4755, worker),
+      entry('f', 'docs/setgid', 0o2555, worker),
+      entry('f', '.git/hooks/x', 0o6555, worker),
+      entry('d', 'src', 0o3755, worker),
+    ];
+    const { plan } = planOwnership(listed, { scope, worker, guard, owned: true });
+    const byPath = stepsByPath(plan);
+    expect(byPath['tool']).toEqual({ path: 'tool', ...worker, mode: 0o755 });
+    expect(byPath['docs/setgid']).toEqual({ path: 'docs/setgid', ...guard, mode: 0o555 });
+    expect(byPath['.git/hooks/x']).toEqual({ path: '.git/hooks/x', ...worker, mode: 0o755 });
+    expect(byPath['src']).toEqual({ path: 'src', ...worker, mode: 0o755 });
+    for (const step of plan) expect((step.mode ?? 0) & 0o6000).toBe(0);
+    // Each step names the entry the listing saw.
+    expect(plan.find((step) => step.path === 'tool')).toMatchObject({ kind: 'f', ino: listed[1]?.ino });
   });
 
   it('without ownership (no root, no helper) changes only the write bits', () => {
@@ -67,7 +98,7 @@ describe('ownership plan from one listing', () => {
       [entry('d', '', 0o755), entry('d', 'docs', 0o755), entry('f', 'docs/guide.md', 0o644)],
       { scope, worker, guard, owned: false },
     );
-    expect(plan).toEqual([{ path: 'docs/guide.md', ...guard, mode: 0o444 }]);
+    expect(plan).toMatchObject([{ path: 'docs/guide.md', ...guard, mode: 0o444 }]);
   });
 
   it('lists type, mode, owner and path without following symlinks, names with spaces and newlines included', async () => {
