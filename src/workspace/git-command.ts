@@ -234,6 +234,9 @@ async function callSettings(
 /** Runs git and returns its result; a non-zero exit is data, a git stopped at its time limit or killed is not. */
 export async function tryGit(args: readonly string[], options: GitCommandOptions): Promise<GitCommandResult> {
   const timeoutMs = options.timeoutMs ?? HOST_GIT_TIMEOUT_MS;
+  // Cut already: git is not started at all.
+  if (options.signal?.aborted)
+    throw stoppedError(args, options, timeoutMs, { timedOut: false, aborted: true, signal: null });
   const env = cleanGitEnvironment(options.env);
   const settings = await callSettings(args, options, env, timeoutMs);
   const result = await runBounded(withoutDiffPrograms(args), {
