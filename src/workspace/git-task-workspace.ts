@@ -156,12 +156,13 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       baseSha: workspace.baseSha,
       scope: this.options.scope,
       sync,
+      ...(signal ? { signal } : {}),
     });
     // Host git on the user's repository only: these are the replayed, real commits.
     const range = `${workspace.baseSha}..${facts.headSha}`;
-    const cwd = workspace.repoRoot;
-    const diffStat = facts.commits.count ? await git(['diff', '--stat=100', range], { cwd }) : '';
-    const diff = facts.commits.count ? (await tryGit(['diff', '--no-color', range], { cwd })).stdout : '';
+    const host = { cwd: workspace.repoRoot, ...(signal ? { signal } : {}) };
+    const diffStat = facts.commits.count ? await git(['diff', '--stat=100', range], host) : '';
+    const diff = facts.commits.count ? (await tryGit(['diff', '--no-color', range], host)).stdout : '';
     return {
       baseSha: facts.baseSha,
       headSha: facts.headSha,

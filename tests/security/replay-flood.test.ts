@@ -7,12 +7,12 @@
  * long replay runs ends the runner within seconds (exit 130, the note written), its memory and descriptors
  * sampled all along.
  */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  command,
   journalEvents,
   labelledContainers,
   readNote,
@@ -21,9 +21,9 @@ import {
   waitForJournalEvent,
   type JournalEvent,
 } from '../support/faults-harness.js';
-import { HOSTILE_YAML, runHostileTask, summaryOf } from '../support/hostile-worker.js';
+import { HOSTILE_YAML } from '../support/hostile-worker.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
-import { assistantMessage } from '../support/scripted-responses-server.js';
+import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
 import { git } from '../support/task-repo.js';
 
 /** A unique prefix for this file's tasks (other suites run on the same engine at the same time). */
@@ -61,6 +61,41 @@ const ZEROS_COMMIT = [
   'du -sh .git/objects',
 ].join('\n');
 
+/**
+ * A codex turn that runs `cmd` and waits up to 30 s for it (codex's default is about 10 s, after which the turn
+ * goes on and the command ends with the run: a loaded machine needs more for the floods here).
+ */
+function longCommand(cmd: string): ScriptedReply {
+  const call = commandCall(cmd);
+  return { kind: 'output', items: [{ ...call, arguments: JSON.stringify({ cmd, yield_time_ms: 30_000 }) }] };
+}
+
+/** The suite's hostile task (plan, one worker run of `cmd`, assessment), started as a child process. */
+async function startFlood(taskId: string, yaml: string, cmd: string) {
+  const task = await setupFaultTask(taskId, yaml);
+  // The suite attacks the default network policy (gateway-only).
+  delete task.env.AGENT_RUNNER_NETWORK;
+  task.chat.push(
+    { reply: planReply(taskId, [{ id: 'AC-1', description: 'The requested change is committed.' }]) },
+    { reply: runWorkerReply('Do the requested change and commit it.') },
+    { reply: assessmentReply(true, ['AC-1'], 'Checked the facts.') },
+  );
+  task.responses.enqueue(longCommand(cmd), { kind: 'output', items: [assistantMessage('Done.')] });
+  const runner = startRunner(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {
+    cwd: task.root,
+    env: task.env,
+  });
+  return { task, runner };
+}
+
+/** As {@link startFlood}, to the end: the exit code, the `--json` summary and stderr. */
+async function runFlood(taskId: string, yaml: string, cmd: string) {
+  const { task, runner } = await startFlood(taskId, yaml, cmd);
+  const { code } = await runner.exited;
+  const summary = JSON.parse(runner.stdout().trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
+  return { root: task.root, code, summary, stderr: runner.stderr() };
+}
+
 const fetchedRef = (taskId: string) => `refs/agent-runner/sandbox/${taskId}`;
 
 /** What the worker's commands printed (for the message of a failed expectation). */
@@ -78,27 +113,22 @@ function between(events: JournalEvent[], from: string, to: string): number {
 describe('a worker that floods the replay', () => {
   it('thousands of commits in a second: NEEDS_REVIEW naming sandbox.replay.maxCommits, nothing replayed', async () => {
     const taskId = `${PREFIX}-commits`;
-    const run = await runHostileTask(taskId, {
-      yaml: `${HOSTILE_YAML}sandbox:\n  replay:\n    maxCommits: 100\n`,
-      commands: [commitFlood(3000)],
-    });
-    const root = run.task.root;
+    const yaml = `${HOSTILE_YAML}sandbox:\n  replay:\n    maxCommits: 100\n`;
+    const run = await runFlood(taskId, yaml, commitFlood(3000));
+    const { root, summary } = run;
     const branch = `agent-runner/${taskId}`;
     // The attack ran: the commits reached the host (the fetch of the sandbox's branch holds all of them).
-    expect(git(root, 'rev-list', '--count', `main..${fetchedRef(taskId)}`), workerOutput(root, taskId)).toBe(
-      '3000',
-    );
+    const fetched = Number(git(root, 'rev-list', '--count', fetchedRef(taskId)));
+    expect(fetched, workerOutput(root, taskId)).toBeGreaterThan(3000);
 
-    const summary = summaryOf(run);
     const reason = String(summary.reason);
-    expect(run.code).toBe(3);
+    expect(run.code, run.stderr.slice(-2000)).toBe(3);
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(reason).toContain('sandbox.replay.maxCommits');
     expect(reason).toContain('3000 new commits');
     expect(reason).toContain('(100 new commits)');
-    // Nothing of it reached the person's branch or worktree, and no commit was even replayed.
+    // Nothing of it reached the person's branch or worktree.
     expect(git(root, 'rev-parse', branch)).toBe(git(root, 'rev-parse', 'main'));
-    expect(git(root, 'rev-list', '--count', `main..${branch}`)).toBe('0');
     const worktree = path.join(root, '.agent-runner', 'worktrees', taskId);
     expect(git(worktree, 'rev-parse', 'HEAD')).toBe(git(root, 'rev-parse', 'main'));
     // Quickly: the validation that refused it took seconds, not the minutes a replay of 3,000 commits takes.
@@ -110,21 +140,17 @@ describe('a worker that floods the replay', () => {
 
   it('a small pack that expands into 200 MiB: the person’s worktree is not filled, sandbox.replay.maxTreeBytes is named', async () => {
     const taskId = `${PREFIX}-tree`;
-    const run = await runHostileTask(taskId, {
-      yaml: `${HOSTILE_YAML}sandbox:\n  replay:\n    maxTreeBytes: 50m\n`,
-      commands: [ZEROS_COMMIT],
-    });
-    const root = run.task.root;
+    const yaml = `${HOSTILE_YAML}sandbox:\n  replay:\n    maxTreeBytes: 50m\n`;
+    const run = await runFlood(taskId, yaml, ZEROS_COMMIT);
+    const { root, summary } = run;
     const branch = `agent-runner/${taskId}`;
-    // The attack ran: the fetched head holds the 200 MiB blob, and its pack in the person's repository is small.
-    expect(git(root, 'ls-tree', '--name-only', fetchedRef(taskId)), workerOutput(root, taskId)).toContain(
-      'zeros.bin',
-    );
+    // The attack ran: the fetched head holds the 200 MiB blob (its size read from the object's header).
+    const names = git(root, 'ls-tree', '--name-only', fetchedRef(taskId));
+    expect(names, workerOutput(root, taskId)).toContain('zeros.bin');
     expect(git(root, 'cat-file', '-s', `${fetchedRef(taskId)}:zeros.bin`)).toBe(String(ZEROS_BYTES));
 
-    const summary = summaryOf(run);
     const reason = String(summary.reason);
-    expect(run.code).toBe(3);
+    expect(run.code, run.stderr.slice(-2000)).toBe(3);
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(reason).toContain('sandbox.replay.maxTreeBytes');
     expect(reason).toContain('a tree of 200.0 MiB');
@@ -139,21 +165,8 @@ describe('a worker that floods the replay', () => {
 
   it('SIGTERM while a long replay runs: exit 130 within seconds, the note written, memory and descriptors bounded', async () => {
     const taskId = `${PREFIX}-sigterm`;
-    const task = await setupFaultTask(taskId, `${HOSTILE_YAML}sandbox:\n  replay:\n    maxCommits: 100000\n`);
-    delete task.env.AGENT_RUNNER_NETWORK;
-    task.chat.push(
-      { reply: planReply(taskId, [{ id: 'AC-1', description: 'The requested change is committed.' }]) },
-      { reply: runWorkerReply('Do the requested change and commit it.') },
-      { reply: assessmentReply(true, ['AC-1'], 'Checked the facts.') },
-    );
-    task.responses.enqueue(command(commitFlood(3000)), {
-      kind: 'output',
-      items: [assistantMessage('Done.')],
-    });
-    const runner = startRunner(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {
-      cwd: task.root,
-      env: task.env,
-    });
+    const yaml = `${HOSTILE_YAML}sandbox:\n  replay:\n    maxCommits: 100000\n`;
+    const { task, runner } = await startFlood(taskId, yaml, commitFlood(3000));
     const samples = sampleProcess(runner.pid);
     await waitForJournalEvent(
       task.root,
@@ -163,16 +176,10 @@ describe('a worker that floods the replay', () => {
       180_000,
     );
     // The replay runs: the commits are fetched (the ref holds them), and it is a few seconds in, far from done.
-    const fetchedAll = () => {
-      try {
-        return Number(git(task.root, 'rev-list', '--count', fetchedRef(taskId))) > 3000;
-      } catch {
-        return false;
-      }
-    };
+    const fetchedAll = () => Number(tryGit(task.root, 'rev-list', '--count', fetchedRef(taskId)) ?? 0) > 3000;
     for (let waited = 0; !fetchedAll() && waited < 120_000; waited += 250)
       await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(fetchedAll(), workerOutput(task.root, taskId)).toBe(true);
+    expect(fetchedAll(), `${workerOutput(task.root, taskId)}\n${runner.stderr().slice(-2000)}`).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const signalledAt = Date.now();
     runner.child.kill('SIGTERM');
@@ -188,12 +195,21 @@ describe('a worker that floods the replay', () => {
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(readNote(task.root, taskId)).toContain('interrupted');
     expect(await labelledContainers(taskId)).toEqual([]);
-    // Bounds of the runner during the attack (README, "Every resource bounded").
+    // Bounds of the runner during the attack (docs/threat-model.md).
     expect(samples.count()).toBeGreaterThan(5);
     expect(samples.maxRssBytes()).toBeLessThan(600 * 1024 ** 2);
     expect(samples.maxFds()).toBeLessThan(256);
   });
 });
+
+/** git's output, or null when it fails (a ref that is not there yet). */
+function tryGit(cwd: string, ...args: string[]): string | null {
+  try {
+    return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return null;
+  }
+}
 
 /** Samples a process's resident memory and open descriptors every 200 ms until stopped. */
 function sampleProcess(pid: number) {
