@@ -161,9 +161,9 @@ export async function driveTask(
         if (options.json) output.out(JSON.stringify(safe));
         else progress(safe);
       },
-      onKept: (sandboxId) =>
+      onKept: (sandboxId, execUser) =>
         output.err(
-          `Sandbox kept for debugging: docker exec -it ${sandboxId} bash   (remove: docker rm -f ${sandboxId})`,
+          `Sandbox kept for debugging: docker exec -it -u ${execUser} ${sandboxId} bash   (remove: docker rm -f ${sandboxId})`,
         ),
       ...(headless
         ? {}

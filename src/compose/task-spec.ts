@@ -61,8 +61,8 @@ export interface TaskHooks {
   onEvent?: (event: StampedEvent) => void;
   /** One-line notices for the person (orphaned containers removed, a stale lock taken over). */
   onNotice?: (text: string) => void;
-  /** The sandbox was kept (`--keep-sandbox`). */
-  onKept?: (sandboxId: string) => void;
+  /** The sandbox was kept (`--keep-sandbox`); `execUser` is the worker's `uid:gid` to enter it as. */
+  onKept?: (sandboxId: string, execUser: string) => void;
   /** Answers ask_human; absent: headless (the task ends NEEDS_REVIEW with the question). */
   human?: HumanPort;
   /** Ctrl-C: stop the worker, save its work, write the note. */

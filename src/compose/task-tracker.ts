@@ -39,6 +39,7 @@ export class TaskTracker {
           await sandboxes.stop(...args);
           if (this.sandboxId === args[0]) this.sandboxId = null;
         },
+        checkDisk: async () => (await sandboxes.checkDisk?.()) ?? null,
       },
       worker: {
         type: worker.type,

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { UserError } from '../errors.js';
+import { checkConfigPaths } from './config-paths.js';
 import { configSchema, type Config } from './schema.js';
 
 export const CONFIG_FILE_NAME = 'agent-runner.yaml';
@@ -151,9 +152,11 @@ export interface LoadConfigOptions {
 /** Reads and validates the whole configuration. */
 export async function loadConfig(options: LoadConfigOptions): Promise<Config> {
   const fileLayer = await readConfigFile(options.repoRoot, options.configFile ?? CONFIG_FILE_NAME);
-  return validateConfig([
+  const config = validateConfig([
     fileLayer,
     environmentLayer(options.env ?? process.env),
     { source: 'command-line flags', values: options.flags ?? {} },
   ]);
+  await checkConfigPaths(config, options.repoRoot);
+  return config;
 }

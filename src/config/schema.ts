@@ -2,6 +2,7 @@
  * The schema of agent-runner.yaml: the single source of the `Config` type. Durations and sizes are written
  * as text (`20m`, `4g`) and come out as numbers (milliseconds, bytes).
  */
+import semver from 'semver';
 import { z } from 'zod';
 import { parseDuration, parseSize } from './units.js';
 
@@ -156,6 +157,16 @@ export const configSchema = z
         cpus: z.number().positive().max(256).default(2),
         memory: size('4g').default(4 * 1024 ** 3),
         pids: positiveInt.default(512),
+        /**
+         * How much the task's sandbox repository (work tree and .git) and its CODEX_HOME may grow while the
+         * sandbox runs (beyond their size when it was set up); watched, and the task ends NEEDS_REVIEW above.
+         */
+        disk: z
+          .strictObject({
+            repository: size('4g').default(4 * 1024 ** 3),
+            codexHome: size('1g').default(1024 ** 3),
+          })
+          .prefault({}),
         network: networkPolicySchema.default('gateway-only'),
         allowlist: z.array(z.string().min(1)).default([]),
         setup: z.array(z.string().min(1)).default([]),
@@ -170,6 +181,28 @@ export const configSchema = z
           .default({}),
         dockerfile: z.string().min(1).optional(),
         toolchain: z.enum(['auto', 'image']).default('auto'),
+        /**
+         * Versions that win over what the repository declares: `node: 22` (a semver range, `.nvmrc`-like) for a
+         * project whose own declaration cannot be met, or to try another Node than the one it declares.
+         */
+        toolchains: z
+          .strictObject({
+            node: z
+              .union([z.string().min(1), z.number().int().positive()])
+              .transform(String)
+              .refine(
+                (range) => semver.validRange(range) !== null,
+                'expected a Node version or range like 22 or ^20.11',
+              )
+              .optional(),
+            /** A Go minor version (`1.22`) that wins over go.mod's `go` line. */
+            go: z
+              .union([z.string(), z.number()])
+              .transform(String)
+              .refine((version) => /^1\.\d{1,3}$/.test(version), 'expected a Go version like "1.22" (quoted)')
+              .optional(),
+          })
+          .prefault({}),
         replay: replayCapsSchema.prefault({}),
       })
       .prefault({}),

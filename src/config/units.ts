@@ -36,3 +36,16 @@ export function formatDuration(ms: number): string {
   const hours = Math.floor(minutes / 60);
   return `${hours}h${minutes % 60 ? `${minutes % 60}m` : ''}`;
 }
+
+/** 67_108_864 → "64 MiB"; used in messages and notes (binary units, like the sizes the config takes). */
+export function formatSize(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  if (unit === 0) return `${bytes} bytes`;
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
+}

@@ -4,6 +4,7 @@
  * the config's one `Limits` type.
  */
 import type { Limits } from '../config/schema.js';
+import { formatSize } from '../config/units.js';
 import type { ReplayCap, Usage } from './types.js';
 import { totalTokens } from './usage.js';
 
@@ -24,7 +25,28 @@ export type LimitReason =
   /** `earlier`: the limit covers earlier attempts (resume), `taskId` names the task to give more time. */
   | { code: 'wall_clock'; limitMs: number; earlier?: { taskId: string }; project?: true }
   /** The worker's commits went over a bound of the replay: none was brought to the task branch. */
-  | { code: 'replay'; cap: ReplayCap };
+  | { code: 'replay'; cap: ReplayCap }
+  | DiskCapReached;
+
+/** Which watched directory of the sandbox: the sandbox repository (work tree + .git) or CODEX_HOME. */
+export type DiskCap = 'repository' | 'codexHome';
+
+/**
+ * A disk cap the sandbox went over (`sandbox.disk.<cap>`): the run in it was stopped at once. `grewBytes` is
+ * what the directory had grown by when it was measured, `limitBytes` the cap, `path` the host directory.
+ */
+export interface DiskCapReached {
+  code: 'disk';
+  cap: DiskCap;
+  limitBytes: number;
+  grewBytes: number;
+  path: string;
+}
+
+const DISK_CAP_WORDS: Record<DiskCap, string> = {
+  repository: 'the sandbox repository (work tree and .git)',
+  codexHome: "the worker's CODEX_HOME",
+};
 
 /** The config key of each replay bound, and how its figures are written. */
 const REPLAY_CAPS: Record<ReplayCap['cap'], { key: string; what: (n: number) => string }> = {
@@ -71,6 +93,8 @@ export function limitMessage(reason: LimitReason): string {
     }
     case 'replay':
       return replayCapMessage(reason.cap);
+    case 'disk':
+      return diskCapMessage(reason);
   }
 }
 
@@ -104,4 +128,14 @@ export function usageReached(
   usage: Usage,
 ): Extract<LimitReason, { code: 'max_tokens' | 'max_cost' }> | null {
   return spendingReached(limits, { tokens: totalTokens(usage), costUsd: usage.costUsd });
+}
+
+/** The disk cap in words, with its figures and the fix. */
+export function diskCapMessage(reason: DiskCapReached): string {
+  return (
+    `disk cap sandbox.disk.${reason.cap} reached: ${DISK_CAP_WORDS[reason.cap]} grew by ${formatSize(reason.grewBytes)}, ` +
+    `over its cap of ${formatSize(reason.limitBytes)}, so the sandbox's processes were stopped at once ` +
+    `(uncommitted files stay in ${reason.path}, not copied to your repository). ` +
+    `Find what wrote so much there, or raise sandbox.disk.${reason.cap} in agent-runner.yaml`
+  );
 }

@@ -3,6 +3,7 @@
  * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
  */
 
+import type { DiskCapReached } from './limits.js';
 import type { z } from 'zod';
 import type { Pattern } from '../patterns/pattern-library.js';
 import type {
@@ -37,7 +38,10 @@ export interface SandboxSpec {
   /** The user's repository root, for the `agent-runner.repo` label. */
   repoPath: string;
   image: string;
-  /** Numeric user the container (and every exec) runs as. Never 0. */
+  /**
+   * Numeric user every exec runs as (the worker's). Never 0. The container's init and keeper run as another
+   * uid the worker cannot signal (the runtime derives it), so ending every process of this uid is safe.
+   */
   user: { uid: number; gid: number };
   mounts: MountSpec[];
   workdir: string;
@@ -64,6 +68,11 @@ export interface ExecOptions {
   env?: Record<string, string>;
   /** Run as this `uid:gid` instead of the sandbox's user (the runner's own set-up steps only). */
   user?: string;
+  /**
+   * An internal command that must start even when the worker's processes hold every pid of the sandbox's
+   * limit (the reaper after a fork bomb): when its exec cannot start, the limit is raised while it runs.
+   */
+  roomInFullPidsLimit?: boolean;
   /** Wall clock; after it: SIGTERM to the whole process group, `graceMs`, then SIGKILL. Exit code 124. */
   timeoutMs?: number;
   graceMs?: number;
@@ -308,6 +317,12 @@ export interface SandboxProviderPort {
   setUp(sandboxId: string): Promise<void>;
   /** Removes the sandbox (or keeps it, under --keep-sandbox). */
   stop(sandboxId: string): Promise<void>;
+  /**
+   * The disk cap the sandbox went over (its processes were then stopped at once): the one its watch saw, or,
+   * measured now, the one a run that ended before the watch's next look left behind. The task ends on it.
+   * Absent, or null: no cap reached (a provider without a disk watch).
+   */
+  checkDisk?(): Promise<DiskCapReached | null>;
 }
 
 /**

@@ -29,7 +29,10 @@ export async function finishTask(
     (loop.evidence ?? lastRecordedEvidence(loop.runs))?.facts,
   );
   if (loop.state !== state) loop.move(terminalEvent(loop, state, reason));
-  await saveWork(loop, state === 'COMPLETE');
+  // Over a disk cap, the uncommitted files are what filled it: `git add -A` would copy them into the
+  // sandbox's .git and then into the person's repository. They stay in the sandbox repository.
+  const overDiskCap = outcome.code === 'limit' && outcome.limit.code === 'disk';
+  await saveWork(loop, state === 'COMPLETE' || overDiskCap);
   if (loop.sandboxId) await loop.deps.sandboxes.stop(loop.sandboxId).catch(() => undefined);
   const assessment = lastAssessment(loop.runs, loop.looseAssessment?.assessment);
   const latest = loop.evidence ?? lastRecordedEvidence(loop.runs);
@@ -91,9 +94,9 @@ export const FINISH_OBSERVE_MS = 10_000;
  * Docker engine may be what failed (the commits are still brought back then, from the sandbox repository on
  * the host, before the facts fail).
  */
-async function saveWork(loop: TaskLoop, complete: boolean): Promise<void> {
+async function saveWork(loop: TaskLoop, leaveUncommitted: boolean): Promise<void> {
   const { sandboxId } = loop;
-  if (!sandboxId || complete) return;
+  if (!sandboxId) return;
   const unobserved = loop.unobservedRun;
   // A replay that was itself cut is not started again: the finish must end within seconds of Ctrl-C, SIGTERM
   // or the wall clock; the commits stay in the sandbox repository, where `resume` finds them.
@@ -108,6 +111,7 @@ async function saveWork(loop: TaskLoop, complete: boolean): Promise<void> {
       loop.recordRun(record);
     }
   }
+  if (leaveUncommitted) return;
   loop.preservedRef = await loop.deps.workspace.preserveUncommitted(sandboxId).catch(() => null);
   if (loop.preservedRef) loop.emit({ type: 'preserved', ref: loop.preservedRef });
 }

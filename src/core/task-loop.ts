@@ -160,6 +160,15 @@ export class TaskLoop {
     return limit ? { code: 'limit', limit } : null;
   }
 
+  /**
+   * A disk cap of the sandbox, once reached (its processes were stopped at once): asked after every worker
+   * run and every round of checks, which are what write there.
+   */
+  async diskLimit(): Promise<TaskOutcome | null> {
+    const reached = (await this.deps.sandboxes.checkDisk?.()) ?? null;
+    return reached ? { code: 'limit', limit: reached } : null;
+  }
+
   /** The wall-clock limit as an outcome (a call or a check cut by it ends like the limit itself). */
   wallClockOutcome(): TaskOutcome {
     const limit = this.ledger.exhausted();

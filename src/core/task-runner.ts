@@ -81,17 +81,20 @@ export class TaskRunner {
       // A recording failure wins over whatever the steps ended with (a hand-off included).
       outcome = loop.fatal ? { code: 'error', error: loop.fatal } : (ended as TaskOutcome);
     } catch (caught) {
-      outcome = this.outcomeOfError(caught, signal);
+      outcome = await this.outcomeOfError(caught, signal);
     }
     const error = outcome.code === 'error' ? outcome.error : null;
     return { kind: 'finished', summary: await finishTask(loop, outcome, error) };
   }
 
   /** A step threw: a recording failure, a full disk, an interrupt, the wall clock, or an error of its own. */
-  private outcomeOfError(caught: unknown, signal: AbortSignal): TaskOutcome {
+  private async outcomeOfError(caught: unknown, signal: AbortSignal): Promise<TaskOutcome> {
     const { loop } = this;
     const fatal = loop.fatal ?? diskFullError(caught, loop.options.runDir);
     if (fatal) return { code: 'error', error: fatal };
+    // A set-up command or a check stopped by a disk cap fails as a consequence: the cap is the reason.
+    const disk = await loop.diskLimit().catch(() => null);
+    if (disk) return disk;
     if (signal.aborted) return { code: 'interrupted' };
     // A Meta-agent call or a check cut by the wall clock ends like the limit itself.
     if (loop.deps.clock.now() >= loop.ledger.deadline()) return loop.wallClockOutcome();

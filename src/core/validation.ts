@@ -67,7 +67,7 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
       dod = await loop.deps.workspace.runDod(sandboxId, facts, loop.bounds(signal));
       loop.emit({ type: 'dod', run, dod });
     }
-    const limit = loop.limitReached(signal);
+    const limit = (await loop.diskLimit()) ?? loop.limitReached(signal);
     if (limit) return stop(limit);
     criteriaChecks = await loop.deps.workspace.runCriteriaChecks(
       sandboxId,
@@ -79,7 +79,7 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
     const after = await loop.deps.workspace.checkedOutHead(sandboxId);
     checkedHead = before === after ? before : null;
   }
-  const limit = loop.limitReached(signal);
+  const limit = (!reuse ? await loop.diskLimit() : null) ?? loop.limitReached(signal);
   if (limit) return stop(limit);
   loop.workerRanSinceEvidence = false;
   const fingerprint = evidenceFingerprint(facts, dod, criteriaChecks, checkedHead);

@@ -76,6 +76,9 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
   loop.runs.push(record);
   loop.recordRun(record);
   if (signal?.aborted) return stop(loop.limitReached(signal) ?? { code: 'interrupted' });
+  // A disk cap stopped the run: nothing more runs in the sandbox (the finish brings the commits back).
+  const disk = await loop.diskLimit();
+  if (disk) return stop(disk);
   // The gateway refused the worker's model requests: the budget is spent. The finish still brings the run's
   // commits back and saves its uncommitted work.
   if (result.budgetExhausted) return stop({ code: 'budget_spent', reason: result.budgetExhausted });

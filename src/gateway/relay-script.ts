@@ -14,6 +14,10 @@ export const RELAY_PORT = 8787;
 
 export const RELAY_SCRIPT = `'use strict';
 // agent-runner relay: 127.0.0.1:PORT inside the sandbox -> the gateway's unix socket (see docs/gateway.md).
+// SIGUSR1 would switch on node's inspector (127.0.0.1:9229), from which anyone reaching it could run code in
+// the relay; a listener of its own turns that off (node < 22.14 has no --disable-sigusr1). The relay runs as
+// the keeper uid, which the worker cannot signal anyway: this is the second wall.
+process.on('SIGUSR1', () => {});
 const net = require('net');
 const socketPath = process.argv[2];
 const port = Number(process.argv[3]);
@@ -39,9 +43,10 @@ server.listen(port, '127.0.0.1');
 `;
 
 /**
- * The sandbox's keeper: a shell that keeps the relay running (restarting it if it dies) and then sleeps.
- * The relay is not the keeper itself, so a worker that kills it only cuts itself off from the model; the
- * container (and the task's other state) stays.
+ * The sandbox's keeper: a shell that keeps the relay running (restarting it if it dies) and then sleeps. Both
+ * run as the container's own user, the keeper uid (see containerCreateOptions), which the worker's uid cannot
+ * signal: the worker can neither kill the relay nor make it start anything. It runs in `/`, not in the
+ * worker's /workspace, so a restarted node finds nothing of the worker's next to it.
  */
 export function relayKeeper(port = RELAY_PORT): string[] {
   const script = `${GATEWAY_CONTAINER_DIR}/${RELAY_SCRIPT_NAME}`;
@@ -49,6 +54,6 @@ export function relayKeeper(port = RELAY_PORT): string[] {
   return [
     '/bin/sh',
     '-c',
-    `(while :; do node ${script} ${socket} ${port}; sleep 1; done) & exec sleep infinity`,
+    `cd /; (while :; do node ${script} ${socket} ${port}; sleep 1; done) & exec sleep infinity`,
   ];
 }

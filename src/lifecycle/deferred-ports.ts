@@ -34,6 +34,7 @@ export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: strin
       create: async () => (await ready).sandboxes.create(),
       setUp: async (...args) => (await ready).sandboxes.setUp(...args),
       stop: async (...args) => (await ready).sandboxes.stop(...args),
+      checkDisk: async () => (await ready).sandboxes.checkDisk?.() ?? null,
     },
     worker: {
       type: workerType,

@@ -30,7 +30,7 @@ export interface TaskSandboxInput {
     commands?: readonly string[];
   };
   keep: boolean;
-  onKept?: (sandboxId: string) => void;
+  onKept?: (sandboxId: string, execUser: string) => void;
   labels?: Record<string, string>;
 }
 

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { MountSpec, SandboxNetwork, SandboxSpec } from '../core/ports.js';
 import { InternalError } from '../errors.js';
+import { keeperIdsFor } from '../workspace/permissions.js';
 
 /** Label keys every sandbox carries; `task` and `pid`/`hostname` let a later run find orphans. */
 export const SANDBOX_LABELS = {
@@ -16,6 +17,8 @@ export const SANDBOX_LABELS = {
   version: 'agent-runner.version',
   pid: 'agent-runner.pid',
   hostname: 'agent-runner.hostname',
+  /** `uid:gid` every exec runs as (the container's own user is the keeper's, see keeperIdsFor). */
+  user: 'agent-runner.user',
 } as const;
 
 /** The writable home of the sandbox user; the root filesystem is read-only. */
@@ -24,6 +27,17 @@ export const SANDBOX_HOME = '/home/agent';
 /** The home tmpfs options: owned by the worker (uid=/gid= are honoured on every engine; mode= is not). */
 export function homeTmpfsOptions(user: { uid: number; gid: number }): string {
   return `rw,nosuid,nodev,exec,uid=${user.uid},gid=${user.gid},mode=0755`;
+}
+
+/**
+ * The `/tmp` tmpfs options. `exec`: Docker mounts a tmpfs `noexec` unless told, and toolchains execute what they
+ * build under the temp dir (`go test` runs its test binaries from `/tmp/go-build…`); `noexec` protected nothing,
+ * since the worker can execute anything in its writable workspace and home. `size`: half the container's memory
+ * (a tmpfs is memory, charged to the container's limit), so a full `/tmp` is "No space left on device" for the
+ * writer rather than an out-of-memory kill of the whole run.
+ */
+export function tmpTmpfsOptions(memoryBytes: number): string {
+  return `rw,nosuid,nodev,exec,size=${Math.max(64 * 1024 ** 2, Math.floor(memoryBytes / 2))},mode=1777`;
 }
 
 /** Who creates the container, recorded in its labels. */
@@ -87,7 +101,18 @@ export function sandboxName(taskId: string): string {
   return `agent-runner-${safe}-${randomBytes(3).toString('hex')}`;
 }
 
-/** Docker create options for `spec`: non-root, no capabilities, read-only root, bounded pids/memory/cpu. */
+/** `uid:gid` as Docker's User field takes it. */
+export function userField(user: { uid: number; gid: number }): string {
+  return `${user.uid}:${user.gid}`;
+}
+
+/**
+ * Docker create options for `spec`: non-root, no capabilities, read-only root, bounded pids/memory/cpu. The
+ * container's own user (its init, the keeper and the gateway relay) is the keeper uid, not the worker's: with
+ * no capabilities and `no-new-privileges`, nothing the worker runs can signal, ptrace or outlive-by-proxy
+ * them, and the reaper may end every process of the worker's uid. Every exec names the worker's user
+ * (`agent-runner.user`, DockerSandboxRuntime.exec).
+ */
 export function containerCreateOptions(
   spec: SandboxSpec,
   owner: SandboxOwner,
@@ -112,7 +137,7 @@ export function containerCreateOptions(
     // Entrypoint rather than Cmd: an image entrypoint (node's docker-entrypoint.sh) must not wrap the keeper.
     Entrypoint: spec.keeper ?? ['sleep'],
     Cmd: spec.keeper === undefined ? ['infinity'] : [],
-    User: `${spec.user.uid}:${spec.user.gid}`,
+    User: userField(keeperIdsFor(spec.user)),
     WorkingDir: spec.workdir,
     Env: [`HOME=${SANDBOX_HOME}`, ...Object.entries(spec.env).map(([key, value]) => `${key}=${value}`)],
     Labels: {
@@ -122,6 +147,7 @@ export function containerCreateOptions(
       [SANDBOX_LABELS.version]: owner.version,
       [SANDBOX_LABELS.pid]: String(owner.pid),
       [SANDBOX_LABELS.hostname]: owner.hostname,
+      [SANDBOX_LABELS.user]: userField(spec.user),
     },
     AttachStdin: false,
     AttachStdout: false,
@@ -138,7 +164,7 @@ export function containerCreateOptions(
         ReadOnly: mount.readOnly ?? false,
       })),
       Tmpfs: {
-        '/tmp': 'rw,nosuid,nodev,mode=1777',
+        '/tmp': tmpTmpfsOptions(memory),
         // Owned by the worker's uid through uid=/gid=: Docker 20.10 ignores mode= on a tmpfs mounted over a
         // directory the image already has (the home does), which left it root-owned and `npm ci` failing.
         [SANDBOX_HOME]: homeTmpfsOptions(spec.user),

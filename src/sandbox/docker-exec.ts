@@ -209,7 +209,7 @@ export async function killMarked(
 }
 
 /** Raises the sandbox's pids limit by PIDS_ROOM_FOR_KILLER; returns how to set it back (a no-op without one). */
-async function raisePidsLimit(docker: Docker, sandboxId: string): Promise<() => Promise<void>> {
+export async function raisePidsLimit(docker: Docker, sandboxId: string): Promise<() => Promise<void>> {
   const container = docker.getContainer(sandboxId);
   const limit = (await container.inspect().catch(() => null))?.HostConfig?.PidsLimit ?? 0;
   if (!limit || limit <= 0) return async () => {};

@@ -16,7 +16,13 @@ import type {
   SandboxSummary,
 } from '../core/ports.js';
 import { EnvironmentError, InternalError } from '../errors.js';
-import { containerCreateOptions, dockerSocketPaths, type SandboxOwner } from './container-options.js';
+import {
+  containerCreateOptions,
+  dockerSocketPaths,
+  SANDBOX_LABELS,
+  userField,
+  type SandboxOwner,
+} from './container-options.js';
 import { pingDocker } from './docker-client.js';
 import { blockLinkLocal } from './link-local-block.js';
 import { applyOwnershipInContainer, type OwnershipHelperRequest } from './ownership-helper.js';
@@ -28,6 +34,7 @@ import {
   killMarked,
   messageOf,
   pumpUntilEnd,
+  raisePidsLimit,
   startExec,
   statusOf,
   type StartedExec,
@@ -73,6 +80,8 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   private readonly redact: ((text: string) => string) | undefined;
   /** OOM kills seen in each sandbox so far, to tell whether the last exit 137 was one of them. */
   private readonly oomKills = new Map<string, number>();
+  /** The `uid:gid` each sandbox's execs run as (its worker), from create or from its label. */
+  private readonly execUsers = new Map<string, string | undefined>();
 
   constructor(
     private readonly docker: Docker,
@@ -141,11 +150,44 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     }
     // A fresh container's cgroup has seen no OOM kill.
     this.oomKills.set(container.id, 0);
+    this.execUsers.set(container.id, userField(spec.user));
     return { id: container.id, name };
   }
 
   async exec(sandboxId: string, argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     if (argv.length === 0) throw new InternalError('SandboxRuntime.exec needs a command (argv is empty).');
+    // The container's own user is the keeper's: an exec that names none runs as the sandbox's worker.
+    const resolved = { ...options, user: options.user ?? (await this.execUser(sandboxId)) };
+    const result = await this.execAs(sandboxId, argv, resolved);
+    if (result.exitCode !== 126 || !options.roomInFullPidsLimit) return result;
+    // 126: the exec could not start, most likely because the worker's processes hold every pid (a fork bomb).
+    const restore = await raisePidsLimit(this.docker, sandboxId).catch(() => null);
+    if (restore === null) return result;
+    try {
+      return await this.execAs(sandboxId, argv, resolved);
+    } finally {
+      await restore().catch(() => undefined);
+    }
+  }
+
+  /** The worker's `uid:gid` of a sandbox: recorded at create, else read once from its label. */
+  private async execUser(sandboxId: string): Promise<string | undefined> {
+    if (this.execUsers.has(sandboxId)) return this.execUsers.get(sandboxId);
+    const info = await this.docker
+      .getContainer(sandboxId)
+      .inspect()
+      .catch(() => null);
+    // No label: a container made before the keeper had a uid of its own, whose user is the worker's.
+    const user = info?.Config.Labels?.[SANDBOX_LABELS.user];
+    if (info) this.execUsers.set(sandboxId, user);
+    return user;
+  }
+
+  private async execAs(
+    sandboxId: string,
+    argv: readonly string[],
+    options: ExecOptions,
+  ): Promise<ExecResult> {
     const startedAt = performance.now();
     const tailBytes = options.tailBytes ?? DEFAULT_TAIL_BYTES;
     const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
@@ -223,6 +265,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   async remove(sandboxId: string): Promise<void> {
     const container = this.docker.getContainer(sandboxId);
     this.oomKills.delete(sandboxId);
+    this.execUsers.delete(sandboxId);
     try {
       await container.stop({ t: this.stopTimeoutSeconds });
     } catch (error) {

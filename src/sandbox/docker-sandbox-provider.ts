@@ -7,9 +7,13 @@
 import { chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
+import type { DiskCapReached } from '../core/limits.js';
 import type { MountSpec, SandboxNetwork, SandboxProviderPort, SandboxRuntime } from '../core/ports.js';
 import { AgentRunnerError } from '../errors.js';
+import { SANDBOX_WORKDIR } from '../workspace/layout.js';
 import type { WorkspaceMount } from '../workspace/prepare-task-workspace.js';
+import { DiskWatch, type DiskWatchOptions } from './disk-watch.js';
+import { endStrayProcesses } from './stray-processes.js';
 
 export const CODEX_HOME_IN_SANDBOX = '/codex-home';
 
@@ -35,12 +39,17 @@ export interface DockerSandboxProviderOptions {
   /** Runs `sandbox.setup` and switches to the worker network policy; provided with the gateway. */
   setup?: (sandboxId: string) => Promise<void>;
   keep: boolean;
-  onKept?: (sandboxId: string) => void;
+  /** `execUser`: the worker's `uid:gid` (the container's own user is the keeper's). */
+  onKept?: (sandboxId: string, execUser: string) => void;
   /** Extra container labels (a kept sandbox is labelled so the orphan sweep leaves it alone). */
   labels?: Record<string, string>;
+  /** The disk watch's clocks (tests shorten them); the caps are `sandbox.disk`. */
+  diskWatch?: Pick<DiskWatchOptions, 'intervalMs' | 'pollMs'>;
 }
 
 export class DockerSandboxProvider implements SandboxProviderPort {
+  private watch: DiskWatch | null = null;
+
   constructor(private readonly options: DockerSandboxProviderOptions) {}
 
   /** Host directory of the task's CODEX_HOME (sessions live there, so `resume` works across runs). */
@@ -77,6 +86,9 @@ export class DockerSandboxProvider implements SandboxProviderPort {
   }
 
   async setUp(sandboxId: string): Promise<void> {
+    // Watched from here on: the files the task started with are there, and what runs next (set-up, worker,
+    // checks) is what may write.
+    await this.watchDisk(sandboxId);
     try {
       await this.options.setup?.(sandboxId);
     } catch (error) {
@@ -86,11 +98,49 @@ export class DockerSandboxProvider implements SandboxProviderPort {
             cause: error,
           });
     }
+    // A set-up command that wrote past a cap and ended before the watch looked: the task goes no further.
+    const reached = await this.checkDisk();
+    if (reached)
+      throw new AgentRunnerError(
+        'sandbox_failed',
+        `Sandbox set-up went over a disk cap (sandbox.disk.${reached.cap})`,
+      );
+  }
+
+  private async watchDisk(sandboxId: string): Promise<void> {
+    const { config, runtime } = this.options;
+    const repository = this.options.workspace().mounts.find((m) => m.containerPath === SANDBOX_WORKDIR);
+    this.watch?.stop();
+    this.watch = new DiskWatch({
+      directories: [
+        ...(repository
+          ? [
+              {
+                cap: 'repository' as const,
+                path: repository.hostPath,
+                limitBytes: config.sandbox.disk.repository,
+              },
+            ]
+          : []),
+        { cap: 'codexHome', path: this.codexHomeHostPath(), limitBytes: config.sandbox.disk.codexHome },
+      ],
+      // Every process but the sandbox's init and keeper, at once: no grace for a writer.
+      onExceeded: async () => void (await endStrayProcesses(runtime, sandboxId, 0)),
+      ...this.options.diskWatch,
+    });
+    await this.watch.start();
+  }
+
+  /** The cap the sandbox went over, measured now unless the watch already saw one. */
+  async checkDisk(): Promise<DiskCapReached | null> {
+    return (await this.watch?.check()) ?? null;
   }
 
   async stop(sandboxId: string): Promise<void> {
+    this.watch?.stop();
     if (this.options.keep) {
-      this.options.onKept?.(sandboxId);
+      const { uid, gid } = this.options.workspace().workerUser;
+      this.options.onKept?.(sandboxId, `${uid}:${gid}`);
       return;
     }
     await this.options.runtime.remove(sandboxId);

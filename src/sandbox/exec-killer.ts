@@ -109,40 +109,37 @@ export function killerArgv(interpreter: '/bin/bash' | '/bin/sh', marker: string,
 
 /**
  * Ending everything a worker run (or a DoD check, or a set-up command) left behind, whatever it did to its
- * environment: `setsid`, `nohup`, double forks and `env -i` all escape the exec marker above, but not this.
- * Run as the worker's user after the exec has returned, it signals every process it can see except the
- * sandbox's own: PID 1 (the init), the keeper (the oldest child of PID 1: nothing the worker starts can be
- * older) with its descendants (the gateway relay), and itself. SIGTERM, a grace period while any survives,
- * then SIGKILL until none is left.
+ * environment: `setsid`, `nohup`, double forks, `env -i`, a renamed argv0 and SIGSTOP all escape the exec
+ * marker above, but not this. Run as the worker's user, it signals every process except itself, its own
+ * children (the `sleep` of its waits) and PID 1. The kernel decides what "the worker's" means: without
+ * capabilities a signal reaches only processes of the same uid, so the sandbox's init, keeper and gateway
+ * relay (the keeper uid, see keeperIdsFor) refuse it and are neither counted nor spared by a rule the worker
+ * could imitate; a process that made itself non-dumpable (its /proc entry then belongs to root) is still the
+ * worker's to the kernel. SIGTERM, a grace period while any survives, then SIGKILL until none is left (a
+ * stopped process dies of SIGKILL too).
  *
  * It parses /proc/<pid>/stat after the last `)`, because the command name before it is the worker's to
  * choose (spaces and parentheses included). Builtins only in the scan. Exit 0: nothing is left; 3: something
- * survived SIGKILL (a zombie or a process in uninterruptible sleep); 4: no /proc.
+ * survived SIGKILL (a process in uninterruptible sleep); 4: no /proc.
  */
 const REAPER_SCRIPT = String.raw`
 cd /proc || exit 4
 grace_ticks=$1
-declare -A parent start
+declare -A parent
 scan() {
-  parent=() start=()
+  parent=()
   for pid in [0-9]*; do
     IFS= read -r line 2>/dev/null <"/proc/$pid/stat" || continue
     rest=${'$'}{line##*) }
     fields=($rest)
     parent[$pid]=${'$'}{fields[1]}
-    start[$pid]=${'$'}{fields[19]}
-  done
-  keeper=
-  for pid in "${'$'}{!parent[@]}"; do
-    [ "${'$'}{parent[$pid]}" = 1 ] && [ "$pid" != 1 ] || continue
-    if [ -z "$keeper" ] || [ "${'$'}{start[$pid]}" -lt "${'$'}{start[$keeper]}" ]; then keeper=$pid; fi
   done
 }
-is_protected() {
+is_own() {
   local pid=$1 hops=0
   [ "$pid" = 1 ] && return 0
   while [ -n "$pid" ] && [ "$pid" != 0 ] && [ "$pid" != 1 ] && [ "$hops" -lt 64 ]; do
-    [ "$pid" = "$keeper" ] || [ "$pid" = "$$" ] && return 0
+    [ "$pid" = "$$" ] && return 0
     pid=${'$'}{parent[$pid]}
     hops=$((hops + 1))
   done
@@ -153,7 +150,7 @@ signal_strays() {
   scan
   found=0
   for pid in "${'$'}{!parent[@]}"; do
-    is_protected "$pid" && continue
+    is_own "$pid" && continue
     kill -s "$1" "$pid" 2>/dev/null && found=$((found + 1))
   done
 }

@@ -54,7 +54,7 @@ export async function resolveNodeVersion(
     throw new UserError(
       'config_invalid',
       `No Node version on the npm registry satisfies "${range}" (package ${NODE_BINARY_PACKAGE}). ` +
-        'Fix the range in engines.node / .nvmrc / .node-version, or set sandbox.toolchain: image.',
+        'Fix the range in engines.node / .nvmrc / .node-version, set another with sandbox.toolchains.node in agent-runner.yaml, or set sandbox.toolchain: image.',
     );
   }
   return picked;

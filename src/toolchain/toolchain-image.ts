@@ -19,6 +19,12 @@ import { buildTaggedImage } from '../sandbox/image-builder.js';
 import { DERIVED_LABEL, WORKER_IMAGE_REPOSITORY } from '../sandbox/worker-image.js';
 import { detectToolchain, type DeclaredToolchain, type PackageManagerSpec } from './detect-toolchain.js';
 import { imageNodeVersion } from './image-node-version.js';
+import {
+  detectSystemToolchains,
+  systemLayerDockerfile,
+  systemLayerPlan,
+  type SystemToolchains,
+} from './system-toolchains.js';
 import { NODE_BINARY_PACKAGE, nodeSatisfies, resolveNodeVersion } from './node-version.js';
 
 export { DERIVED_LABEL };
@@ -98,6 +104,8 @@ export interface ResolveTaskImageOptions {
   buildWorkerOn: (base: string) => Promise<string>;
   onProgress?: (line: string) => void;
   declared?: DeclaredToolchain;
+  /** Go, Python and Rust as declared (default: read from the repository). */
+  systemDeclared?: SystemToolchains;
   /** Where the person's state directory is (the remembered Node versions of images); default the process's. */
   env?: NodeJS.ProcessEnv;
 }
@@ -184,10 +192,41 @@ async function withToolchainLayer(
   return image;
 }
 
+/** The Debian toolchains layer (Go, Python, Rust) on top of `image`, built once; `image` when none is declared. */
+async function withSystemLayer(
+  options: ResolveTaskImageOptions,
+  image: string,
+  layers: string[],
+): Promise<string> {
+  const declared = options.systemDeclared ?? (await detectSystemToolchains(options.repoRoot));
+  const plan = systemLayerPlan(declared, options.config.sandbox.toolchains);
+  if (plan.packages.length === 0) return image;
+  layers.push(...plan.layers);
+  const dockerfileText = systemLayerDockerfile(image, plan);
+  const tag = `${WORKER_IMAGE_REPOSITORY}:system-${hash(image, dockerfileText)}`;
+  if (!(await imageExists(options.docker, tag))) {
+    options.onProgress?.(
+      `building the toolchain layer ${tag} (${plan.packages.join(', ')}; once, reused after)`,
+    );
+    await buildTaggedImage(options.docker, {
+      tag,
+      dockerfile: dockerfileText,
+      labels: { [DERIVED_LABEL]: 'toolchain', 'agent-runner.from': image },
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+  }
+  return tag;
+}
+
 /** The image for this task: the worker image, or the derived image the repository's toolchain needs. */
 export async function resolveTaskImage(options: ResolveTaskImageOptions): Promise<TaskImagePlan> {
   const { config, repoRoot } = options;
-  const declared = options.declared ?? (await detectToolchain(repoRoot));
+  const detected = options.declared ?? (await detectToolchain(repoRoot));
+  // sandbox.toolchains.node wins over what the repository declares (the way out when that cannot be met).
+  const override = config.sandbox.toolchains.node;
+  const declared: DeclaredToolchain = override
+    ? { ...detected, node: { range: override, source: 'sandbox.toolchains.node' } }
+    : detected;
   const layers: string[] = [];
   const setup: string[] = [];
   let image = options.workerImage;
@@ -207,6 +246,10 @@ export async function resolveTaskImage(options: ResolveTaskImageOptions): Promis
     setup.push(declared.devcontainer.postCreateCommand);
   }
 
+  // Go, Python and Rust from Debian, unless a project base (a Dockerfile or a dev container) brings its own.
+  if (config.sandbox.toolchain === 'auto' && dockerfile === undefined && devImage === undefined) {
+    image = await withSystemLayer(options, image, layers);
+  }
   if (config.sandbox.toolchain === 'auto' && (declared.node || declared.packageManager)) {
     image = await withToolchainLayer(options, declared, image, layers);
   }

@@ -1,23 +1,24 @@
 /**
  * The acceptance criteria's checks, run as facts. `command` runs in the sandbox like a DoD check (the same
- * clean shell, timeout, exit code, output tail, stray processes ended); `file_exists` is observed on the task branch with host git (objects only: no path
+ * clean shell, timeout, exit code, output tail, every process of the worker's ended before and after); `file_exists` is observed on the task branch with host git (objects only: no path
  * the worker controls is followed, a symbolic link counts as absent); `test` runs the named test through the
  * framework detected on the task branch, or is "not executable" with the reason. Any other kind (`manual`,
  * `playwright`...) is kept as written and recorded as not executed, for the assessor to judge.
  */
+import path from 'node:path';
 import type { SandboxRuntime } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, TaskFacts } from '../core/types.js';
-import { endStrayProcesses } from '../sandbox/stray-processes.js';
+import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import {
-  detectTestFramework,
   FRAMEWORKS_LOOKED_FOR,
   namedTestCommand,
   passedTestCount,
   type TestFramework,
 } from './test-frameworks.js';
+import { testLocations, type TestLocation, type TreeReader } from './test-location.js';
 
 /** A check's own timeout when nothing shorter applies (the DoD's default too). */
 export const CRITERION_CHECK_TIMEOUT_MS = 600_000;
@@ -74,17 +75,39 @@ export async function fileOnBranch(
   return { exists: true, reason: `${type === 'tree' ? 'a directory' : 'a file'} at ${headSha.slice(0, 12)}` };
 }
 
-async function frameworkOf(repoRoot: string, headSha: string): Promise<TestFramework | null> {
-  const names = await tryGit(['ls-tree', '-z', '--name-only', headSha], { cwd: repoRoot });
+/** The task branch's tree for test detection: its file names, and blob text read from objects only. */
+async function branchTree(repoRoot: string, headSha: string): Promise<TreeReader> {
+  const names = await tryGit(['ls-tree', '-r', '-z', '--name-only', headSha], { cwd: repoRoot });
   const files = names.exitCode === 0 ? splitNul(names.stdout) : [];
-  // Read as a blob: no filter, no textconv, nothing of the worker's runs on the host.
-  const packageJson = files.includes('package.json')
-    ? await tryGit(['cat-file', 'blob', `${headSha}:package.json`], { cwd: repoRoot })
-    : null;
-  return detectTestFramework({
-    packageJson: packageJson?.exitCode === 0 ? packageJson.stdout : null,
+  return {
     files,
-  });
+    // Read as a blob: no filter, no textconv, nothing of the worker's runs on the host.
+    read: async (file) => {
+      const blob = await tryGit(['cat-file', 'blob', `${headSha}:${file}`], { cwd: repoRoot });
+      return blob.exitCode === 0 ? blob.stdout : null;
+    },
+  };
+}
+
+/**
+ * One command for the test's locations: each in its own subshell, the first failing exit code kept, so a
+ * package that fails is not hidden by one that passes.
+ */
+export function locatedTestCommand(
+  locations: readonly TestLocation[],
+  testName: string,
+  file?: string,
+): string {
+  const commands = locations.map(({ framework, dir }) =>
+    namedTestCommand(
+      framework,
+      testName,
+      file === undefined ? undefined : path.posix.relative(dir, file),
+      dir,
+    ),
+  );
+  if (commands.length === 1) return commands[0]!;
+  return `rc=0; ${commands.map((command) => `(${command}) || { status=$?; [ $rc -ne 0 ] || rc=$status; }`).join('; ')}; exit $rc`;
 }
 
 /** Runs the criteria's checks in plan order; criteria without a check are left out. */
@@ -97,7 +120,7 @@ export async function runCriteriaChecks(
 ): Promise<CriterionCheckResult[]> {
   const deadline = Date.now() + options.timeoutMs;
   const results: CriterionCheckResult[] = [];
-  let framework: Promise<TestFramework | null> | undefined;
+  let tree: Promise<TreeReader> | undefined;
   for (const criterion of criteria) {
     const check = criterion.check;
     if (!check) continue;
@@ -129,24 +152,24 @@ export async function runCriteriaChecks(
       continue;
     }
     let command: string;
-    let counted: TestFramework | null = null;
+    let counted: TestFramework[] = [];
     if (check.kind === 'command' && check.command) command = check.command;
     else if (check.kind === 'test' && check.command) command = check.command;
     else if (check.kind === 'test' && check.test_name) {
-      framework ??= frameworkOf(options.repoRoot, facts.headSha);
-      const detected = await framework;
+      tree ??= branchTree(options.repoRoot, facts.headSha);
       const file = check.file === undefined ? undefined : (repositoryPath(check.file) ?? undefined);
-      if (detected === null) {
+      const locations = await testLocations(await tree, file);
+      if (locations.length === 0) {
         results.push({
           ...base,
           target: `test "${check.test_name}"`,
           status: 'not_executable',
-          reason: `no test framework detected on the task branch (looked for ${FRAMEWORKS_LOOKED_FOR})`,
+          reason: `no test framework detected on the task branch (looked for ${FRAMEWORKS_LOOKED_FOR}, at the root, above the test's file and in the workspace packages)`,
         });
         continue;
       }
-      command = namedTestCommand(detected, check.test_name, file);
-      counted = detected;
+      command = locatedTestCommand(locations, check.test_name, file);
+      counted = locations.map((location) => location.framework);
     } else {
       results.push({
         ...base,
@@ -176,7 +199,7 @@ async function runInSandbox(
   runtime: SandboxRuntime,
   sandboxId: string,
   command: string,
-  framework: TestFramework | null,
+  frameworks: readonly TestFramework[],
   deadline: number,
   options: CriteriaChecksOptions,
 ): Promise<
@@ -184,6 +207,17 @@ async function runInSandbox(
 > {
   const left = deadline - Date.now();
   const timeoutMs = Math.max(1000, Math.min(options.checkTimeoutMs ?? CRITERION_CHECK_TIMEOUT_MS, left));
+  // Nothing of the worker's runs beside the check: a sweep first, and no check when it was not clean.
+  const refusal = sweepRefusal(await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000));
+  if (refusal !== null)
+    return {
+      target: command,
+      status: 'failed',
+      exitCode: null,
+      durationMs: 0,
+      outputTail: '',
+      reason: refusal,
+    };
   // Same shell as the DoD: no startup file the worker can write, a fresh HOME; and nothing it starts outlives it.
   const result = await runtime.exec(sandboxId, cleanShellArgv(command), {
     workdir: SANDBOX_WORKDIR,
@@ -212,16 +246,19 @@ async function runInSandbox(
       exitCode: result.exitCode,
       reason: result.exitCode === 127 ? 'command not found in the sandbox' : `exit ${result.exitCode}`,
     };
-  if (framework) {
-    const passed = passedTestCount(framework, `${result.stdoutTail}\n${result.stderrTail}`);
+  if (frameworks.length > 0) {
+    // The most any framework's summary says: two parsers may read the same summary line (pytest's and vitest's).
+    const named = [...new Set(frameworks)].join(', ');
+    const output = `${result.stdoutTail}\n${result.stderrTail}`;
+    const passed = Math.max(0, ...frameworks.map((framework) => passedTestCount(framework, output) ?? 0));
     if (!passed)
       return {
         ...common,
         status: 'failed',
         exitCode: 0,
-        reason: `exit 0 but no test ran (${framework} found no test of that name)`,
+        reason: `exit 0 but no test ran (${named} found no test of that name)`,
       };
-    return { ...common, status: 'passed', exitCode: 0, reason: `${passed} test(s) passed (${framework})` };
+    return { ...common, status: 'passed', exitCode: 0, reason: `${passed} test(s) passed (${named})` };
   }
   return { ...common, status: 'passed', exitCode: 0, reason: '' };
 }

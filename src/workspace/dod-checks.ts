@@ -7,7 +7,7 @@ import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
-import { endStrayProcesses } from '../sandbox/stray-processes.js';
+import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import { sandboxStatus } from './sandbox-git.js';
 
@@ -69,9 +69,10 @@ function tailOf(stdout: string, stderr: string, limit: number): string {
  * install after every worker run (and giving the DoD the network) was judged too dear. The residual risk —
  * a worker that tampers with ignored files the checks use — is stated in docs/threat-model.md.
  *
- * Runs the checks in /workspace as the worker, each through cleanShellArgv; after each one, every process it
- * left (a test runner's daemon, a watcher) is ended before the next check or anything else looks at the
- * sandbox.
+ * Runs the checks in /workspace as the worker, each through cleanShellArgv. Before each one every process of
+ * the worker's uid is ended (whatever the worker run or an earlier check left: a test runner's daemon, a
+ * watcher, a tamperer waiting for the tests to start), so nothing but the check itself runs beside it; a check
+ * whose sweep was not clean is not run and counts as failed. A last sweep follows the last check.
  */
 export async function runDodChecks(
   runtime: SandboxRuntime,
@@ -93,23 +94,33 @@ export async function runDodChecks(
     }));
   }
   if (checks.length === 0) return [];
+  const graceMs = options.graceMs ?? 5_000;
+  // The status too is read with nothing of the worker's alive.
+  let sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
   const status = await sandboxStatus(runtime, sandboxId);
   // An unreadable status counts as dirty: the run cannot be shown to test committed work.
   const ranOnDirtyTree = status.error !== null || status.changes.length > 0;
   const tailChars = options.tailChars ?? 4000;
   const results: DodResult[] = [];
   for (const check of checks) {
+    const refusal = sweepRefusal(sweep);
+    if (refusal !== null) {
+      results.push(notRun(check, refusal, ranOnDirtyTree));
+      sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
+      continue;
+    }
     const result = await runtime.exec(sandboxId, cleanShellArgv(check.command), {
       workdir: SANDBOX_WORKDIR,
       env: sandboxGitEnvironment(),
       timeoutMs: check.timeout,
-      graceMs: options.graceMs ?? 5_000,
+      graceMs,
       tailBytes: Math.max(8192, tailChars * 2),
       signal: options.signal,
       onStdoutLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
       onStderrLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
     });
-    await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
+    // After this check and before the next: whatever this one started is ended.
+    sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
     results.push({
       name: check.name,
       command: check.command,
@@ -128,6 +139,21 @@ export async function runDodChecks(
     if (result.interrupted) break;
   }
   return results;
+}
+
+/** A check that was not run because the sweep before it was not clean: failed, with the reason as its output. */
+function notRun(check: DodCheck, reason: string, ranOnDirtyTree: boolean): DodResult {
+  return {
+    name: check.name,
+    command: check.command,
+    status: 'failed',
+    exitCode: null,
+    durationMs: 0,
+    timeoutMs: check.timeout,
+    outputTail: reason,
+    ranOnDirtyTree,
+    interrupted: false,
+  };
 }
 
 /** True when the results are evidence of done: at least one check, all passed, none on a dirty tree. */

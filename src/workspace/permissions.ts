@@ -40,6 +40,18 @@ export function guardIdsFor(worker: UserIds): UserIds {
   return { uid, gid: uid };
 }
 
+/**
+ * The keeper uid: the sandbox's init, its keeper and the gateway relay run as it, so the worker (another uid,
+ * no capabilities) can neither signal nor ptrace them, and the reaper, which ends every process of the
+ * worker's uid, leaves them alone. 10004, or the next one the worker and the guard do not use.
+ */
+export function keeperIdsFor(worker: UserIds): UserIds {
+  const taken = new Set([worker.uid, guardIdsFor(worker).uid]);
+  let uid = 10004;
+  while (taken.has(uid)) uid += 1;
+  return { uid, gid: uid };
+}
+
 export function runnerIsRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }

@@ -3,6 +3,7 @@
  * never executed on the host), the command that runs only that test, and how many tests its output says
  * passed. A zero count with exit 0 means the name matched nothing: that is not evidence.
  */
+import { stripVTControlCharacters } from 'node:util';
 
 export type TestFramework = 'vitest' | 'jest' | 'mocha' | 'node:test' | 'pytest' | 'go test' | 'cargo test';
 
@@ -53,17 +54,45 @@ function escapeRegExp(value: string): string {
   return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** The shell command (run with bash in the sandbox, like a DoD check) that runs only the test named `testName`. */
-export function namedTestCommand(framework: TestFramework, testName: string, file?: string): string {
+/**
+ * The shell command (run with bash in the sandbox, like a DoD check) that runs only the test named `testName`,
+ * in the repository-relative directory `dir` (`''`: the root) with `file` relative to that directory. Below
+ * the root a JavaScript framework's binary is looked up in the directory's own `node_modules/.bin` (pnpm links
+ * each package's) and then in the root's (npm and yarn workspaces hoist them there).
+ */
+export function namedTestCommand(
+  framework: TestFramework,
+  testName: string,
+  file?: string,
+  dir = '',
+): string {
+  const command = testCommandAt(framework, testName, file, dir === '' ? 'node_modules/.bin/' : '');
+  if (dir === '') return command;
+  const up = dir
+    .split('/')
+    .map(() => '..')
+    .join('/');
+  const bins = ['vitest', 'jest', 'mocha'].includes(framework)
+    ? `PATH="$PWD/node_modules/.bin:$PWD/${up}/node_modules/.bin:$PATH" `
+    : '';
+  return `cd ${shellQuote(dir)} && ${bins}${command}`;
+}
+
+function testCommandAt(
+  framework: TestFramework,
+  testName: string,
+  file: string | undefined,
+  bin: string,
+): string {
   const exact = escapeRegExp(testName);
   const fileWord = file ? ` ${shellQuote(file)}` : '';
   switch (framework) {
     case 'vitest':
-      return `node_modules/.bin/vitest run${fileWord} -t ${shellQuote(exact)}`;
+      return `${bin}vitest run${fileWord} -t ${shellQuote(exact)}`;
     case 'jest':
-      return `node_modules/.bin/jest${fileWord} -t ${shellQuote(exact)}`;
+      return `${bin}jest${fileWord} -t ${shellQuote(exact)}`;
     case 'mocha':
-      return `node_modules/.bin/mocha${fileWord} --grep ${shellQuote(exact)}`;
+      return `${bin}mocha${fileWord} --grep ${shellQuote(exact)}`;
     case 'node:test':
       return `node --test --test-name-pattern=${shellQuote(exact)}${fileWord}`;
     case 'pytest':
@@ -78,8 +107,9 @@ export function namedTestCommand(framework: TestFramework, testName: string, fil
   }
 }
 
-/** How many tests the output says passed (null: the output does not say). */
-export function passedTestCount(framework: TestFramework, output: string): number | null {
+/** How many tests the output says passed (null: the output does not say). Colour codes are read past. */
+export function passedTestCount(framework: TestFramework, coloured: string): number | null {
+  const output = stripVTControlCharacters(coloured);
   const sum = (pattern: RegExp) => {
     const matches = [...output.matchAll(pattern)];
     return matches.length === 0 ? null : matches.reduce((total, match) => total + Number(match[1]), 0);

@@ -3,7 +3,7 @@
  * real codex binary; only the models are scripted (Chat Completions for the Meta-agent, Responses for codex).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
@@ -50,9 +50,10 @@ async function run(taskId: string, extraArgs: string[] = []) {
   const repo = createNodeRepo();
   onTestFinished(repo.remove);
   onTestFinished(async () => {
+    // This run's containers: another checkout's run of this file on the same engine uses the same task ids.
     const left = await docker.listContainers({
       all: true,
-      filters: { label: [`agent-runner.task=${taskId}`] },
+      filters: { label: [`agent-runner.task=${taskId}`, `agent-runner.repo=${realpathSync(repo.root)}`] },
     });
     expect(left).toEqual([]);
   });
@@ -289,12 +290,17 @@ describe('agent-runner run (end to end)', () => {
         CI: 'true',
       },
     });
-    const kept = await docker.listContainers({ filters: { label: [`agent-runner.task=${id}`] } });
+    const kept = await docker.listContainers({
+      filters: { label: [`agent-runner.task=${id}`, `agent-runner.repo=${realpathSync(repo.root)}`] },
+    });
     onTestFinished(async () => {
       for (const container of kept) await docker.getContainer(container.Id).remove({ force: true });
     });
     expect(result.exitCode).toBe(1);
     expect(kept).toHaveLength(1);
-    expect(result.stderr).toContain(`docker exec -it ${kept[0]?.Id}`);
+    // Entered as the worker: the container's own user is the keeper's.
+    const user = kept[0]?.Labels['agent-runner.user'];
+    expect(user).toMatch(/^\d+:\d+$/);
+    expect(result.stderr).toContain(`docker exec -it -u ${user} ${kept[0]?.Id}`);
   });
 });

@@ -115,6 +115,20 @@ describe('agent-runner doctor', () => {
     expect(result.exitCode).toBe(4);
   });
 
+  it('fails the configuration check when sandbox.dockerfile names no file (run would refuse it too)', async () => {
+    const repo = await repositoryWithCommit();
+    await writeFile(
+      path.join(repo, 'agent-runner.yaml'),
+      'sandbox:\n  dockerfile: docker/Missing.Dockerfile\n',
+    );
+    const result = await runCliCaptured(['doctor'], { cwd: repo, env: environment() });
+    expect(result.stdout).toMatch(
+      /^Configuration\s+FAIL\s+sandbox\.dockerfile: .*Missing\.Dockerfile does not exist/m,
+    );
+    expect(result.stdout).not.toMatch(/All checks passed/);
+    expect(result.exitCode).toBe(4);
+  });
+
   it('fails the endpoint checks when the key is missing and the URL refuses connections', async () => {
     const repo = await repositoryWithCommit();
     const closed = createServer();

@@ -61,9 +61,10 @@ async function sandboxWith(
   setup: string[] = [],
   image = IMAGE,
   limits: Partial<GatewayLimits> = {},
+  options: { containerUserIsWorker?: boolean } = {},
 ) {
   const gateway = await startGateway(limits);
-  const sandbox = await startGatewaySandbox(runtime, { image, gateway, plan });
+  const sandbox = await startGatewaySandbox(runtime, { image, gateway, plan, ...options });
   const setupResults = await prepareSandboxNetwork(runtime, sandbox.id, gateway, plan, {
     setup,
     workdir: '/tmp',
@@ -71,6 +72,29 @@ async function sandboxWith(
   });
   return { gateway, sandbox, setupResults };
 }
+
+/** Waits up to 2 s for node's inspector on 127.0.0.1:9229 and prints `inspector=open` or `inspector=closed`. */
+const INSPECTOR_PROBE =
+  'for i in $(seq 20); do (exec 3<>/dev/tcp/127.0.0.1/9229) 2>/dev/null && { echo inspector=open; exit 0; }; sleep 0.1; done; echo inspector=closed';
+
+/**
+ * What a hostile worker tries on the relay: SIGUSR1 (node's inspector on 9229, which runs any code in the
+ * relay), then SIGKILL; says whether each signal was delivered, whether the inspector opened and whether the
+ * relay still runs. Then a node of the worker's own is sent SIGUSR1 too: the probe's canary, it opens.
+ */
+const RELAY_ATTACK = String.raw`
+relay=$(pgrep -of '^node /run/agent-runner/relay.cjs')
+echo "relay=$relay uid=$(awk '/^Uid:/ {print $2}' /proc/$relay/status)"
+kill -USR1 "$relay"; echo "usr1=$?"
+${INSPECTOR_PROBE}
+kill -KILL "$relay"; echo "kill=$?"
+sleep 0.2
+[ -d "/proc/$relay" ] && echo relay-alive=yes || echo relay-alive=no
+node -e 'setTimeout(() => {}, 20000)' & own=$!
+sleep 0.5; kill -USR1 "$own"
+for i in $(seq 30); do (exec 3<>/dev/tcp/127.0.0.1/9229) 2>/dev/null && { echo own-node-inspector=open; break; }; sleep 0.1; done
+kill -KILL "$own"
+`;
 
 async function bash(sandboxId: string, script: string): Promise<{ exitCode: number; output: string }> {
   const result = await runtime.exec(sandboxId, ['/bin/bash', '-c', script], { timeoutMs: 20_000 });
@@ -132,21 +156,43 @@ describe('gateway-only', () => {
     );
   });
 
-  it('a relay killed by the worker only cuts the worker off; the container stays', async () => {
-    const { sandbox } = await sandboxWith(
-      planSandboxNetwork({ network: 'gateway-only', allowlist: [], setupNetwork: 'gateway-only' }, []),
+  it('the worker can neither signal the relay nor switch its inspector on; as the container user it could', async () => {
+    const plan = planSandboxNetwork(
+      { network: 'gateway-only', allowlist: [], setupNetwork: 'gateway-only' },
+      [],
     );
-    const killed = await bash(
+    // Before: the same container with the worker's uid as its user (init, keeper and relay the worker's).
+    const before = await sandboxWith(plan, [], IMAGE, {}, { containerUserIsWorker: true });
+    const old = await bash(before.sandbox.id, RELAY_ATTACK);
+    expect(old.output, old.output).toMatch(/^relay=\d+ uid=10001$/m);
+    expect(old.output).toContain('usr1=0');
+    expect(old.output).toContain('kill=0');
+    // The probe sees an inspector when one listens: a node of the worker's own, switched on by SIGUSR1.
+    expect(old.output).toContain('own-node-inspector=open');
+
+    const { sandbox } = await sandboxWith(plan);
+    const now = await bash(sandbox.id, RELAY_ATTACK);
+    expect(now.output, now.output).toMatch(/^relay=\d+ uid=10004$/m);
+    expect(now.output).toContain('usr1=1');
+    expect(now.output).toContain('kill=1');
+    expect(now.output).toMatch(/Operation not permitted/);
+    expect(now.output).toContain('inspector=closed');
+    expect(now.output).toContain('relay-alive=yes');
+    // Even its own uid cannot switch the relay's inspector on: the relay listens for SIGUSR1 itself.
+    const own = await runtime.exec(
       sandbox.id,
-      'pkill -f "^node /run/agent-runner/relay.cjs" && sleep 0.1 && (exec 3<>/dev/tcp/127.0.0.1/8787) 2>&1; echo alive',
+      [
+        '/bin/bash',
+        '-c',
+        `kill -USR1 $(pgrep -f '^node /run/agent-runner/relay.cjs'); echo usr1=$?; ${INSPECTOR_PROBE}`,
+      ],
+      { user: '10004:10004', timeoutMs: 20_000 },
     );
-    expect(killed.output).toContain('Connection refused');
-    expect(killed.output).toContain('alive');
-    // The keeper restarts it; the sandbox was never stopped.
+    expect(own.stdoutTail).toContain('usr1=0');
+    expect(own.stdoutTail).toContain('inspector=closed');
     await waitForRelay(runtime, sandbox.id);
     const info = await docker.getContainer(sandbox.id).inspect();
     expect(info.State.Running).toBe(true);
-    expect(info.RestartCount).toBe(0);
   });
 });
 

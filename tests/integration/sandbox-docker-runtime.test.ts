@@ -12,6 +12,7 @@ import { InternalError } from '../../src/errors.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { EXEC_MARKER_VARIABLE, killerArgv } from '../../src/sandbox/exec-killer.js';
+import { endStrayProcesses } from '../../src/sandbox/stray-processes.js';
 
 const IMAGE = process.env.AGENT_RUNNER_TEST_BASE_IMAGE ?? 'agent-runner-base:bookworm';
 const UID = 10001;
@@ -100,6 +101,18 @@ describe('DockerSandboxRuntime', () => {
       'echo ok > "$HOME/probe" && echo ok > /tmp/probe && echo $HOME',
     ]);
     expect(home).toMatchObject({ exitCode: 0, stdoutTail: '/home/agent\n' });
+
+    // Toolchains execute what they build under the temp dir (go test's test binaries): /tmp is not noexec, and
+    // it is bounded (half the container's memory).
+    const tmpExec = await runtime.exec(sandbox.id, [
+      'bash',
+      '-c',
+      'printf "#!/bin/sh\\necho ran\\n" > /tmp/tool && chmod +x /tmp/tool && /tmp/tool && grep " /tmp " /proc/mounts',
+    ]);
+    expect(tmpExec.exitCode, tmpExec.stderrTail).toBe(0);
+    expect(tmpExec.stdoutTail).toMatch(/^ran\n/);
+    expect(tmpExec.stdoutTail).not.toMatch(/noexec/);
+    expect(tmpExec.stdoutTail).toMatch(/size=\d+k/);
 
     const init = await runtime.exec(sandbox.id, ['cat', '/proc/1/comm']);
     expect(init.stdoutTail.trim()).toMatch(/docker-init|tini/);
@@ -280,6 +293,41 @@ describe('DockerSandboxRuntime', () => {
     // The keeper, its init, ps, wc and bash: every sleep of the bomb is gone.
     expect(Number(after.stdoutTail.split('\n')[1])).toBeLessThan(10);
     // The limit raised for the killer while the bomb held every pid is set back.
+    expect((await docker.getContainer(sandbox.id).inspect()).HostConfig.PidsLimit).toBe(64);
+  });
+
+  it('the reaper ends every process of the worker, a fork bomb without the exec marker included', async () => {
+    const { sandbox } = await startSandbox({ limits: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 64 } });
+    // Hidden ways to stay: a stopped process named like the keeper, a non-dumpable one (its /proc entry is
+    // root's), and a fork bomb without the exec marker (env -i) that takes every pid of the limit.
+    const planted = await runtime.exec(sandbox.id, [
+      'bash',
+      '-c',
+      [
+        `setsid bash -c 'exec -a "sleep infinity" sleep 401' >/dev/null 2>&1 &`,
+        'stopped=$!; sleep 0.2; kill -STOP $stopped',
+        `setsid python3 -c 'import ctypes,time; ctypes.CDLL(None).prctl(4,0,0,0,0); time.sleep(402)' >/dev/null 2>&1 &`,
+        `env -i /usr/bin/setsid /bin/bash -c 'while :; do sleep 403 & done' >/dev/null 2>&1 &`,
+        'sleep 2',
+      ].join('\n'),
+    ]);
+    expect(planted.exitCode).toBe(0);
+    // The attack ran: the bomb holds (nearly) every pid of the limit, as the engine counts them.
+    const stats = (await docker.getContainer(sandbox.id).stats({ stream: false })) as {
+      pids_stats?: { current?: number };
+    };
+    expect(stats.pids_stats?.current ?? 0).toBeGreaterThanOrEqual(60);
+    expect(await endStrayProcesses(runtime, sandbox.id, 500)).toBe('clean');
+    // Every pid is free again: the next exec starts, and only the init and the keeper are left.
+    const after = await runtime.exec(sandbox.id, ['ps', '-eo', 'user:12,stat,args', '--no-headers']);
+    expect(after.exitCode).toBe(0);
+    const lines = after.stdoutTail.trim().split('\n');
+    expect(after.stdoutTail).not.toMatch(/sleep 40[13]|python3/);
+    expect(lines.filter((line) => !/\bps -eo/.test(line)).map((line) => line.split(/\s+/)[0])).toEqual([
+      '10004',
+      '10004',
+    ]);
+    expect(after.stdoutTail).toMatch(/sleep infinity/);
     expect((await docker.getContainer(sandbox.id).inspect()).HostConfig.PidsLimit).toBe(64);
   });
 

@@ -10,6 +10,8 @@ import { expect, onTestFinished } from 'vitest';
 import type { ExecResult, MountSpec, SandboxSpec } from '../../src/core/ports.js';
 import type { ModelGateway } from '../../src/gateway/model-gateway.js';
 import { gatewaySandboxSpec, type SandboxNetworkPlan } from '../../src/gateway/sandbox-network.js';
+import { containerCreateOptions } from '../../src/sandbox/container-options.js';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import type { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 
 export const SANDBOX_UID = 10001;
@@ -24,6 +26,11 @@ export async function startGatewaySandbox(
     mounts?: MountSpec[];
     env?: Record<string, string>;
     workdir?: string;
+    /**
+     * Plain Docker with the worker's uid as the container's user, as sandboxes were made before the keeper
+     * had a uid of its own: the "before" of the relay attack test.
+     */
+    containerUserIsWorker?: boolean;
   },
 ): Promise<{ id: string; taskId: string }> {
   const taskId = `gateway-test-${randomUUID().slice(0, 8)}`;
@@ -40,12 +47,26 @@ export async function startGatewaySandbox(
     network: gatewaySpec.network,
     keeper: gatewaySpec.keeper,
   };
-  const info = await runtime.create(spec);
+  const info = input.containerUserIsWorker ? await createAsBefore(spec) : await runtime.create(spec);
   onTestFinished(async () => {
     await runtime.remove(info.id);
     expect(await runtime.list({ 'agent-runner.task': taskId })).toEqual([]);
   });
   return { id: info.id, taskId };
+}
+
+async function createAsBefore(spec: SandboxSpec): Promise<{ id: string }> {
+  const options = containerCreateOptions(
+    spec,
+    { version: '0.0.0-test', pid: process.pid, hostname: 'test' },
+    [],
+  );
+  const container = await createDockerClient().createContainer({
+    ...options,
+    User: `${spec.user.uid}:${spec.user.gid}`,
+  });
+  await container.start();
+  return { id: container.id };
 }
 
 /** An HTTP server on 0.0.0.0 that answers every request with `marker`; closed when the test ends. */

@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -29,6 +29,43 @@ describe('config', () => {
     expect(config.worker.timeout).toBe(20 * 60_000);
     expect(config.sandbox.memory).toBe(4 * 1024 ** 3);
     expect(config.scope.exclude).toEqual(DEFAULT_EXCLUDE);
+  });
+
+  it('refuses configured paths that name no file, before anything runs (every key at once)', async () => {
+    const error = await configError(
+      'sandbox:\n  dockerfile: docker/Missing.Dockerfile\n  extraCaCert: certs/none.pem\nnotes:\n  template: tpl\n',
+    );
+    expect(error.code).toBe('config_invalid');
+    expect(error.message).toMatch(
+      /^sandbox\.dockerfile: .*docker\/Missing\.Dockerfile does not exist; fix the path/,
+    );
+    expect(error.message).toMatch(/sandbox\.extraCaCert: .*certs\/none\.pem does not exist/);
+    expect(error.message).toMatch(/notes\.template: .*tpl does not exist/);
+    expect((await configError('sandbox:\n  dockerfile: ../Dockerfile\n')).message).toMatch(
+      /sandbox\.dockerfile: \.\.\/Dockerfile is outside the repository/,
+    );
+    // A directory is not the file, and a file that is there passes.
+    const repoRoot = await repoWithConfig('sandbox:\n  dockerfile: docker\n');
+    await mkdir(path.join(repoRoot, 'docker'));
+    await expect(loadConfig({ repoRoot, env: {} })).rejects.toThrow(/docker is not a file/);
+    await writeFile(path.join(repoRoot, 'docker', 'Dockerfile'), 'FROM scratch\n');
+    await writeFile(path.join(repoRoot, 'agent-runner.yaml'), 'sandbox:\n  dockerfile: docker/Dockerfile\n');
+    expect((await loadConfig({ repoRoot, env: {} })).sandbox.dockerfile).toBe('docker/Dockerfile');
+  });
+
+  it('sandbox.toolchains.node takes a version or a range, and refuses anything else', async () => {
+    expect(
+      (
+        await loadConfig({
+          repoRoot: await repoWithConfig('sandbox:\n  toolchains:\n    node: 22\n'),
+          env: {},
+        })
+      ).sandbox.toolchains.node,
+    ).toBe('22');
+    expect(validateConfig([]).sandbox.toolchains).toEqual({});
+    expect((await configError('sandbox:\n  toolchains:\n    node: latest-please\n')).message).toMatch(
+      /sandbox\.toolchains\.node: expected a Node version or range like 22 or \^20\.11/,
+    );
   });
 
   it('merges defaults < file < environment < flags', async () => {

@@ -1,4 +1,4 @@
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,7 +20,10 @@ async function repoWith(files: Record<string, string>, links: Record<string, str
   git(root, 'init', '-q', '-b', 'main');
   git(root, 'config', 'user.name', 'T');
   git(root, 'config', 'user.email', 't@example.com');
-  for (const [file, content] of Object.entries(files)) writeFileSync(path.join(root, file), content);
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), content);
+  }
   for (const [link, target] of Object.entries(links)) symlinkSync(target, path.join(root, link));
   git(root, 'add', '-A');
   git(root, 'commit', '-q', '-m', 'c');
@@ -31,7 +34,7 @@ async function repoWith(files: Record<string, string>, links: Record<string, str
 class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
   /** The checks' commands, in order (the clean shell's argv ends with the command). */
   readonly commands: string[] = [];
-  /** Other execs: the sweep of stray processes after each check. */
+  /** Other execs: the sweep of stray processes before and after each check. */
   sweeps = 0;
   constructor(private readonly answers: Record<string, Partial<ExecResult>>) {}
   async exec(_id: string, argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
@@ -45,7 +48,7 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
       stdoutTail: '',
       stderrTail: '',
     };
-    // The sweep of leftover processes after each check is not a check.
+    // The sweep of leftover processes around each check is not a check.
     if (argv.includes('agent-runner-reaper')) {
       this.sweeps += 1;
       return result;
@@ -142,9 +145,38 @@ describe('criteria checks', () => {
       reason: 'exit 2',
     });
     expect(results[2]?.reason).toMatch(/no test framework detected on the task branch/);
-    // Only the command check reached the sandbox, in the DoD's clean shell, and its strays were swept.
+    // Only the command check reached the sandbox, in the DoD's clean shell, with a sweep before and after it.
     expect(runtime.commands).toEqual(['npm run e2e']);
-    expect(runtime.sweeps).toBe(1);
+    expect(runtime.sweeps).toBe(2);
+  });
+
+  it('a test whose framework is declared only in a workspace package runs in that package', async () => {
+    const { root, head } = await repoWith({
+      'package.json': JSON.stringify({ private: true, scripts: { test: 'pnpm -r test' } }),
+      'pnpm-workspace.yaml': 'packages:\n  - packages/*\n',
+      'packages/slug/package.json': JSON.stringify({ devDependencies: { vitest: '4' } }),
+      'packages/slug/src/slug.test.ts': '',
+    });
+    const command = namedTestCommand('vitest', 'slugify', 'src/slug.test.ts', 'packages/slug');
+    expect(command).toMatch(/^cd 'packages\/slug' && PATH=/);
+    const runtime = new TableRuntime({ [command]: { exitCode: 0, stdoutTail: 'Tests  1 passed (1)' } });
+    const [result] = await runCriteriaChecks(
+      runtime as unknown as SandboxRuntime,
+      'sb',
+      [
+        {
+          id: 'AC-1',
+          description: 'slugify',
+          type: 'unit',
+          critical: true,
+          check: { kind: 'test', test_name: 'slugify', file: 'packages/slug/src/slug.test.ts' },
+        },
+      ],
+      facts(head),
+      { repoRoot: root, timeoutMs: 60_000 },
+    );
+    expect(result).toMatchObject({ status: 'passed', target: command });
+    expect(result?.reason).toBe('1 test(s) passed (vitest)');
   });
 
   it('a named test that matched nothing is not evidence, even with exit 0', async () => {

@@ -1,3 +1,4 @@
+import { guardIdsFor, keeperIdsFor } from '../../src/workspace/permissions.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -132,5 +133,17 @@ describe('keeper in the container options', () => {
     expect(keeper.join(' ')).toContain(
       'node /run/agent-runner/relay.cjs /run/agent-runner/gateway.sock 8787',
     );
+  });
+
+  it('runs the init, keeper and relay as a uid of their own; every exec is told the worker user', () => {
+    const options = containerCreateOptions({ ...spec, keeper: relayKeeper() }, owner, []);
+    expect(options.User).toBe('10004:10004');
+    expect(options.Labels?.['agent-runner.user']).toBe('1000:1000');
+    // Never the worker's nor the guard's uid, whichever the worker has.
+    for (const uid of [10001, 10002, 10003, 10004, 10005]) {
+      const keeperUid = keeperIdsFor({ uid, gid: uid }).uid;
+      expect(keeperUid).not.toBe(uid);
+      expect(keeperUid).not.toBe(guardIdsFor({ uid, gid: uid }).uid);
+    }
   });
 });

@@ -99,14 +99,15 @@ describe('scope globs', () => {
     expect(compileScope(reExcluded).access('.npmrc')).toBe('excluded');
   });
 
-  it('matches 100k paths fast: compiled once, not per path', () => {
+  // How fast is the bench's to say (section 6 classifies every path of a 100k-file repository); a wall-clock
+  // bound here failed once on a loaded machine and proved nothing about the code.
+  it('classifies 100k paths with one compiled scope', () => {
     const scope = compileScope(defaultScope());
     const paths = Array.from({ length: 100_000 }, (_, index) => `src/module-${index % 500}/file-${index}.ts`);
-    const started = performance.now();
     let writable = 0;
     for (const file of paths) if (scope.access(file) === 'write') writable += 1;
     expect(writable).toBe(100_000);
-    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(scope.access('src/module-1/.env')).toBe('excluded');
   });
 
   it('classifies with exclude > read > write, and an empty write means everything else', () => {
