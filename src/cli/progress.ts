@@ -124,6 +124,11 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
       else if (inner.kind === 'error' && inner.fatal) write(`${t}   ! ${clip(inner.message)}`);
       break;
     }
+    case 'worker_events_dropped':
+      write(
+        `${t}   … ${event.dropped} more worker event(s) not recorded (the first ${event.kept} are; all of them are in run-${event.run}/codex.jsonl)`,
+      );
+      break;
     case 'worker_finished':
       write(
         `${t} worker run ${event.run} ended: exit ${event.exitCode}${event.timedOut ? ' (timed out)' : ''} after ${formatDuration(event.durationMs)}`,

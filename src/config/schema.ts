@@ -110,6 +110,20 @@ export const limitsSchema = z.strictObject({
 });
 export type Limits = z.infer<typeof limitsSchema>;
 
+/**
+ * Bounds of the replay (bringing the worker's commits from the sandbox repository to the person's task branch
+ * and worktree): over one, nothing more is replayed, the branch and the worktree stay where they are, and the
+ * task ends NEEDS_REVIEW naming the key to raise.
+ */
+export const replayCapsSchema = z.strictObject({
+  /** New commits one replay brings over at most. */
+  maxCommits: positiveInt.default(500),
+  /** Sum of the blob sizes of the worker's head tree: what a checkout would write into the person's worktree. */
+  maxTreeBytes: size('2g').default(2 * 1024 ** 3),
+});
+export type ReplayCaps = z.infer<typeof replayCapsSchema>;
+export const DEFAULT_REPLAY_CAPS: ReplayCaps = replayCapsSchema.parse({});
+
 export const configSchema = z
   .strictObject({
     meta: z
@@ -189,6 +203,7 @@ export const configSchema = z
               .optional(),
           })
           .prefault({}),
+        replay: replayCapsSchema.prefault({}),
       })
       .prefault({}),
     gateway: z

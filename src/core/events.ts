@@ -104,6 +104,8 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
   event('decision', { decision: metaDecisionSchema, usage: usageSchema }),
   event('worker_started', { run: z.number(), mode: z.string(), prompt: z.string() }),
   event('worker_event', { run: z.number(), event: workerEventSchema }),
+  /** The run's events past the journal's bound (src/core/worker-event-bound.ts): how many were kept, how many not. */
+  event('worker_events_dropped', { run: z.number(), kept: z.number(), dropped: z.number() }),
   event('worker_finished', {
     run: z.number(),
     exitCode: z.number(),

@@ -5,7 +5,7 @@
  */
 import type { Limits } from '../config/schema.js';
 import { formatSize } from '../config/units.js';
-import type { Usage } from './types.js';
+import type { ReplayCap, Usage } from './types.js';
 import { totalTokens } from './usage.js';
 
 export type { Limits } from '../config/schema.js';
@@ -24,6 +24,8 @@ export type LimitReason =
   | { code: 'max_cost'; limit: number; used: number; project?: true }
   /** `earlier`: the limit covers earlier attempts (resume), `taskId` names the task to give more time. */
   | { code: 'wall_clock'; limitMs: number; earlier?: { taskId: string }; project?: true }
+  /** The worker's commits went over a bound of the replay: none was brought to the task branch. */
+  | { code: 'replay'; cap: ReplayCap }
   | DiskCapReached;
 
 /** Which watched directory of the sandbox: the sandbox repository (work tree + .git) or CODEX_HOME. */
@@ -45,6 +47,26 @@ const DISK_CAP_WORDS: Record<DiskCap, string> = {
   repository: 'the sandbox repository (work tree and .git)',
   codexHome: "the worker's CODEX_HOME",
 };
+
+/** The config key of each replay bound, and how its figures are written. */
+const REPLAY_CAPS: Record<ReplayCap['cap'], { key: string; what: (n: number) => string }> = {
+  max_commits: { key: 'sandbox.replay.maxCommits', what: (n) => `${n} new commits` },
+  max_tree_bytes: { key: 'sandbox.replay.maxTreeBytes', what: (n) => `a tree of ${mebibytes(n)}` },
+};
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / 1024 ** 2).toFixed(1)} MiB (${bytes} bytes)`;
+}
+
+/** The replay bound in words: what was found, the bound, where the work is and the fix. */
+function replayCapMessage(cap: ReplayCap): string {
+  const { key, what } = REPLAY_CAPS[cap.cap];
+  return (
+    `replay limit: the worker's branch holds ${what(cap.actual)}, over ${key} (${what(cap.limit)}); ` +
+    'nothing of it was brought to the task branch or the worktree (it is still in the sandbox repository). ' +
+    `If the work is wanted, raise ${key} in agent-runner.yaml and continue the task with \`agent-runner resume\``
+  );
+}
 
 function whose(reason: { project?: true }): string {
   return reason.project ? "the project's" : 'the';
@@ -69,6 +91,8 @@ export function limitMessage(reason: LimitReason): string {
         : '';
       return `${whose(reason)} wall-clock limit of ${Math.round(reason.limitMs / 1000)} s was reached${earlier}`;
     }
+    case 'replay':
+      return replayCapMessage(reason.cap);
     case 'disk':
       return diskCapMessage(reason);
   }

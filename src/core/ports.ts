@@ -309,8 +309,11 @@ export interface WorkspacePreparation {
 
 export interface TaskWorkspacePort {
   prepare(): WorkspacePreparation;
-  /** Brings the worker's commits back to the task branch and observes the facts. */
-  observe(sandboxId: string): Promise<TaskFacts>;
+  /**
+   * Brings the worker's commits back to the task branch and observes the facts. `signal` (Ctrl-C, SIGTERM, the
+   * wall clock) cuts the replay at once: it then rejects, and nothing after the cut reaches the branch.
+   */
+  observe(sandboxId: string, signal?: AbortSignal): Promise<TaskFacts>;
   runDod(sandboxId: string, facts: TaskFacts, bounds: CheckBounds): Promise<DodOutcome>;
   /**
    * Runs the acceptance criteria's checks: `command` in the sandbox, `file_exists` on the task branch (host

@@ -78,6 +78,16 @@ export const criterionCheckResultSchema = z.object({
 });
 
 /** What the runner observed itself after a run. */
+/**
+ * A bound of the replay that the worker's commits went over (`sandbox.replay.*`): which one, its figure and what
+ * was found. Nothing was replayed then; the commits stay in the sandbox repository.
+ */
+export const replayCapSchema = z.object({
+  cap: z.enum(['max_commits', 'max_tree_bytes']),
+  limit: z.number(),
+  actual: z.number(),
+});
+
 export const taskFactsSchema = z.object({
   baseSha: z.string(),
   headSha: z.string(),
@@ -105,6 +115,8 @@ export const taskFactsSchema = z.object({
    * (links or planted files in its `.git`), a status that could not be read. No COMPLETE while any is there.
    */
   problems: z.array(z.string()).optional(),
+  /** Set when the worker's commits went over a bound of the replay: none of them was brought over. */
+  replayCapped: replayCapSchema.optional(),
 });
 
 export const criterionStatusSchema = z.enum(['passed', 'failed', 'unknown']);

@@ -87,6 +87,9 @@ function terminalEvent(loop: TaskLoop, state: TaskRecord['state'], reason: strin
   return state === 'FAILED' ? { type: 'fail', reason } : { type: 'needs_review', reason };
 }
 
+/** The longest the finish spends bringing back the commits of a run cut short. */
+export const FINISH_OBSERVE_MS = 10_000;
+
 /**
  * A run cut short (interrupt, error) was never observed: its commits come to the task branch now, so the note
  * and the branch show them; uncommitted work goes to a WIP ref before the sandbox goes away. Best effort: the
@@ -97,8 +100,12 @@ async function saveWork(loop: TaskLoop, leaveUncommitted: boolean): Promise<void
   const { sandboxId } = loop;
   if (!sandboxId) return;
   const unobserved = loop.unobservedRun;
-  if (unobserved !== null) {
-    const facts = await loop.deps.workspace.observe(sandboxId).catch(() => null);
+  // A replay that was itself cut is not started again: the finish must end within seconds of Ctrl-C, SIGTERM
+  // or the wall clock; the commits stay in the sandbox repository, where `resume` finds them.
+  if (unobserved !== null && !loop.observationCut) {
+    const facts = await loop.deps.workspace
+      .observe(sandboxId, AbortSignal.timeout(FINISH_OBSERVE_MS))
+      .catch(() => null);
     const record = loop.runs.find((run) => run.index === unobserved);
     if (facts) loop.emit({ type: 'facts', run: unobserved, facts });
     if (facts && record) {

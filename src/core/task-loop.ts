@@ -107,6 +107,9 @@ export function diskFullError(error: unknown, runDir: string): EnvironmentError 
   return null;
 }
 
+/** The least time an observation (replay and facts) gets, even when the wall clock is spent. */
+export const OBSERVE_MIN_MS = 10_000;
+
 export class TaskLoop {
   state: TaskState = 'PENDING';
   plan: Plan | null = null;
@@ -124,6 +127,11 @@ export class TaskLoop {
   readonly fatalAbort = new AbortController();
   /** A worker ran since the last observation: its commits may not be on the task branch yet. */
   unobservedRun: number | null = null;
+  /**
+   * An observation was cut (Ctrl-C, SIGTERM, the wall clock): the finish does not start the replay again, the
+   * commits stay in the sandbox repository for `resume`.
+   */
+  observationCut = false;
   /** The latest validation of this attempt, and whether a worker ran since (then checks run again). */
   evidence: Evidence | null = null;
   workerRanSinceEvidence = false;
@@ -177,6 +185,17 @@ export class TaskLoop {
     const clock = Number.isFinite(left)
       ? [AbortSignal.timeout(Math.max(1, Math.min(left, 2 ** 31 - 1)))]
       : [];
+    return AbortSignal.any([...clock, ...(signal ? [signal] : [])]);
+  }
+
+  /**
+   * The signal of one observation (the replay of the worker's commits, then the facts): Ctrl-C, SIGTERM, a fatal
+   * recording error, or the wall clock left, but never less than {@link OBSERVE_MIN_MS}, so that the commits of a
+   * run that used up the clock still come back when there are few of them.
+   */
+  observeSignal(signal?: AbortSignal): AbortSignal {
+    const left = Math.max(OBSERVE_MIN_MS, this.ledger.remainingMs());
+    const clock = Number.isFinite(left) ? [AbortSignal.timeout(Math.min(left, 2 ** 31 - 1))] : [];
     return AbortSignal.any([...clock, ...(signal ? [signal] : [])]);
   }
 

@@ -14,6 +14,7 @@ import type {
   dodOutcomeSchema,
   metaDecisionSchema,
   planSchema,
+  replayCapSchema,
   rootCauseSchema,
   runRecordSchema,
   taskFactsSchema,
@@ -50,6 +51,8 @@ export type CriterionCheckResult = z.infer<typeof criterionCheckResultSchema>;
 export const EXECUTED_CHECK_STATUSES: readonly CriterionCheckStatus[] = ['passed', 'failed', 'timeout'];
 /** What the runner observed itself after a run. */
 export type TaskFacts = z.infer<typeof taskFactsSchema>;
+/** A bound of the replay (`sandbox.replay.*`) the worker's commits went over. */
+export type ReplayCap = z.infer<typeof replayCapSchema>;
 /** One worker run and what followed it. */
 export type RunRecord = z.infer<typeof runRecordSchema>;
 

@@ -48,9 +48,11 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
   if (!sandboxId || !plan) throw new Error('validation without a sandbox or a plan');
   const record = loop.runs.at(-1);
   const run = record?.index ?? 0;
-  const facts = await loop.deps.workspace.observe(sandboxId);
+  const facts = await observeFacts(loop, sandboxId, signal);
   loop.unobservedRun = null;
   loop.emit({ type: 'facts', run, facts });
+  // Over a bound of the replay nothing was brought over: no check can speak for the work, a person decides.
+  if (facts.replayCapped) return stop({ code: 'limit', limit: { code: 'replay', cap: facts.replayCapped } });
   const factsKey = factsFingerprint(facts);
   const previous = loop.evidence;
   const reuse = previous !== null && previous.factsKey === factsKey && !loop.workerRanSinceEvidence;
@@ -90,6 +92,17 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
     loop.recordRun(record);
   }
   return loop.evidence;
+}
+
+/** The observation, cut by Ctrl-C, SIGTERM or the wall clock (then the finish leaves the replay alone). */
+async function observeFacts(loop: TaskLoop, sandboxId: string, signal?: AbortSignal) {
+  const cut = loop.observeSignal(signal);
+  try {
+    return await loop.deps.workspace.observe(sandboxId, cut);
+  } catch (error) {
+    if (cut.aborted) loop.observationCut = true;
+    throw error;
+  }
 }
 
 /** The assessment of this evidence: the last one when it judged the same evidence, else a new call. */

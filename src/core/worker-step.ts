@@ -3,6 +3,7 @@ import { stop, type Next } from './outcome.js';
 import type { TaskLoop } from './task-loop.js';
 import type { MetaDecision, RunRecord, Usage } from './types.js';
 import { costOf } from './usage.js';
+import { WorkerEventBound } from './worker-event-bound.js';
 import { validate } from './validation.js';
 
 export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?: AbortSignal): Promise<Next> {
@@ -25,6 +26,7 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
   loop.emit({ type: 'worker_started', run: index, mode, prompt });
   loop.unobservedRun = index;
   loop.workerRanSinceEvidence = true;
+  const bound = new WorkerEventBound();
   const result = await loop.deps.worker.run({
     sandboxId: loop.sandboxId,
     mode,
@@ -33,9 +35,14 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
     runDir: `${options.runDir}/run-${index}`,
     timeoutMs: Math.max(1000, Math.min(options.worker.timeoutMs, loop.ledger.remainingMs())),
     graceMs: options.worker.graceMs,
-    onEvent: (event) => loop.emit({ type: 'worker_event', run: index, event }),
+    onEvent: (event) => {
+      const kept = bound.admit(event);
+      if (kept) loop.emit({ type: 'worker_event', run: index, event: kept });
+    },
     signal,
   });
+  const dropped = bound.summary();
+  if (dropped) loop.emit({ type: 'worker_events_dropped', run: index, ...dropped });
   if (result.threadId) loop.threadId = result.threadId;
   const usage: Usage = {
     ...result.usage,

@@ -47,6 +47,7 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     dod: config.dod,
     dodSkipped: input.dodSkipped,
     graceMs: config.worker.grace,
+    replayCaps: config.sandbox.replay,
     // A runner that is not root cannot chown: a helper container applies the read-only ownership.
     ...(runtime.applyOwnership
       ? {

@@ -8,6 +8,18 @@ import type { ExecResult, TokenUsage, WorkerCommand, WorkerEvent, WorkerRunResul
 
 /** Characters of a command's output kept per command (the full stream is in codex.jsonl). */
 export const COMMAND_OUTPUT_TAIL_CHARS = 2_000;
+/**
+ * Items the summary keeps per list (commands, file changes, messages, notices): the stream is the worker's own
+ * output and may hold millions of them; the rest are counted (the full stream is in codex.jsonl).
+ */
+export const MAX_ITEMS_PER_LIST = 1_000;
+
+/** Pushes `item` unless `list` is full; returns whether it was kept. */
+function keep<T>(list: T[], item: T): boolean {
+  if (list.length >= MAX_ITEMS_PER_LIST) return false;
+  list.push(item);
+  return true;
+}
 
 type JsonObject = Record<string, unknown>;
 
@@ -40,6 +52,8 @@ export interface CodexStreamSummary {
   notices: string[];
   turnsCompleted: number;
   unparsedLines: number;
+  /** Items past {@link MAX_ITEMS_PER_LIST} in a list, not kept. */
+  itemsNotKept: number;
 }
 
 /**
@@ -58,6 +72,7 @@ export class CodexEventParser {
     notices: [],
     turnsCompleted: 0,
     unparsedLines: 0,
+    itemsNotKept: 0,
   };
 
   constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
@@ -112,14 +127,14 @@ export class CodexEventParser {
       case 'turn.failed': {
         const error = isObject(event.error) ? event.error : {};
         const message = text(error.message) ?? 'codex reported turn.failed without a message';
-        this.state.turnFailures.push(message);
+        this.keep(this.state.turnFailures, message);
         this.emit({ kind: 'error', message, fatal: true });
         return true;
       }
       case 'error': {
         // Retry notices ("Reconnecting... 2/5") arrive as bare `error` events: only turn.failed is fatal.
         const message = text(event.message) ?? JSON.stringify(event);
-        this.state.notices.push(message);
+        this.keep(this.state.notices, message);
         this.emit({ kind: 'error', message, fatal: false });
         return true;
       }
@@ -146,7 +161,7 @@ export class CodexEventParser {
           const path = text(change.path);
           if (path === undefined) continue;
           const kind = text(change.kind) ?? 'unknown';
-          this.state.fileChanges.push({ path, kind });
+          this.keep(this.state.fileChanges, { path, kind });
           this.emit({ kind: 'file_changed', path, change: kind });
         }
         return true;
@@ -154,7 +169,7 @@ export class CodexEventParser {
       case 'agent_message': {
         const message = text(item.text);
         if (!completed || message === undefined) return true;
-        this.state.agentMessages.push(message);
+        this.keep(this.state.agentMessages, message);
         this.emit({ kind: 'message', text: message });
         return true;
       }
@@ -162,7 +177,7 @@ export class CodexEventParser {
         // e.g. "Model metadata for `X` not found": a warning, the turn goes on.
         if (!completed) return true;
         const message = text(item.message) ?? JSON.stringify(item);
-        this.state.notices.push(message);
+        this.keep(this.state.notices, message);
         this.emit({ kind: 'error', message, fatal: false });
         return true;
       }
@@ -183,8 +198,8 @@ export class CodexEventParser {
     let command = id === undefined ? undefined : this.commandsById.get(id);
     if (command === undefined) {
       command = { command: commandText, exitCode: null, status: 'in_progress', outputTail: '' };
-      if (id !== undefined) this.commandsById.set(id, command);
-      this.commandOrder.push(command);
+      // A command past the bound is reported live, not kept (nor its id: the map stays bounded too).
+      if (this.keep(this.commandOrder, command) && id !== undefined) this.commandsById.set(id, command);
       this.emit({ kind: 'command_started', command: commandText });
     }
     if (commandText !== '') command.command = commandText;
@@ -200,6 +215,12 @@ export class CodexEventParser {
         status: command.status,
       });
     }
+  }
+
+  private keep<T>(list: T[], item: T): boolean {
+    const kept = keep(list, item);
+    if (!kept) this.state.itemsNotKept += 1;
+    return kept;
   }
 
   private emit(event: WorkerEvent): void {
@@ -266,7 +287,13 @@ export function toWorkerRunResult(
     finalMessage,
     usage: summary.usage,
     errors,
-    notices: summary.notices,
+    notices:
+      summary.itemsNotKept > 0
+        ? [
+            ...summary.notices,
+            `${summary.itemsNotKept} more items of the stream not kept (all are in the run's codex.jsonl)`,
+          ]
+        : summary.notices,
     unparsedLines: summary.unparsedLines,
     failed: errors.length > 0,
   };

@@ -40,6 +40,11 @@ export interface GitCommandOptions {
    * any worker ran, where the project's links must work. Everywhere else links become plain files.
    */
   keepSymlinks?: boolean;
+  /**
+   * Ctrl-C, SIGTERM or the task's wall clock: when it fires, git's whole process group is stopped as at its time
+   * limit and the call fails with a `workspace_failed` error that says it was cut.
+   */
+  signal?: AbortSignal;
 }
 
 export interface GitCommandResult {
@@ -59,8 +64,11 @@ export function cleanGitEnvironment(extra: Record<string, string> = {}): Record<
 
 /** One finished (or stopped) git process. */
 interface BoundedResult extends GitCommandResult {
-  /** Set when git did not end on its own: stopped at its time limit, or killed by someone else. */
-  stopped: { timedOut: boolean; signal: string | null } | null;
+  /**
+   * Set when git did not end on its own: stopped at its time limit, cut by the caller's abort signal, or killed
+   * by someone else.
+   */
+  stopped: { timedOut: boolean; aborted: boolean; signal: string | null } | null;
 }
 
 /** Process groups of git calls still running; stopped when the runner exits before they end. */
@@ -90,22 +98,44 @@ function stopLiveGroupsOnExit(): void {
  * {@link HOST_GIT_KILL_GRACE_MS} later SIGKILL for whatever is left of it (a child that still holds git's
  * output open included). `stopping()` is null until the limit is reached, then resolves once the SIGKILL is sent.
  */
-function groupDeadline(pid: number | undefined, timeoutMs: number) {
+function groupDeadline(pid: number | undefined, timeoutMs: number, signal?: AbortSignal) {
   let stopping: Promise<void> | null = null;
-  const timer = setTimeout(() => {
-    if (pid === undefined) return;
+  let aborted = false;
+  const stop = () => {
+    if (pid === undefined || stopping !== null) return;
     signalGroup(pid, 'SIGTERM');
     stopping = new Promise((resolve) =>
       setTimeout(() => resolve(signalGroup(pid, 'SIGKILL')), HOST_GIT_KILL_GRACE_MS),
     );
-  }, timeoutMs);
-  return { cancel: () => clearTimeout(timer), stopping: (): Promise<void> | null => stopping };
+  };
+  const timer = setTimeout(stop, timeoutMs);
+  // The caller's abort ends the group the same way: a replay or a fetch must not outlive Ctrl-C or the wall clock.
+  const onAbort = () => {
+    aborted = true;
+    stop();
+  };
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  return {
+    cancel: () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    },
+    stopping: (): Promise<void> | null => stopping,
+    aborted: () => aborted,
+  };
 }
 
 /** Runs git in a process group of its own, within `timeoutMs`; a stopped call returns once its group is gone. */
 async function runBounded(
   argv: readonly string[],
-  options: { cwd: string; env: Record<string, string>; input?: string; timeoutMs: number },
+  options: {
+    cwd: string;
+    env: Record<string, string>;
+    input?: string;
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+  },
 ): Promise<BoundedResult> {
   stopLiveGroupsOnExit();
   const subprocess = execa('git', argv, {
@@ -120,22 +150,23 @@ async function runBounded(
   });
   const pid = subprocess.pid;
   if (pid !== undefined) liveGroups.add(pid);
-  const deadline = groupDeadline(pid, options.timeoutMs);
+  const deadline = groupDeadline(pid, options.timeoutMs, options.signal);
   const result = await subprocess;
   deadline.cancel();
   const stopping = deadline.stopping();
   if (stopping !== null) await stopping;
   if (pid !== undefined) liveGroups.delete(pid);
-  const timedOut = stopping !== null;
+  const aborted = deadline.aborted();
+  const timedOut = stopping !== null && !aborted;
   const signal = result.signal ?? null;
   const exitCode = result.exitCode ?? 1;
   // A git that got SIGTERM removes its lock files and re-raises it; one that finished at the limit is done.
-  const stopped = signal !== null || (timedOut && exitCode !== 0);
+  const stopped = signal !== null || (stopping !== null && exitCode !== 0);
   return {
     exitCode,
     stdout: String(result.stdout ?? ''),
     stderr: String(result.stderr ?? ''),
-    stopped: stopped ? { timedOut, signal } : null,
+    stopped: stopped ? { timedOut, aborted, signal } : null,
   };
 }
 
@@ -146,11 +177,20 @@ function stoppedError(
   timeoutMs: number,
   stopped: NonNullable<BoundedResult['stopped']>,
 ): AgentRunnerError {
-  const how = stopped.timedOut
-    ? `did not finish within ${Math.round(timeoutMs / 100) / 10} s and was stopped`
-    : `was killed (${stopped.signal})`;
+  const how = stopped.aborted
+    ? 'was cut (interrupted, or the task ran out of time)'
+    : stopped.timedOut
+      ? `did not finish within ${Math.round(timeoutMs / 100) / 10} s and was stopped`
+      : `was killed (${stopped.signal})`;
   return new AgentRunnerError('workspace_failed', `git ${args.join(' ')} in ${options.cwd} ${how}.`, {
-    details: { args, cwd: options.cwd, timedOut: stopped.timedOut, signal: stopped.signal, timeoutMs },
+    details: {
+      args,
+      cwd: options.cwd,
+      timedOut: stopped.timedOut,
+      aborted: stopped.aborted,
+      signal: stopped.signal,
+      timeoutMs,
+    },
   });
 }
 
@@ -165,7 +205,7 @@ async function configuredProgramsFor(
   timeoutMs: number,
 ): Promise<ConfiguredPrograms> {
   const args = ['config', '--null', '--name-only', '--get-regexp', CONFIGURED_PROGRAMS_PATTERN];
-  const listed = await runBounded(args, { cwd: options.cwd, env, timeoutMs });
+  const listed = await runBounded(args, { cwd: options.cwd, env, timeoutMs, signal: options.signal });
   if (listed.stopped) throw stoppedError(args, options, timeoutMs, listed.stopped);
   return configuredPrograms(listed.exitCode === 0 ? listed.stdout : '');
 }
@@ -194,6 +234,9 @@ async function callSettings(
 /** Runs git and returns its result; a non-zero exit is data, a git stopped at its time limit or killed is not. */
 export async function tryGit(args: readonly string[], options: GitCommandOptions): Promise<GitCommandResult> {
   const timeoutMs = options.timeoutMs ?? HOST_GIT_TIMEOUT_MS;
+  // Cut already: git is not started at all.
+  if (options.signal?.aborted)
+    throw stoppedError(args, options, timeoutMs, { timedOut: false, aborted: true, signal: null });
   const env = cleanGitEnvironment(options.env);
   const settings = await callSettings(args, options, env, timeoutMs);
   const result = await runBounded(withoutDiffPrograms(args), {
@@ -201,6 +244,7 @@ export async function tryGit(args: readonly string[], options: GitCommandOptions
     env: { ...env, ...settings },
     input: options.input,
     timeoutMs,
+    signal: options.signal,
   });
   if (result.stopped) throw stoppedError(args, options, timeoutMs, result.stopped);
   return { exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr };

@@ -3,7 +3,7 @@
  * repository; after each run bring the commits back and observe the facts; run the DoD checks; preserve
  * uncommitted work on a WIP ref.
  */
-import type { Config } from '../config/schema.js';
+import type { Config, ReplayCaps } from '../config/schema.js';
 import type {
   CheckBounds,
   PreparedTask,
@@ -45,6 +45,8 @@ export interface GitTaskWorkspaceOptions {
   dod: Config['dod'];
   dodSkipped: boolean;
   graceMs: number;
+  /** Bounds of the replay (`sandbox.replay`); default: the config's defaults. */
+  replayCaps?: ReplayCaps;
   /** Applies the read-only ownership when the runner is not root (see permissions.ts). */
   applier?: OwnershipApplier;
 }
@@ -137,13 +139,15 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     );
   }
 
-  async observe(sandboxId: string): Promise<TaskFacts> {
+  async observe(sandboxId: string, signal?: AbortSignal): Promise<TaskFacts> {
     const workspace = this.workspace;
     await workspace.worktreeReady;
     const sync = await syncBack({
       repoRoot: workspace.repoRoot,
       taskId: workspace.taskId,
       scope: this.options.scope,
+      ...(this.options.replayCaps ? { caps: this.options.replayCaps } : {}),
+      ...(signal ? { signal } : {}),
     });
     const facts = await collectFacts(this.runtime, sandboxId, {
       repoRoot: workspace.repoRoot,
@@ -152,12 +156,13 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       baseSha: workspace.baseSha,
       scope: this.options.scope,
       sync,
+      ...(signal ? { signal } : {}),
     });
     // Host git on the user's repository only: these are the replayed, real commits.
     const range = `${workspace.baseSha}..${facts.headSha}`;
-    const cwd = workspace.repoRoot;
-    const diffStat = facts.commits.count ? await git(['diff', '--stat=100', range], { cwd }) : '';
-    const diff = facts.commits.count ? (await tryGit(['diff', '--no-color', range], { cwd })).stdout : '';
+    const host = { cwd: workspace.repoRoot, ...(signal ? { signal } : {}) };
+    const diffStat = facts.commits.count ? await git(['diff', '--stat=100', range], host) : '';
+    const diff = facts.commits.count ? (await tryGit(['diff', '--no-color', range], host)).stdout : '';
     return {
       baseSha: facts.baseSha,
       headSha: facts.headSha,
@@ -177,6 +182,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       ...(facts.pendingRef ? { pendingRef: facts.pendingRef } : {}),
       ...(facts.pendingReason ? { pendingReason: facts.pendingReason } : {}),
       ...(facts.problems.length > 0 ? { problems: facts.problems } : {}),
+      ...(sync.capped ? { replayCapped: sync.capped } : {}),
     };
   }
 

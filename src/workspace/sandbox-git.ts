@@ -26,13 +26,15 @@ export function sandboxGit(
   runtime: SandboxRuntime,
   sandboxId: string,
   args: readonly string[],
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; signal?: AbortSignal | undefined } = {},
 ): Promise<ExecResult> {
   return runtime.exec(sandboxId, ['git', ...HARDENING, '-C', SANDBOX_WORKDIR, ...args], {
     workdir: SANDBOX_WORKDIR,
     env: { ...sandboxGitEnvironment(), GIT_NO_REPLACE_OBJECTS: '1', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' },
     timeoutMs: options.timeoutMs ?? 120_000,
     tailBytes: 4 * 1024 * 1024,
+    // Ctrl-C, SIGTERM, the wall clock: the facts' git calls in the sandbox stop with the task.
+    ...(options.signal ? { signal: options.signal } : {}),
   });
 }
 
@@ -46,14 +48,14 @@ export interface UncommittedChange {
 export async function sandboxStatus(
   runtime: SandboxRuntime,
   sandboxId: string,
+  signal?: AbortSignal,
 ): Promise<{ changes: UncommittedChange[]; error: string | null }> {
-  const result = await sandboxGit(runtime, sandboxId, [
-    'status',
-    '--porcelain=v1',
-    '-z',
-    '--untracked-files=all',
-    '--no-renames',
-  ]);
+  const result = await sandboxGit(
+    runtime,
+    sandboxId,
+    ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames'],
+    { signal },
+  );
   if (result.exitCode !== 0) {
     return {
       changes: [],
@@ -78,17 +80,23 @@ export async function sandboxIgnoredFiles(
   runtime: SandboxRuntime,
   sandboxId: string,
   pathspec: string,
+  signal?: AbortSignal,
 ): Promise<{ paths: string[]; error: string | null }> {
-  const result = await sandboxGit(runtime, sandboxId, [
-    'status',
-    '--porcelain=v1',
-    '-z',
-    '--untracked-files=all',
-    '--ignored=traditional',
-    '--no-renames',
-    '--',
-    pathspec,
-  ]);
+  const result = await sandboxGit(
+    runtime,
+    sandboxId,
+    [
+      'status',
+      '--porcelain=v1',
+      '-z',
+      '--untracked-files=all',
+      '--ignored=traditional',
+      '--no-renames',
+      '--',
+      pathspec,
+    ],
+    { signal },
+  );
   if (result.exitCode !== 0) {
     return {
       paths: [],

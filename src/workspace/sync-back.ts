@@ -12,7 +12,11 @@ import { git, tryGit } from './git-command.js';
 import { keptEntriesOf, keptPathsTouched } from './kept-paths.js';
 import { taskLayout, type TaskLayout } from './layout.js';
 import { sandboxReadProblem } from './sandbox-git-files.js';
-import { sandboxGitDir, WORKER_IDENTITY } from './sandbox-repository.js';
+import { readCommit, type ParsedCommit } from './commit-object.js';
+import { sandboxGitDir } from './sandbox-repository.js';
+import { DEFAULT_REPLAY_CAPS } from '../config/schema.js';
+import type { ReplayCap } from '../core/types.js';
+import { replayCapOver, type ReplayCaps } from './replay-caps.js';
 import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
 import { buildTree, listTree, resolveCommit, type IndexEdit, type TreeEntry } from './tree-entries.js';
 import { readCommitMap, readWorkspaceState, writeJsonAtomic, type CommitMap } from './workspace-state.js';
@@ -21,6 +25,10 @@ export interface SyncBackOptions {
   repoRoot: string;
   taskId: string;
   scope: Scope;
+  /** Default: the config's defaults (`sandbox.replay`). */
+  caps?: ReplayCaps;
+  /** Ctrl-C, SIGTERM or the wall clock: the fetch and the replay stop at once (git's process group ended). */
+  signal?: AbortSignal;
 }
 
 export interface ReplayedCommit {
@@ -51,53 +59,8 @@ export interface SyncBackResult {
   worktreeUpdated: boolean;
   /** Why nothing could be brought back (sandbox .git unusable, branch deleted by the worker, ...). */
   problem: string | null;
-}
-
-interface ParsedCommit {
-  tree: string;
-  parents: string[];
-  author: { name: string; email: string; date: string };
-  committer: { name: string; email: string; date: string };
-  message: string;
-}
-
-function parseIdentity(line: string): { name: string; email: string; date: string } {
-  const match = /^(.*?) ?<([^>]*)> (\d+ [+-]\d{4})$/.exec(line);
-  if (!match)
-    return {
-      name: WORKER_IDENTITY.name,
-      email: WORKER_IDENTITY.email,
-      date: `${Math.floor(Date.now() / 1000)} +0000`,
-    };
-  return {
-    name: match[1]?.trim() || WORKER_IDENTITY.name,
-    email: match[2]?.trim() || WORKER_IDENTITY.email,
-    date: match[3] ?? '',
-  };
-}
-
-async function readCommit(repoRoot: string, sha: string): Promise<ParsedCommit> {
-  const raw = await git(['cat-file', 'commit', sha], { cwd: repoRoot });
-  const split = raw.indexOf('\n\n');
-  const headers = (split === -1 ? raw : raw.slice(0, split)).split('\n');
-  const message = split === -1 ? '' : raw.slice(split + 2);
-  const parsed: ParsedCommit = {
-    tree: '',
-    parents: [],
-    author: parseIdentity(''),
-    committer: parseIdentity(''),
-    message,
-  };
-  for (const header of headers) {
-    const space = header.indexOf(' ');
-    const key = header.slice(0, space);
-    const value = header.slice(space + 1);
-    if (key === 'tree') parsed.tree = value;
-    else if (key === 'parent') parsed.parents.push(value);
-    else if (key === 'author') parsed.author = parseIdentity(value);
-    else if (key === 'committer') parsed.committer = parseIdentity(value);
-  }
-  return parsed;
+  /** The bound of the replay the worker's commits went over: nothing was replayed, moved or checked out. */
+  capped: ReplayCap | null;
 }
 
 async function replayCommit(
@@ -152,6 +115,7 @@ export async function fetchFromSandbox(options: {
   taskId: string;
   sourceRef: string;
   targetRef: string;
+  signal?: AbortSignal;
 }): Promise<{ problem: string | null }> {
   const layout = taskLayout(options.repoRoot, options.taskId);
   const checked = await sandboxGitDir(layout.sandboxRepoPath);
@@ -181,10 +145,13 @@ export async function fetchFromSandbox(options: {
         cwd: options.repoRoot,
         env: { GIT_CONFIG_SYSTEM: fetchConfig },
         config: { 'transfer.fsckObjects': 'true', 'protocol.file.allow': 'always', 'gc.auto': '0' },
+        ...(options.signal ? { signal: options.signal } : {}),
       },
     );
     return fetched.exitCode === 0 ? { problem: null } : failed(fetched.stderr.trim());
   } catch (error) {
+    // A fetch cut by Ctrl-C or the wall clock is not a problem of the sandbox: the task stops with the cut.
+    if (options.signal?.aborted) throw error;
     if (error instanceof AgentRunnerError && error.code === 'workspace_failed') return failed(error.message);
     throw error;
   }
@@ -217,11 +184,14 @@ async function replayCommits(
   commitMap: CommitMap,
   scope: ScopeMatcher,
   snapshotOf: string,
+  signal?: AbortSignal,
 ): Promise<ReplayedCommit[]> {
   const baseKept = toReplay.length > 0 ? await keptEntriesOf(repoRoot, snapshotOf, scope) : [];
   const commits: ReplayedCommit[] = [];
   for (const sandboxSha of toReplay) {
-    const commit = await readCommit(repoRoot, sandboxSha);
+    // Between two commits too: each git call is short, the whole replay need not be.
+    if (signal?.aborted) throw replayCut(commits.length, toReplay.length);
+    const commit = await readCommit(repoRoot, sandboxSha, signal);
     const parents = commit.parents.map((parent) => {
       const real = commitMap.map[parent];
       if (real === undefined)
@@ -243,6 +213,14 @@ async function replayCommits(
     });
   }
   return commits;
+}
+
+/** The error of a replay cut by Ctrl-C or the wall clock (the commits replayed so far are not recorded). */
+function replayCut(done: number, total: number): AgentRunnerError {
+  return new AgentRunnerError(
+    'workspace_failed',
+    `The replay of the worker's commits was cut after ${done} of ${total} (interrupted, or the task ran out of time).`,
+  );
 }
 
 /**
@@ -317,6 +295,7 @@ export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult
     pendingDetail: null,
     worktreeUpdated: false,
     problem,
+    capped: null,
   });
 
   const fetched = await fetchFromSandbox({
@@ -324,13 +303,23 @@ export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult
     taskId,
     sourceRef: `refs/heads/${layout.branch}`,
     targetRef: layout.sandboxRef,
+    ...(options.signal ? { signal: options.signal } : {}),
   });
   if (fetched.problem !== null) return unchanged(fetched.problem);
   const sandboxHead = (await git(['rev-parse', layout.sandboxRef], { cwd: repoRoot })).trim();
 
   const commitMap = await readCommitMap(layout.commitMapPath);
   const toReplay = await commitsToReplay(repoRoot, sandboxHead, commitMap);
-  const commits = await replayCommits(repoRoot, toReplay, commitMap, scope, state.snapshotOf);
+  // Before any commit is made, any ref moved or any file checked out: over a bound, nothing is brought over.
+  const capped = await replayCapOver(
+    repoRoot,
+    sandboxHead,
+    toReplay.length,
+    options.caps ?? DEFAULT_REPLAY_CAPS,
+    options.signal,
+  );
+  if (capped !== null) return { ...unchanged(null), sandboxHeadSha: sandboxHead, capped };
+  const commits = await replayCommits(repoRoot, toReplay, commitMap, scope, state.snapshotOf, options.signal);
   if (commits.length > 0) await writeJsonAtomic(layout.commitMapPath, commitMap);
 
   const headSha = commitMap.map[sandboxHead];
@@ -346,6 +335,7 @@ export async function syncBack(options: SyncBackOptions): Promise<SyncBackResult
     pendingDetail: null,
     worktreeUpdated: false,
     problem: null,
+    capped: null,
   };
   if (headSha === branchHead) {
     await tryGit(['update-ref', '-d', layout.pendingRef], { cwd: repoRoot });

@@ -82,6 +82,8 @@ export interface CollectFactsOptions {
   sync: SyncBackResult;
   dod?: DodResult[];
   worker?: WorkerOutcome | null;
+  /** Ctrl-C, SIGTERM, the wall clock: the git calls in the sandbox stop (a cut call is an incomplete fact). */
+  signal?: AbortSignal;
 }
 
 /** Characters of git's message the facts keep. */
@@ -123,16 +125,18 @@ export function pendingReasonWords(sync: SyncBackResult, worktreePath: string): 
     : `it is not a fast-forward of the task branch: the worker rewrote its history, or the branch moved on${said}`;
 }
 
-async function committedChanges(repoRoot: string, baseSha: string, headSha: string): Promise<ChangedFile[]> {
-  const names = splitNul(
-    await git(['diff', '--name-status', '-z', '--no-renames', baseSha, headSha], { cwd: repoRoot }),
-  );
+async function committedChanges(
+  repoRoot: string,
+  baseSha: string,
+  headSha: string,
+  signal?: AbortSignal,
+): Promise<ChangedFile[]> {
+  const host = { cwd: repoRoot, ...(signal ? { signal } : {}) };
+  const names = splitNul(await git(['diff', '--name-status', '-z', '--no-renames', baseSha, headSha], host));
   const status = new Map<string, string>();
   for (let index = 0; index + 1 < names.length; index += 2)
     status.set(names[index + 1] as string, names[index] as string);
-  const numstat = splitNul(
-    await git(['diff', '--numstat', '-z', '--no-renames', baseSha, headSha], { cwd: repoRoot }),
-  );
+  const numstat = splitNul(await git(['diff', '--numstat', '-z', '--no-renames', baseSha, headSha], host));
   return numstat.map((line) => {
     const [insertions = '-', deletions = '-', ...rest] = line.split('\t');
     const file = rest.join('\t');
@@ -157,16 +161,14 @@ function sumStat(files: { insertions: number | null; deletions: number | null }[
 async function uncommittedNumstat(
   runtime: SandboxRuntime,
   sandboxId: string,
+  signal?: AbortSignal,
 ): Promise<{ insertions: number | null; deletions: number | null }[]> {
-  const numstat = await sandboxGit(runtime, sandboxId, [
-    'diff',
-    '--numstat',
-    '-z',
-    '--no-renames',
-    '--no-ext-diff',
-    '--no-textconv',
-    'HEAD',
-  ]);
+  const numstat = await sandboxGit(
+    runtime,
+    sandboxId,
+    ['diff', '--numstat', '-z', '--no-renames', '--no-ext-diff', '--no-textconv', 'HEAD'],
+    { signal },
+  );
   if (numstat.exitCode !== 0) return [];
   return splitNul(numstat.stdoutTail).map((line) => {
     const [insertions = '-', deletions = '-'] = line.split('\t');
@@ -216,19 +218,20 @@ export async function collectFacts(
 
   const log = await git(['log', '--format=%H%x00%s%x00', '--topo-order', `${baseSha}..${headSha}`], {
     cwd: repoRoot,
+    ...(options.signal ? { signal: options.signal } : {}),
   });
   const parts = log.split('\0');
   const list: { sha: string; subject: string }[] = [];
   for (let index = 0; index + 1 < parts.length; index += 2) {
     list.push({ sha: (parts[index] as string).trim(), subject: parts[index + 1] as string });
   }
-  const changedFiles = await committedChanges(repoRoot, baseSha, headSha);
+  const changedFiles = await committedChanges(repoRoot, baseSha, headSha, options.signal);
 
   const [status, ignoredRunnerFiles, uncommittedNumbers] = await Promise.all([
-    sandboxStatus(runtime, sandboxId),
+    sandboxStatus(runtime, sandboxId, options.signal),
     // A repository that ignores `.agent-runner/` hides what the worker writes there from the status above.
-    sandboxIgnoredFiles(runtime, sandboxId, STATE_DIR_NAME),
-    uncommittedNumstat(runtime, sandboxId),
+    sandboxIgnoredFiles(runtime, sandboxId, STATE_DIR_NAME, options.signal),
+    uncommittedNumstat(runtime, sandboxId, options.signal),
   ]);
   if (status.error) problems.push(status.error);
   if (ignoredRunnerFiles.error) problems.push(ignoredRunnerFiles.error);

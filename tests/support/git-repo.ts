@@ -30,12 +30,14 @@ function gitEnvironment(): NodeJS.ProcessEnv {
 }
 
 /** Runs git in `cwd` with a fixed identity and no inherited GIT_* variables. */
-export function runGit(cwd: string, args: string[]): string {
+export function runGit(cwd: string, args: string[], options: { input?: string | Buffer } = {}): string {
   return execFileSync('git', args, {
     cwd,
     env: gitEnvironment(),
     encoding: 'utf8',
     stdio: ['pipe', 'pipe', 'pipe'],
+    ...(options.input !== undefined ? { input: options.input } : {}),
+    maxBuffer: 64 * 1024 ** 2,
   });
 }
 

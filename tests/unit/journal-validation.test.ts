@@ -145,6 +145,7 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
     { kind: 'error', message: 'stream ended', fatal: false },
   ] as const)
     record({ type: 'worker_event', run: 1, event, at });
+  record({ type: 'worker_events_dropped', run: 1, kept: 2000, dropped: 5, at });
   record({ type: 'stalled', repeats: 3, what: 'the same decision', at });
   record({ type: 'preserved', ref: 'refs/agent-runner/wip/T-1', at });
   return written;
