@@ -352,18 +352,6 @@ export interface SandboxProviderPort {
   checkDisk?(): Promise<DiskCapReached | null>;
 }
 
-/**
- * Meta-agent calls counted with other tasks running at the same time (a project's subtasks share the
- * project's `limits.maxMetaCalls`): each call is counted as it is made, and every task stops at its next
- * step once the shared limit is reached.
- */
-export interface SharedMetaCalls {
-  /** Counts one Meta-agent call. */
-  add(): void;
-  /** Null while calls are left; else why not, in words (the task's NEEDS_REVIEW reason). */
-  exhausted(): string | null;
-}
-
 /** An earlier task's note offered to the Meta-agent as memory: its title, its summary and where it is. */
 export interface MemoryEntry {
   title: string;

@@ -2,10 +2,11 @@
  * One `docker exec` on dockerode: starting it, pumping its output until its stream ends or it is stopped,
  * killing every process it started, and reading its exit code. DockerSandboxRuntime builds its exec on these.
  */
+import { constants as osConstants } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import type { ExecOptions } from '../core/ports.js';
+import type { ExecOptions, ExecResult } from '../core/ports.js';
 import { EnvironmentError } from '../errors.js';
 import { killerArgv } from './exec-killer.js';
 import { OutputSink, pumpDockerStream } from './exec-output.js';
@@ -216,5 +217,34 @@ export async function raisePidsLimit(docker: Docker, sandboxId: string): Promise
   await container.update({ PidsLimit: limit + PIDS_ROOM_FOR_KILLER });
   return async () => {
     await container.update({ PidsLimit: limit });
+  };
+}
+
+/** `SIGKILL` for 137: Docker and shells report a process ended by signal n as 128 + n. */
+export function signalFromExitCode(exitCode: number): string | null {
+  if (exitCode <= 128) return null;
+  const number = exitCode - 128;
+  const entry = Object.entries(osConstants.signals).find(([, value]) => value === number);
+  return entry ? entry[0] : null;
+}
+
+/** A finished exec as the port reports it: exit code, signal, how it stopped, duration and both tails. */
+export function execResult(
+  exitCode: number,
+  stopReason: StopReason | null,
+  oomKilled: boolean,
+  startedAt: number,
+  stdout: OutputSink,
+  stderr: OutputSink,
+): ExecResult {
+  return {
+    exitCode,
+    signal: oomKilled ? 'SIGKILL' : signalFromExitCode(exitCode),
+    timedOut: stopReason === 'timeout',
+    interrupted: stopReason === 'interrupt',
+    oomKilled,
+    durationMs: Math.round(performance.now() - startedAt),
+    stdoutTail: stdout.tail.toString(),
+    stderrTail: stderr.tail.toString(),
   };
 }

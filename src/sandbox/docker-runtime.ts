@@ -4,7 +4,7 @@
  * sandbox; exec create + start + inspect for a command. Nothing is inspected "just in case".
  */
 import { randomUUID } from 'node:crypto';
-import { constants as osConstants, hostname } from 'node:os';
+import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type {
   ExecOptions,
@@ -31,15 +31,16 @@ import { EXEC_MARKER_VARIABLE } from './exec-killer.js';
 import { OutputSink } from './exec-output.js';
 import {
   capture,
+  execResult,
   exitCodeOf,
   killMarked,
   messageOf,
   pumpUntilEnd,
   raisePidsLimit,
+  signalFromExitCode,
   startExec,
   statusOf,
   type StartedExec,
-  type StopReason,
 } from './docker-exec.js';
 
 /** Bytes of each stream kept in memory when the caller does not say. */
@@ -63,14 +64,6 @@ export interface DockerSandboxRuntimeOptions {
   redact?: (text: string) => string;
   /** Seconds `remove` lets the container stop before it is killed (default 1). */
   stopTimeoutSeconds?: number;
-}
-
-/** `SIGKILL` for 137: Docker and shells report a process ended by signal n as 128 + n. */
-function signalFromExitCode(exitCode: number): string | null {
-  if (exitCode <= 128) return null;
-  const number = exitCode - 128;
-  const entry = Object.entries(osConstants.signals).find(([, value]) => value === number);
-  return entry ? entry[0] : null;
 }
 
 /** {@link SandboxRuntime} on Docker. */
@@ -213,7 +206,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       await closeSinks();
       // Nothing was started, so nothing was signalled.
       return {
-        ...this.result(INTERRUPTED_EXIT_CODE, 'interrupt', false, startedAt, stdout, stderr),
+        ...execResult(INTERRUPTED_EXIT_CODE, 'interrupt', false, startedAt, stdout, stderr),
         signal: null,
       };
     }
@@ -242,7 +235,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     }
     const exitCode = await exitCodeOf(started.exec, reason === null ? 100 : 10);
     if (reason !== null) {
-      const result = this.result(
+      const result = execResult(
         reason === 'timeout' ? TIMEOUT_EXIT_CODE : INTERRUPTED_EXIT_CODE,
         reason,
         false,
@@ -260,7 +253,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
       );
     }
     const oomKilled = exitCode === OOM_EXIT_CODE && (await this.sawNewOomKill(sandboxId));
-    return this.result(exitCode, null, oomKilled, startedAt, stdout, stderr);
+    return execResult(exitCode, null, oomKilled, startedAt, stdout, stderr);
   }
 
   async remove(sandboxId: string): Promise<void> {
@@ -349,26 +342,6 @@ export class DockerSandboxRuntime implements SandboxRuntime {
         { cause: error, details: { sandboxId } },
       );
     }
-  }
-
-  private result(
-    exitCode: number,
-    stopReason: StopReason | null,
-    oomKilled: boolean,
-    startedAt: number,
-    stdout: OutputSink,
-    stderr: OutputSink,
-  ): ExecResult {
-    return {
-      exitCode,
-      signal: oomKilled ? 'SIGKILL' : signalFromExitCode(exitCode),
-      timedOut: stopReason === 'timeout',
-      interrupted: stopReason === 'interrupt',
-      oomKilled,
-      durationMs: Math.round(performance.now() - startedAt),
-      stdoutTail: stdout.tail.toString(),
-      stderrTail: stderr.tail.toString(),
-    };
   }
 
   /**
