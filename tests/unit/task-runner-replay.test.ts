@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { TaskFacts } from '../../src/core/types.js';
+import { OBSERVE_MIN_MS } from '../../src/core/task-loop.js';
 import { TaskRunner, type TaskRecord } from '../../src/core/task-runner.js';
 import { MAX_WORKER_EVENTS_PER_RUN, MAX_WORKER_EVENT_TEXT_CHARS } from '../../src/core/worker-event-bound.js';
 import {
@@ -117,6 +118,50 @@ describe('the replay in the loop', () => {
     expect((t.workspace as ObservedWorkspace).observations).toBe(1);
     expect(t.notes).toHaveLength(1);
   });
+
+  it('the wall clock cuts an observation that would run on, after at least OBSERVE_MIN_MS (exit 124)', async () => {
+    const repo = fakeRepo();
+    const notes: TaskRecord[] = [];
+    const clock = new ManualClock();
+    // The run itself uses up the task's minute of wall clock; the replay after it never ends on its own.
+    const spendTheClock: WorkerEffect = (fake, request) => {
+      commit(fake, request);
+      clock.time += 61_000;
+    };
+    const workspace = new ObservedWorkspace(
+      repo,
+      (_facts, signal) =>
+        new Promise((_resolve, reject) => {
+          signal?.addEventListener('abort', () => reject(new Error('replay cut')), { once: true });
+        }),
+    );
+    const runner = new TaskRunner(
+      await testRunnerOptions({
+        startOptions: undefined,
+        limits: { maxIterations: 5, maxMetaCalls: 30, wallClock: 60_000, maxStalls: 3 },
+      }),
+      testRunnerDeps(
+        repo,
+        {
+          meta: new ScriptedMetaAgent([{ kind: 'plan', plan }, runWorker]),
+          worker: new FakeWorker(repo, [spendTheClock]),
+          workspace,
+          clock,
+        },
+        { notes },
+      ),
+    );
+    const started = Date.now();
+    const summary = await runner.run();
+    const waited = Date.now() - started;
+    // Cut by the clock, not by the replay ending: never before the observation's floor, not long after it.
+    expect(waited).toBeGreaterThanOrEqual(OBSERVE_MIN_MS - 50);
+    expect(waited).toBeLessThan(OBSERVE_MIN_MS + 15_000);
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.exitCode).toBe(124);
+    expect(workspace.observations).toBe(1);
+    expect(notes).toHaveLength(1);
+  }, 40_000);
 
   it('keeps the first worker events of a run, each text bounded, and says how many were not kept', async () => {
     const flood: WorkerEffect = (repo, request) => {
