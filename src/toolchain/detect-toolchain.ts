@@ -34,7 +34,8 @@ export interface DeclaredToolchain {
   devcontainer?: DevcontainerSpec;
 }
 
-async function readText(file: string, limit = 256 * 1024): Promise<string | undefined> {
+/** A repository file's text, or undefined when it is missing, unreadable or longer than `limit` characters. */
+export async function readText(file: string, limit = 256 * 1024): Promise<string | undefined> {
   try {
     const text = await readFile(file, 'utf8');
     return text.length > limit ? undefined : text;

@@ -5,9 +5,10 @@
  * taken, bounded and validated. A declared version Debian cannot give is refused when the image is resolved,
  * before any worker run, with what to do (`sandbox.toolchains.<name>` or a Dockerfile).
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { UserError } from '../errors.js';
+import { readText } from './detect-toolchain.js';
 
 /** What the repository declares beyond Node, each with the file it came from. */
 export interface SystemToolchains {
@@ -26,15 +27,6 @@ export interface ToolchainOverrides {
 const DEBIAN_GO = [19, 21, 22, 23] as const;
 /** bookworm's Python 3 (major.minor). */
 export const DEBIAN_PYTHON = '3.11';
-
-async function readText(file: string, limit = 256 * 1024): Promise<string | undefined> {
-  try {
-    const text = await readFile(file, 'utf8');
-    return text.length > limit ? undefined : text;
-  } catch {
-    return undefined;
-  }
-}
 
 /** `go 1.22` / `go 1.21.5` in go.mod → `1.22` / `1.21`. */
 export function goVersionOf(goMod: string): string | undefined {

@@ -4,6 +4,7 @@
  */
 import type {
   Clock,
+  ExecResult,
   HumanPort,
   MetaAgentPort,
   MetaView,
@@ -401,5 +402,20 @@ export function testRunnerDeps(
     },
     onEvent: (event) => sinks.events?.push(event),
     ...parts,
+  };
+}
+
+/** A finished exec as a runtime reports it: exit 0, no output, 5 ms, with `overrides`. */
+export function finishedExec(overrides: Partial<ExecResult> = {}): ExecResult {
+  return {
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    interrupted: false,
+    oomKilled: false,
+    durationMs: 5,
+    stdoutTail: '',
+    stderrTail: '',
+    ...overrides,
   };
 }

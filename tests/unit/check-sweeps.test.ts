@@ -8,22 +8,14 @@ import type { ExecOptions, ExecResult, SandboxRuntime } from '../../src/core/por
 import type { AcceptanceCriterion, TaskFacts } from '../../src/core/types.js';
 import { runCriteriaChecks } from '../../src/workspace/criteria-checks.js';
 import { dodIsEvidenceOfDone, runDodChecks } from '../../src/workspace/dod-checks.js';
+import { finishedExec } from '../support/core-fakes.js';
 
 /** Records every exec in order (`sweep`, `git`, or the check's command) and answers each sweep from a queue. */
 class SweepRuntime implements Pick<SandboxRuntime, 'exec'> {
   readonly calls: string[] = [];
   constructor(private readonly sweepExits: number[]) {}
   async exec(_id: string, argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
-    const result: ExecResult = {
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      interrupted: false,
-      oomKilled: false,
-      durationMs: 5,
-      stdoutTail: '',
-      stderrTail: '',
-    };
+    const result = finishedExec();
     if (argv.includes('agent-runner-reaper')) {
       this.calls.push('sweep');
       return { ...result, exitCode: this.sweepExits.shift() ?? 0 };

@@ -13,6 +13,7 @@ import {
   shellQuote,
 } from '../../src/workspace/test-frameworks.js';
 import { git } from '../support/task-repo.js';
+import { finishedExec } from '../support/core-fakes.js';
 
 async function repoWith(files: Record<string, string>, links: Record<string, string> = {}) {
   const root = await mkdtemp(path.join(tmpdir(), 'ar-criteria-'));
@@ -38,16 +39,7 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
   sweeps = 0;
   constructor(private readonly answers: Record<string, Partial<ExecResult>>) {}
   async exec(_id: string, argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
-    const result: ExecResult = {
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      interrupted: false,
-      oomKilled: false,
-      durationMs: 5,
-      stdoutTail: '',
-      stderrTail: '',
-    };
+    const result = finishedExec();
     // The sweep of leftover processes around each check is not a check.
     if (argv.includes('agent-runner-reaper')) {
       this.sweeps += 1;
