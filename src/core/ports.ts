@@ -317,13 +317,14 @@ export interface TaskWorkspacePort {
   runDod(sandboxId: string, facts: TaskFacts, bounds: CheckBounds): Promise<DodOutcome>;
   /**
    * Runs the acceptance criteria's checks: `command` in the sandbox, `file_exists` on the task branch (host
-   * git), `test` through the detected test framework; other kinds are recorded as not executed.
-   */
+   * git), `test` through the detected test framework; other kinds are recorded as not executed; a command
+   * the DoD (`dod`, on the same tree) ran takes its result. */
   runCriteriaChecks(
     sandboxId: string,
     criteria: readonly AcceptanceCriterion[],
     facts: TaskFacts,
     bounds: CheckBounds,
+    dod?: DodOutcome,
   ): Promise<CriterionCheckResult[]>;
   /**
    * The commit the sandbox has checked out now (its HEAD), as the replayed commit of the task it is: what a

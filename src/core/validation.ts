@@ -74,6 +74,7 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
       plan.acceptanceCriteria,
       facts,
       loop.bounds(signal),
+      dod,
     );
     loop.emit({ type: 'criteria_checks', run, results: [...criteriaChecks] });
     const after = await loop.deps.workspace.checkedOutHead(sandboxId);

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import type { SandboxRuntime } from '../core/ports.js';
-import type { AcceptanceCriterion, CriterionCheckResult, TaskFacts } from '../core/types.js';
+import type { AcceptanceCriterion, CriterionCheckResult, DodOutcome, TaskFacts } from '../core/types.js';
 import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { cleanShellArgv } from './dod-checks.js';
@@ -35,6 +35,35 @@ export interface CriteriaChecksOptions {
   graceMs?: number;
   /** Per-check timeout (default 10 minutes), clipped to what is left of `timeoutMs`. */
   checkTimeoutMs?: number;
+  /** The DoD that ran on this same tree just before: a criterion with the same command takes its result. */
+  dod?: DodOutcome;
+}
+
+/**
+ * The result of a DoD check that ran `command` on this tree, as a criterion's: the same command in the same
+ * clean shell on the same checkout says the same thing, so it is not run twice (the demo ran `npm test` twice
+ * per validation). Null when no DoD check ran exactly this command.
+ */
+export function dodResultFor(
+  dod: DodOutcome | undefined,
+  command: string,
+): Pick<
+  CriterionCheckResult,
+  'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'tests' | 'reason'
+> | null {
+  const same = dod?.results.find(
+    (result) => result.command.trim() === command.trim() && result.status !== 'skipped',
+  );
+  if (!same) return null;
+  return {
+    target: command,
+    status: same.status === 'skipped' ? 'not_executed' : same.status,
+    exitCode: same.exitCode,
+    durationMs: same.durationMs,
+    outputTail: same.outputTail,
+    ...(same.tests ? { tests: same.tests } : {}),
+    reason: `the DoD check "${same.name}" ran this command on this tree; its result, not run again`,
+  };
 }
 
 type Check = NonNullable<AcceptanceCriterion['check']>;
@@ -158,8 +187,13 @@ export async function runCriteriaChecks(
     }
     let command: string;
     let counted: TestFramework[] = [];
-    if (check.kind === 'command' && check.command) command = check.command;
-    else if (check.kind === 'test' && check.command) command = check.command;
+    const given = check.kind === 'command' || check.kind === 'test' ? check.command : undefined;
+    const reused = given ? dodResultFor(options.dod, given) : null;
+    if (reused) {
+      results.push({ ...base, ...reused });
+      continue;
+    }
+    if (given) command = given;
     else if (check.kind === 'test' && check.test_name) {
       tree ??= branchTree(options.repoRoot, facts.headSha);
       const file = check.file === undefined ? undefined : (repositoryPath(check.file) ?? undefined);

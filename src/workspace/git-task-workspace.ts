@@ -232,9 +232,11 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     criteria: readonly AcceptanceCriterion[],
     facts: TaskFacts,
     bounds: CheckBounds,
+    dod?: DodOutcome,
   ): Promise<CriterionCheckResult[]> {
     return runCriteriaChecks(this.runtime, sandboxId, criteria, facts, {
       repoRoot: this.workspace.repoRoot,
+      ...(dod ? { dod } : {}),
       timeoutMs: bounds.timeoutMs,
       graceMs: this.options.graceMs,
       ...(bounds.signal ? { signal: bounds.signal } : {}),

@@ -171,6 +171,52 @@ describe('criteria checks', () => {
     expect(result?.reason).toBe('1 test(s) passed (vitest)');
   });
 
+  it('a criterion whose command the DoD just ran on this tree takes that result instead of running it again', async () => {
+    const { root, head } = await repoWith({ 'README.md': '# x\n' });
+    const runtime = new TableRuntime({ 'npm run e2e': { exitCode: 0, stdoutTail: 'ran' } });
+    const dod = {
+      status: 'failed' as const,
+      ranOnDirtyTree: false,
+      source: 'package.json',
+      results: [
+        {
+          name: 'test',
+          command: 'npm test',
+          status: 'failed' as const,
+          exitCode: 1,
+          durationMs: 4200,
+          outputTail: '1 failing',
+          tests: { passed: 3, failed: 1, skipped: 0 },
+        },
+      ],
+    };
+    const criterion = (id: string, command: string) => ({
+      id,
+      description: id,
+      type: 'unit',
+      critical: true,
+      check: { kind: 'command' as const, command },
+    });
+    const [same, other] = await runCriteriaChecks(
+      runtime as unknown as SandboxRuntime,
+      'sb',
+      [criterion('AC-1', ' npm test '), criterion('AC-2', 'npm run e2e')],
+      facts(head),
+      { repoRoot: root, timeoutMs: 60_000, dod },
+    );
+    expect(same).toMatchObject({
+      status: 'failed',
+      exitCode: 1,
+      outputTail: '1 failing',
+      tests: { passed: 3, failed: 1, skipped: 0 },
+      durationMs: 4200,
+    });
+    expect(same?.reason).toMatch(/the DoD check "test" ran this command on this tree/);
+    expect(other).toMatchObject({ status: 'passed', target: 'npm run e2e' });
+    // Only the command the DoD had not run reached the sandbox.
+    expect(runtime.commands).toEqual(['npm run e2e']);
+  });
+
   it('a named test that matched nothing is not evidence, even with exit 0', async () => {
     const { root, head } = await repoWith({
       'package.json': JSON.stringify({ scripts: { test: 'node --test' } }),
