@@ -80,6 +80,9 @@ describe.runIf(process.getuid?.() === 0)(
       const [kept] = await labelledContainers(taskId);
       expect(kept?.State, 'the container is kept, running').toBe('running');
       const container = kept?.Id as string;
+      // The worker's uid, as the container records it: a plain `docker exec` enters as the keeper's uid.
+      const worker = kept?.Labels['agent-runner.user'] as string;
+      expect(worker).toMatch(/^\d+:\d+$/);
       const sandboxRepo = path.join(task.root, '.agent-runner', 'sandboxes', taskId, 'repo');
       expect(lstatSync(path.join(sandboxRepo, 'race', 'setuid-tool')).mode & 0o4000).toBe(0o4000);
 
@@ -88,6 +91,8 @@ describe.runIf(process.getuid?.() === 0)(
       docker(
         'exec',
         '-d',
+        '-u',
+        worker,
         container,
         'bash',
         '-c',
