@@ -91,7 +91,8 @@ test('five', () => assert.ok(isNumber(5)));
     });
     expect(run.stderr).toContain('Go 1.22 (go.mod: 1.22; Debian bookworm-backports)');
     expect(run.stderr).toContain('Rust with cargo (Cargo.toml; Debian rustc-web)');
-  });
+    // The layer's first build downloads Debian's packages: minutes, once per machine.
+  }, 900_000);
 
   it('Python with pytest from a sandbox.dockerfile: COMPLETE with pytest passed', async () => {
     const root = realProjectRepo('rp-python', {
