@@ -39,6 +39,8 @@ export const dodCheckResultSchema = z.object({
   outputTail: z.string(),
   /** The test counts its output's summary gives (absent: none found, or a journal of an older version). */
   tests: testCountsSchema.optional(),
+  /** Tracked files the check changed (put back after it; at most 20 named): it did not check the commit. */
+  rewrote: z.object({ paths: z.array(z.string()), count: z.number() }).optional(),
 });
 
 export const dodOutcomeSchema = z.object({

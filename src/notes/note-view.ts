@@ -178,7 +178,9 @@ function dodView(runs: readonly RunRecord[]) {
       name: inlineText(result.name),
       command: codeSpan(result.command, NOTE_LIMITS.code, 'table'),
       // Exit 0 goes without saying for a DoD check; its test counts are shown passing or failing.
-      result: `${withIcon(result.status)}${checkDetailText(result.exitCode || null, result.tests)}`,
+      result: `${withIcon(result.status)}${checkDetailText(result.exitCode || null, result.tests)}${
+        result.rewrote ? `; changed ${result.rewrote.count} tracked file(s), put back` : ''
+      }`,
       duration: formatDuration(result.durationMs),
     })),
     dodCut: results.notice,

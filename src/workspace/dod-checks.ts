@@ -11,6 +11,7 @@ import { parseTestCounts } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
+import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
 import { sandboxStatus } from './sandbox-git.js';
 
 /**
@@ -130,20 +131,24 @@ export async function runDodChecks(
     });
     // After this check and before the next: whatever this one started is ended.
     sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
+    // Checks are checks: tracked files a check changed are put back, and the check did not check the commit.
+    const rewrote = ranOnDirtyTree ? null : await putBackTrackedChanges(runtime, sandboxId, options.signal);
     // Evidence for the person, passing or failing; the gate decides on the exit code alone.
     const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
+    const outputTail = tailOf(result.stdoutTail, result.stderrTail, tailChars);
     results.push({
       name: check.name,
       command: check.command,
       status: result.timedOut
         ? 'timeout'
-        : result.exitCode === 0 && !result.interrupted
+        : result.exitCode === 0 && !result.interrupted && !rewrote?.count
           ? 'passed'
           : 'failed',
       exitCode: result.timedOut ? null : result.exitCode,
       durationMs: result.durationMs,
       timeoutMs: check.timeout,
-      outputTail: tailOf(result.stdoutTail, result.stderrTail, tailChars),
+      outputTail: rewrote?.count ? `${rewroteNotice(rewrote)}\n${outputTail}` : outputTail,
+      ...(rewrote?.count ? { rewrote } : {}),
       ...(tests ? { tests } : {}),
       ranOnDirtyTree,
       interrupted: result.interrupted,

@@ -215,15 +215,10 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       status,
       source,
       ranOnDirtyTree: results.some((result) => result.ranOnDirtyTree),
-      results: results.map((result) => ({
-        name: result.name,
-        command: result.command,
-        status: result.status,
-        exitCode: result.exitCode,
-        durationMs: result.durationMs,
-        outputTail: result.outputTail,
-        ...(result.tests ? { tests: result.tests } : {}),
-      })),
+      // The recorded result is the check's result without the run's own bookkeeping.
+      results: results.map(
+        ({ timeoutMs: _timeout, ranOnDirtyTree: _dirty, interrupted: _cut, ...result }) => result,
+      ),
     };
   }
 

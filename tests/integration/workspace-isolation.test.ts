@@ -308,4 +308,30 @@ describe('workspace isolation in a Docker sandbox', () => {
     const skipped = await runDodChecks(runtime, prepared.sandboxId, checks, { skip: true });
     expect(skipped.map((result) => result.status)).toEqual(['skipped', 'skipped', 'skipped']);
   });
+
+  it('a DoD check that rewrites tracked files did not check the commit: failed, named, and the tree put back', async () => {
+    const repo = await userRepository();
+    const prepared = await prepare(repo, OPEN_SCOPE);
+    const checks = [
+      // A formatter run with --write: exit 0, and the committed file is no longer what was checked.
+      {
+        name: 'lint',
+        command: 'sed -i s/app/APP/ src/app.js && rm README.md && echo formatted',
+        timeout: 30_000,
+      },
+      { name: 'test', command: 'cat src/app.js && test -f README.md', timeout: 30_000 },
+    ];
+    const results = await runDodChecks(runtime, prepared.sandboxId, checks, { graceMs: 500 });
+    expect(results[0]).toMatchObject({
+      status: 'failed',
+      exitCode: 0,
+      rewrote: { paths: ['README.md', 'src/app.js'], count: 2 },
+    });
+    expect(results[0]?.outputTail).toMatch(
+      /^The check changed 2 tracked file\(s\), so it did not check the committed tree/,
+    );
+    // The next check ran on the commit again: the rewrite and the deletion were put back.
+    expect(results[1]).toMatchObject({ status: 'passed', outputTail: 'console.log("app");' });
+    expect((await run(prepared.sandboxId, 'git status --porcelain')).stdoutTail).toBe('');
+  });
 });

@@ -38,7 +38,17 @@ describe('the sweep before every DoD check', () => {
   it('runs before the status, before each check and after the last one', async () => {
     const runtime = new SweepRuntime([]);
     const results = await runDodChecks(runtime as unknown as SandboxRuntime, 'sb', checks);
-    expect(runtime.calls).toEqual(['sweep', 'git', 'npm run lint', 'sweep', 'npm test', 'sweep']);
+    // After each check: its sweep, then git (tracked files it changed are put back).
+    expect(runtime.calls).toEqual([
+      'sweep',
+      'git',
+      'npm run lint',
+      'sweep',
+      'git',
+      'npm test',
+      'sweep',
+      'git',
+    ]);
     expect(results.map((result) => result.status)).toEqual(['passed', 'passed']);
     expect(dodIsEvidenceOfDone(results)).toBe(true);
   });
@@ -47,7 +57,7 @@ describe('the sweep before every DoD check', () => {
     // The first sweep is clean; the one after `lint` (before `test`) reports a survivor (exit 3).
     const runtime = new SweepRuntime([0, 3, 0]);
     const results = await runDodChecks(runtime as unknown as SandboxRuntime, 'sb', checks);
-    expect(runtime.calls).toEqual(['sweep', 'git', 'npm run lint', 'sweep', 'sweep']);
+    expect(runtime.calls).toEqual(['sweep', 'git', 'npm run lint', 'sweep', 'git', 'sweep']);
     expect(results.map((result) => result.status)).toEqual(['passed', 'failed']);
     expect(results[1]).toMatchObject({ exitCode: null, durationMs: 0 });
     expect(results[1]?.outputTail).toMatch(/^not run: a process of the worker survived SIGKILL/);
