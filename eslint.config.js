@@ -13,6 +13,20 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'AbortSignal',
+          property: 'timeout',
+          message:
+            'Node 20 holds its signal weakly: combined with AbortSignal.any it can be collected and never fire. Use timeoutSignal (src/core/timeout-signal.ts).',
+        },
+      ],
+    },
+  },
+  {
     files: ['src/core/**/*.ts'],
     rules: {
       // The core decides; it talks to the outside world only through ports.

@@ -17,6 +17,7 @@ import type { TaskEvent } from './task-state.js';
 import type { TaskSummary } from './types.js';
 import { rootCauseOf } from './root-cause.js';
 import { basisOf } from './validation.js';
+import { timeoutSignal } from './timeout-signal.js';
 
 export async function finishTask(
   loop: TaskLoop,
@@ -104,7 +105,7 @@ async function saveWork(loop: TaskLoop, leaveUncommitted: boolean): Promise<void
   // or the wall clock; the commits stay in the sandbox repository, where `resume` finds them.
   if (unobserved !== null && !loop.observationCut) {
     const facts = await loop.deps.workspace
-      .observe(sandboxId, AbortSignal.timeout(FINISH_OBSERVE_MS))
+      .observe(sandboxId, timeoutSignal(FINISH_OBSERVE_MS))
       .catch(() => null);
     const record = loop.runs.find((run) => run.index === unobserved);
     if (facts) loop.emit({ type: 'facts', run: unobserved, facts });

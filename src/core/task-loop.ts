@@ -30,6 +30,7 @@ import type { TaskRecord } from './task-record.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
 import type { Assessment, Plan, RunRecord, Usage } from './types.js';
 import type { PriceTable } from './usage.js';
+import { timeoutSignal } from './timeout-signal.js';
 
 export interface TaskRunnerOptions {
   taskId: string;
@@ -182,9 +183,7 @@ export class TaskLoop {
   /** The signal of one Meta-agent call: Ctrl-C, a fatal recording error, or the end of the wall clock. */
   callSignal(signal?: AbortSignal): AbortSignal {
     const left = this.ledger.remainingMs();
-    const clock = Number.isFinite(left)
-      ? [AbortSignal.timeout(Math.max(1, Math.min(left, 2 ** 31 - 1)))]
-      : [];
+    const clock = Number.isFinite(left) ? [timeoutSignal(left)] : [];
     return AbortSignal.any([...clock, ...(signal ? [signal] : [])]);
   }
 
@@ -195,7 +194,7 @@ export class TaskLoop {
    */
   observeSignal(signal?: AbortSignal): AbortSignal {
     const left = Math.max(OBSERVE_MIN_MS, this.ledger.remainingMs());
-    const clock = Number.isFinite(left) ? [AbortSignal.timeout(Math.min(left, 2 ** 31 - 1))] : [];
+    const clock = Number.isFinite(left) ? [timeoutSignal(left)] : [];
     return AbortSignal.any([...clock, ...(signal ? [signal] : [])]);
   }
 

@@ -4,6 +4,7 @@
  * within the timeout does not.
  */
 import { failed, passed, type DoctorCheck } from './doctor-check.js';
+import { timeoutSignal } from '../core/timeout-signal.js';
 
 /** How long a base URL may take to answer. */
 export const PROBE_TIMEOUT_MS = 3_000;
@@ -17,7 +18,7 @@ export async function probeUrl(url: string, timeoutMs = PROBE_TIMEOUT_MS): Promi
     const response = await fetch(url, {
       method: 'GET',
       redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: timeoutSignal(timeoutMs),
     });
     await response.body?.cancel();
     return { reachable: true, status: response.status };

