@@ -16,6 +16,7 @@ import type {
   WorkspacePreparation,
 } from '../src/core/ports.js';
 import type { CriterionCheckResult, DodOutcome, TaskFacts } from '../src/core/types.js';
+import { finishedExec } from '../tests/support/core-fakes.js';
 
 /** A test failure as a real worker would have seen it: ~1.4 KB. */
 const FAILING_TEST_TAIL = Array.from(
@@ -49,12 +50,7 @@ export class NoopWorker implements WorkerAdapter {
     });
     if (result.exitCode !== 0) throw execFailure('the no-op worker', result.exitCode);
     return {
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      interrupted: false,
-      oomKilled: false,
-      durationMs: result.durationMs,
+      ...finishedExec({ durationMs: result.durationMs }),
       threadId: `thread-${this.runs}`,
       commands: [
         { command: 'npm test', exitCode: 1, status: 'completed', outputTail: FAILING_TEST_TAIL },

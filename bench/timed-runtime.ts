@@ -11,6 +11,7 @@ import type {
   SandboxSpec,
   SandboxSummary,
 } from '../src/core/ports.js';
+import { finishedExec } from '../tests/support/core-fakes.js';
 
 export class TimedRuntime implements SandboxRuntime {
   /** Wall time during which at least one call was in flight. */
@@ -65,16 +66,7 @@ export class InstantRuntime implements SandboxRuntime {
     return { id: `instant-${this.next}`, name: `instant-${spec.taskId}` };
   }
   async exec(): Promise<ExecResult> {
-    return {
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      interrupted: false,
-      oomKilled: false,
-      durationMs: 0,
-      stdoutTail: '',
-      stderrTail: '',
-    };
+    return finishedExec({ durationMs: 0 });
   }
   async remove(): Promise<void> {}
   async list(): Promise<SandboxSummary[]> {

@@ -7,7 +7,14 @@
  */
 import path from 'node:path';
 import type { SandboxRuntime } from '../core/ports.js';
-import type { AcceptanceCriterion, CriterionCheckResult, DodOutcome, TaskFacts } from '../core/types.js';
+import type {
+  AcceptanceCriterion,
+  CriterionCheckResult,
+  DodCheckResult,
+  DodCheckStatus,
+  DodOutcome,
+  TaskFacts,
+} from '../core/types.js';
 import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { cleanShellArgv } from './dod-checks.js';
@@ -52,12 +59,13 @@ export function dodResultFor(
   'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'tests' | 'reason'
 > | null {
   const same = dod?.results.find(
-    (result) => result.command.trim() === command.trim() && result.status !== 'skipped',
+    (result): result is DodCheckResult & { status: Exclude<DodCheckStatus, 'skipped'> } =>
+      result.command.trim() === command.trim() && result.status !== 'skipped',
   );
   if (!same) return null;
   return {
     target: command,
-    status: same.status === 'skipped' ? 'not_executed' : same.status,
+    status: same.status,
     exitCode: same.exitCode,
     durationMs: same.durationMs,
     outputTail: same.outputTail,

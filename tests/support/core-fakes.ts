@@ -47,6 +47,52 @@ export type MetaStep =
   /** The call never answers: it ends only when its signal aborts (with the signal's reason). */
   | { kind: 'hang'; on: 'plan' | 'decide' | 'assess' };
 
+/** The plan the loop's tests share: one critical criterion. */
+export const SLUGIFY_PLAN: Plan = {
+  title: 'Add slugify',
+  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
+};
+
+/** A `run_worker` decision with the given prompt, patterns and mode. */
+export function runWorkerStep(
+  options: { prompt?: string; patterns?: string[]; mode?: 'exec' | 'resume'; reason?: string } = {},
+): MetaStep {
+  return {
+    kind: 'decide',
+    decision: {
+      action: 'run_worker',
+      reason: options.reason ?? 'start',
+      usedPatterns: options.patterns ?? [],
+      workerCall: {
+        workerType: 'codex',
+        mode: options.mode ?? 'exec',
+        prompt: options.prompt ?? 'Implement slugify',
+      },
+    },
+  };
+}
+
+/** An assessment of AC1 (satisfied or not). */
+export function assessStep(satisfied: boolean, retrospective: string[] = []): MetaStep {
+  return {
+    kind: 'assess',
+    assessment: {
+      allCriteriaSatisfied: satisfied,
+      summary: satisfied ? 'slugify done' : 'test fails',
+      byCriterion: [{ id: 'AC1', status: satisfied ? 'passed' : 'failed', comment: '' }],
+      retrospective,
+    },
+  };
+}
+
+/** A worker run that commits slugify, with the tests then passing or failing. */
+export function commitSlugify(passing: boolean, subject = 'Add slugify'): WorkerEffect {
+  return (repo) => {
+    repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject });
+    repo.testsPass = passing;
+  };
+}
+
 /** Consumes one scripted step per call; a call of the wrong kind or past the end throws. */
 export class ScriptedMetaAgent implements MetaAgentPort {
   readonly calls: { kind: string; view?: MetaView }[] = [];

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
-import type { Plan } from '../../src/core/types.js';
 import { assertResumable, foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
 import {
   FakeWorker,
@@ -11,36 +10,16 @@ import {
   testRunnerOptions,
   type MetaStep,
   type WorkerEffect,
+  SLUGIFY_PLAN,
+  runWorkerStep,
+  assessStep,
+  commitSlugify,
 } from '../support/core-fakes.js';
 
-const plan: Plan = {
-  title: 'Add slugify',
-  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
-};
-const runWorker = (mode: 'exec' | 'resume' = 'exec'): MetaStep => ({
-  kind: 'decide',
-  decision: {
-    action: 'run_worker',
-    reason: 'work',
-    usedPatterns: [],
-    workerCall: { workerType: 'codex', mode, prompt: 'Implement slugify' },
-  },
-});
-const assess = (satisfied: boolean): MetaStep => ({
-  kind: 'assess',
-  assessment: {
-    allCriteriaSatisfied: satisfied,
-    summary: satisfied ? 'done' : 'test fails',
-    byCriterion: [{ id: 'AC1', status: satisfied ? 'passed' : 'failed', comment: '' }],
-    retrospective: [],
-  },
-});
-const commit =
-  (passing: boolean): WorkerEffect =>
-  (repo) => {
-    repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Add slugify' });
-    repo.testsPass = passing;
-  };
+const plan = SLUGIFY_PLAN;
+const runWorker = (mode: 'exec' | 'resume' = 'exec'): MetaStep => runWorkerStep({ mode, reason: 'work' });
+const assess = (satisfied: boolean): MetaStep => assessStep(satisfied);
+const commit = (passing: boolean) => commitSlugify(passing);
 
 async function runTask(
   script: MetaStep[],

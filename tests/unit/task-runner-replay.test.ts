@@ -18,27 +18,15 @@ import {
   testRunnerDeps,
   testRunnerOptions,
   type FakeRepo,
-  type MetaStep,
   type WorkerEffect,
+  SLUGIFY_PLAN,
+  runWorkerStep,
+  commitSlugify,
 } from '../support/core-fakes.js';
 
-const plan = {
-  title: 'Add slugify',
-  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
-};
-const runWorker: MetaStep = {
-  kind: 'decide',
-  decision: {
-    action: 'run_worker',
-    reason: 'start',
-    usedPatterns: [],
-    workerCall: { workerType: 'codex', mode: 'exec', prompt: 'Implement slugify' },
-  },
-};
-const commit: WorkerEffect = (repo) => {
-  repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Add slugify' });
-  repo.testsPass = true;
-};
+const plan = SLUGIFY_PLAN;
+const runWorker = runWorkerStep();
+const commit = commitSlugify(true);
 
 /** A workspace whose observation is what the test makes of it (the fake's facts otherwise). */
 class ObservedWorkspace extends FakeWorkspace {

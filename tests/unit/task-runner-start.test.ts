@@ -12,13 +12,11 @@ import {
   fakeRepo,
   testRunnerDeps,
   type FakeRepo,
+  SLUGIFY_PLAN,
   type MetaStep,
 } from '../support/core-fakes.js';
 
-const plan: Plan = {
-  title: 'Add slugify',
-  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
-};
+const plan = SLUGIFY_PLAN;
 
 /** A rejected promise that is not reported as unhandled before the runner takes it. */
 function rejected(error: unknown): Promise<never> {

@@ -7,7 +7,7 @@ import {
   type TaskRecord,
   type TaskRunnerOptions,
 } from '../../src/core/task-runner.js';
-import type { Assessment, MetaDecision, Plan } from '../../src/core/types.js';
+import type { MetaDecision, Plan } from '../../src/core/types.js';
 import { ModelBehaviorError } from '../../src/errors.js';
 import {
   FakeHuman,
@@ -22,42 +22,22 @@ import {
   type MetaStep,
   type WorkerEffect,
   usage,
+  SLUGIFY_PLAN,
+  runWorkerStep,
+  assessStep,
+  commitSlugify,
 } from '../support/core-fakes.js';
 
-const plan: Plan = {
-  title: 'Add slugify',
-  acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
-};
-const runWorker = (prompt = 'Implement slugify', patterns: string[] = ['implement_feature']): MetaStep => ({
-  kind: 'decide',
-  decision: {
-    action: 'run_worker',
-    reason: 'start',
-    usedPatterns: patterns,
-    workerCall: { workerType: 'codex', mode: 'exec', prompt },
-  },
-});
+const plan = SLUGIFY_PLAN;
+const runWorker = (prompt = 'Implement slugify', patterns: string[] = ['implement_feature']): MetaStep =>
+  runWorkerStep({ prompt, patterns });
 const decide = (decision: Partial<MetaDecision> & Pick<MetaDecision, 'action'>): MetaStep => ({
   kind: 'decide',
   decision: { reason: 'because', usedPatterns: [], ...decision },
 });
-const assess = (satisfied: boolean): MetaStep => ({
-  kind: 'assess',
-  assessment: {
-    allCriteriaSatisfied: satisfied,
-    summary: satisfied ? 'slugify done' : 'test fails',
-    byCriterion: [{ id: 'AC1', status: satisfied ? 'passed' : 'failed', comment: '' }],
-    retrospective: ['kept it small'],
-  } satisfies Assessment,
-});
-const commitPassing: WorkerEffect = (repo) => {
-  repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Add slugify' });
-  repo.testsPass = true;
-};
-const commitFailing: WorkerEffect = (repo) => {
-  repo.commits.push({ sha: `c${repo.commits.length + 1}`, subject: 'Add slugify (broken)' });
-  repo.testsPass = false;
-};
+const assess = (satisfied: boolean): MetaStep => assessStep(satisfied, ['kept it small']);
+const commitPassing = commitSlugify(true);
+const commitFailing = commitSlugify(false, 'Add slugify (broken)');
 
 async function setup(
   script: MetaStep[],
