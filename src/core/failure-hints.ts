@@ -85,9 +85,9 @@ function missingHint(output: string, exitCode: number | null): string | null {
     /ModuleNotFoundError: No module named '([^']{1,100})'|No module named ([\w.]{1,100})/.exec(output);
   if (pythonModule)
     return (
-      `The Python module \`${pythonModule[1] ?? pythonModule[2]}\` is not installed in the sandbox: install the ` +
-      `project's Python dependencies in sandbox.setup, in a virtual environment: ${PYTHON_VENV}; or add the ` +
-      'Debian package (python3-<name>) in sandbox.dockerfile.'
+      `The Python module \`${pythonModule[1] ?? pythonModule[2]}\` is not installed in the sandbox: ${PYTHON_VENV} ` +
+      '(`.venv/bin/pip install -e .` installs the project itself); or add the Debian package (python3-<name>) in ' +
+      'sandbox.dockerfile.'
     );
   const nodeModule = /Cannot find (?:module|package) '([^']{1,200})'/.exec(output);
   if (nodeModule || /ERR_MODULE_NOT_FOUND/.test(output))

@@ -94,6 +94,47 @@ test('five', () => assert.ok(isNumber(5)));
     // The layer's first build downloads Debian's packages: minutes, once per machine.
   }, 900_000);
 
+  it("Python in a venv (the README's set-up): the project installed into .venv, pytest run from it, COMPLETE", async () => {
+    // Debian's layer has venv, pip and pytest; --system-site-packages gives the venv Debian's pytest and
+    // setuptools, so the editable install needs no package index (this machine reaches none).
+    const root = realProjectRepo('rp-venv', {
+      '.gitignore': `${PYTHON_IGNORE}.venv/\n*.egg-info/\n`,
+      'pyproject.toml':
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n' +
+        '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.setuptools]\npy-modules = ["calc"]\n\n' +
+        '[tool.pytest.ini_options]\n',
+      'calc.py': PYTHON_FILES['calc.py'],
+      'agent-runner.yaml': [
+        'sandbox:',
+        '  setup:',
+        '    - python3 -m venv --system-site-packages .venv',
+        '    - .venv/bin/pip install --no-index --no-build-isolation -e .',
+        'dod:',
+        '  checks:',
+        '    - name: pytest',
+        '      command: .venv/bin/python -P -m pytest -p no:cacheprovider tests',
+        '',
+      ].join('\n'),
+    });
+    const run = await runRealProject(root, `rp-venv-${Date.now()}`, {
+      // Not beside calc.py, and -P keeps the working directory off sys.path: `import calc` works only through
+      // the venv's editable install.
+      'tests/test_calc.py': PYTHON_FILES['test_calc.py'],
+    });
+    expect(run.summary?.state, `${JSON.stringify(run.summary)}\n${run.stderr}`).toBe('COMPLETE');
+    const setup = run.events.filter((event) => event.type === 'setup_command' && event.phase === 'finished');
+    expect(setup.map((event) => event.exitCode)).toEqual([0, 0]);
+    expect(lastDod(run)).toMatchObject({
+      status: 'passed',
+      results: [{ command: '.venv/bin/python -P -m pytest -p no:cacheprovider tests', status: 'passed' }],
+    });
+    const dodEvent = run.events.filter((event) => event.type === 'dod').at(-1) as
+      { dod: { results: { tests?: unknown }[] } } | undefined;
+    expect(dodEvent?.dod.results[0]?.tests).toEqual({ passed: 1, failed: 0, skipped: 0 });
+    expect(run.note).toContain('1 passed');
+    expect(run.note).not.toContain('\x1b');
+  }, 900_000);
+
   it('Python with pytest from a sandbox.dockerfile: COMPLETE with pytest passed', async () => {
     const root = realProjectRepo('rp-python', {
       '.gitignore': PYTHON_IGNORE,

@@ -45,5 +45,6 @@ test('slugify joins lower-case words with -', () => {
 /** A shell command that writes `content` to `file` (quoted for bash, no model text involved). */
 export function writeFileCommand(file: string, content: string): string {
   const marker = 'AGENT_RUNNER_EOF';
-  return `cat > ${file} <<'${marker}'\n${content}${content.endsWith('\n') ? '' : '\n'}${marker}`;
+  const directory = file.includes('/') ? `mkdir -p ${file.slice(0, file.lastIndexOf('/'))} && ` : '';
+  return `${directory}cat > ${file} <<'${marker}'\n${content}${content.endsWith('\n') ? '' : '\n'}${marker}`;
 }
