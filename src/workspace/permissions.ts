@@ -109,7 +109,13 @@ export async function listEntries(root: string): Promise<ListedEntry[]> {
 async function walkEntries(root: string): Promise<ListedEntry[]> {
   const entries: ListedEntry[] = [];
   const walk = async (target: string, relative: string): Promise<void> => {
-    const stats = await lstat(target);
+    // An entry removed between the listing of its directory and its lstat (a process still running over the
+    // tree) is not there: it is left out, as the pass would find nothing by that name anyway.
+    const stats = await lstat(target).catch((error: NodeJS.ErrnoException) => {
+      if (relative !== '' && (error.code === 'ENOENT' || error.code === 'ENOTDIR')) return null;
+      throw error;
+    });
+    if (!stats) return;
     const kind = stats.isDirectory() ? 'd' : stats.isSymbolicLink() ? 'l' : 'f';
     entries.push({
       kind,
@@ -120,7 +126,11 @@ async function walkEntries(root: string): Promise<ListedEntry[]> {
       path: relative,
     });
     if (kind !== 'd') return;
-    for (const name of await readdir(target)) {
+    const names = await readdir(target).catch((error: NodeJS.ErrnoException) => {
+      if (relative !== '' && (error.code === 'ENOENT' || error.code === 'ENOTDIR')) return [];
+      throw error;
+    });
+    for (const name of names) {
       await walk(path.join(target, name), relative === '' ? name : `${relative}/${name}`);
     }
   };
