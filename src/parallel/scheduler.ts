@@ -5,6 +5,7 @@
  * never run (or wait to merge) at the same time, so a merge never meets a conflict the plan could have
  * avoided.
  */
+import { patternsOverlap } from '../workspace/glob-overlap.js';
 import { compileScope, type ScopeMatcher } from '../workspace/scope.js';
 
 /** Where a subtask is in its life. `reviewing` and `merging`: its gate passed, its branch is not merged yet. */
@@ -44,21 +45,6 @@ export interface ScheduleDecision {
 /** Holding a write scope: started and not merged (nor ended). */
 const HOLDS_SCOPE: ReadonlySet<SubtaskState> = new Set(['running', 'reviewing', 'merging']);
 
-/**
- * A path the glob would match that is built from the glob itself (`src/api/**` → `src/api/probe`): catches
- * one scope nested in or equal to another before the files exist.
- */
-function probePath(glob: string): string {
-  return glob
-    .trim()
-    .replace(/^\.?\/+/, '')
-    .replace(/\/+$/, '')
-    .replace(/\[!?([^\]])[^\]]*\]/g, '$1')
-    .replace(/\*\*/g, 'probe')
-    .replace(/\*/g, 'probe')
-    .replace(/\?/g, 'p');
-}
-
 function writeMatcher(scope: readonly string[]): ScopeMatcher {
   // An empty write scope means "everything" to the scope matcher; the protocol refuses it, and so do we.
   if (scope.length === 0) throw new Error('a subtask needs a non-empty write scope');
@@ -66,8 +52,10 @@ function writeMatcher(scope: readonly string[]): ScopeMatcher {
 }
 
 /**
- * A path both scopes may write, or null: a file of the base tree both match, else a path one scope's glob
- * names that the other matches (nested or equal globs, for files that do not exist yet).
+ * A path both scopes may write, or null: a file of the base tree both match (the fast path), else a path
+ * some pattern of each could match (src/workspace/glob-overlap.ts: judged on the patterns, so files that do not
+ * exist yet count). A witness the real matchers refuse (a `!pattern` took it away) is still an overlap: the
+ * scheduler would rather run two subtasks one after the other than let their merge conflict.
  */
 export function scopeOverlap(
   left: readonly string[],
@@ -77,15 +65,17 @@ export function scopeOverlap(
   const a = writeMatcher(left);
   const b = writeMatcher(right);
   for (const file of baseFiles) if (a.isWritable(file) && b.isWritable(file)) return file;
-  for (const glob of left) {
-    const probe = probePath(glob);
-    if (b.isWritable(probe) && a.isWritable(probe)) return glob;
-  }
-  for (const glob of right) {
-    const probe = probePath(glob);
-    if (a.isWritable(probe) && b.isWritable(probe)) return glob;
-  }
-  return null;
+  let unconfirmed: string | null = null;
+  for (const leftPattern of left)
+    for (const rightPattern of right) {
+      const witness = patternsOverlap(leftPattern, rightPattern);
+      if (witness === null) continue;
+      // A pattern ending in /** covers what is below its directory, not the directory itself.
+      const confirmed = [witness, `${witness}/x`].find((path) => a.isWritable(path) && b.isWritable(path));
+      if (confirmed) return confirmed;
+      unconfirmed ??= witness;
+    }
+  return unconfirmed;
 }
 
 export interface ScheduleInput {
@@ -138,7 +128,7 @@ export function schedule(input: ScheduleInput): ScheduleDecision {
       decision.waits.push({
         id: subtask.id,
         kind: 'overlap',
-        reason: `waits for ${clash.other.id} (${stateOf(clash.other.id)}): both write scopes can touch ${clash.path}`,
+        reason: `waits for ${clash.other.id} (${stateOf(clash.other.id)}): both write scopes can write a path such as ${clash.path}`,
       });
       continue;
     }

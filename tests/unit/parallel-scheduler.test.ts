@@ -21,12 +21,16 @@ const WIDE = sub('wide', ['src/**']);
 describe('scopeOverlap', () => {
   it.each([
     [['src/a/**'], ['src/b/**'], [], null],
-    [['src/a/**'], ['src/**'], [], 'src/a/**'],
-    [['src/**'], ['src/a/**'], [], 'src/a/**'],
+    [['src/a/**'], ['src/**'], [], 'src/a/x'],
+    [['src/**'], ['src/a/**'], [], 'src/a/x'],
     [['README.md'], ['README.md'], [], 'README.md'],
     [['docs/**'], ['docs/guide.md'], [], 'docs/guide.md'],
     [['*.md'], ['docs/**'], ['docs/intro.md', 'src/x.js'], 'docs/intro.md'],
-    [['*.md'], ['src/**'], ['docs/intro.md', 'src/x.js'], null],
+    // Judged on the patterns, not on the files there are: both may write a Markdown file under src/.
+    [['*.md'], ['src/**'], ['docs/intro.md', 'src/x.js'], 'src/x.md'],
+    [['**/*.md'], ['alpha/**'], ['README.md', 'src/x.js'], 'alpha/x.md'],
+    [['/*.md'], ['src/**'], ['docs/intro.md', 'src/x.js'], null],
+    [['src/**/*.ts'], ['src/**/*.js'], ['src/a.ts', 'src/b.js'], null],
     [['src/[ab]/**'], ['src/b/index.js'], [], 'src/b/index.js'],
     [['lib/*.js'], ['lib/util.js'], [], 'lib/util.js'],
   ])('%j and %j over %j → %j', (left, right, files, expected) => {
@@ -67,7 +71,7 @@ describe('schedule', () => {
   it('says why a subtask waits', () => {
     const decision = schedule({ subtasks: [A, WIDE, C], states: { a: 'running' }, max: 4, baseFiles: files });
     expect(decision.waits.map((wait) => wait.reason)).toEqual([
-      'waits for a (running): both write scopes can touch src/a/index.js',
+      'waits for a (running): both write scopes can write a path such as src/a/index.js',
       'waits for a (running) to merge',
     ]);
   });
