@@ -242,6 +242,7 @@ function runnerOptions(
     },
     prices: config.prices,
     dodSkipped: spec.dodSkipped || config.dod.skip,
+    baseline: { mode: config.dod.baseline, redBase: config.dod.redBase },
     headless: !hooks.human,
     runDir,
   };

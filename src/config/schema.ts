@@ -232,6 +232,12 @@ export const configSchema = z
       .strictObject({
         checks: z.array(dodCheckSchema).optional(),
         skip: z.boolean().default(false),
+        // auto: the DoD runs once on the base tree before the first worker run (beside planning), so a check
+        // red before any change is told apart from one the task broke; off: no baseline.
+        baseline: z.enum(['auto', 'off']).default('auto'),
+        // A check red on the base: no_worse (it may stay red if no test fails that did not on the base) or
+        // must_pass (as without a baseline).
+        redBase: z.enum(['no_worse', 'must_pass']).default('no_worse'),
       })
       .prefault({}),
     limits: limitsSchema.prefault({}),

@@ -10,9 +10,12 @@ import {
   type AcceptanceCriterion,
   type Assessment,
   type CriterionCheckResult,
+  type Baseline,
+  type DodCheckResult,
   type DodOutcome,
   type TaskFacts,
 } from './types.js';
+import { baselineLine, comparisonText, excusedByBase, type RedBasePolicy } from './baseline.js';
 import { describeCheck, refusalMessage, shortSha, type Refusal } from './refusal.js';
 
 export { NO_EXECUTABLE_EVIDENCE, onlyEvidenceMissing, type Refusal } from './refusal.js';
@@ -28,6 +31,10 @@ export interface GateInput {
   dodSkipped: boolean;
   /** The replayed commit the checks of this validation ran on (null: not one commit the runner knows). */
   checkedHead: string | null;
+  /** The DoD on the base before any change (src/core/baseline.ts), when it ran. */
+  baseline?: Baseline | null;
+  /** What a check red on the base must do (default `no_worse`). */
+  redBase?: RedBasePolicy;
 }
 
 /** Checks (DoD or criteria) that ran and passed on a clean tree: the evidence COMPLETE needs. */
@@ -133,11 +140,20 @@ function dodRefusals(input: GateInput): Refusal[] {
   if (!dod) refusals.push({ code: 'dod_not_run' });
   else if (dod.ranOnDirtyTree) refusals.push({ code: 'dod_on_dirty_tree' });
   else if (dod.status === 'failed') {
-    const failing = dod.results.filter((result) => result.status !== 'passed').map((result) => result.name);
-    refusals.push({ code: 'dod_failing', checks: failing });
+    // A check red on the base that is not worse is not this task's to fix (unless the policy says so).
+    const policy = input.redBase ?? 'no_worse';
+    const failing = dod.results
+      .filter((result) => result.status !== 'passed' && !excusedByBase(result, policy))
+      .map((result) =>
+        result.base?.verdict === 'green_before' ? `${result.name} (broken by this task)` : result.name,
+      );
+    if (failing.length > 0) refusals.push({ code: 'dod_failing', checks: failing });
   }
   if (dod && facts && !facts.dirty && passingEvidence(input).length === 0)
-    refusals.push({ code: 'no_executable_evidence' });
+    refusals.push({
+      code: 'no_executable_evidence',
+      dodChecks: dod.results.filter((result) => result.status !== 'skipped').length,
+    });
   return refusals;
 }
 
@@ -170,10 +186,15 @@ export function decisionBasis(input: GateInput): string[] {
   else if (dod.results.length === 0) lines.push(`Definition of Done: no check (${dod.source}).`);
   else {
     const passed = dod.results.filter((result) => result.status === 'passed').length;
+    const each = (result: DodCheckResult) => {
+      const compared = comparisonText(result);
+      return `${result.name} ${result.status}${compared ? `: ${compared}` : ''}`;
+    };
     lines.push(
-      `Definition of Done: ${passed}/${dod.results.length} check(s) passed${dod.ranOnDirtyTree ? ' on a dirty tree' : ''} (${dod.results.map((result) => `${result.name} ${result.status}`).join(', ')}).`,
+      `Definition of Done: ${passed}/${dod.results.length} check(s) passed${dod.ranOnDirtyTree ? ' on a dirty tree' : ''} (${dod.results.map(each).join(', ')}).`,
     );
   }
+  if (input.baseline) lines.push(baselineLine(input.baseline));
   const checks = input.criteriaChecks ?? [];
   if (checks.length > 0) {
     const executed = checks.filter((check) => EXECUTED_CHECK_STATUSES.includes(check.status));

@@ -9,6 +9,7 @@ import {
   assessmentSchema,
   criterionCheckResultSchema,
   dodOutcomeSchema,
+  baselineSchema,
   metaDecisionSchema,
   planSchema,
   runRecordSchema,
@@ -117,6 +118,8 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
   event('run_recorded', { run: z.number(), record: runRecordSchema }),
   event('facts', { run: z.number(), facts: taskFactsSchema }),
   event('dod', { run: z.number(), dod: dodOutcomeSchema }),
+  /** The DoD on the base tree before any worker run (`dod.baseline: auto`), beside planning. */
+  event('baseline', baselineSchema.shape),
   /** The acceptance criteria's checks (run 0: validated before any worker run of this task). */
   event('criteria_checks', { run: z.number(), results: z.array(criterionCheckResultSchema) }),
   /** The runner stopped a loop that made no progress. */

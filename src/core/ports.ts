@@ -314,7 +314,7 @@ export interface TaskWorkspacePort {
    * wall clock) cuts the replay at once: it then rejects, and nothing after the cut reaches the branch.
    */
   observe(sandboxId: string, signal?: AbortSignal): Promise<TaskFacts>;
-  runDod(sandboxId: string, facts: TaskFacts, bounds: CheckBounds): Promise<DodOutcome>;
+  runDod(sandboxId: string, facts: Pick<TaskFacts, 'dirty'>, bounds: CheckBounds): Promise<DodOutcome>;
   /**
    * Runs the acceptance criteria's checks: `command` in the sandbox, `file_exists` on the task branch (host
    * git), `test` through the detected test framework; other kinds are recorded as not executed; a command

@@ -41,6 +41,25 @@ export const dodCheckResultSchema = z.object({
   tests: testCountsSchema.optional(),
   /** Tracked files the check changed (put back after it; at most 20 named): it did not check the commit. */
   rewrote: z.object({ paths: z.array(z.string()), count: z.number() }).optional(),
+  /**
+   * The failing tests its output names (vitest, jest, mocha, node's test runner, pytest, go test, cargo test;
+   * at most 200): evidence, and what tells a test red on the base from one this task broke.
+   */
+  failingTests: z.array(z.string()).optional(),
+  /** This check on the task's base, before any change (src/core/baseline.ts): absent when no baseline ran. */
+  base: z
+    .object({
+      status: dodCheckStatusSchema,
+      exitCode: z.number().nullable(),
+      tests: testCountsSchema.optional(),
+      /**
+       * `green_before`: it passed on the base. `red_before`: it failed on the base too and is not worse (no
+       * failing test the base did not have). `worse`: it failed on the base and fails worse now (`newFailures`).
+       */
+      verdict: z.enum(['green_before', 'red_before', 'worse']),
+      newFailures: z.array(z.string()).optional(),
+    })
+    .optional(),
 });
 
 export const dodOutcomeSchema = z.object({
@@ -50,6 +69,12 @@ export const dodOutcomeSchema = z.object({
   ranOnDirtyTree: z.boolean(),
   /** Where the checks came from: `config`, or what detection looked at (`package.json`, `go.mod`...). */
   source: z.string(),
+});
+
+/** The DoD run once on the task's base tree, before any worker run (`dod.baseline: auto`). */
+export const baselineSchema = z.object({
+  baseSha: z.string(),
+  dod: dodOutcomeSchema,
 });
 
 export const criterionCheckStatusSchema = z.enum([

@@ -32,7 +32,7 @@ export type Refusal =
   | { code: 'dod_on_dirty_tree' }
   | { code: 'dod_failing'; checks: readonly string[] }
   /** Nothing executable exists to prove the work: no further worker run can lift it. */
-  | { code: 'no_executable_evidence' };
+  | { code: 'no_executable_evidence'; dodChecks?: number };
 
 /** The refusal that no further worker run can lift (its message starts with it). */
 export const NO_EXECUTABLE_EVIDENCE = 'no executable evidence';
@@ -99,8 +99,12 @@ export function refusalMessage(refusal: Refusal): string {
       return `DoD checks failing: ${refusal.checks.join(', ')}`;
     case 'no_executable_evidence':
       return (
-        `${NO_EXECUTABLE_EVIDENCE}: no Definition-of-Done check was configured or detected and no acceptance ` +
-        'criterion has a check that ran and passed (configure dod.checks, or plan criteria with command, test or file_exists checks)'
+        `${NO_EXECUTABLE_EVIDENCE}: ${
+          refusal.dodChecks
+            ? `none of the ${refusal.dodChecks} Definition-of-Done check(s) passed on the committed tree (a check red on the base that is not worse is no pass)`
+            : 'no Definition-of-Done check was configured or detected'
+        } and no acceptance criterion has a check that ran and passed (configure dod.checks, or plan criteria ` +
+        'with command, test or file_exists checks)'
       );
   }
 }

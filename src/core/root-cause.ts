@@ -12,7 +12,9 @@ import type { CriterionCheckResult, DodOutcome, RootCause } from './types.js';
 const FAILING = new Set(['failed', 'timeout']);
 
 function fromDod(dod: DodOutcome | undefined): RootCause | null {
-  const check = dod?.results.find((result) => FAILING.has(result.status));
+  const failing = dod?.results.filter((result) => FAILING.has(result.status)) ?? [];
+  // A check that was red on the base and is no worse is not what this task stopped on, when another failed.
+  const check = failing.find((result) => result.base?.verdict !== 'red_before');
   if (!check) return null;
   return cause(`DoD check ${check.name}`, check.command, check);
 }

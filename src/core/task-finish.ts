@@ -58,6 +58,7 @@ export async function finishTask(
     basis: basisOf(loop, latest, assessment),
     criteria: criteriaEvidence(loop.plan, latest, assessment),
     rootCause: state === 'COMPLETE' ? null : rootCauseOf(latest?.dod, latest?.criteriaChecks),
+    baseline: loop.baseline,
   };
   let notePath: string | null = null;
   try {

@@ -28,7 +28,8 @@ import type {
 } from './ports.js';
 import type { TaskRecord } from './task-record.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
-import type { Assessment, Plan, RunRecord, Usage } from './types.js';
+import type { Assessment, Baseline, Plan, RunRecord, Usage } from './types.js';
+import type { RedBasePolicy } from './baseline.js';
 import type { PriceTable } from './usage.js';
 import { timeoutSignal } from './timeout-signal.js';
 
@@ -39,6 +40,8 @@ export interface TaskRunnerOptions {
   worker: { type: string; model: string; timeoutMs: number; graceMs: number };
   prices: PriceTable;
   dodSkipped: boolean;
+  /** `dod.baseline` and `dod.redBase` (src/core/baseline.ts); absent: no baseline. */
+  baseline?: { mode: 'auto' | 'off'; redBase: RedBasePolicy };
   headless: boolean;
   patterns: PatternLibrary;
   runDir: string;
@@ -55,6 +58,8 @@ export interface TaskRunnerOptions {
     feedback?: string[];
     /** Wall clock the earlier attempts already used (from the journal): the task's limit covers them all. */
     elapsedMs?: number;
+    /** The baseline the first attempt recorded: a resumed task compares with it, never runs it again. */
+    baseline?: Baseline;
   };
   /** Recorded in `task_started` so `resume` can start the task again the same way. */
   startOptions?: TaskStartOptions;
@@ -138,6 +143,8 @@ export class TaskLoop {
   workerRanSinceEvidence = false;
   /** An assessment made when no worker run exists to hold it (a validation before any run). */
   looseAssessment: { assessment: Assessment; fingerprint: string } | null = null;
+  /** The DoD on the base before any change (this attempt's, or the first attempt's on resume). */
+  baseline: Baseline | null = null;
 
   constructor(
     readonly options: TaskRunnerOptions,

@@ -9,6 +9,7 @@ import type {
   CriterionEvidence,
   Plan,
   RootCause,
+  Baseline,
   RunRecord,
   TaskSummary,
   Usage,
@@ -38,6 +39,8 @@ export interface TaskRecord {
   criteria: CriterionEvidence[];
   /** The failing check a task that did not complete stopped on (absent: complete, or no check failed). */
   rootCause?: RootCause | null;
+  /** The DoD on the base before any change (src/core/baseline.ts), when it ran. */
+  baseline?: Baseline | null;
 }
 
 /** The latest evidence the runs hold (a task that ended before validating in this attempt). */

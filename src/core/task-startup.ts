@@ -31,16 +31,30 @@ export async function planWhilePreparing(loop: TaskLoop, signal?: AbortSignal): 
     if (!first.failed) Object.assign(first, { failed: true, error });
     throw error;
   };
-  const planning = askForPlan(loop, planSignal).then((planned) => {
-    if (planned?.kind === 'handed_off') failed(planned);
-    return planned;
-  }, failed);
-  const preparing = startSession(loop, () => (first.failed ? { error: first.error } : null)).catch(
+  // Planning that failed (or handed off) also stops a baseline still running on the prepared side.
+  const stopPreparing = new AbortController();
+  const prepareSignal = signal ? AbortSignal.any([signal, stopPreparing.signal]) : stopPreparing.signal;
+  const planning = askForPlan(loop, planSignal).then(
+    (planned) => {
+      if (planned?.kind === 'handed_off') {
+        stopPreparing.abort();
+        failed(planned);
+      }
+      return planned;
+    },
     (error: unknown) => {
-      stopPlanning.abort();
+      stopPreparing.abort();
       return failed(error);
     },
   );
+  const preparing = startSession(
+    loop,
+    () => (first.failed ? { error: first.error } : null),
+    prepareSignal,
+  ).catch((error: unknown) => {
+    stopPlanning.abort();
+    return failed(error);
+  });
   const [planned] = await Promise.allSettled([planning, preparing]);
   if (first.failed) {
     if ((first.error as HandedOff | null)?.kind === 'handed_off') return first.error as HandedOff;
@@ -70,7 +84,11 @@ function askForPlan(loop: TaskLoop, signal: AbortSignal): Promise<Planned> {
     .then((answer) => ({ ...answer, kind: 'plan' as const, metaCalls: 1, asked: true }));
 }
 
-function startSession(loop: TaskLoop, abandoned: () => { error: unknown } | null): Promise<void> {
+function startSession(
+  loop: TaskLoop,
+  abandoned: () => { error: unknown } | null,
+  signal: AbortSignal,
+): Promise<void> {
   const { options } = loop;
   return startSandboxSession(loop.deps.workspace, loop.deps.sandboxes, {
     onPrepared: (task) => {
@@ -86,10 +104,30 @@ function startSession(loop: TaskLoop, abandoned: () => { error: unknown } | null
       });
     },
     abandoned,
-  }).then((session) => {
+  }).then(async (session) => {
     loop.sandboxId = session.sandboxId;
     loop.emit({ type: 'sandbox_started', sandboxId: session.sandboxId });
+    if (!abandoned()) await runBaseline(loop, session.sandboxId, signal);
   });
+}
+
+/**
+ * The baseline (src/core/baseline.ts): the DoD once on the base tree, in the sandbox just set up, before any
+ * worker run and beside planning. A resumed task takes the first attempt's from the journal instead. With the
+ * person's uncommitted changes carried in (a dirty start) it ran on them too, and says so (`ranOnDirtyTree`).
+ */
+async function runBaseline(loop: TaskLoop, sandboxId: string, signal: AbortSignal): Promise<void> {
+  const { options, task } = loop;
+  if (options.previous) {
+    loop.baseline = options.previous.baseline ?? null;
+    return;
+  }
+  if (options.baseline?.mode !== 'auto' || options.dodSkipped || !task) return;
+  const dod = await loop.deps.workspace.runDod(sandboxId, { dirty: task.dirtyStart }, loop.bounds(signal));
+  // Cut short (Ctrl-C, the wall clock, planning failed): no baseline rather than a false one.
+  if (signal.aborted || loop.deps.clock.now() >= loop.ledger.deadline() || dod.results.length === 0) return;
+  loop.baseline = { baseSha: task.baseSha, dod };
+  loop.emit({ type: 'baseline', ...loop.baseline });
 }
 
 function takePlan(loop: TaskLoop, planned: GivenPlan & { asked: boolean }): void {

@@ -12,6 +12,7 @@ import type {
   dodCheckResultSchema,
   dodCheckStatusSchema,
   dodOutcomeSchema,
+  baselineSchema,
   metaDecisionSchema,
   planSchema,
   replayCapSchema,
@@ -40,6 +41,8 @@ export type TestCounts = z.infer<typeof testCountsSchema>;
 export type DodCheckStatus = z.infer<typeof dodCheckStatusSchema>;
 export type DodCheckResult = z.infer<typeof dodCheckResultSchema>;
 export type DodOutcome = z.infer<typeof dodOutcomeSchema>;
+export type Baseline = z.infer<typeof baselineSchema>;
+export type BaseComparison = NonNullable<DodCheckResult['base']>;
 /**
  * The result of one acceptance criterion's check. `passed`, `failed` and `timeout` were executed (or, for
  * `file_exists`, observed on the task branch); `not_executable` says why it could not run here;

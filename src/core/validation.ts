@@ -3,6 +3,7 @@
  * run the DoD and the criteria checks (reused while nothing changed since they ran), ask for an assessment
  * when the evidence changed since the last one, then apply the completion gate.
  */
+import { withBaseline } from './baseline.js';
 import { decisionBasis, gateRefusals, type GateInput } from './completion-gate.js';
 import { evidenceFingerprint, factsFingerprint } from './evidence-fingerprint.js';
 import { goOn, stop, type Next } from './outcome.js';
@@ -64,7 +65,11 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
     // read before and after them, and counts only when it is one commit.
     const before = await loop.deps.workspace.checkedOutHead(sandboxId);
     if (!loop.options.dodSkipped) {
-      dod = await loop.deps.workspace.runDod(sandboxId, facts, loop.bounds(signal));
+      // Each check compared with the same check on the base, when the baseline ran (src/core/baseline.ts).
+      dod = withBaseline(
+        await loop.deps.workspace.runDod(sandboxId, facts, loop.bounds(signal)),
+        loop.baseline,
+      );
       loop.emit({ type: 'dod', run, dod });
     }
     const limit = (await loop.diskLimit()) ?? loop.limitReached(signal);
@@ -142,6 +147,8 @@ export function gateInput(
     criteriaChecks: evidence?.criteriaChecks ?? [],
     dodSkipped: loop.options.dodSkipped,
     checkedHead: evidence?.checkedHead ?? null,
+    baseline: loop.baseline,
+    redBase: loop.options.baseline?.redBase ?? 'no_worse',
   };
 }
 

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { stampedEventSchema, type StampedEvent, type TaskStartOptions } from '../core/events.js';
 import type { TaskState } from '../core/task-state.js';
-import type { MetaDecision, Plan, RunRecord, TaskSummary, Usage } from '../core/types.js';
+import type { Baseline, MetaDecision, Plan, RunRecord, TaskSummary, Usage } from '../core/types.js';
 import { planSchema, runRecordSchema } from '../core/records.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import { UserError } from '../errors.js';
@@ -41,6 +41,8 @@ export interface JournalTaskState {
   elapsedMs: number;
   /** Questions the person answered (`ask_human` on a terminal): a resumed task must not ask them again. */
   answers: { question: string; answer: string }[];
+  /** The DoD on the base the first attempt ran (absent: none ran, or a journal of an older version). */
+  baseline: Baseline | null;
 }
 
 /** Folds journal events into the task's state. Pure. */
@@ -103,6 +105,7 @@ class JournalFold {
       lastEventAt: events.at(-1)?.at ?? null,
       elapsedMs: 0,
       answers: [],
+      baseline: null,
     };
   }
 
@@ -120,6 +123,9 @@ class JournalFold {
         break;
       case 'transition':
         state.lastState = event.to;
+        break;
+      case 'baseline':
+        state.baseline ??= { baseSha: event.baseSha, dod: event.dod };
         break;
       case 'plan':
         state.plan = event.plan;
@@ -273,6 +279,7 @@ export function previousAttempt(state: JournalTaskState): {
   workerUsage: Usage;
   feedback: string[];
   elapsedMs: number;
+  baseline?: Baseline;
 } | null {
   if (!state.plan) return null;
   const feedback = [
@@ -300,5 +307,6 @@ export function previousAttempt(state: JournalTaskState): {
       ),
     ],
     elapsedMs: state.elapsedMs,
+    ...(state.baseline ? { baseline: state.baseline } : {}),
   };
 }

@@ -11,6 +11,7 @@
 import type { CriterionCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 import type { FactsForAssessment, MemoryEntry, HistoryEntry } from './meta-context.js';
+import { comparisonText } from '../core/baseline.js';
 
 /** Tokens estimated as characters / 4: cheap, provider-independent, and close enough for budgeting. */
 export function estimateTokens(text: string): number {
@@ -143,7 +144,13 @@ function renderFacts(view: View): string {
           : result.status === 'passed'
             ? 'passed'
             : result.status.toUpperCase();
-      lines.push(`- ${result.name} (\`${result.command}\`): ${state}, exit ${result.exitCode ?? 'none'}`);
+      // Compared with the same check on the base before any change: red before is not this task's to fix.
+      const compared = comparisonText(result);
+      lines.push(
+        `- ${result.name} (\`${result.command}\`): ${state}, exit ${result.exitCode ?? 'none'}${compared ? ` — ${compared}` : ''}`,
+      );
+      if (result.status !== 'passed' && result.failingTests?.length)
+        lines.push(`  Failing tests: ${result.failingTests.slice(0, 20).join('; ')}`);
       if (result.outputTail && view.factsTailLines !== 0 && result.status !== 'passed')
         lines.push(fence(lastLines(result.outputTail, view.factsTailLines ?? 80)));
     }

@@ -10,7 +10,8 @@ import type { SetupCommandReport } from '../core/events.js';
 import { refusalMessage } from '../core/refusal.js';
 import { checkDetailText } from '../core/test-counts.js';
 import type { TaskRecord } from '../core/task-runner.js';
-import type { CriterionEvidence, DodCheckResult, RunRecord, TaskFacts } from '../core/types.js';
+import type { Baseline, CriterionEvidence, DodCheckResult, RunRecord, TaskFacts } from '../core/types.js';
+import { comparisonText } from '../core/baseline.js';
 import { totalTokens } from '../core/usage.js';
 import {
   NOTE_LIMITS,
@@ -163,6 +164,36 @@ function factsView(facts: TaskFacts | undefined) {
   };
 }
 
+/** How a check compares with the base, for the table's "On the base" column ("not run" without a baseline). */
+function baseCell(result: DodCheckResult): string {
+  if (!result.base) return '–';
+  const before = `${result.base.status}${checkDetailText(result.base.exitCode || null, result.base.tests)}`;
+  return `${before}: ${comparisonText(result)}`;
+}
+
+/** The baseline paragraph: where it ran, which checks were red before any change, and their failing tests. */
+function baselineView(baseline: Baseline | null | undefined) {
+  if (!baseline || baseline.dod.results.length === 0) return { baseline: null };
+  const red = baseline.dod.results.filter(
+    (result) => result.status === 'failed' || result.status === 'timeout',
+  );
+  return {
+    baseline: {
+      baseSha: codeSpan(baseline.baseSha.slice(0, 12), NOTE_LIMITS.code),
+      dirty: baseline.dod.ranOnDirtyTree,
+      allGreen: red.length === 0,
+      red: cutList(red, NOTE_LIMITS.listItems, 'checks').items.map((result) => ({
+        name: inlineText(result.name),
+        result: `${withIcon(result.status)}${checkDetailText(result.exitCode || null, result.tests)}`,
+        failingTests: (result.failingTests ?? [])
+          .slice(0, 10)
+          .map((name) => codeSpan(name, NOTE_LIMITS.code)),
+        moreFailing: Math.max(0, (result.failingTests?.length ?? 0) - 10),
+      })),
+    },
+  };
+}
+
 /** The Definition of Done of the latest run: its checks and the output of those that did not pass. */
 function dodView(runs: readonly RunRecord[]) {
   const dod = [...runs].reverse().find((run) => run.dod)?.dod;
@@ -182,6 +213,7 @@ function dodView(runs: readonly RunRecord[]) {
         result.rewrote ? `; changed ${result.rewrote.count} tracked file(s), put back` : ''
       }`,
       duration: formatDuration(result.durationMs),
+      onBase: inlineText(baseCell(result)),
     })),
     dodCut: results.notice,
     dodFailures: failures.items.map((result) => outputDetails(htmlText(result.name), result.outputTail)),
@@ -348,6 +380,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     ...criteriaView(record.criteria),
     ...factsView(lastFacts),
     ...dodView(record.runs),
+    ...baselineView(record.baseline),
     runs: runs.items.map(runView),
     runsCut: runs.notice,
     retrospective: retrospective.items,

@@ -7,7 +7,7 @@ import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
 import { stripTerminalSequences } from '../notes/terminal-text.js';
-import { parseTestCounts } from './test-counts.js';
+import { parseFailingTests, parseTestCounts } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -135,6 +135,8 @@ export async function runDodChecks(
     const rewrote = ranOnDirtyTree ? null : await putBackTrackedChanges(runtime, sandboxId, options.signal);
     // Evidence for the person, passing or failing; the gate decides on the exit code alone.
     const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
+    const failingTests =
+      result.exitCode === 0 ? null : parseFailingTests(`${result.stdoutTail}\n${result.stderrTail}`);
     const outputTail = tailOf(result.stdoutTail, result.stderrTail, tailChars);
     results.push({
       name: check.name,
@@ -150,6 +152,7 @@ export async function runDodChecks(
       outputTail: rewrote?.count ? `${rewroteNotice(rewrote)}\n${outputTail}` : outputTail,
       ...(rewrote?.count ? { rewrote } : {}),
       ...(tests ? { tests } : {}),
+      ...(failingTests ? { failingTests } : {}),
       ranOnDirtyTree,
       interrupted: result.interrupted,
     });

@@ -186,7 +186,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     };
   }
 
-  async runDod(sandboxId: string, facts: TaskFacts, bounds: CheckBounds): Promise<DodOutcome> {
+  async runDod(sandboxId: string, facts: Pick<TaskFacts, 'dirty'>, bounds: CheckBounds): Promise<DodOutcome> {
     const resolved = await resolveDodChecks(
       { checks: this.options.dod.checks, skip: this.options.dodSkipped || this.options.dod.skip },
       // Detected from the user's repository, not from the sandbox, whose files the worker controls.

@@ -139,3 +139,55 @@ function believable(counts: TestCounts | null): TestCounts | null {
   const total = counts.passed + counts.failed + counts.skipped;
   return total > MAX_COUNT ? null : counts;
 }
+
+/** Most failing tests kept per check, and the longest name kept. */
+export const MAX_FAILING_TESTS = 200;
+const MAX_TEST_NAME = 200;
+
+/** One runner's line that names a failing test, and the name in it. */
+const FAILING_LINES: readonly RegExp[] = [
+  // vitest's summary: " FAIL  test/a.test.ts > suite > name" (a file that failed to load has no " > ").
+  /^\s*FAIL\s+(\S.* > .+?)\s*$/,
+  // jest: "  ● suite › name" (not "● Test suite failed to run").
+  /^\s*● (?!Test suite failed to run)(.+?)\s*$/,
+  // node --test, spec reporter: "✖ name (1.2ms)"; TAP: "not ok 3 - name".
+  /^\s*✖ (.+?) \(\d+(?:\.\d+)?m?s\)\s*$/,
+  /^\s*not ok \d+ - (.+?)(?:\s+#.*)?$/,
+  // pytest's short summary: "FAILED tests/test_a.py::test_b - AssertionError" (and errors).
+  /^(?:FAILED|ERROR) (\S+)(?: - .*)?$/,
+  // go test: "--- FAIL: TestName (0.00s)" (subtests indented).
+  /^\s*--- FAIL: (\S+)/,
+  // cargo test: "test tests::name ... FAILED".
+  /^test (\S+) \.\.\. FAILED$/,
+];
+
+/**
+ * The failing tests an output names, or null when it names none this knows (then only the counts can compare
+ * a run with the base). Mocha names a failure on two lines ("  1) suite" then "       name:"), read as one.
+ * Bounded like the counts: the last {@link PARSED_CHARS} characters, lines of at most 400 characters, at most
+ * {@link MAX_FAILING_TESTS} names of at most 200 characters each.
+ */
+export function parseFailingTests(output: string): string[] | null {
+  const lines = stripTerminalSequences(output.slice(-PARSED_CHARS))
+    .split(/\r?\n|\r/)
+    .filter((line) => line.length <= MAX_LINE);
+  const names = new Set<string>();
+  lines.forEach((line, index) => {
+    if (names.size >= MAX_FAILING_TESTS) return;
+    const mocha = /^\s+\d+\) (.+?)\s*$/.exec(line);
+    const next = lines[index + 1];
+    const mochaName = mocha && next !== undefined ? /^\s{4,}(\S.*):\s*$/.exec(next) : null;
+    if (mocha && mochaName) {
+      names.add(`${mocha[1]} ${mochaName[1]}`.slice(0, MAX_TEST_NAME));
+      return;
+    }
+    for (const pattern of FAILING_LINES) {
+      const found = pattern.exec(line);
+      if (found?.[1]) {
+        names.add(found[1].slice(0, MAX_TEST_NAME));
+        return;
+      }
+    }
+  });
+  return names.size > 0 ? [...names] : null;
+}

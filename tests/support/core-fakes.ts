@@ -180,6 +180,8 @@ export interface FakeRepo {
   pending: { branchHead: string; ref: string; reason: string } | null;
   /** The DoD moves the sandbox's checkout to this commit (the read after the checks sees it). */
   dodChecksOut: string | null;
+  /** The failing tests a failing DoD check names (absent: it names none). */
+  failingTests?: string[];
 }
 
 export function fakeRepo(): FakeRepo {
@@ -243,7 +245,7 @@ export class FakeWorkspace implements TaskWorkspacePort {
     };
   }
 
-  async runDod(_sandboxId: string, facts: TaskFacts): Promise<DodOutcome> {
+  async runDod(_sandboxId: string, facts: Pick<TaskFacts, 'dirty'>): Promise<DodOutcome> {
     this.repo.dodRuns += 1;
     if (this.repo.dodChecksOut !== null)
       this.checkout = { head: this.head, checkedOut: this.repo.dodChecksOut };
@@ -262,6 +264,9 @@ export class FakeWorkspace implements TaskWorkspacePort {
           exitCode: status === 'passed' ? 0 : 1,
           durationMs: 3,
           outputTail: status,
+          ...(status === 'failed' && this.repo.failingTests
+            ? { failingTests: [...this.repo.failingTests] }
+            : {}),
         },
       ],
     };

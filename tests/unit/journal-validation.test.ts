@@ -82,6 +82,7 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
       headless: false,
       runDir,
       startOptions: { prdPath: '/repo/PRD.md', prd: '# Slugify', base: 'main', dodSkipped: false },
+      baseline: { mode: 'auto', redBase: 'no_worse' },
     }),
     {
       meta: new ScriptedMetaAgent([
