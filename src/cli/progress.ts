@@ -11,6 +11,7 @@ import { checkDetailText } from '../core/test-counts.js';
 import { totalTokens } from '../core/usage.js';
 import type { StampedEvent } from '../core/events.js';
 import type { TaskSummary } from '../core/types.js';
+import { comparisonText, redOnBase } from '../core/baseline.js';
 
 /** Data as one line of at most `max` characters, cut at a word (the cut shown as `…`). */
 const clip = (text: string, max = 160) => cutAtWord(text.replace(/\s+/g, ' ').trim(), max);
@@ -143,9 +144,16 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
     }
     case 'dod':
       write(
-        `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status}${checkDetailText(result.exitCode || null, result.tests)} ${formatDuration(result.durationMs)}`).join(', ') || 'none'}`,
+        `${t} DoD (${event.dod.source}): ${event.dod.results.map((result) => `${result.name} ${result.status}${checkDetailText(result.exitCode || null, result.tests)} ${formatDuration(result.durationMs)}${result.base && result.status !== 'passed' ? ` — ${comparisonText(result)}` : ''}`).join(', ') || 'none'}`,
       );
       break;
+    case 'baseline': {
+      const red = redOnBase(event);
+      write(
+        `${t} baseline: the DoD on the base ${event.baseSha.slice(0, 12)} before any change: ${event.dod.results.map((result) => `${result.name} ${result.status}${checkDetailText(result.exitCode || null, result.tests)}`).join(', ')}${red.length > 0 ? ` — red before any change: ${red.join(', ')} (must not get worse)` : ''}`,
+      );
+      break;
+    }
     case 'criteria_checks':
       if (event.results.length > 0)
         write(

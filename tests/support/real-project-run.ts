@@ -59,6 +59,12 @@ export async function runRealProject(
   taskId: string,
   write: Record<string, string>,
   extraArgs: string[] = [],
+  script: {
+    /** The plan's criteria (default: one critical `test` criterion without a check). */
+    criteria?: Record<string, unknown>[];
+    /** Meta-agent replies after the assessment (e.g. an `abort` after a refusal). */
+    then?: Record<string, unknown>[];
+  } = {},
 ): Promise<RealProjectRun> {
   const meta = [
     stringify({
@@ -66,7 +72,7 @@ export async function runRealProject(
       version: 1,
       payload: {
         task_id: taskId,
-        acceptance_criteria: [
+        acceptance_criteria: script.criteria ?? [
           {
             id: 'AC-1',
             description: 'The feature exists and the project tests pass.',
@@ -99,6 +105,7 @@ export async function runRealProject(
         retrospective: [],
       },
     }),
+    ...(script.then ?? []).map((reply) => stringify(reply)),
   ];
   const worker = [
     {
