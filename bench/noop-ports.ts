@@ -5,6 +5,7 @@
  * run's (a failing test tail, a diff, a worker summary), so the Meta-agent's prompts carry realistic history.
  */
 import type {
+  MissingProgram,
   PreparedTask,
   SandboxProviderPort,
   SandboxRuntime,
@@ -111,6 +112,10 @@ export class ExecWorkspace implements TaskWorkspacePort {
     const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace' });
     if (result.exitCode !== 0) throw execFailure('checkedOutHead', result.exitCode);
     return this.commits.at(-1)?.sha ?? this.task.baseSha;
+  }
+
+  async missingPrograms(): Promise<MissingProgram[]> {
+    return [];
   }
 
   async runDod(sandboxId: string): Promise<DodOutcome> {

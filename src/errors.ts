@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'docker_unavailable'
   | 'image_missing'
   | 'image_build_failed'
+  | 'preflight_failed'
   | 'model_unreachable'
   | 'model_http_error'
   | 'model_timeout'

@@ -24,6 +24,7 @@ export class TaskTracker {
           this.lastDod = outcome;
           return outcome;
         },
+        missingPrograms: (...args) => workspace.missingPrograms(...args),
         runCriteriaChecks: (...args) => workspace.runCriteriaChecks(...args),
         checkedOutHead: (...args) => workspace.checkedOutHead(...args),
         preserveUncommitted: (...args) => workspace.preserveUncommitted(...args),

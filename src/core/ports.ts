@@ -12,6 +12,7 @@ import type {
   workerEventSchema,
   workerModeSchema,
 } from './records.js';
+import type { OwnershipEntry, OwnershipPassReport } from './ownership.js';
 
 /** Time, so tests and the loop agree on what "now" is. */
 export interface Clock {
@@ -106,35 +107,7 @@ export interface SandboxSummary {
   labels: Record<string, string>;
 }
 
-/**
- * One step of an ownership plan: a path relative to the planned directory, its owner, its mode (null: leave),
- * and what the listing saw there (`kind`: `d` directory, `l` symlink, `f` anything else; its inode number):
- * the pass applies the step only to that very entry.
- */
-export interface OwnershipEntry {
-  path: string;
-  uid: number;
-  gid: number;
-  mode: number | null;
-  kind: 'd' | 'l' | 'f';
-  ino: number;
-}
-
-/** Why a step of an ownership plan was not applied. */
-export type OwnershipSkipReason =
-  /** Another kind of entry, or another inode, is there now (a link swapped in, a directory replaced). */
-  | 'changed'
-  /** Nothing is there any more. */
-  | 'gone'
-  /** chown or chmod failed (the detail says how). */
-  | 'failed';
-
-/** What an ownership pass did: the steps applied, and the ones skipped (at most 50 listed, all counted). */
-export interface OwnershipPassReport {
-  applied: number;
-  skippedCount: number;
-  skipped: { path: string; reason: OwnershipSkipReason; detail?: string }[];
-}
+export type { OwnershipEntry, OwnershipPassReport, OwnershipSkipReason } from './ownership.js';
 
 export interface SandboxRuntime {
   /** Engine reachable? Returns its version; throws EnvironmentError('docker_unavailable') with the fix. */
@@ -296,6 +269,14 @@ export interface PreparedTask {
   scopeStatement: string;
 }
 
+/** A check's command whose program the sandbox does not have (preflight). */
+export interface MissingProgram {
+  /** What the command belongs to: `DoD check test`, `criterion AC-2's command check`. */
+  label: string;
+  command: string;
+  program: string;
+}
+
 /**
  * A preparation under way. `mountable` settles as soon as a sandbox can be created over the workspace (its
  * directory exists, the worker's user is known), before the files are checked out, so the container starts
@@ -315,6 +296,15 @@ export interface TaskWorkspacePort {
    */
   observe(sandboxId: string, signal?: AbortSignal): Promise<TaskFacts>;
   runDod(sandboxId: string, facts: Pick<TaskFacts, 'dirty'>, bounds: CheckBounds): Promise<DodOutcome>;
+  /**
+   * Preflight: the commands whose program (first word) the sandbox does not have, looked up in the checks'
+   * own shell; the DoD's checks when `commands` is absent. Never throws for a lookup that failed itself.
+   */
+  missingPrograms(
+    sandboxId: string,
+    commands?: readonly { label: string; command: string }[],
+    signal?: AbortSignal,
+  ): Promise<MissingProgram[]>;
   /**
    * Runs the acceptance criteria's checks: `command` in the sandbox, `file_exists` on the task branch (host
    * git), `test` through the detected test framework; other kinds are recorded as not executed; a command

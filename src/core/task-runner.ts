@@ -10,7 +10,7 @@ import type { Clock, PreparedTask } from './ports.js';
 import { StallCounter, stallDescription } from './stall.js';
 import { finishTask } from './task-finish.js';
 import { diskFullError, TaskLoop, type TaskRunnerDeps, type TaskRunnerOptions } from './task-loop.js';
-import { planWhilePreparing } from './task-startup.js';
+import { planWhilePreparing, preflightCriteria } from './task-startup.js';
 import type { MetaDecision, TaskSummary } from './types.js';
 import { ZERO_USAGE } from './usage.js';
 import { observeAndCheck, validate } from './validation.js';
@@ -120,6 +120,8 @@ export class TaskRunner {
     if (started.kind === 'handed_off') return 'handed_off';
     if (started.kind === 'stop') return started.outcome;
     loop.move({ type: 'planned' });
+    const preflight = await preflightCriteria(loop, signal);
+    if (preflight.kind === 'stop') return preflight.outcome;
     // After a resume, the work already there is observed first: the Meta-agent decides on today's facts.
     if (loop.options.previous) {
       const limit = loop.limitReached(signal);

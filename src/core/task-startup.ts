@@ -5,8 +5,10 @@
  * failed planning (or a hand-off) keeps the sandbox from being created or set up, and the session removes
  * what it started. Events keep their order: task, sandbox, plan.
  */
+import { EnvironmentError } from '../errors.js';
+import { failureHint } from './failure-hints.js';
 import { goOn, stop, type Next } from './outcome.js';
-import type { GivenPlan } from './ports.js';
+import type { GivenPlan, MissingProgram } from './ports.js';
 import { startSandboxSession } from './sandbox-session.js';
 import type { TaskLoop } from './task-loop.js';
 
@@ -118,6 +120,11 @@ function startSession(
  */
 async function runBaseline(loop: TaskLoop, sandboxId: string, signal: AbortSignal): Promise<void> {
   const { options, task } = loop;
+  // Preflight first: a check whose program the sandbox lacks ends the task before anything else runs.
+  if (!options.dodSkipped) {
+    const missing = await loop.deps.workspace.missingPrograms(sandboxId, undefined, signal);
+    if (missing.length > 0) throw preflightError(missing);
+  }
   if (options.previous) {
     loop.baseline = options.previous.baseline ?? null;
     return;
@@ -136,4 +143,37 @@ function takePlan(loop: TaskLoop, planned: GivenPlan & { asked: boolean }): void
   loop.ledger.countMeta(usage, asked ? {} : { calls: metaCalls, shared: false });
   loop.plan = plan;
   loop.emit({ type: 'plan', plan, usage });
+}
+
+/**
+ * After the plan, before the first worker run: the acceptance criteria's command checks whose program the
+ * sandbox lacks end the task at once, as a DoD check's do (a check that could only ever exit 127).
+ */
+export async function preflightCriteria(loop: TaskLoop, signal?: AbortSignal): Promise<Next> {
+  const { sandboxId, plan } = loop;
+  if (!sandboxId || !plan || loop.options.previous) return goOn();
+  const commands = plan.acceptanceCriteria.flatMap((criterion) =>
+    criterion.check?.kind === 'command' && criterion.check.command
+      ? [{ label: `criterion ${criterion.id}'s command check`, command: criterion.check.command }]
+      : [],
+  );
+  if (commands.length === 0) return goOn();
+  const missing = await loop.deps.workspace.missingPrograms(sandboxId, commands, signal);
+  return missing.length > 0 ? stop({ code: 'error', error: preflightError(missing) }) : goOn();
+}
+
+/** One message for every missing program: which check runs it, and the fix. */
+export function preflightError(missing: readonly MissingProgram[]): EnvironmentError {
+  const programs = [...new Set(missing.map((item) => item.program))];
+  const uses = missing.map((item) => `${item.label} (\`${item.command}\`)`).join(', ');
+  const hint =
+    failureHint({ output: `${programs[0]}: command not found`, exitCode: 127, timedOut: false }, 'check') ??
+    '';
+  return new EnvironmentError(
+    'preflight_failed',
+    `preflight: ${programs.map((program) => `\`${program}\``).join(', ')} not found in the sandbox, which ` +
+      `${uses} ${missing.length === 1 ? 'runs' : 'run'}; no worker ran. ${hint}` +
+      ' Or set dod.checks to commands the image has.',
+    { details: { missing } },
+  );
 }

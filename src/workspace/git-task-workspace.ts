@@ -10,6 +10,7 @@ import type {
   SandboxRuntime,
   TaskWorkspacePort,
   WorkspacePreparation,
+  MissingProgram,
 } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, DodOutcome, TaskFacts } from '../core/types.js';
 import { runCriteriaChecks } from './criteria-checks.js';
@@ -30,6 +31,7 @@ import type { Scope } from './scope.js';
 import { fetchFromSandbox, syncBack } from './sync-back.js';
 import { collectFacts } from './task-facts.js';
 import { readCommitMap } from './workspace-state.js';
+import { missingPrograms } from './preflight.js';
 
 /** A full commit id (SHA-1 or SHA-256). */
 const COMMIT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -220,6 +222,22 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
         ({ timeoutMs: _timeout, ranOnDirtyTree: _dirty, interrupted: _cut, ...result }) => result,
       ),
     };
+  }
+
+  async missingPrograms(
+    sandboxId: string,
+    commands?: readonly { label: string; command: string }[],
+    signal?: AbortSignal,
+  ): Promise<MissingProgram[]> {
+    const checks =
+      commands ??
+      (this.options.dodSkipped || this.options.dod.skip
+        ? []
+        : (await resolveDodChecks(this.options.dod, this.workspace.repoRoot)).checks.map((check) => ({
+            label: `DoD check ${check.name}`,
+            command: check.command,
+          })));
+    return missingPrograms(this.runtime, sandboxId, checks, signal);
   }
 
   async runCriteriaChecks(

@@ -5,6 +5,7 @@
 import type {
   Clock,
   ExecResult,
+  MissingProgram,
   HumanPort,
   MetaAgentPort,
   MetaView,
@@ -182,6 +183,8 @@ export interface FakeRepo {
   dodChecksOut: string | null;
   /** The failing tests a failing DoD check names (absent: it names none). */
   failingTests?: string[];
+  /** Programs the sandbox does not have (preflight). */
+  missingPrograms?: string[];
 }
 
 export function fakeRepo(): FakeRepo {
@@ -270,6 +273,17 @@ export class FakeWorkspace implements TaskWorkspacePort {
         },
       ],
     };
+  }
+
+  async missingPrograms(
+    _sandboxId: string,
+    commands?: readonly { label: string; command: string }[],
+  ): Promise<MissingProgram[]> {
+    const checks = commands ?? (this.repo.hasDod ? [{ label: 'DoD check test', command: 'npm test' }] : []);
+    return checks.flatMap((item) => {
+      const program = item.command.split(' ')[0] ?? '';
+      return this.repo.missingPrograms?.includes(program) ? [{ ...item, program }] : [];
+    });
   }
 
   async runCriteriaChecks(
