@@ -73,10 +73,10 @@ interface ReadPattern {
 }
 
 /**
- * The segments of a pattern, or null for a negated or empty one. A last segment that names files by a
- * wildcard and an extension (`*.md`, `test_*.py`) is read as naming files only: git would also let it match a
- * directory called `x.md` and everything in it, which no scope means, and reading it so would make every two
- * extension patterns under one directory overlap.
+ * The segments of a pattern, or null for a negated or empty one. A last segment with an extension (`*.md`,
+ * `test_*.py`, `alpha.js`) is read as naming files only: git would also let it match a directory called `x.md`
+ * and everything in it, which no scope means, and reading it so would make every two file patterns overlap
+ * (`alpha.js` and `beta.js`, both at any depth, through `alpha.js/beta.js`). A trailing slash says directory.
  */
 export function readPattern(pattern: string): ReadPattern | null {
   let text = pattern.trim();
@@ -89,7 +89,8 @@ export function readPattern(pattern: string): ReadPattern | null {
   const parts = text.split('/').filter((part) => part !== '');
   if (parts.length === 0) return null;
   const last = parts.at(-1) as string;
-  const namesFiles = /[*?[]/.test(last) && /\.[\w-]+$/.test(last) && last !== '**';
+  // `name.ext` (not a hidden `.github`): a file; git would also let it name a directory `x.md` and its contents.
+  const namesFiles = last !== '**' && /[^/.]\.[\w-]+$/.test(last);
   return {
     segments: [...(anchored ? [] : ['**']), ...parts].map(parseSegment),
     coversBelow: directory || !namesFiles,

@@ -60,6 +60,12 @@ describe('patternsOverlap', () => {
   it('a wildcard name with an extension names files: *.md and *.ts never meet, *.ts and *.test.ts do', () => {
     expect(patternsOverlap('*.md', '*.ts')).toBeNull();
     expect(patternsOverlap('src/**/*.ts', 'src/**/*.js')).toBeNull();
+    // Two files named without a slash (at any depth) are two files, not a directory holding the other.
+    expect(patternsOverlap('alpha.js', 'beta.js')).toBeNull();
+    expect(patternsOverlap('alpha.js', 'test/beta.test.js')).toBeNull();
+    expect(expectOverlap('alpha.js', 'lib/**')).toBe('lib/alpha.js');
+    // A hidden directory is still a directory.
+    expectOverlap('.github', 'ci.yml');
     expect(expectOverlap('src/**/*.ts', '**/*.test.ts')).toMatch(/^src\/.*\.test\.ts$/);
     // A trailing slash says directory: it covers what is below again.
     expectOverlap('*.d/', '*.ts');
