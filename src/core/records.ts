@@ -30,6 +30,9 @@ export const testCountsSchema = z.object({
   skipped: z.number(),
 });
 
+/** Tracked files a check changed, put back after it (at most 20 named, all counted). */
+export const rewroteSchema = z.object({ paths: z.array(z.string()), count: z.number() });
+
 export const dodCheckResultSchema = z.object({
   name: z.string(),
   command: z.string(),
@@ -40,7 +43,7 @@ export const dodCheckResultSchema = z.object({
   /** The test counts its output's summary gives (absent: none found, or a journal of an older version). */
   tests: testCountsSchema.optional(),
   /** Tracked files the check changed (put back after it; at most 20 named): it did not check the commit. */
-  rewrote: z.object({ paths: z.array(z.string()), count: z.number() }).optional(),
+  rewrote: rewroteSchema.optional(),
   /**
    * The failing tests its output names (vitest, jest, mocha, node's test runner, pytest, go test, cargo test;
    * at most 200): evidence, and what tells a test red on the base from one this task broke.
@@ -102,6 +105,8 @@ export const criterionCheckResultSchema = z.object({
   reason: z.string(),
   /** The sandbox had uncommitted changes when it ran: not evidence about the committed work. */
   ranOnDirtyTree: z.boolean(),
+  /** Tracked files the check changed (put back after it): it failed, having not checked the commit. */
+  rewrote: rewroteSchema.optional(),
 });
 
 /** What the runner observed itself after a run. */

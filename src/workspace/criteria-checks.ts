@@ -6,7 +6,7 @@
  * `playwright`...) is kept as written and recorded as not executed, for the assessor to judge.
  */
 import path from 'node:path';
-import type { SandboxRuntime } from '../core/ports.js';
+import type { ExecResult, SandboxRuntime } from '../core/ports.js';
 import type {
   AcceptanceCriterion,
   CriterionCheckResult,
@@ -17,6 +17,7 @@ import type {
 } from '../core/types.js';
 import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
+import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
 import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
 import { parseTestCounts } from './test-counts.js';
@@ -228,7 +229,7 @@ export async function runCriteriaChecks(
     }
     results.push({
       ...base,
-      ...(await runInSandbox(runtime, sandboxId, command, counted, deadline, options)),
+      ...(await runInSandbox(runtime, sandboxId, command, counted, deadline, options, !facts.dirty)),
     });
   }
   return results;
@@ -242,6 +243,26 @@ function targetOf(check: Check): string {
   );
 }
 
+/** A check that changed tracked files: failed, whatever it exited with, the files named first in its output. */
+function rewroteResult(
+  command: string,
+  result: ExecResult,
+  rewrote: NonNullable<CriterionCheckResult['rewrote']>,
+): Pick<
+  CriterionCheckResult,
+  'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'reason' | 'rewrote'
+> {
+  return {
+    target: command,
+    durationMs: result.durationMs,
+    outputTail: `${rewroteNotice(rewrote)}\n${tailOf(result.stdoutTail, result.stderrTail)}`,
+    status: 'failed',
+    exitCode: result.exitCode,
+    reason: `changed ${rewrote.count} tracked file(s) (put back): it did not check the commit`,
+    rewrote,
+  };
+}
+
 async function runInSandbox(
   runtime: SandboxRuntime,
   sandboxId: string,
@@ -249,10 +270,11 @@ async function runInSandbox(
   frameworks: readonly TestFramework[],
   deadline: number,
   options: CriteriaChecksOptions,
+  cleanTree: boolean,
 ): Promise<
   Pick<
     CriterionCheckResult,
-    'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'tests' | 'reason'
+    'target' | 'status' | 'exitCode' | 'durationMs' | 'outputTail' | 'tests' | 'reason' | 'rewrote'
   >
 > {
   const left = deadline - Date.now();
@@ -278,6 +300,9 @@ async function runInSandbox(
     signal: options.signal,
   });
   await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
+  // Checks are checks (src/workspace/check-rewrites.ts): tracked files it changed are put back, and it failed.
+  const rewrote = cleanTree ? await putBackTrackedChanges(runtime, sandboxId, options.signal) : null;
+  if (rewrote?.count) return rewroteResult(command, result, rewrote);
   const outputTail = tailOf(result.stdoutTail, result.stderrTail);
   // Shown to the person; whether a named test ran is still decided by passedTestCount below.
   const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);

@@ -12,6 +12,7 @@ import type { ExecResult } from '../../src/core/ports.js';
 import { DEFAULT_EXCLUDE } from '../../src/config/schema.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
+import { runCriteriaChecks } from '../../src/workspace/criteria-checks.js';
 import { runDodChecks } from '../../src/workspace/dod-checks.js';
 import { prepareTaskWorkspace, type PreparedWorkspace } from '../../src/workspace/prepare-task-workspace.js';
 import type { Scope } from '../../src/workspace/scope.js';
@@ -331,6 +332,46 @@ describe('workspace isolation in a Docker sandbox', () => {
       /^The check changed 2 tracked file\(s\), so it did not check the committed tree/,
     );
     // The next check ran on the commit again: the rewrite and the deletion were put back.
+    expect(results[1]).toMatchObject({ status: 'passed', outputTail: 'console.log("app");' });
+    expect((await run(prepared.sandboxId, 'git status --porcelain')).stdoutTail).toBe('');
+  });
+
+  it("a criterion's command check that rewrites tracked files fails the same way, and the tree is put back", async () => {
+    const repo = await userRepository();
+    const prepared = await prepare(repo, OPEN_SCOPE);
+    const head = (await run(prepared.sandboxId, 'git rev-parse HEAD')).stdoutTail.trim();
+    const criterion = (id: string, command: string) => ({
+      id,
+      description: id,
+      type: 'quality',
+      critical: true,
+      check: { kind: 'command' as const, command },
+    });
+    const results = await runCriteriaChecks(
+      runtime,
+      prepared.sandboxId,
+      [
+        criterion('AC-1', 'sed -i s/app/APP/ src/app.js && echo formatted'),
+        criterion('AC-2', 'cat src/app.js'),
+      ],
+      {
+        baseSha: head,
+        headSha: head,
+        commits: [],
+        dirty: false,
+        uncommitted: [],
+        changedFiles: [],
+        diffStat: '',
+        diff: '',
+        scopeViolations: [],
+      },
+      { repoRoot: repo.root, timeoutMs: 60_000, graceMs: 500 },
+    );
+    expect(results[0]).toMatchObject({
+      status: 'failed',
+      exitCode: 0,
+      rewrote: { paths: ['src/app.js'], count: 1 },
+    });
     expect(results[1]).toMatchObject({ status: 'passed', outputTail: 'console.log("app");' });
     expect((await run(prepared.sandboxId, 'git status --porcelain')).stdoutTail).toBe('');
   });

@@ -37,6 +37,10 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
   readonly commands: string[] = [];
   /** Other execs: the sweep of stray processes before and after each check. */
   sweeps = 0;
+  /** The git calls (the read and put-back of tracked files a check changed). */
+  readonly gitCalls: string[] = [];
+  /** Tracked files the checks leave changed (the git diff's answer). */
+  changed: string[] = [];
   constructor(private readonly answers: Record<string, Partial<ExecResult>>) {}
   async exec(_id: string, argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
     const result = finishedExec();
@@ -44,6 +48,11 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
     if (argv.includes('agent-runner-reaper')) {
       this.sweeps += 1;
       return result;
+    }
+    // The read of what a check changed (checks are checks): nothing, unless the test says so.
+    if (argv[0] === 'git') {
+      this.gitCalls.push(argv.join(' '));
+      return { ...result, stdoutTail: argv.includes('diff') ? this.changed.join('\0') : '' };
     }
     const command = argv.at(-1) ?? '';
     this.commands.push(command);
@@ -169,6 +178,58 @@ describe('criteria checks', () => {
     );
     expect(result).toMatchObject({ status: 'passed', target: command });
     expect(result?.reason).toBe('1 test(s) passed (vitest)');
+  });
+
+  it('a command check that changes tracked files fails, names them, and they are put back (checks are checks)', async () => {
+    const { root, head } = await repoWith({ 'README.md': '# x\n' });
+    const runtime = new TableRuntime({
+      'npm run lint -- --write': { exitCode: 0, stdoutTail: 'fixed 2 files' },
+    });
+    runtime.changed = ['src/a.ts', 'src/b.ts'];
+    const [result] = await runCriteriaChecks(
+      runtime as unknown as SandboxRuntime,
+      'sb',
+      [
+        {
+          id: 'AC-1',
+          description: 'lint clean',
+          type: 'quality',
+          critical: true,
+          check: { kind: 'command' as const, command: 'npm run lint -- --write' },
+        },
+      ],
+      facts(head),
+      { repoRoot: root, timeoutMs: 60_000 },
+    );
+    expect(result).toMatchObject({
+      status: 'failed',
+      exitCode: 0,
+      rewrote: { paths: ['src/a.ts', 'src/b.ts'], count: 2 },
+      reason: 'changed 2 tracked file(s) (put back): it did not check the commit',
+    });
+    expect(result?.outputTail).toMatch(
+      /^The check changed 2 tracked file\(s\), so it did not check the committed tree/,
+    );
+    expect(runtime.gitCalls.some((call) => call.endsWith('reset -q --hard HEAD'))).toBe(true);
+    // On a tree that was dirty before the checks, nothing is put back: the changes may be the worker's.
+    const dirty = new TableRuntime({ 'npm run lint -- --write': { exitCode: 0 } });
+    dirty.changed = ['src/a.ts'];
+    await runCriteriaChecks(
+      dirty as unknown as SandboxRuntime,
+      'sb',
+      [
+        {
+          id: 'AC-1',
+          description: 'lint clean',
+          type: 'quality',
+          critical: true,
+          check: { kind: 'command' as const, command: 'npm run lint -- --write' },
+        },
+      ],
+      { ...facts(head), dirty: true },
+      { repoRoot: root, timeoutMs: 60_000 },
+    );
+    expect(dirty.gitCalls).toEqual([]);
   });
 
   it('a criterion whose command the DoD just ran on this tree takes that result instead of running it again', async () => {
