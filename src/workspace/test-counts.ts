@@ -29,17 +29,18 @@ interface SummaryFormat {
 }
 
 const FORMATS: readonly SummaryFormat[] = [
-  // vitest: "      Tests  1 failed | 2 passed | 1 skipped (4)" (not "Test Files ...").
+  // vitest: "      Tests  1 failed | 2 passed | 1 skipped (4)" (not "Test Files ..."); one line per run, so a
+  // workspace's `pnpm -r test` (one run per package) adds up.
   {
     line: /^\s*Tests\s+\d+ (?:passed|failed|skipped|todo)\b.*\(\d+\)\s*$/,
     words: { passed: 'passed', failed: 'failed', skipped: 'skipped', todo: 'skipped' },
-    additive: false,
+    additive: true,
   },
-  // jest: "Tests:       1 failed, 4 skipped, 1 passed, 6 total".
+  // jest: "Tests:       1 failed, 4 skipped, 1 passed, 6 total" (one line per run, as vitest's).
   {
     line: /^\s*Tests:\s+\d+ \w+.*\d+ total\s*$/,
     words: { passed: 'passed', failed: 'failed', skipped: 'skipped', todo: 'skipped' },
-    additive: false,
+    additive: true,
   },
   // cargo: "test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.2s".
   {
@@ -74,6 +75,20 @@ const FORMATS: readonly SummaryFormat[] = [
     additive: true,
   },
 ];
+
+/**
+ * The prefix a workspace runner puts before each line of a package's output: pnpm's `packages/math test: `
+ * (a package path, then the script) and turbo's `math:test: `. Read past, so a monorepo's runs are read like one.
+ */
+const WORKSPACE_PREFIX = /^(?:[\w@.-]+\/[\w@./-]+ [\w:.-]+|[\w@./-]+:[\w.-]+): /;
+
+/** The lines parsed: the output's end, without terminal sequences or workspace prefixes, none too long. */
+function outputLines(output: string): string[] {
+  return stripTerminalSequences(output.slice(-PARSED_CHARS))
+    .split(/\r?\n|\r/)
+    .filter((line) => line.length <= MAX_LINE)
+    .map((line) => line.replace(WORKSPACE_PREFIX, ''));
+}
 
 /** go test -v: one result line per test (subtests indented), no summary of counts. */
 const GO_RESULT = /^\s*--- (PASS|FAIL|SKIP): \S/;
@@ -124,9 +139,7 @@ function readGo(lines: readonly string[]): TestCounts | null {
  * an unbelievable one). The first runner whose summary is found wins: one check runs one runner.
  */
 export function parseTestCounts(output: string): TestCounts | null {
-  const lines = stripTerminalSequences(output.slice(-PARSED_CHARS))
-    .split(/\r?\n|\r/)
-    .filter((line) => line.length <= MAX_LINE);
+  const lines = outputLines(output);
   for (const format of FORMATS) {
     const counts = readFormat(lines, format);
     if (counts !== null) return believable(counts);
@@ -168,9 +181,7 @@ const FAILING_LINES: readonly RegExp[] = [
  * {@link MAX_FAILING_TESTS} names of at most 200 characters each.
  */
 export function parseFailingTests(output: string): string[] | null {
-  const lines = stripTerminalSequences(output.slice(-PARSED_CHARS))
-    .split(/\r?\n|\r/)
-    .filter((line) => line.length <= MAX_LINE);
+  const lines = outputLines(output);
   const names = new Set<string>();
   lines.forEach((line, index) => {
     if (names.size >= MAX_FAILING_TESTS) return;

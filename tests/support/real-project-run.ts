@@ -64,6 +64,8 @@ export async function runRealProject(
     criteria?: Record<string, unknown>[];
     /** Meta-agent replies after the assessment (e.g. an `abort` after a refusal). */
     then?: Record<string, unknown>[];
+    /** Worker model replies after the first run's (a later run's commands and closing message). */
+    laterRuns?: Record<string, unknown>[];
   } = {},
 ): Promise<RealProjectRun> {
   const meta = [
@@ -117,6 +119,7 @@ export async function runRealProject(
       run: `git add ${Object.keys(write).join(' ')} && git commit -q -m "Add the feature" && git log --oneline -1`,
     },
     { message: 'Added the feature with its test and committed it.' },
+    ...(script.laterRuns ?? []),
   ];
   const scriptFile = path.join(root, '..', `${path.basename(root)}-model-script.yaml`);
   writeFileSync(scriptFile, stringify({ meta, worker }));

@@ -30,6 +30,34 @@ describe('parseTestCounts on real runner output', () => {
 });
 
 describe('parseTestCounts on documented formats (runners not installed here)', () => {
+  it('a workspace run (pnpm -r test): one vitest summary per package, added up', () => {
+    const output = [
+      'packages/math test:       Tests  2 passed (2)',
+      'packages/math test: Done',
+      'packages/strings test:       Tests  1 failed | 1 passed (2)',
+    ].join('\n');
+    // pnpm prefixes each line with the package and the script (turbo with `name:script: `).
+    expect(parseTestCounts(output)).toEqual({ passed: 3, failed: 1, skipped: 0 });
+    expect(parseTestCounts('math:test:       Tests  2 passed (2)\n')).toEqual({
+      passed: 2,
+      failed: 0,
+      skipped: 0,
+    });
+    // cargo's own summary is not a prefix.
+    expect(
+      parseTestCounts('test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n'),
+    ).toEqual({
+      passed: 2,
+      failed: 0,
+      skipped: 0,
+    });
+    expect(parseTestCounts('      Tests  2 passed (2)\n\n      Tests  1 failed | 1 passed (2)\n')).toEqual({
+      passed: 3,
+      failed: 1,
+      skipped: 0,
+    });
+  });
+
   it('jest', () => {
     const output = [
       'Test Suites: 1 failed, 1 passed, 2 total',
