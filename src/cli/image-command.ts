@@ -79,11 +79,13 @@ async function buildImage(context: CommandContext, flags: BuildFlags): Promise<v
     { buildWorkerImage, resolveBaseImage },
     { IMAGE_EXTRA_CA_PATH, runInImage },
     { resolveTaskImage },
+    { caOfFile, caOfImage },
   ] = await Promise.all([
     import('../sandbox/docker-client.js'),
     import('../sandbox/image-builder.js'),
     import('../toolchain/run-in-image.js'),
     import('../toolchain/toolchain-image.js'),
+    import('../toolchain/extra-ca.js'),
   ]);
   const docker = createDockerClient(context.env);
   await pingDocker(docker, context.env);
@@ -108,11 +110,16 @@ async function buildImage(context: CommandContext, flags: BuildFlags): Promise<v
     context.output.out(summary);
     return;
   }
-  // The project's own toolchain (sandbox.dockerfile, a dev container, the Node it declares) on top.
+  // The project's own toolchain (sandbox.dockerfile, a dev container, the Node it declares) on top; its
+  // Dockerfile's stages and the worker on it trust the same CA bundle.
+  const extraCa = caCert
+    ? await caOfFile(caCert)
+    : await caOfImage(docker, result.tag, () => runInImage(docker, result.tag, ['cat', IMAGE_EXTRA_CA_PATH]));
   const task = await resolveTaskImage({
     docker,
     config,
     repoRoot,
+    extraCa,
     workerImage: config.sandbox.image ?? result.tag,
     buildWorkerOn: async (base) =>
       (
@@ -120,9 +127,7 @@ async function buildImage(context: CommandContext, flags: BuildFlags): Promise<v
           baseImage: base,
           codexVersion: config.worker.codexVersion,
           projectBase: true,
-          ...(caCert
-            ? { extraCaCertPath: caCert }
-            : { extraCa: await runInImage(docker, result.tag, ['cat', IMAGE_EXTRA_CA_PATH]) }),
+          ...(extraCa ? { extraCa: await extraCa.content() } : {}),
           ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
         })
       ).tag,

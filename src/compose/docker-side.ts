@@ -97,13 +97,29 @@ export async function startDockerSide(
   const workerImage = await resolveWorkerImage(config);
   await ensureImage(docker, workerImage);
   // Imported here like dockerode: tar-fs and the image builder are not needed before the plan request.
-  const [{ buildWorkerImage }, { rememberedCa }, { IMAGE_EXTRA_CA_PATH, runInImage }, { resolveTaskImage }] =
-    await Promise.all([
-      import('../sandbox/image-builder.js'),
-      import('../sandbox/remembered-ca.js'),
-      import('../toolchain/run-in-image.js'),
-      import('../toolchain/toolchain-image.js'),
-    ]);
+  const [
+    { buildWorkerImage },
+    { rememberedCa },
+    { IMAGE_EXTRA_CA_PATH, runInImage },
+    { resolveTaskImage },
+    { caOfFile, caOfImage },
+  ] = await Promise.all([
+    import('../sandbox/image-builder.js'),
+    import('../sandbox/remembered-ca.js'),
+    import('../toolchain/run-in-image.js'),
+    import('../toolchain/toolchain-image.js'),
+    import('../toolchain/extra-ca.js'),
+  ]);
+  // The CA: configured, else remembered from the last build, else the one the worker image trusts (named by
+  // its label; its content read from the image only when a build needs it).
+  const caPath = config.sandbox.extraCaCert
+    ? path.resolve(repoRoot, config.sandbox.extraCaCert)
+    : await rememberedCa(env);
+  const extraCa = caPath
+    ? await caOfFile(caPath)
+    : await caOfImage(docker, workerImage, () =>
+        runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]),
+      );
   // The toolchain the repository declares: a derived image built once (own tag from its inputs) and reused.
   const taskImage = await resolveTaskImage({
     docker,
@@ -111,21 +127,14 @@ export async function startDockerSide(
     repoRoot,
     env,
     workerImage,
+    extraCa,
     buildWorkerOn: async (base) => {
-      // The CA: configured, else remembered from the last build, else the one the worker image trusts.
-      const extraCa = config.sandbox.extraCaCert
-        ? path.resolve(repoRoot, config.sandbox.extraCaCert)
-        : await rememberedCa(env);
-      const imageCa = extraCa
-        ? undefined
-        : await runInImage(docker, workerImage, ['cat', IMAGE_EXTRA_CA_PATH]);
       onNotice(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
       const built = await buildWorkerImage(docker, {
         baseImage: base,
         codexVersion: config.worker.codexVersion,
         projectBase: true,
-        ...(extraCa ? { extraCaCertPath: extraCa } : {}),
-        ...(imageCa ? { extraCa: imageCa } : {}),
+        ...(extraCa ? { extraCa: await extraCa.content() } : {}),
       });
       return built.tag;
     },

@@ -185,6 +185,10 @@ export interface TaggedImageBuild {
   buildargs?: Record<string, string>;
   labels: Record<string, string>;
   onProgress?: (line: string) => void;
+  /** Files added to the context stream (name → content), never written into `contextDir`. */
+  contextFiles?: Record<string, string>;
+  /** What to do when the build fails, in place of the worker image's advice. */
+  advice?: string;
 }
 
 /**
@@ -196,10 +200,13 @@ export async function buildTaggedImage(docker: Docker, build: TaggedImageBuild):
     build.contextDir === undefined ? await mkdtemp(path.join(tmpdir(), 'agent-runner-image-')) : undefined;
   try {
     const contextDir = build.contextDir ?? (scratch as string);
-    if (build.dockerfileInContext === undefined)
-      await writeFile(path.join(contextDir, '.agent-runner.Dockerfile'), build.dockerfile);
+    // The Dockerfile as given goes into the context stream unless it is the context's own file, unchanged.
+    const files = {
+      ...(build.dockerfileInContext === undefined ? { '.agent-runner.Dockerfile': build.dockerfile } : {}),
+      ...build.contextFiles,
+    };
     const stream = await docker
-      .buildImage(contextStream(contextDir), {
+      .buildImage(contextStream(contextDir, files), {
         t: build.tag,
         dockerfile: build.dockerfileInContext ?? '.agent-runner.Dockerfile',
         buildargs: build.buildargs ?? {},
@@ -208,21 +215,42 @@ export async function buildTaggedImage(docker: Docker, build: TaggedImageBuild):
         forcerm: true,
       })
       .catch((error: unknown) => {
-        throw buildFailed(build.tag, `the engine refused the build: ${(error as Error).message}`, []);
+        throw buildFailed(
+          build.tag,
+          `the engine refused the build: ${(error as Error).message}`,
+          [],
+          build.advice,
+        );
       });
-    await followBuild(stream, build.tag, build.onProgress);
+    await followBuild(stream, build.tag, build.onProgress, build.advice);
   } finally {
     if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
-    else if (build.dockerfileInContext === undefined && build.contextDir !== undefined)
-      await rm(path.join(build.contextDir, '.agent-runner.Dockerfile'), { force: true });
   }
   const info = await docker.getImage(build.tag).inspect();
   return info.Id;
 }
 
-/** The build context as a tar stream. tar-fs gives a streamx stream; dockerode wants a Node one. */
-function contextStream(directory: string): NodeJS.ReadableStream {
-  return Readable.from(tar.pack(directory), { objectMode: false });
+/**
+ * The build context as a tar stream, with `files` added at its root (the directory itself is not written to).
+ * tar-fs gives a streamx stream; dockerode wants a Node one.
+ */
+function contextStream(directory: string, files: Record<string, string> = {}): NodeJS.ReadableStream {
+  const extra = Object.entries(files);
+  const pack = tar.pack(directory, {
+    // A file of the directory under a name added here is left out: the added one wins.
+    ignore: (name: string) => extra.some(([file]) => path.relative(directory, name) === file),
+    finalize: extra.length === 0,
+    finish: (stream) => {
+      if (extra.length === 0) return;
+      let left = extra.length;
+      for (const [name, content] of extra)
+        stream.entry({ name, mode: 0o644 }, content, () => {
+          left -= 1;
+          if (left === 0) stream.finalize();
+        });
+    },
+  });
+  return Readable.from(pack, { objectMode: false });
 }
 
 /** One message of the engine's JSON build stream. */
@@ -240,6 +268,7 @@ function followBuild(
   stream: NodeJS.ReadableStream,
   tag: string,
   onProgress: ((line: string) => void) | undefined,
+  advice?: string,
 ): Promise<void> {
   const tail: string[] = [];
   const emit = (line: string) => {
@@ -294,24 +323,30 @@ function followBuild(
         newline = buffered.indexOf('\n');
       }
     });
-    stream.on('error', (error: Error) => reject(buildFailed(tag, error.message, tail)));
+    stream.on('error', (error: Error) => reject(buildFailed(tag, error.message, tail, advice)));
     stream.on('end', () => {
       handle(buffered);
       if (text.trim()) emit(text.trimEnd());
-      if (failure !== undefined) reject(buildFailed(tag, failure, tail));
+      if (failure !== undefined) reject(buildFailed(tag, failure, tail, advice));
       else resolve();
     });
   });
 }
 
-function buildFailed(tag: string, reason: string, tail: readonly string[]): EnvironmentError {
+function buildFailed(
+  tag: string,
+  reason: string,
+  tail: readonly string[],
+  advice?: string,
+): EnvironmentError {
   const output = tail.length ? `\nLast lines of the build:\n  ${tail.join('\n  ')}` : '';
   return new EnvironmentError(
     'image_build_failed',
-    `Building the worker image ${tag} failed: ${reason}.${output}\n` +
-      'Check that the base image exists locally (`docker image ls`; `bash scripts/ensure-docker.sh` makes ' +
-      'agent-runner-base:bookworm when no registry is reachable) and that the npm registry is reachable from ' +
-      'containers (behind a TLS-inspecting proxy pass its CA with --ca-cert).',
+    `Building the ${advice ? 'image' : 'worker image'} ${tag} failed: ${reason}.${output}\n` +
+      (advice ??
+        'Check that the base image exists locally (`docker image ls`; `bash scripts/ensure-docker.sh` makes ' +
+          'agent-runner-base:bookworm when no registry is reachable) and that the npm registry is reachable from ' +
+          'containers (behind a TLS-inspecting proxy pass its CA with --ca-cert).'),
     { details: { tag, reason, outputTail: [...tail] } },
   );
 }

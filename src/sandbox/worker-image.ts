@@ -13,6 +13,10 @@ import { PACKAGE_ROOT } from '../version.js';
 
 export const WORKER_IMAGE_REPOSITORY = 'agent-runner-worker';
 export const DOCKERFILE_NAME = 'Dockerfile.worker';
+/** Label of a worker image: the sha256 of the extra CA bundle it trusts ({@link EMPTY_SHA256}: none). */
+export const EXTRA_CA_LABEL = 'agent-runner.extra-ca-sha256';
+export const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
+
 /** Label on every derived image (a toolchain layer, a project base): what it is, for `image ls`. */
 export const DERIVED_LABEL = 'agent-runner.derived';
 
@@ -56,7 +60,7 @@ export function workerImageTag(inputs: WorkerImageInputs): string {
 export function workerImageLabels(inputs: WorkerImageInputs): Record<string, string> {
   return {
     'agent-runner.base-image': inputs.baseImage,
-    'agent-runner.extra-ca-sha256': createHash('sha256').update(inputs.extraCa).digest('hex'),
+    [EXTRA_CA_LABEL]: createHash('sha256').update(inputs.extraCa).digest('hex'),
     'agent-runner.codex-version': inputs.codexVersion,
   };
 }

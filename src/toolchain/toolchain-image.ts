@@ -18,6 +18,8 @@ import { UserError } from '../errors.js';
 import { buildTaggedImage } from '../sandbox/image-builder.js';
 import { DERIVED_LABEL, WORKER_IMAGE_REPOSITORY } from '../sandbox/worker-image.js';
 import { detectToolchain, type DeclaredToolchain, type PackageManagerSpec } from './detect-toolchain.js';
+import type { ExtraCa } from './extra-ca.js';
+import { CONTEXT_CA_FILE, dockerfileTrustingCa } from './project-ca.js';
 import { imageNodeVersion } from './image-node-version.js';
 import {
   detectSystemToolchains,
@@ -108,7 +110,18 @@ export interface ResolveTaskImageOptions {
   systemDeclared?: SystemToolchains;
   /** Where the person's state directory is (the remembered Node versions of images); default the process's. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The extra CA bundle the worker layer trusts (src/toolchain/project-ca.ts): a project Dockerfile's stages
+   * trust it too. Its digest names the image; its content is read only when the image is built.
+   */
+  extraCa?: ExtraCa | null;
 }
+
+/** What a failed project Dockerfile build advises. */
+const PROJECT_BUILD_ADVICE =
+  'Run `docker build` on the same Dockerfile to reproduce it. Behind a TLS-inspecting proxy, give its CA with ' +
+  'sandbox.extraCaCert: PATH in agent-runner.yaml (or `agent-runner image build --ca-cert PATH`, which is ' +
+  'remembered): every stage of the Dockerfile then trusts it before its first step.';
 
 /**
  * The project base from `dockerfile` (sandbox.dockerfile or the dev container's), built once and reused while
@@ -135,15 +148,20 @@ async function projectBaseImage(
     config.sandbox.dockerfile === undefined && declared.devcontainer?.context
       ? path.resolve(repoRoot, declared.devcontainer.context)
       : path.dirname(file);
-  const baseTag = `agent-runner-project:${hash(text, path.relative(contextDir, file))}`;
+  const ca = options.extraCa ?? null;
+  const baseTag = `agent-runner-project:${hash(text, path.relative(contextDir, file), ca?.sha256 ?? '')}`;
   if (!(await imageExists(docker, baseTag))) {
-    options.onProgress?.(`building the project image from ${relative} (once; reused while it is unchanged)`);
+    options.onProgress?.(
+      `building the project image from ${relative} (once; reused while it is unchanged)${ca ? '; its stages trust the extra CA bundle' : ''}`,
+    );
     await buildTaggedImage(docker, {
       tag: baseTag,
-      dockerfile: text,
       contextDir,
-      dockerfileInContext: path.relative(contextDir, file),
+      ...(ca
+        ? { dockerfile: dockerfileTrustingCa(text), contextFiles: { [CONTEXT_CA_FILE]: await ca.content() } }
+        : { dockerfile: text, dockerfileInContext: path.relative(contextDir, file) }),
       labels: { [DERIVED_LABEL]: 'project-base', 'agent-runner.source': relative },
+      advice: PROJECT_BUILD_ADVICE,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
   }
