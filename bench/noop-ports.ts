@@ -114,6 +114,10 @@ export class ExecWorkspace implements TaskWorkspacePort {
     return this.commits.at(-1)?.sha ?? this.task.baseSha;
   }
 
+  async sealCheckCaches(): Promise<number | null> {
+    return null;
+  }
+
   async missingPrograms(): Promise<MissingProgram[]> {
     return [];
   }

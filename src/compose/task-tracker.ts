@@ -25,6 +25,7 @@ export class TaskTracker {
           return outcome;
         },
         missingPrograms: (...args) => workspace.missingPrograms(...args),
+        sealCheckCaches: (...args) => workspace.sealCheckCaches(...args),
         runCriteriaChecks: (...args) => workspace.runCriteriaChecks(...args),
         checkedOutHead: (...args) => workspace.checkedOutHead(...args),
         preserveUncommitted: (...args) => workspace.preserveUncommitted(...args),

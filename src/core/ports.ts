@@ -295,7 +295,15 @@ export interface TaskWorkspacePort {
    * wall clock) cuts the replay at once: it then rejects, and nothing after the cut reaches the branch.
    */
   observe(sandboxId: string, signal?: AbortSignal): Promise<TaskFacts>;
-  runDod(sandboxId: string, facts: Pick<TaskFacts, 'dirty'>, bounds: CheckBounds): Promise<DodOutcome>;
+  /** `warmCaches`: a trusted run (the baseline) that fills the checks' caches (src/workspace/check-caches.ts). */
+  runDod(
+    sandboxId: string,
+    facts: Pick<TaskFacts, 'dirty'>,
+    bounds: CheckBounds,
+    options?: { warmCaches?: boolean },
+  ): Promise<DodOutcome>;
+  /** Seals the checks' caches, before any worker run; the sealed size in KiB (null: nothing sealed). */
+  sealCheckCaches(sandboxId: string, signal?: AbortSignal): Promise<number | null>;
   /**
    * Preflight: the commands whose program (first word) the sandbox does not have, looked up in the checks'
    * own shell; the DoD's checks when `commands` is absent. Never throws for a lookup that failed itself.

@@ -125,16 +125,20 @@ async function runBaseline(loop: TaskLoop, sandboxId: string, signal: AbortSigna
     const missing = await loop.deps.workspace.missingPrograms(sandboxId, undefined, signal);
     if (missing.length > 0) throw preflightError(missing);
   }
-  if (options.previous) {
-    loop.baseline = options.previous.baseline ?? null;
-    return;
+  if (options.previous) loop.baseline = options.previous.baseline ?? null;
+  else if (options.baseline?.mode === 'auto' && !options.dodSkipped && task) {
+    const dod = await loop.deps.workspace.runDod(sandboxId, { dirty: task.dirtyStart }, loop.bounds(signal), {
+      warmCaches: true,
+    });
+    // Cut short (Ctrl-C, the wall clock, planning failed): no baseline rather than a false one.
+    if (signal.aborted || loop.deps.clock.now() >= loop.ledger.deadline()) return;
+    if (dod.results.length > 0) {
+      loop.baseline = { baseSha: task.baseSha, dod };
+      loop.emit({ type: 'baseline', ...loop.baseline });
+    }
   }
-  if (options.baseline?.mode !== 'auto' || options.dodSkipped || !task) return;
-  const dod = await loop.deps.workspace.runDod(sandboxId, { dirty: task.dirtyStart }, loop.bounds(signal));
-  // Cut short (Ctrl-C, the wall clock, planning failed): no baseline rather than a false one.
-  if (signal.aborted || loop.deps.clock.now() >= loop.ledger.deadline() || dod.results.length === 0) return;
-  loop.baseline = { baseSha: task.baseSha, dod };
-  loop.emit({ type: 'baseline', ...loop.baseline });
+  // Still before any worker run: what set-up and the baseline (code the worker never touched) cached is sealed.
+  if (!options.dodSkipped && !signal.aborted) await loop.deps.workspace.sealCheckCaches(sandboxId, signal);
 }
 
 function takePlan(loop: TaskLoop, planned: GivenPlan & { asked: boolean }): void {

@@ -27,6 +27,7 @@ export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: strin
       observe: async (...args) => (await ready).workspace.observe(...args),
       runDod: async (...args) => (await ready).workspace.runDod(...args),
       missingPrograms: async (...args) => (await ready).workspace.missingPrograms(...args),
+      sealCheckCaches: async (...args) => (await ready).workspace.sealCheckCaches(...args),
       runCriteriaChecks: async (...args) => (await ready).workspace.runCriteriaChecks(...args),
       checkedOutHead: async (...args) => (await ready).workspace.checkedOutHead(...args),
       preserveUncommitted: async (...args) => (await ready).workspace.preserveUncommitted(...args),

@@ -291,7 +291,7 @@ async function runInSandbox(
       reason: refusal,
     };
   // Same shell as the DoD: no startup file the worker can write, a fresh HOME; and nothing it starts outlives it.
-  const result = await runtime.exec(sandboxId, cleanShellArgv(command), {
+  const result = await runtime.exec(sandboxId, cleanShellArgv(command, SANDBOX_WORKDIR, 'use'), {
     workdir: SANDBOX_WORKDIR,
     env: sandboxGitEnvironment(),
     timeoutMs,

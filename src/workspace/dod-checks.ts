@@ -10,6 +10,7 @@ import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { parseFailingTests, parseTestCounts } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
+import { SEALED_CACHE_DIR, WARM_CACHE_DIR } from './check-caches.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
 import { sandboxStatus } from './sandbox-git.js';
@@ -19,18 +20,37 @@ import { sandboxStatus } from './sandbox-git.js';
  * ~/.bash_profile and ~/.profile from the worker's home), no ~/.bashrc, no BASH_ENV or ENV (removed by `env`
  * before bash starts, since bash reads BASH_ENV before its script), and a fresh empty HOME made with
  * `mktemp -d` for each check, so ~/.npmrc, ~/.gitconfig and the like that the worker planted are not seen.
- * The command is the script's `$2` (the last argument), never spliced into shell text.
+ * The command is the script's `$3` (the last argument), never spliced into shell text; `$1` says how the
+ * checks' caches are used (src/workspace/check-caches.ts), `$2` is the directory.
  */
 const CLEAN_SHELL_SCRIPT = [
+  // The homes of earlier checks go first (one check at a time runs; a killed one left its home behind).
+  'rm -rf /tmp/agent-runner-home.* 2>/dev/null',
   'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
   'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
-  'cd "$1" || exit 125',
-  'eval "$2"',
+  'trap \'rm -rf "$home"\' EXIT',
+  // The checks' caches (src/workspace/check-caches.ts): filled by a trusted run, or copied from the sealed ones.
+  `case "$1" in`,
+  `  warm) mkdir -p ${WARM_CACHE_DIR} && export XDG_CACHE_HOME=${WARM_CACHE_DIR} ;;`,
+  `  use) if [ -d ${SEALED_CACHE_DIR} ] && [ ! -O ${SEALED_CACHE_DIR} ] && [ ! -w ${SEALED_CACHE_DIR} ]; then`,
+  `    if [ -d ${SEALED_CACHE_DIR}/xdg ]; then cp -R ${SEALED_CACHE_DIR}/xdg/. "$home/.cache/" 2>/dev/null; chmod -R u+w "$home/.cache" 2>/dev/null; fi`,
+  `    if [ -d ${SEALED_CACHE_DIR}/gomod ]; then export GOMODCACHE=${SEALED_CACHE_DIR}/gomod; fi`,
+  '  fi ;;',
+  'esac',
+  'cd "$2" || exit 125',
+  'eval "$3"',
 ].join('\n');
 
+/** How a check uses the checks' caches: fills the warm one (a trusted run), or copies the sealed one. */
+export type CheckCacheMode = 'warm' | 'use';
+
 /** The argv that runs `command` in `workdir` with no worker-writable startup file and a fresh HOME. */
-export function cleanShellArgv(command: string, workdir = SANDBOX_WORKDIR): string[] {
-  return [...BASH_WITHOUT_STARTUP_FILES, CLEAN_SHELL_SCRIPT, 'agent-runner-dod', workdir, command];
+export function cleanShellArgv(
+  command: string,
+  workdir = SANDBOX_WORKDIR,
+  cache: CheckCacheMode | 'none' = 'none',
+): string[] {
+  return [...BASH_WITHOUT_STARTUP_FILES, CLEAN_SHELL_SCRIPT, 'agent-runner-dod', cache, workdir, command];
 }
 
 export type DodStatus = DodCheckStatus;
@@ -45,6 +65,8 @@ export interface DodResult extends DodCheckResult {
 }
 
 export interface RunDodChecksOptions {
+  /** How the checks use the caches (src/workspace/check-caches.ts); default: not at all. */
+  cache?: CheckCacheMode;
   /** `dod.skip`: every check is recorded as `skipped` and nothing runs. */
   skip?: boolean;
   signal?: AbortSignal;
@@ -119,16 +141,20 @@ export async function runDodChecks(
       sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
       continue;
     }
-    const result = await runtime.exec(sandboxId, cleanShellArgv(check.command), {
-      workdir: SANDBOX_WORKDIR,
-      env: sandboxGitEnvironment(),
-      timeoutMs: check.timeout,
-      graceMs,
-      tailBytes: Math.max(8192, tailChars * 2),
-      signal: options.signal,
-      onStdoutLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
-      onStderrLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
-    });
+    const result = await runtime.exec(
+      sandboxId,
+      cleanShellArgv(check.command, SANDBOX_WORKDIR, options.cache),
+      {
+        workdir: SANDBOX_WORKDIR,
+        env: sandboxGitEnvironment(),
+        timeoutMs: check.timeout,
+        graceMs,
+        tailBytes: Math.max(8192, tailChars * 2),
+        signal: options.signal,
+        onStdoutLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
+        onStderrLine: options.onOutputLine ? (line) => options.onOutputLine?.(check.name, line) : undefined,
+      },
+    );
     // After this check and before the next: whatever this one started is ended.
     sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
     // Checks are checks: tracked files a check changed are put back, and the check did not check the commit.

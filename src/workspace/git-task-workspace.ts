@@ -32,6 +32,9 @@ import { fetchFromSandbox, syncBack } from './sync-back.js';
 import { collectFacts } from './task-facts.js';
 import { readCommitMap } from './workspace-state.js';
 import { missingPrograms } from './preflight.js';
+import { sealCheckCaches } from './check-caches.js';
+import { keeperIdsFor } from './permissions.js';
+import { userField } from '../sandbox/container-options.js';
 
 /** A full commit id (SHA-1 or SHA-256). */
 const COMMIT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -188,7 +191,21 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     };
   }
 
-  async runDod(sandboxId: string, facts: Pick<TaskFacts, 'dirty'>, bounds: CheckBounds): Promise<DodOutcome> {
+  async sealCheckCaches(sandboxId: string, signal?: AbortSignal): Promise<number | null> {
+    return sealCheckCaches(
+      this.runtime,
+      sandboxId,
+      userField(keeperIdsFor(this.workspace.workerUser)),
+      signal,
+    );
+  }
+
+  async runDod(
+    sandboxId: string,
+    facts: Pick<TaskFacts, 'dirty'>,
+    bounds: CheckBounds,
+    options: { warmCaches?: boolean } = {},
+  ): Promise<DodOutcome> {
     const resolved = await resolveDodChecks(
       { checks: this.options.dod.checks, skip: this.options.dodSkipped || this.options.dod.skip },
       // Detected from the user's repository, not from the sandbox, whose files the worker controls.
@@ -204,6 +221,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       timeout: Math.max(1000, Math.min(check.timeout, bounds.timeoutMs)),
     }));
     const results = await runDodChecks(this.runtime, sandboxId, clipped, {
+      cache: options.warmCaches ? 'warm' : 'use',
       skip: resolved.skip,
       signal: bounds.signal,
       graceMs: this.options.graceMs,

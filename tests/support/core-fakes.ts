@@ -275,6 +275,14 @@ export class FakeWorkspace implements TaskWorkspacePort {
     };
   }
 
+  /** How many times the checks' caches were sealed. */
+  seals = 0;
+
+  async sealCheckCaches(): Promise<number | null> {
+    this.seals += 1;
+    return 0;
+  }
+
   async missingPrograms(
     _sandboxId: string,
     commands?: readonly { label: string; command: string }[],

@@ -102,7 +102,8 @@ describe('the sweep before every criteria check', () => {
       facts,
       { repoRoot: '/nonexistent', timeoutMs: 60_000 },
     );
-    expect(runtime.calls).toEqual(['sweep', 'npm run e2e', 'sweep', 'sweep']);
+    // After the check: its sweep, then git (tracked files it changed are put back).
+    expect(runtime.calls).toEqual(['sweep', 'npm run e2e', 'sweep', 'git', 'sweep']);
     expect(results.map((result) => result.status)).toEqual(['passed', 'failed']);
     expect(results[1]).toMatchObject({ exitCode: null, critical: true });
     expect(results[1]?.reason).toMatch(/^not run: a process of the worker survived SIGKILL/);
