@@ -11,6 +11,7 @@ import { checkDockerEngine, checkWorkerImage } from './docker-checks.js';
 import { failed, type DoctorCheck } from './doctor-check.js';
 import { checkEndpoint, probeUrl, type ProbeResult } from './endpoint-check.js';
 import { checkGitRepository, findGitRoot } from './git-check.js';
+import { checkDefinitionOfDone, checkToolchain } from './toolchain-check.js';
 
 export interface DoctorInput {
   cwd: string;
@@ -49,6 +50,8 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorCheck[]
   checks.push(repository);
   if (configProblem) checks.push(configProblem);
 
+  if (config)
+    checks.push(await checkToolchain(config, repoRoot), await checkDefinitionOfDone(config, repoRoot));
   if (config) checks.push(...(await checkEndpoints(config, input)));
   return checks;
 }

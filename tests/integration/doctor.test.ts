@@ -85,6 +85,8 @@ describe('agent-runner doctor', () => {
       'Docker engine',
       'Worker image',
       'Git repository',
+      'Toolchain',
+      'Definition of Done',
       'Meta endpoint',
       'Worker endpoint',
     ]);
@@ -113,6 +115,21 @@ describe('agent-runner doctor', () => {
     expect(result.stdout).toContain('fix: Run agent-runner from your project repository');
     expect(result.stdout).toMatch(/^Docker engine\s+ok/m);
     expect(result.exitCode).toBe(4);
+  });
+
+  it('fails the toolchain check for a Go version Debian cannot give, and names the Definition of Done', async () => {
+    const repo = await repositoryWithCommit();
+    await writeFile(path.join(repo, 'go.mod'), 'module example.com/x\n\ngo 1.99\n');
+    const result = await runCliCaptured(['doctor'], { cwd: repo, env: environment() });
+    expect(result.stdout).toMatch(/^Toolchain\s+FAIL\s+go\.mod asks for Go 1\.99/m);
+    expect(result.stdout).toMatch(/sandbox\.toolchains/);
+    expect(result.stdout).toMatch(
+      /^Definition of Done\s+ok\s+go test: go test \.\/\.\.\. \(detected: go\.mod\)/m,
+    );
+    expect(result.exitCode).toBe(4);
+    await writeFile(path.join(repo, 'agent-runner.yaml'), 'sandbox:\n  toolchains:\n    go: "1.23"\n');
+    const fixed = await runCliCaptured(['doctor'], { cwd: repo, env: environment() });
+    expect(fixed.stdout).toMatch(/^Toolchain\s+ok\s+Go 1\.23/m);
   });
 
   it('fails the configuration check when sandbox.dockerfile names no file (run would refuse it too)', async () => {
