@@ -185,15 +185,20 @@ async function firstByteForwarder(target: string): Promise<{
  * One `agent-runner run` from spawn to its first Meta-agent request and, unless `metaOnly`, to the worker's
  * first request; then it is interrupted and must end NEEDS_REVIEW (130).
  */
-async function startOnce(
+export async function startOnce(
   repo: string,
   scratch: string,
   metaOnly: boolean,
   split: 'auto' | 'never',
+  /** A model that answers the plan after `planDelayMs`; `baseline`: run the DoD (dod.baseline), else skip it. */
+  options: { planDelayMs?: number; baseline?: 'auto' | 'off' } = {},
 ): Promise<OneStart> {
   const taskId = `bench-start-${randomBytes(3).toString('hex')}`;
   const chat = await startScriptedChatServer([
-    { reply: planReply(taskId, [{ id: 'AC1', description: 'The change is made.' }]) },
+    {
+      reply: planReply(taskId, [{ id: 'AC1', description: 'The change is made.' }]),
+      ...(options.planDelayMs ? { delayMs: options.planDelayMs } : {}),
+    },
     { reply: runWorkerReply('Make the change.') },
   ]);
   const responses = await new ScriptedResponsesServer([
@@ -203,7 +208,8 @@ async function startOnce(
   const prd = path.join(scratch, `${taskId}.md`);
   const config = path.join(scratch, `${taskId}.yaml`);
   await writeFile(prd, '# Bench task\n\nMake the change.\n');
-  await writeFile(config, `worker:\n  grace: 1s\ndod:\n  skip: true\nparallel:\n  split: ${split}\n`);
+  const dod = options.baseline ? `dod:\n  baseline: ${options.baseline}\n` : 'dod:\n  skip: true\n';
+  await writeFile(config, `worker:\n  grace: 1s\n${dod}parallel:\n  split: ${split}\n`);
   try {
     const started = performance.now();
     const child = spawn(

@@ -18,6 +18,7 @@ import { prepareTaskWorkspace, type PreparedWorkspace } from '../../src/workspac
 import type { Scope } from '../../src/workspace/scope.js';
 import { syncBack } from '../../src/workspace/sync-back.js';
 import { collectFacts } from '../../src/workspace/task-facts.js';
+import { cleanFacts } from '../support/core-fakes.js';
 import { createTempRepo, type TempRepo } from '../support/git-repo.js';
 
 const IMAGE = process.env.AGENT_RUNNER_TEST_BASE_IMAGE ?? 'agent-runner-base:bookworm';
@@ -354,17 +355,7 @@ describe('workspace isolation in a Docker sandbox', () => {
         criterion('AC-1', 'sed -i s/app/APP/ src/app.js && echo formatted'),
         criterion('AC-2', 'cat src/app.js'),
       ],
-      {
-        baseSha: head,
-        headSha: head,
-        commits: [],
-        dirty: false,
-        uncommitted: [],
-        changedFiles: [],
-        diffStat: '',
-        diff: '',
-        scopeViolations: [],
-      },
+      cleanFacts(head),
       { repoRoot: repo.root, timeoutMs: 60_000, graceMs: 500 },
     );
     expect(results[0]).toMatchObject({

@@ -478,6 +478,22 @@ export function testRunnerDeps(
   };
 }
 
+/** Facts of a clean checkout at `headSha` with no commit since the base (`overrides` for the rest). */
+export function cleanFacts(headSha: string, overrides: Partial<TaskFacts> = {}): TaskFacts {
+  return {
+    baseSha: headSha,
+    headSha,
+    commits: [],
+    dirty: false,
+    uncommitted: [],
+    changedFiles: [],
+    diffStat: '',
+    diff: '',
+    scopeViolations: [],
+    ...overrides,
+  };
+}
+
 /** A finished exec as a runtime reports it: exit 0, no output, 5 ms, with `overrides`. */
 export function finishedExec(overrides: Partial<ExecResult> = {}): ExecResult {
   return {

@@ -20,6 +20,8 @@ export type ChatStep = (
    * each get their own steps in their own order. A request takes the first unconsumed step it matches.
    */
   match?: string;
+  /** Answered this long after the request arrived: a model that takes its time. */
+  delayMs?: number;
 };
 
 export interface RecordedChatRequest {
@@ -150,6 +152,7 @@ export async function startScriptedChatServer(script: readonly ChatStep[] = []):
       const step = index === -1 ? undefined : steps[index];
       if (index !== -1) consumed.add(index);
       next += 1;
+      if (step?.delayMs) await new Promise((resolve) => setTimeout(resolve, step.delayMs));
       if (step === undefined) {
         sendJson(response, 500, {
           error: {

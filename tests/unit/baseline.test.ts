@@ -15,6 +15,7 @@ import {
   FakeWorkspace,
   ScriptedMetaAgent,
   assessStep,
+  cleanFacts,
   fakeRepo,
   runWorkerStep,
   testRunnerDeps,
@@ -83,18 +84,11 @@ function dod(results: DodCheckResult[]): DodOutcome {
   };
 }
 
-const facts: TaskFacts = {
+const facts: TaskFacts = cleanFacts('h'.repeat(40), {
   baseSha: 'b'.repeat(40),
-  headSha: 'h'.repeat(40),
   taskBranch: { name: 'agent-runner/T-1', headSha: 'h'.repeat(40) },
   commits: [{ sha: 'h'.repeat(40), subject: 'Add the feature' }],
-  dirty: false,
-  uncommitted: [],
-  changedFiles: [],
-  diffStat: '',
-  diff: '',
-  scopeViolations: [],
-};
+});
 
 function gate(now: DodCheckResult[], extra: Partial<GateInput> = {}): GateInput {
   const baseline: Baseline = { baseSha: 'b'.repeat(40), dod: dod([redBase]) };

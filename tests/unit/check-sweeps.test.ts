@@ -8,7 +8,7 @@ import type { ExecOptions, ExecResult, SandboxRuntime } from '../../src/core/por
 import type { AcceptanceCriterion, TaskFacts } from '../../src/core/types.js';
 import { runCriteriaChecks } from '../../src/workspace/criteria-checks.js';
 import { dodIsEvidenceOfDone, runDodChecks } from '../../src/workspace/dod-checks.js';
-import { finishedExec } from '../support/core-fakes.js';
+import { cleanFacts, finishedExec } from '../support/core-fakes.js';
 
 /** Records every exec in order (`sweep`, `git`, or the check's command) and answers each sweep from a queue. */
 class SweepRuntime implements Pick<SandboxRuntime, 'exec'> {
@@ -74,17 +74,7 @@ describe('the sweep before every DoD check', () => {
 });
 
 describe('the sweep before every criteria check', () => {
-  const facts: TaskFacts = {
-    baseSha: 'a'.repeat(40),
-    headSha: 'a'.repeat(40),
-    commits: [],
-    dirty: false,
-    uncommitted: [],
-    changedFiles: [],
-    diffStat: '',
-    diff: '',
-    scopeViolations: [],
-  };
+  const facts: TaskFacts = cleanFacts('a'.repeat(40));
   const criterion = (id: string, command: string): AcceptanceCriterion => ({
     id,
     description: id,

@@ -13,7 +13,7 @@ import {
   shellQuote,
 } from '../../src/workspace/test-frameworks.js';
 import { git } from '../support/task-repo.js';
-import { finishedExec } from '../support/core-fakes.js';
+import { cleanFacts, finishedExec } from '../support/core-fakes.js';
 
 async function repoWith(files: Record<string, string>, links: Record<string, string> = {}) {
   const root = await mkdtemp(path.join(tmpdir(), 'ar-criteria-'));
@@ -63,17 +63,7 @@ class TableRuntime implements Pick<SandboxRuntime, 'exec'> {
   }
 }
 
-const facts = (headSha: string): TaskFacts => ({
-  baseSha: headSha,
-  headSha,
-  commits: [],
-  dirty: false,
-  uncommitted: [],
-  changedFiles: [],
-  diffStat: '',
-  diff: '',
-  scopeViolations: [],
-});
+const facts = (headSha: string): TaskFacts => cleanFacts(headSha);
 
 describe('criteria checks', () => {
   it('file_exists looks at the task branch with git objects; links and escaping paths do not count', async () => {
@@ -181,6 +171,13 @@ describe('criteria checks', () => {
   });
 
   it('a command check that changes tracked files fails, names them, and they are put back (checks are checks)', async () => {
+    const lint = {
+      id: 'AC-1',
+      description: 'lint clean',
+      type: 'quality',
+      critical: true,
+      check: { kind: 'command' as const, command: 'npm run lint -- --write' },
+    };
     const { root, head } = await repoWith({ 'README.md': '# x\n' });
     const runtime = new TableRuntime({
       'npm run lint -- --write': { exitCode: 0, stdoutTail: 'fixed 2 files' },
@@ -189,15 +186,7 @@ describe('criteria checks', () => {
     const [result] = await runCriteriaChecks(
       runtime as unknown as SandboxRuntime,
       'sb',
-      [
-        {
-          id: 'AC-1',
-          description: 'lint clean',
-          type: 'quality',
-          critical: true,
-          check: { kind: 'command' as const, command: 'npm run lint -- --write' },
-        },
-      ],
+      [lint],
       facts(head),
       { repoRoot: root, timeoutMs: 60_000 },
     );
@@ -217,15 +206,7 @@ describe('criteria checks', () => {
     await runCriteriaChecks(
       dirty as unknown as SandboxRuntime,
       'sb',
-      [
-        {
-          id: 'AC-1',
-          description: 'lint clean',
-          type: 'quality',
-          critical: true,
-          check: { kind: 'command' as const, command: 'npm run lint -- --write' },
-        },
-      ],
+      [lint],
       { ...facts(head), dirty: true },
       { repoRoot: root, timeoutMs: 60_000 },
     );
