@@ -2,6 +2,7 @@
  * The combined Definition of Done of a project: the DoD on a commit of the integration branch, in a
  * sandbox made for it (`<ID>--check-<N>`: its own workspace, the project's gateway) and removed after.
  */
+import { rm } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodOutcome } from '../core/types.js';
@@ -58,5 +59,8 @@ export async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> 
     await tryGit(['worktree', 'remove', '--force', layout.worktreePath], { cwd: repoRoot });
     await tryGit(['branch', '-D', layout.branch], { cwd: repoRoot });
     await git(['worktree', 'prune'], { cwd: repoRoot }).catch(() => undefined);
+    // Its run folder too (the workspace's bookkeeping): the result is in the project's journal and note, and a
+    // folder left behind would show in `status` as a task of its own.
+    await rm(layout.runDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }

@@ -346,7 +346,8 @@ function buildFailed(
       (advice ??
         'Check that the base image exists locally (`docker image ls`; `bash scripts/ensure-docker.sh` makes ' +
           'agent-runner-base:bookworm when no registry is reachable) and that the npm registry is reachable from ' +
-          'containers (behind a TLS-inspecting proxy pass its CA with --ca-cert).'),
+          'containers (behind a TLS-inspecting proxy, give its CA: sandbox.extraCaCert in agent-runner.yaml, or ' +
+          '`agent-runner image build --ca-cert FILE`, which later runs remember).'),
     { details: { tag, reason, outputTail: [...tail] } },
   );
 }

@@ -24,11 +24,11 @@ import { sandboxStatus } from './sandbox-git.js';
  * checks' caches are used (src/workspace/check-caches.ts), `$2` is the directory.
  */
 const CLEAN_SHELL_SCRIPT = [
-  // The homes of earlier checks go first (one check at a time runs; a killed one left its home behind).
+  // The homes of earlier checks go first (one check at a time runs; each leaves its home, caches included, for the
+  // next one to remove: a trap here would keep bash waiting and add its job messages to the check's output).
   'rm -rf /tmp/agent-runner-home.* 2>/dev/null',
   'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
   'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
-  'trap \'rm -rf "$home"\' EXIT',
   // The checks' caches (src/workspace/check-caches.ts): filled by a trusted run, or copied from the sealed ones.
   `case "$1" in`,
   `  warm) mkdir -p ${WARM_CACHE_DIR} && export XDG_CACHE_HOME=${WARM_CACHE_DIR} ;;`,

@@ -3,7 +3,7 @@
  * real codex binary; only the models are scripted, and they answer each subtask by matching its task id in
  * the request (subtasks run at once, so their calls interleave).
  */
-import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
@@ -158,6 +158,10 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       exitCode: 0,
     });
     expect(result.exitCode).toBe(0);
+    // The combined DoD's throwaway workspaces left nothing behind: no run folder, no branch.
+    expect(
+      readdirSync(path.join(repo.root, '.agent-runner', 'runs')).filter((name) => name.includes('--check-')),
+    ).toEqual([]);
 
     // alpha and beta worked at the same time; gamma waited for both to merge, then started.
     const [alphaStart, alphaEnd] = workerWindow(journal, 'alpha');
