@@ -13,7 +13,7 @@ import type { TaskGateway } from '../gateway/task-gateway.js';
 import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { taskLayout } from '../workspace/layout.js';
 import { resolveCommit } from '../workspace/tree-entries.js';
-import { combinedDod } from './combined-dod.js';
+import { combinedCheck } from './combined-sandbox.js';
 import { GitIntegrationBranch } from './integration-branch.js';
 import { ProjectOrchestrator } from './orchestrator.js';
 import type { ProjectOutcome } from './project-outcome.js';
@@ -25,8 +25,14 @@ import { planOf, projectSummary } from './project-summary.js';
 import { parallelMax } from './parallel-max.js';
 import { writeProjectNote } from './project-note.js';
 import { titleOf } from '../meta/meta-agent-port.js';
-import type { TaskSummary } from '../core/types.js';
+import type { DodOutcome, TaskSummary } from '../core/types.js';
 import { ZERO_USAGE } from '../core/usage.js';
+
+/**
+ * How long an idle merge train waits before it leaves: subtasks whose reviews come back together (their model
+ * calls started together) then share one combined check instead of one each.
+ */
+const TRAIN_GATHER_MS = 250;
 
 /** How a project reports: its own events, and each subtask's events tagged with the subtask. */
 export type ProjectHooks = Omit<TaskHooks, 'onEvent'> & { onEvent?: (event: StampedProjectEvent) => void };
@@ -59,10 +65,14 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
     repoRoot,
     taskId,
     baseSha,
-    runDod: async (headSha, _label, signal) => {
-      if (dodSkipped) return { status: 'skipped', results: [], ranOnDirtyTree: false, source: 'skipped' };
+    runCheck: async (headSha, label, criteria, signal) => {
+      const checked = criteria.some((group) => group.criteria.some((criterion) => criterion.check));
+      if (dodSkipped && !checked) {
+        const dod: DodOutcome = { status: 'skipped', results: [], ranOnDirtyTree: false, source: 'skipped' };
+        return { subtask: label, headSha, dod, criteria: [] };
+      }
       checks += 1;
-      return combinedDod({
+      return combinedCheck({
         config,
         repoRoot,
         runtime: engine.runtime,
@@ -71,6 +81,9 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
         setup,
         taskId: `${taskId}--check-${checks}`,
         headSha,
+        label,
+        criteria,
+        dodSkipped,
         ...(signal ? { signal } : {}),
       });
     },
@@ -94,6 +107,7 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
       max,
       maxReplans: 1,
       maxFixups: 1,
+      gatherMs: TRAIN_GATHER_MS,
       ...(input.resume ? { merged: input.resume.merged, attempts: input.resume.attempts } : {}),
     },
     {

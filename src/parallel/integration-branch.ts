@@ -7,12 +7,12 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { DodOutcome } from '../core/types.js';
 import { UserError } from '../errors.js';
 import { git, splitNul, tryGit, type GitCommandOptions } from '../workspace/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
 import { resolveCommit } from '../workspace/tree-entries.js';
-import type { IntegrationPort, MergeResult } from './ports.js';
+import type { CombinedCheck } from './project-events.js';
+import type { FileChange, IntegrationPort, MergeResult, SubtaskCriteria } from './ports.js';
 
 /** The diff handed to the review is cut to this many characters. */
 export const REVIEW_DIFF_CHARS = 16_000;
@@ -30,8 +30,13 @@ export interface IntegrationBranchOptions {
   taskId: string;
   /** The commit the integration branch starts at when it does not exist yet. */
   baseSha: string;
-  /** Runs the DoD on the given commit of the integration branch in a sandbox. */
-  runDod(headSha: string, label: string, signal?: AbortSignal): Promise<DodOutcome>;
+  /** Runs the combined check (DoD, then the subtasks' criteria) on a commit of the integration branch. */
+  runCheck(
+    headSha: string,
+    label: string,
+    criteria: readonly SubtaskCriteria[],
+    signal?: AbortSignal,
+  ): Promise<CombinedCheck>;
 }
 
 export class GitIntegrationBranch implements IntegrationPort {
@@ -99,18 +104,43 @@ export class GitIntegrationBranch implements IntegrationPort {
   }
 
   async diff(base: string, branch: string): Promise<string> {
-    const result = await tryGit(['diff', '--no-color', `${base}...${branch}`], {
-      cwd: this.options.repoRoot,
-      env: SAFE_ENV,
-    });
-    const diff = result.stdout;
+    // Deletions first: what a branch took away is what a review most easily misses at the end of a long diff.
+    const part = async (filter: string) =>
+      (
+        await tryGit(['diff', '--no-color', `--diff-filter=${filter}`, `${base}...${branch}`], {
+          cwd: this.options.repoRoot,
+          env: SAFE_ENV,
+        })
+      ).stdout;
+    const diff = (await part('D')) + (await part('d'));
     return diff.length > REVIEW_DIFF_CHARS
       ? `${diff.slice(0, REVIEW_DIFF_CHARS)}\n[diff cut at ${REVIEW_DIFF_CHARS} characters]`
       : diff;
   }
 
-  async combinedDod(label: string, signal?: AbortSignal): Promise<DodOutcome> {
-    return this.options.runDod(await this.head(), label, signal);
+  async changes(base: string, branch: string): Promise<FileChange[]> {
+    const result = await tryGit(['diff', '--name-status', '-z', '-M', `${base}...${branch}`], {
+      cwd: this.options.repoRoot,
+      env: SAFE_ENV,
+    });
+    const fields = splitNul(result.stdout);
+    const changes: FileChange[] = [];
+    for (let index = 0; index < fields.length;) {
+      const status = fields[index++] ?? '';
+      if (/^[RC]/.test(status)) {
+        const from = fields[index++] ?? '';
+        changes.push({ status: status[0]!, path: fields[index++] ?? '', from });
+      } else changes.push({ status: status.slice(0, 1), path: fields[index++] ?? '' });
+    }
+    return changes;
+  }
+
+  async combinedCheck(
+    label: string,
+    criteria: readonly SubtaskCriteria[],
+    signal?: AbortSignal,
+  ): Promise<CombinedCheck> {
+    return this.options.runCheck(await this.head(), label, criteria, signal);
   }
 
   /** The host worktree, for the note. */

@@ -1,20 +1,37 @@
 /**
  * The orchestrator of parallel work: runs a plan of subtasks to the end. The scheduler says which subtasks
  * start; each runs as a whole task from the integration branch's head; a subtask whose gate passed is
- * reviewed, then merged by a queue (one merge at a time, so in dependency order: a subtask starts only after
- * its blockers merged); after every merge the DoD runs on the combined tree. A red combined DoD gets one
- * fix-up task on the integration branch (the Meta-agent instructs its worker); when that fails too, the merge
- * is taken back and the subtask is planned again, as after a conflict or an `ng` review. A subtask that fails
- * stops only what waits for it. Imports ports only.
+ * reviewed, then merged by the merge train (merge-train.ts: the reviewed subtasks waiting together merge as
+ * one candidate with one combined check, a red batch is bisected; a subtask starts only after its blockers
+ * merged). The combined check is the DoD and every merged subtask's acceptance criteria checks on the same
+ * tree: a subtask's promise must hold on the final tree, not only on its branch. A subtask red on the combined
+ * tree gets one fix-up task on the integration branch (the Meta-agent instructs its worker), which is reviewed
+ * like a subtask (the reviewer is told whose work it changed, deletions first); when that fails too, the
+ * merge is taken back and the subtask is planned again, as after a conflict or an `ng` review. A subtask
+ * that fails stops only what waits for it. Imports ports only.
  */
 import type { Clock } from '../core/ports.js';
-import type { DodOutcome } from '../core/types.js';
 import type { Ledger } from '../core/ledger.js';
 import { limitMessage } from '../core/limits.js';
 import type { FactsForAssessment } from '../meta/meta-context.js';
 import type { ReviewFinding } from '../protocol/review.js';
-import type { IntegrationPort, ProjectMetaPort, SubtaskResult, SubtaskRunnerPort } from './ports.js';
-import type { PlannedSubtask, ProjectEvent, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
+import type {
+  IntegrationPort,
+  ProjectMetaPort,
+  SubtaskCriteria,
+  SubtaskResult,
+  SubtaskRunnerPort,
+} from './ports.js';
+import type {
+  CombinedCheck,
+  PlannedSubtask,
+  ProjectEvent,
+  ReviewVerdict,
+  SubtaskTaskEvent,
+} from './project-events.js';
+import { combinedPassed, combinedReport, combinedStatus } from './combined-check.js';
+import { runFixup } from './fixup-task.js';
+import { MergeTrain } from './merge-train.js';
 import { schedule, type SubtaskState } from './scheduler.js';
 
 import {
@@ -24,7 +41,7 @@ import {
   type ProjectOutcome,
   type SubtaskRecord,
 } from './project-outcome.js';
-import { dodReport, fixupPlan, fixupPrd, replannedPrd } from './subtask-texts.js';
+import { replannedPrd } from './subtask-texts.js';
 
 export interface OrchestratorOptions {
   taskId: string;
@@ -35,6 +52,8 @@ export interface OrchestratorOptions {
   maxReplans: number;
   /** Fix-up tasks per merge whose combined DoD is red. */
   maxFixups: number;
+  /** How long an idle merge train waits for subtasks reviewed at about the same moment (default 0). */
+  gatherMs?: number;
   /** Earlier state of a resumed project: subtasks already merged stay merged. */
   merged?: string[];
   /** Earlier state of a resumed project: the attempt each re-planned subtask is at. */
@@ -54,13 +73,13 @@ export interface OrchestratorDeps {
   emit(event: ProjectEvent | SubtaskTaskEvent): void;
 }
 
-const PASSING_DOD = new Set(['passed', 'none', 'skipped']);
-
 export class ProjectOrchestrator {
   private readonly records = new Map<string, SubtaskRecord>();
   private readonly merges: MergeLogEntry[] = [];
-  private combinedDod: DodOutcome | null = null;
-  private mergeQueue: Promise<void> = Promise.resolve();
+  /** The check of the integration head as it stands (after a revert: the check of the head that remains). */
+  private combined: CombinedCheck | null = null;
+  private readonly checksByHead = new Map<string, CombinedCheck>();
+  private readonly train: MergeTrain;
   private wake: () => void = () => {};
   private changed: Promise<void> = Promise.resolve();
   private stopReason: string | null = null;
@@ -73,6 +92,38 @@ export class ProjectOrchestrator {
   ) {
     for (const record of initialRecords(options)) this.records.set(record.subtask.id, record);
     this.arm();
+    this.train = new MergeTrain(
+      {
+        integration: deps.integration,
+        check: (label, cars, signal) => this.checkCombined(label, cars, signal),
+        repair: (car, red, signal) => this.repair(car, red, signal),
+        logMerge: (entry) => this.logMerge(entry),
+        merged: (cars, check) => {
+          const reason = `merged at ${check.headSha.slice(0, 12)}; combined check ${combinedStatus(check)}`;
+          for (const car of cars) this.finishRecord(car, 'merged', reason);
+        },
+        reverted: (sha) => {
+          this.combined = this.checksByHead.get(sha) ?? null;
+          const last = this.merges.at(-1);
+          if (last && this.combined) last.check = this.combined;
+        },
+        conflicted: (car, files, signal) =>
+          this.replan(
+            car,
+            [],
+            `merging agent-runner/${car.taskId} into ${deps.integration.branch} conflicted in ${files.join(', ') || 'some files'}; start again from the integration branch as it is now`,
+            signal,
+          ),
+        rejected: (car, red, signal) =>
+          this.replan(
+            car,
+            [],
+            `after merging it the combined tree failed (the Definition of Done or a merged subtask's acceptance check) and no fix-up repaired it:\n${combinedReport(red)}`,
+            signal,
+          ),
+      },
+      options.gatherMs ?? 0,
+    );
   }
 
   /** Runs every subtask to merged, failed or skipped. Never throws for a subtask's failure. */
@@ -109,7 +160,6 @@ export class ProjectOrchestrator {
       if (inflight.size === 0) break;
       await Promise.race([...inflight, this.changed]);
     }
-    await this.mergeQueue;
     return this.outcome();
   }
 
@@ -182,115 +232,67 @@ export class ProjectOrchestrator {
       await this.replan(record, review.findings, `the review said ng: ${review.summary}`, signal);
       return;
     }
-    this.setState(id, 'merging', 'review ok; in the merge queue');
-    const merged = (this.mergeQueue = this.mergeQueue.then(() => this.merge(record, signal)));
-    await merged;
+    this.setState(id, 'merging', 'review ok; in the merge train');
+    await this.train.enqueue(record, signal);
   }
 
-  /** One merge at a time: merge, combined DoD, fix-up when red, take the merge back when that fails. */
-  private async merge(record: SubtaskRecord, signal?: AbortSignal): Promise<void> {
-    const id = record.subtask.id;
-    const integration = this.deps.integration;
-    const before = await integration.head();
-    const branch = `agent-runner/${record.taskId}`;
-    const result = await integration.merge(
-      branch,
-      `agent-runner: merge subtask ${id} (${record.subtask.title})`,
+  /**
+   * The combined check of the integration head: the DoD, and the criteria of every merged subtask and of
+   * `cars` (being merged now). Recorded by head, so a revert reports the check of the head that remains.
+   */
+  private async checkCombined(
+    label: string,
+    cars: readonly SubtaskRecord[],
+    signal?: AbortSignal,
+  ): Promise<CombinedCheck> {
+    const checked = [...this.records.values()].filter(
+      (record) => record.state === 'merged' || cars.includes(record),
     );
-    if (result.status === 'conflict') {
-      this.logMerge({ subtask: id, branch, status: 'conflict', sha: result.sha, files: result.files });
-      await this.replan(
-        record,
-        [],
-        `merging ${branch} into ${integration.branch} conflicted in ${result.files.join(', ') || 'some files'}; start again from the integration branch as it is now`,
-        signal,
-      );
-      return;
-    }
-    this.logMerge({ subtask: id, branch, status: 'merged', sha: result.sha });
-    let dod = await this.checkCombined(id, signal);
-    for (let fixup = 1; !PASSING_DOD.has(dod.status) && fixup <= this.options.maxFixups; fixup += 1) {
+    const criteria: SubtaskCriteria[] = checked.map((record) => ({
+      subtask: record.subtask.id,
+      criteria: record.subtask.plan.acceptanceCriteria,
+    }));
+    const check = await this.deps.integration.combinedCheck(label, criteria, signal);
+    this.combined = check;
+    this.checksByHead.set(check.headSha, check);
+    this.deps.emit({ type: 'combined_dod', ...check });
+    for (const entry of this.merges)
+      if (entry.sha === check.headSha && entry.status !== 'reverted') entry.check = check;
+    return check;
+  }
+
+  /** Fix-ups for a subtask red on the combined tree, each checked again; the last check, passed or not. */
+  private async repair(
+    record: SubtaskRecord,
+    red: CombinedCheck,
+    signal?: AbortSignal,
+  ): Promise<CombinedCheck> {
+    let check = red;
+    for (let fixup = 1; !combinedPassed(check) && fixup <= this.options.maxFixups; fixup += 1) {
       if (signal?.aborted || this.stopReason) break;
-      const repaired = await this.fixup(record, dod, signal);
+      const repaired = await this.fixup(record, check, signal);
       if (!repaired) break;
-      dod = await this.checkCombined(`${id} + fix-up`, signal);
+      check = await this.checkCombined(`${record.subtask.id} + fix-up`, [record], signal);
     }
-    if (PASSING_DOD.has(dod.status)) {
-      this.finishRecord(record, 'merged', `merged at ${result.sha.slice(0, 12)}; combined DoD ${dod.status}`);
-      return;
-    }
-    await integration.resetTo(before);
-    this.logMerge({ subtask: id, branch, status: 'reverted', sha: before });
-    await this.replan(
-      record,
-      [],
-      `after merging it the Definition of Done failed on the combined tree and the fix-up could not repair it:\n${dodReport(dod)}`,
-      signal,
-    );
+    return check;
   }
 
-  private async checkCombined(label: string, signal?: AbortSignal): Promise<DodOutcome> {
-    const dod = await this.deps.integration.combinedDod(label, signal);
-    this.combinedDod = dod;
-    const headSha = await this.deps.integration.head();
-    this.deps.emit({ type: 'combined_dod', subtask: label, headSha, dod });
-    const last = this.merges.at(-1);
-    if (last) last.dod = dod;
-    return dod;
-  }
-
-  /** A fix-up task from the integration branch's head; merged (fast-forward) when its own gate passed. */
-  private async fixup(record: SubtaskRecord, dod: DodOutcome, signal?: AbortSignal): Promise<boolean> {
+  /** The next fix-up task for `record`, red on the combined tree (fixup-task.ts); true when it merged. */
+  private async fixup(record: SubtaskRecord, red: CombinedCheck, signal?: AbortSignal): Promise<boolean> {
     this.fixups += 1;
-    const taskId = `${this.options.taskId}--fixup-${this.fixups}`;
-    const id = record.subtask.id;
-    const reason = `the combined DoD failed after merging ${id}`;
-    this.deps.emit({ type: 'fixup', subtask: id, taskId, state: 'running', reason });
-    const scope = [...new Set(this.options.subtasks.flatMap((subtask) => subtask.writeScope))];
-    const prd = fixupPrd(id, dod, this.options.prd);
-    let result: SubtaskResult;
-    try {
-      result = await this.deps.runner.run({
-        taskId,
-        subtask: `fixup-${this.fixups}`,
-        prd,
-        plan: fixupPlan(id),
-        base: await this.deps.integration.head(),
-        writeScope: scope,
-        readScope: [],
-        limits: this.deps.ledger.remaining(),
-        parent: this.deps.ledger,
-        onEvent: (event) => this.deps.emit(event),
-        ...(signal ? { signal } : {}),
-      });
-    } catch (error) {
-      this.deps.emit({
-        type: 'fixup',
-        subtask: id,
-        taskId,
-        state: 'FAILED',
-        reason: (error as Error).message,
-      });
-      return false;
-    }
-    this.deps.emit({
-      type: 'fixup',
-      subtask: id,
-      taskId,
-      state: result.summary.state,
-      reason: result.summary.reason,
+    return runFixup(this.deps, {
+      number: this.fixups,
+      projectTaskId: this.options.taskId,
+      projectPrd: this.options.prd,
+      record,
+      red,
+      scope: [...new Set(this.options.subtasks.flatMap((planned) => planned.writeScope))],
+      merged: [...this.records.values()]
+        .filter((other) => other.state === 'merged' || other === record)
+        .map((other) => other.subtask),
+      logMerge: (entry) => this.logMerge(entry),
+      ...(signal ? { signal } : {}),
     });
-    if (result.summary.state !== 'COMPLETE') return false;
-    const branch = `agent-runner/${taskId}`;
-    const merged = await this.deps.integration.merge(branch, `agent-runner: fix-up after merging ${id}`);
-    this.logMerge({
-      subtask: `fixup-${this.fixups}`,
-      branch,
-      status: merged.status,
-      sha: merged.sha,
-      ...(merged.status === 'conflict' ? { files: merged.files } : {}),
-    });
-    return merged.status === 'merged';
   }
 
   /** Plans the subtask again (new criteria from the Meta-agent) and puts it back in the queue, or fails it. */
@@ -300,6 +302,8 @@ export class ProjectOrchestrator {
     reason: string,
     signal?: AbortSignal,
   ): Promise<void> {
+    // Planning again is a Meta-agent call too: none once the project's budget is spent.
+    if (!signal?.aborted) this.stopReason ??= this.budgetSpent();
     if (record.attempt > this.options.maxReplans || signal?.aborted || this.stopReason) {
       this.finishRecord(record, 'failed', `not merged after ${record.attempt} attempt(s): ${reason}`);
       return;
@@ -384,7 +388,7 @@ export class ProjectOrchestrator {
     return projectOutcome({
       subtasks: [...this.records.values()],
       merges: this.merges,
-      combinedDod: this.combinedDod,
+      combined: this.combined,
       headSha: await this.deps.integration.head(),
       usage: this.deps.ledger.usage(),
       metaCalls: this.deps.ledger.metaCalls,

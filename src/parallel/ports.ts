@@ -6,9 +6,9 @@
 import type { FactsForAssessment } from '../meta/meta-context.js';
 import type { SpendingLimits } from '../core/limits.js';
 import type { Ledger } from '../core/ledger.js';
-import type { DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
+import type { AcceptanceCriterion, DodOutcome, Plan, TaskSummary, Usage } from '../core/types.js';
 import type { ReviewFinding } from '../protocol/review.js';
-import type { PlannedSubtask, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
+import type { CombinedCheck, PlannedSubtask, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
 
 export interface SubtaskRunRequest {
   /** `<ID>--<SUB>` (a later attempt: `<ID>--<SUB>-r<N>`); its branch is `agent-runner/<taskId>`. */
@@ -44,6 +44,20 @@ export interface SubtaskRunnerPort {
 export type MergeResult =
   { status: 'merged'; sha: string } | { status: 'conflict'; files: string[]; sha: string };
 
+/** A merged subtask's acceptance criteria, to check again on the combined tree. */
+export interface SubtaskCriteria {
+  subtask: string;
+  criteria: readonly AcceptanceCriterion[];
+}
+
+/** One path a branch changed against the commit it started from (`git diff --name-status`). */
+export interface FileChange {
+  /** `A`dded, `M`odified, `D`eleted, `R`enamed (from `from`), `T`ype changed... */
+  status: string;
+  path: string;
+  from?: string;
+}
+
 /** The integration branch `agent-runner/<ID>` in a host worktree of its own (never the person's checkout). */
 export interface IntegrationPort {
   readonly branch: string;
@@ -54,10 +68,19 @@ export interface IntegrationPort {
   merge(branch: string, message: string): Promise<MergeResult>;
   /** Moves the integration branch back to `sha` (a merge whose combined DoD could not be repaired). */
   resetTo(sha: string): Promise<void>;
-  /** The diff of a subtask's branch against the commit it started from (bounded). */
+  /** The diff of a branch against the commit it started from, deletions first (bounded). */
   diff(base: string, branch: string): Promise<string>;
-  /** The DoD on the integration branch's current tree, in a sandbox. */
-  combinedDod(label: string, signal?: AbortSignal): Promise<DodOutcome>;
+  /** The paths a branch changed against the commit it started from. */
+  changes(base: string, branch: string): Promise<FileChange[]>;
+  /**
+   * The combined check on the integration branch's current tree, in a sandbox: the DoD, then the given
+   * subtasks' criteria checks on the same tree.
+   */
+  combinedCheck(
+    label: string,
+    criteria: readonly SubtaskCriteria[],
+    signal?: AbortSignal,
+  ): Promise<CombinedCheck>;
 }
 
 /** The Meta-agent as reviewer and as planner of one subtask again. */

@@ -6,7 +6,13 @@
  */
 import { z } from 'zod';
 import { eventSchema, runnerEventSchema, writtenNoteSchema, type StampedEvent } from '../core/events.js';
-import { dodOutcomeSchema, planSchema, taskSummarySchema, usageSchema } from '../core/records.js';
+import {
+  criterionCheckResultSchema,
+  dodOutcomeSchema,
+  planSchema,
+  taskSummarySchema,
+  usageSchema,
+} from '../core/records.js';
 import { reviewFindingSchema } from '../protocol/review.js';
 import { SUBTASK_STATES } from './scheduler.js';
 
@@ -29,6 +35,23 @@ export const reviewVerdictSchema = z.object({
   findings: z.array(reviewFindingSchema),
 });
 export type ReviewVerdict = z.infer<typeof reviewVerdictSchema>;
+
+/** A merged subtask's criterion check, run again on the combined tree, with the subtask it belongs to. */
+export const subtaskCriterionCheckSchema = criterionCheckResultSchema.extend({ subtask: z.string() });
+export type SubtaskCriterionCheck = z.infer<typeof subtaskCriterionCheckSchema>;
+
+/**
+ * One combined check on a commit of the integration branch: the DoD and every merged subtask's criteria
+ * checks, on the same tree. `subtask` says what it checked (`alpha`, `alpha + fix-up`, `alpha, beta`).
+ */
+export const combinedCheckSchema = z.object({
+  subtask: z.string(),
+  headSha: z.string(),
+  dod: dodOutcomeSchema,
+  /** Absent in journals of versions that ran the DoD alone. */
+  criteria: z.array(subtaskCriterionCheckSchema).optional(),
+});
+export type CombinedCheck = z.infer<typeof combinedCheckSchema>;
 
 const event = eventSchema;
 
@@ -75,7 +98,7 @@ export const projectEventSchema = z.discriminatedUnion('type', [
     sha: z.string(),
     files: z.array(z.string()).optional(),
   }),
-  event('combined_dod', { subtask: z.string(), headSha: z.string(), dod: dodOutcomeSchema }),
+  event('combined_dod', combinedCheckSchema.shape),
   event('fixup', { subtask: z.string(), taskId: z.string(), state: z.string(), reason: z.string() }),
   /** The parent note, as written: memory offers it only while its bytes match this digest. */
   event('project_note_written', writtenNoteSchema.shape),

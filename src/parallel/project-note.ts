@@ -1,6 +1,6 @@
 /**
  * The parent note of a project, `.agent-runner/task-<ID>.md`: the plan as a table (subtask, scope, blocked by,
- * state, link to its own note), the merge log, the combined DoD, the review verdicts and the total usage and
+ * state, link to its own note), the merge log, the combined check of the final head, the review verdicts and the total usage and
  * cost. Each subtask keeps its own note next to it. Titles, reasons, reviews, file names and commands come from
  * the planner, the reviewer and the workers: they pass the note's one escaping point (src/notes/markdown-text.ts).
  */
@@ -8,6 +8,8 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { WrittenNote } from '../core/events.js';
 import type { DodOutcome } from '../core/types.js';
+import { combinedStatus, failedCriteria } from './combined-check.js';
+import type { CombinedCheck } from './project-events.js';
 import { checkDetailText } from '../core/test-counts.js';
 import { totalTokens } from '../core/usage.js';
 import { NOTE_LIMITS, boundDocument, codeSpan, cutList, inlineText } from '../notes/markdown-text.js';
@@ -40,11 +42,10 @@ const codes = (names: readonly string[]) => {
   return [cut.items.map(code).join(', '), cut.notice].filter(Boolean).join(' ');
 };
 
-function dodLines(dod: DodOutcome | null | undefined): string[] {
-  if (!dod) return ['Not run.'];
-  if (dod.results.length === 0) return [`${dod.status} (${inlineText(dod.source)})`];
+function dodLines(dod: DodOutcome): string[] {
+  if (dod.results.length === 0) return [`Definition of Done: ${dod.status} (${inlineText(dod.source)})`];
   return [
-    `**${dod.status}** (${inlineText(dod.source)})`,
+    `Definition of Done: **${dod.status}** (${inlineText(dod.source)})`,
     '',
     '| check | command | result | exit | time |',
     '|---|---|---|---|---|',
@@ -52,6 +53,34 @@ function dodLines(dod: DodOutcome | null | undefined): string[] {
       (result) =>
         `| ${inlineText(result.name)} | ${code(result.command)} | ${result.status}${checkDetailText(undefined, result.tests)} | ${result.exitCode ?? '-'} | ${(result.durationMs / 1000).toFixed(1)} s |`,
     ),
+  ];
+}
+
+/**
+ * The combined check of the final head: which head and after what it ran, the DoD, and every merged
+ * subtask's criteria checks on that tree.
+ */
+function checkLines(check: CombinedCheck | null): string[] {
+  if (!check) return ['Not run: nothing merged stayed on the integration branch.'];
+  const criteria = check.criteria ?? [];
+  const failed = failedCriteria(check);
+  return [
+    `**${combinedStatus(check)}** on ${code(check.headSha.slice(0, 12))}, after ${inlineText(check.subtask)}${failed.length ? `: ${failed.map((result) => `${code(result.subtask)} ${inlineText(result.criterionId)}`).join(', ')} failed on the combined tree` : ''}`,
+    '',
+    ...dodLines(check.dod),
+    '',
+    ...(criteria.length === 0
+      ? ["The merged subtasks' criteria: none has a check agent-runner runs."]
+      : [
+          "The merged subtasks' criteria, checked again on this tree:",
+          '',
+          '| subtask | criterion | critical | check | result | exit | time |',
+          '|---|---|---|---|---|---|---|',
+          ...criteria.map(
+            (result) =>
+              `| ${code(result.subtask)} | ${inlineText(result.criterionId)} | ${result.critical ? 'yes' : 'no'} | ${code(result.target)} | ${result.status}${checkDetailText(undefined, result.tests)} | ${result.exitCode ?? '-'} | ${(result.durationMs / 1000).toFixed(1)} s |`,
+          ),
+        ]),
   ];
 }
 
@@ -90,11 +119,11 @@ function reviewLines(outcome: ProjectOutcome): string[] {
 function mergeLines(outcome: ProjectOutcome): string[] {
   if (outcome.merges.length === 0) return ['Nothing merged.'];
   return [
-    '| # | subtask | branch | result | integration head | combined DoD |',
+    '| # | subtask | branch | result | integration head | combined check |',
     '|---|---|---|---|---|---|',
     ...outcome.merges.map(
       (merge, index) =>
-        `| ${index + 1} | ${code(merge.subtask)} | ${code(merge.branch)} | ${merge.status}${merge.files?.length ? ` (${codes(merge.files)})` : ''} | ${code(merge.sha.slice(0, 12))} | ${merge.dod?.status ?? '-'} |`,
+        `| ${index + 1} | ${code(merge.subtask)} | ${code(merge.branch)} | ${merge.status}${merge.files?.length ? ` (${codes(merge.files)})` : ''} | ${code(merge.sha.slice(0, 12))} | ${merge.check ? combinedStatus(merge.check) : '-'} |`,
     ),
   ];
 }
@@ -125,9 +154,9 @@ export function renderProjectNote(input: ProjectNoteInput): string {
     '',
     ...mergeLines(outcome),
     '',
-    '## Combined Definition of Done',
+    '## Combined check',
     '',
-    ...dodLines(outcome.combinedDod),
+    ...checkLines(outcome.combined),
     '',
     '## Usage',
     '',

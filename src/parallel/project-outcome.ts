@@ -1,7 +1,8 @@
 /** What a project's run leaves: each subtask's story, the merge log, and the outcome the note is written from. */
-import type { DodOutcome, TaskSummary, Usage } from '../core/types.js';
-import type { PlannedSubtask, ReviewVerdict } from './project-events.js';
+import type { TaskSummary, Usage } from '../core/types.js';
+import type { CombinedCheck, PlannedSubtask, ReviewVerdict } from './project-events.js';
 import type { SubtaskState } from './scheduler.js';
+import { combinedStatus } from './combined-check.js';
 
 /** One subtask's whole story, for the parent note. */
 export interface SubtaskRecord {
@@ -24,7 +25,8 @@ export interface MergeLogEntry {
   status: 'merged' | 'conflict' | 'reverted';
   sha: string;
   files?: string[];
-  dod?: DodOutcome;
+  /** The combined check of the head this entry left (a `reverted` entry: of the head it went back to). */
+  check?: CombinedCheck;
 }
 
 export interface ProjectOutcome {
@@ -32,8 +34,11 @@ export interface ProjectOutcome {
   reason: string;
   subtasks: SubtaskRecord[];
   merges: MergeLogEntry[];
-  /** The last combined DoD, on the integration branch's final head. */
-  combinedDod: DodOutcome | null;
+  /**
+   * The combined check of the integration branch's final head (after a revert, the check of the head that
+   * remained); null when nothing merged stayed.
+   */
+  combined: CombinedCheck | null;
   headSha: string;
   usage: { meta: Usage; worker: Usage; total: Usage };
   metaCalls: number;
@@ -51,17 +56,17 @@ export function projectOutcome(
   const base = {
     subtasks,
     merges: input.merges,
-    combinedDod: input.combinedDod,
+    combined: input.combined,
     headSha: input.headSha,
     usage: input.usage,
     metaCalls: input.metaCalls,
   };
   if (merged === subtasks.length) {
-    const dod = input.combinedDod;
+    const check = input.combined;
     return {
       ...base,
       state: 'COMPLETE',
-      reason: `all ${merged} subtasks merged into the integration branch; combined DoD ${dod?.status ?? 'not run (nothing new merged)'}`,
+      reason: `all ${merged} subtasks merged into the integration branch; combined check ${check ? combinedStatus(check) : 'not run (nothing new merged)'}`,
     };
   }
   const notMerged = subtasks.filter((record) => record.state !== 'merged');

@@ -9,6 +9,7 @@ import { formatDuration } from '../config/units.js';
 import type { StampedEvent } from '../core/events.js';
 import type { RedrawPiece } from '../notes/terminal-text.js';
 import type { StampedProjectEvent, SubtaskTaskEvent } from './project-events.js';
+import { combinedLine } from './combined-check.js';
 
 /** Where project progress goes (the CLI's safe output): whole lines, and the redraw of the subtask lines. */
 export interface ProgressWriter {
@@ -91,7 +92,7 @@ function newsOf(event: StampedProjectEvent): string | null {
     case 'merge':
       return `merge ${event.branch}: ${event.status} (${event.sha.slice(0, 10)})`;
     case 'combined_dod':
-      return `combined DoD after ${event.subtask}: ${event.dod.status}${event.dod.results.length ? ` (${event.dod.results.map((result) => `${result.name} ${result.status}`).join(', ')})` : ''}`;
+      return `combined check after ${event.subtask} on ${event.headSha.slice(0, 10)}: ${combinedLine(event)}`;
     case 'fixup':
       return `fix-up ${event.taskId} for ${event.subtask}: ${event.state} — ${clip(event.reason)}`;
     default:

@@ -3,6 +3,7 @@ import type { Plan, TaskSummary } from '../core/types.js';
 import { EXIT_CODES } from '../errors.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 import type { ProjectOutcome } from './project-outcome.js';
+import { combinedLine } from './combined-check.js';
 
 /** A plan from the protocol's criteria (the core uses the protocol's criterion type as is). */
 export function planOf(title: string, criteria: readonly AcceptanceCriterion[]): Plan {
@@ -47,7 +48,9 @@ export function projectSummary(input: {
     error: null,
     basis: [
       `${outcome.subtasks.filter((record) => record.state === 'merged').length} of ${outcome.subtasks.length} subtasks merged into ${integration.branch}`,
-      `combined DoD on the integration head: ${outcome.combinedDod?.status ?? 'not run'}`,
+      outcome.combined
+        ? `combined check on the integration head ${outcome.combined.headSha.slice(0, 12)} (DoD and every merged subtask's criteria): ${combinedLine(outcome.combined)}`
+        : 'combined check: not run (nothing merged stayed)',
     ],
     // Each subtask's criteria and their evidence are in its own summary and note.
     criteria: [],

@@ -1,6 +1,8 @@
 /** What the orchestrator tells the Meta-agent and the worker when a subtask is fixed up or planned again. Pure. */
-import type { DodOutcome, Plan } from '../core/types.js';
+import type { Plan } from '../core/types.js';
 import type { ReviewFinding } from '../protocol/review.js';
+import { combinedReport } from './combined-check.js';
+import type { CombinedCheck } from './project-events.js';
 
 /** The criteria of a fix-up task on the integration branch. */
 export function fixupPlan(subtask: string): Plan {
@@ -10,7 +12,7 @@ export function fixupPlan(subtask: string): Plan {
       {
         id: 'AC-1',
         description:
-          'The Definition of Done passes on the combined tree (every merged subtask together), with each subtask still doing what it was for.',
+          "The Definition of Done passes on the combined tree (every merged subtask together), with each subtask still doing what it was for: every merged subtask's acceptance checks pass on it too.",
         type: 'test',
         critical: true,
       },
@@ -18,25 +20,16 @@ export function fixupPlan(subtask: string): Plan {
   };
 }
 
-export function dodReport(dod: DodOutcome): string {
-  return dod.results
-    .filter((result) => result.status !== 'passed')
-    .map(
-      (result) => `- \`${result.command}\` ${result.status} (exit ${result.exitCode}):\n${result.outputTail}`,
-    )
-    .join('\n');
-}
-
 /** The PRD of a fix-up task: what failed on the combined tree, and the whole project. */
-export function fixupPrd(subtask: string, dod: DodOutcome, projectPrd: string): string {
+export function fixupPrd(subtask: string, check: CombinedCheck, projectPrd: string): string {
   return [
     `# Repair the integration branch after merging subtask ${subtask}`,
     '',
-    `Several subtasks of one project were built separately and merged. Each passed its checks alone, but after merging \`${subtask}\` the Definition of Done fails on the combined tree:`,
+    `Several subtasks of one project were built separately and merged. Each passed its checks alone, but after merging \`${subtask}\` the combined tree fails (the Definition of Done, or a merged subtask's own acceptance check):`,
     '',
-    dodReport(dod),
+    combinedReport(check),
     '',
-    'Make the combined tree pass without undoing what any subtask was for. The whole project was:',
+    "Make the combined tree pass without undoing what any subtask was for: every subtask's acceptance checks run again on the combined tree, and the fix-up is reviewed for what it changed of their work. The whole project was:",
     '',
     projectPrd,
   ].join('\n');

@@ -90,6 +90,8 @@ export interface SubtaskSpec {
   title: string;
   write: string[];
   blockedBy?: string[];
+  /** A command check for the subtask's criterion (none: the criterion has no check). */
+  check?: string;
 }
 
 /** `plan_task` answered with subtasks (each with one functional criterion). */
@@ -110,8 +112,15 @@ export function decompositionReply(taskId: string, subtasks: SubtaskSpec[]): str
       `          description: ${subtask.title} works and npm test passes.`,
       '          type: functional',
       '          critical: true',
+      ...(subtask.check
+        ? [
+            '          check:',
+            '            kind: command',
+            `            command: ${JSON.stringify(subtask.check)}`,
+          ]
+        : []),
       '      write_scope:',
-      ...subtask.write.map((glob) => `        - ${glob}`),
+      ...subtask.write.map((glob) => `        - ${JSON.stringify(glob)}`),
       `      blocked_by: [${(subtask.blockedBy ?? []).join(', ')}]`,
     ]),
   ].join('\n');

@@ -22,6 +22,11 @@ export type ChatStep = (
   match?: string;
   /** Answered this long after the request arrived: a model that takes its time. */
   delayMs?: number;
+  /**
+   * Held until `count` requests for steps of the same `name` have arrived, then all answered at once: calls
+   * of concurrent tasks that must come back together, whatever their order of arrival.
+   */
+  together?: { name: string; count: number };
 };
 
 export interface RecordedChatRequest {
@@ -125,6 +130,19 @@ export async function startScriptedChatServer(script: readonly ChatStep[] = []):
   let next = 0;
   const requests: RecordedChatRequest[] = [];
   const hanging = new Set<ServerResponse>();
+  const groups = new Map<string, { arrived: number; release: () => void; released: Promise<void> }>();
+  const together = async (name: string, count: number) => {
+    let group = groups.get(name);
+    if (!group) {
+      let release = () => {};
+      const released = new Promise<void>((resolve) => (release = resolve));
+      group = { arrived: 0, release, released };
+      groups.set(name, group);
+    }
+    group.arrived += 1;
+    if (group.arrived >= count) group.release();
+    await group.released;
+  };
 
   const server = createServer((request, response) => {
     void (async () => {
@@ -152,6 +170,7 @@ export async function startScriptedChatServer(script: readonly ChatStep[] = []):
       const step = index === -1 ? undefined : steps[index];
       if (index !== -1) consumed.add(index);
       next += 1;
+      if (step?.together) await together(step.together.name, step.together.count);
       if (step?.delayMs) await new Promise((resolve) => setTimeout(resolve, step.delayMs));
       if (step === undefined) {
         sendJson(response, 500, {

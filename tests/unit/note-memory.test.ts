@@ -159,7 +159,7 @@ describe('memory', () => {
           reason: 'every subtask merged',
           subtasks: [],
           merges: [],
-          combinedDod: null,
+          combined: null,
           headSha: 'b'.repeat(40),
           usage: { meta: ZERO_USAGE, worker: ZERO_USAGE, total: ZERO_USAGE },
           metaCalls: 1,

@@ -4,9 +4,12 @@ import { Ledger } from '../../src/core/ledger.js';
 import { limitMessage, type SpendingLimits } from '../../src/core/limits.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
 import { ProjectOrchestrator, type OrchestratorOptions } from '../../src/parallel/orchestrator.js';
+import type { CombinedCheck } from '../../src/parallel/project-events.js';
 import type {
+  FileChange,
   IntegrationPort,
   MergeResult,
+  SubtaskCriteria,
   ProjectMetaPort,
   SubtaskRunRequest,
   SubtaskRunnerPort,
@@ -15,7 +18,15 @@ import type { PlannedSubtask, ProjectEvent, ReviewVerdict } from '../../src/para
 
 const plan = (title: string): Plan => ({
   title,
-  acceptanceCriteria: [{ id: 'AC-1', description: title, type: 'functional', critical: true }],
+  acceptanceCriteria: [
+    {
+      id: 'AC-1',
+      description: title,
+      type: 'functional',
+      critical: true,
+      check: { kind: 'command', command: `test -f ${title}` },
+    },
+  ],
 });
 
 const subtask = (id: string, write: string[], blockedBy: string[] = []): PlannedSubtask => ({
@@ -65,16 +76,31 @@ const dod = (status: DodOutcome['status']): DodOutcome => ({
   source: 'config',
 });
 
-/** An integration branch in memory: merges append to a list of merged branches. */
+/**
+ * An integration branch in memory: each merge makes a new head; a reset goes back to a head's merged list.
+ * The combined DoD is red while a culprit branch is merged (unless a fix-up merged after it), or as `dods`
+ * says; a subtask's criterion fails while a branch that `breaks` it is merged.
+ */
 class FakeIntegration implements IntegrationPort {
   readonly branch = 'agent-runner/P';
   merged: string[] = [];
   conflicts = new Set<string>();
-  /** Combined DoD results to give, in order; then passed. */
+  /** Combined DoD results to give, in order; then by the culprits. */
   dods: DodOutcome['status'][] = [];
+  culprits = new Set<string>();
+  /** Branch → the subtask whose critical criterion fails while that branch is merged. */
+  breaks = new Map<string, string>();
+  /** Branch → the files it changed (what the fix-up review is told). */
+  changed = new Map<string, FileChange[]>();
   resets: string[] = [];
+  /** Each combined check: its label and the subtasks whose criteria it ran. */
+  checks: { label: string; subtasks: string[] }[] = [];
+  checkMs = 0;
+  private current = 'sha-0';
+  private count = 0;
+  private readonly states = new Map<string, string[]>([['sha-0', []]]);
   async head() {
-    return `sha-${this.merged.length}`;
+    return this.current;
   }
   async baseFiles() {
     return ['src/a/index.js', 'src/b/index.js'];
@@ -82,20 +108,52 @@ class FakeIntegration implements IntegrationPort {
   async merge(branch: string): Promise<MergeResult> {
     if (this.conflicts.has(branch)) {
       this.conflicts.delete(branch);
-      return { status: 'conflict', files: ['src/shared.js'], sha: await this.head() };
+      return { status: 'conflict', files: ['src/shared.js'], sha: this.current };
     }
     this.merged.push(branch);
-    return { status: 'merged', sha: await this.head() };
+    this.count += 1;
+    this.current = `sha-${this.count}`;
+    this.states.set(this.current, [...this.merged]);
+    return { status: 'merged', sha: this.current };
   }
   async resetTo(sha: string) {
     this.resets.push(sha);
-    this.merged.pop();
+    this.current = sha;
+    this.merged = [...(this.states.get(sha) ?? [])];
   }
   async diff() {
     return 'diff --git a/x b/x';
   }
-  async combinedDod() {
-    return dod(this.dods.shift() ?? 'passed');
+  async changes(_base: string, branch: string) {
+    return this.changed.get(branch) ?? [];
+  }
+  async combinedCheck(label: string, criteria: readonly SubtaskCriteria[]): Promise<CombinedCheck> {
+    this.checks.push({ label, subtasks: criteria.map((group) => group.subtask) });
+    if (this.checkMs) await new Promise((resolve) => setTimeout(resolve, this.checkMs));
+    const culprit = this.merged.findIndex((branch) => this.culprits.has(branch));
+    const repaired = culprit !== -1 && this.merged.slice(culprit).some((branch) => branch.includes('fixup'));
+    const status = this.dods.shift() ?? (culprit !== -1 && !repaired ? 'failed' : 'passed');
+    const broken = new Set(this.merged.map((branch) => this.breaks.get(branch)));
+    return {
+      subtask: label,
+      headSha: this.current,
+      dod: dod(status),
+      criteria: criteria.flatMap((group) =>
+        group.criteria.map((criterion) => ({
+          subtask: group.subtask,
+          criterionId: criterion.id,
+          critical: criterion.critical,
+          kind: 'command',
+          target: `test -f ${group.subtask}`,
+          status: broken.has(group.subtask) ? ('failed' as const) : ('passed' as const),
+          exitCode: broken.has(group.subtask) ? 1 : 0,
+          durationMs: 1,
+          outputTail: '',
+          reason: '',
+          ranOnDirtyTree: false,
+        })),
+      ),
+    };
   }
 }
 
@@ -104,12 +162,14 @@ class FakeRunner implements SubtaskRunnerPort {
   requests: SubtaskRunRequest[] = [];
   running = 0;
   peak = 0;
+  /** Milliseconds a task id takes (default 5). */
+  delays: Record<string, number> = {};
   constructor(private readonly outcomes: Record<string, TaskSummary['state']> = {}) {}
   async run(request: SubtaskRunRequest) {
     this.requests.push(request);
     this.running += 1;
     this.peak = Math.max(this.peak, this.running);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, this.delays[request.taskId] ?? 5));
     // A task counts its Meta-agent calls as it makes them (its summary says 2).
     request.parent.countMeta(ZERO_USAGE);
     request.parent.countMeta(ZERO_USAGE);
@@ -145,8 +205,11 @@ class TalkativeRunner extends FakeRunner {
 
 class FakeMeta implements ProjectMetaPort {
   replans: string[] = [];
+  /** What each review was shown, by task id. */
+  shown = new Map<string, string>();
   constructor(private readonly verdicts: Record<string, ReviewVerdict['verdict']> = {}) {}
-  async review({ taskId }: { taskId: string }) {
+  async review({ taskId, evidence }: { taskId: string; evidence: { summary: string } }) {
+    this.shown.set(taskId, evidence.summary);
     const verdict = this.verdicts[taskId] ?? 'ok';
     return {
       review: {
@@ -228,7 +291,7 @@ describe('ProjectOrchestrator', () => {
     expect(integration.merged.slice(-1)).toEqual(['agent-runner/P--c']);
     const c = runner.requests.find((request) => request.subtask === 'c');
     expect(c?.base).toBe('sha-2');
-    expect(outcome.merges.map((merge) => merge.dod?.status)).toEqual(['passed', 'passed', 'passed']);
+    expect(outcome.merges.map((merge) => merge.check?.dod.status)).toEqual(['passed', 'passed', 'passed']);
   });
 
   it('an ng review re-plans the subtask with the findings; the new attempt runs on its own branch', async () => {
@@ -291,6 +354,120 @@ describe('ProjectOrchestrator', () => {
     expect(events).toContainEqual(
       expect.objectContaining({ type: 'subtask_state', subtask: 'c', state: 'skipped' }),
     );
+  });
+
+  it("a fix-up that makes the DoD green by deleting a subtask's work is caught by that subtask's criterion and taken back", async () => {
+    const integration = new FakeIntegration();
+    integration.culprits.add('agent-runner/P--b');
+    // The fix-up "repairs" the DoD by removing a's files: a's own criterion fails on the combined tree.
+    integration.breaks.set('agent-runner/P--fixup-1', 'a');
+    integration.changed.set('agent-runner/P--fixup-1', [
+      { status: 'M', path: 'src/b/index.js' },
+      { status: 'D', path: 'src/a/index.js' },
+    ]);
+    const runner = new FakeRunner();
+    runner.delays['P--b'] = 30;
+    const { orchestrator, meta, events } = orchestrate([A, B], {
+      integration,
+      runner,
+      options: { maxReplans: 0 },
+    });
+    const outcome = await orchestrator.run();
+    expect(outcome.state).toBe('FAILED');
+    expect(integration.checks).toEqual([
+      { label: 'a', subtasks: ['a'] },
+      { label: 'b', subtasks: ['a', 'b'] },
+      { label: 'b + fix-up', subtasks: ['a', 'b'] },
+    ]);
+    // The reviewer of the fix-up was told whose work it changed, deletions first.
+    expect(meta.shown.get('P--fixup-1')).toMatch(
+      /DELETED 1 .*\n- subtask a: deleted src\/a\/index\.js\n- subtask b: modified src\/b\/index\.js/,
+    );
+    const b = outcome.subtasks.find((record) => record.subtask.id === 'b');
+    expect(b?.state).toBe('failed');
+    expect(b?.reason).toContain('subtask `a`, criterion AC-1: `test -f a` failed');
+    // The record is of the head that remained (a merged, its check passed), not the reverted red one.
+    expect(integration.merged).toEqual(['agent-runner/P--a']);
+    expect(outcome.headSha).toBe('sha-1');
+    expect(outcome.combined).toMatchObject({ headSha: 'sha-1', subtask: 'a', dod: { status: 'passed' } });
+    expect(outcome.merges.at(-1)).toMatchObject({ status: 'reverted', sha: 'sha-1' });
+    expect(outcome.merges.at(-1)?.check?.headSha).toBe('sha-1');
+    const red = events.find((event) => event.type === 'combined_dod' && event.subtask === 'b + fix-up') as
+      CombinedCheck | undefined;
+    expect(red?.dod.status).toBe('passed');
+    expect(red?.criteria?.find((result) => result.status === 'failed')).toMatchObject({ subtask: 'a' });
+  });
+
+  it('a fix-up the review says ng to is not merged: the merge is taken back and the subtask planned again', async () => {
+    const integration = new FakeIntegration();
+    integration.culprits.add('agent-runner/P--a');
+    const meta = new FakeMeta({ 'P--fixup-1': 'ng' });
+    const { orchestrator, events } = orchestrate([A], { integration, meta });
+    const outcome = await orchestrator.run();
+    expect(outcome.state).toBe('COMPLETE');
+    expect(integration.merged).toEqual(['agent-runner/P--a-r2']);
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'fixup', taskId: 'P--fixup-1', state: 'REJECTED' }),
+    );
+    expect(meta.replans).toEqual([expect.stringContaining('no fix-up repaired it')]);
+  });
+
+  it('an idle train waits gatherMs: subtasks reviewed at about the same moment share one combined check', async () => {
+    const run = async (gatherMs: number) => {
+      const { orchestrator, integration } = orchestrate([A, B, subtask('c', ['docs/**'])], {
+        options: { max: 3, gatherMs },
+      });
+      expect((await orchestrator.run()).state).toBe('COMPLETE');
+      return integration.checks.map((check) => check.label.split(', ').sort().join(' '));
+    };
+    expect(await run(30)).toEqual(['a b c']);
+    // Without the wait the first one reviewed leaves alone.
+    expect((await run(0)).length).toBeGreaterThan(1);
+  });
+
+  it('reviewed subtasks ready together merge as one candidate; a red batch is bisected to its culprit', async () => {
+    const D = subtask('d', ['src/d/**']);
+    const integration = new FakeIntegration();
+    integration.culprits.add('agent-runner/P--d');
+    // a merges first and its check is slow: b, c and d are reviewed meanwhile and wait together.
+    integration.checkMs = 40;
+    const runner = new FakeRunner();
+    runner.delays = { 'P--a': 1, 'P--b': 10, 'P--c': 10, 'P--d': 10 };
+    const { orchestrator } = orchestrate([A, B, subtask('c', ['docs/**']), D], {
+      integration,
+      runner,
+      options: { max: 4 },
+    });
+    const outcome = await orchestrator.run();
+    expect(outcome.state).toBe('COMPLETE');
+    expect(integration.checks.map((check) => check.label)).toEqual([
+      'a',
+      'b, c, d',
+      'b',
+      'c',
+      'd',
+      'd + fix-up',
+    ]);
+    expect(integration.merged).toEqual([
+      'agent-runner/P--a',
+      'agent-runner/P--b',
+      'agent-runner/P--c',
+      'agent-runner/P--d',
+      'agent-runner/P--fixup-1',
+    ]);
+    expect(outcome.merges.map((merge) => `${merge.subtask}:${merge.status}`)).toEqual([
+      'a:merged',
+      'b:merged',
+      'c:merged',
+      'd:merged',
+      'b, c, d:reverted',
+      'b:merged',
+      'c:merged',
+      'd:merged',
+      'fixup-1:merged',
+    ]);
+    // The last check ran every subtask's criteria on the final tree.
+    expect(integration.checks.at(-1)?.subtasks.sort()).toEqual(['a', 'b', 'c', 'd']);
   });
 
   it('starts nothing new once the project budget is spent, and ends NEEDS_REVIEW', async () => {

@@ -1,18 +1,21 @@
 /**
- * The combined Definition of Done of a project: the DoD on a commit of the integration branch, in a
- * sandbox made for it (`<ID>--check-<N>`: its own workspace, the project's gateway) and removed after.
+ * The combined check of a project on a commit of the integration branch: the DoD, then every merged subtask's
+ * acceptance criteria checks on the same tree (a `test` criterion's framework detected on the combined tree,
+ * `file_exists` looked up in its commit), in a sandbox made for it (`<ID>--check-<N>`: its own workspace, the
+ * project's gateway) and removed after.
  */
 import { rm } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import type { SandboxRuntime } from '../core/ports.js';
-import type { DodOutcome } from '../core/types.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
 import { git, tryGit } from '../workspace/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
 import { startSandboxSession } from '../core/sandbox-session.js';
+import type { SubtaskCriteria } from './ports.js';
+import type { CombinedCheck, SubtaskCriterionCheck } from './project-events.js';
 
-export interface CombinedDodInput {
+export interface CombinedCheckInput {
   config: Config;
   repoRoot: string;
   runtime: SandboxRuntime;
@@ -23,11 +26,16 @@ export interface CombinedDodInput {
   /** `<ID>--check-<N>`: a throwaway workspace on the integration head, removed afterwards. */
   taskId: string;
   headSha: string;
+  /** What the check is for (`alpha`, `alpha + fix-up`...), as recorded. */
+  label: string;
+  criteria: readonly SubtaskCriteria[];
+  /** `--skip-dod` or `dod.skip`: the criteria checks run, the DoD is recorded as skipped. */
+  dodSkipped: boolean;
   signal?: AbortSignal;
 }
 
-/** The DoD on `headSha`, in a sandbox made for it and removed after (nothing of it is the person's). */
-export async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> {
+/** The combined check on `headSha`, in a sandbox made for it and removed after (nothing of it is the person's). */
+export async function combinedCheck(input: CombinedCheckInput): Promise<CombinedCheck> {
   const { config, repoRoot, taskId } = input;
   const layout = taskLayout(repoRoot, taskId);
   const { workspace, sandboxes } = taskSandboxPorts({
@@ -37,7 +45,7 @@ export async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> 
     repoRoot,
     taskId,
     base: input.headSha,
-    dodSkipped: false,
+    dodSkipped: input.dodSkipped,
     gateway: input.gateway,
     setup: { ...(input.signal ? { signal: input.signal } : {}), commands: input.setup },
     keep: false,
@@ -46,10 +54,23 @@ export async function combinedDod(input: CombinedDodInput): Promise<DodOutcome> 
     const session = await startSandboxSession(workspace, sandboxes);
     try {
       const facts = await workspace.observe(session.sandboxId);
-      return await workspace.runDod(session.sandboxId, facts, {
+      const bounds = {
         ...(input.signal ? { signal: input.signal } : {}),
         timeoutMs: config.limits.wallClock,
-      });
+      };
+      const dod = await workspace.runDod(session.sandboxId, facts, bounds);
+      const criteria: SubtaskCriterionCheck[] = [];
+      for (const group of input.criteria) {
+        const results = await workspace.runCriteriaChecks(
+          session.sandboxId,
+          group.criteria,
+          facts,
+          bounds,
+          dod,
+        );
+        criteria.push(...results.map((result) => ({ ...result, subtask: group.subtask })));
+      }
+      return { subtask: input.label, headSha: facts.headSha, dod, criteria };
     } finally {
       await session.stop().catch(() => undefined);
     }
