@@ -1,14 +1,19 @@
 /**
- * Parallel work, measured: one PRD split into 4 independent subtasks, run through the real product path
- * (`runProject`: real git, real Docker sandboxes, the gateway, the orchestrator, merges and the combined DoD)
- * with a zero-latency scripted Meta-agent and a worker that commits one file with one `docker exec`. The same
- * project runs with `parallel.max: 4` and with `parallel.max: 1` (the 4 subtasks one after another): wall
- * time of both, agent-runner's peak RSS, and the most containers of the project alive at once.
+ * Parallel work, measured: one PRD split into N independent subtasks, run through the real product path
+ * (`runProject`: real git, real Docker sandboxes, the gateway, the orchestrator, the merge train and the
+ * combined checks) with a scripted Meta-agent that takes a fixed time per call and a worker that commits one
+ * file with one `docker exec`. Side by side in one run: N = 3 and 4 with 8 s per model call, and N = 4 with a
+ * zero-latency model; each with `parallel.max: N` and with `parallel.max: 1` (the same work, one subtask after
+ * another). Reported: wall time, the critical path's model time (plan, then one subtask's run_worker,
+ * assessment and review: 4 calls), parallel / critical path, the speed-up, agent-runner's peak RSS, the most
+ * containers alive at once, and the machine's load.
  *
- * Alone: `node --import tsx bench/parallel-subtasks.ts` (writes bench/results/parallel-subtasks.json and .md);
- * `npm run bench` runs it as its last section.
+ * Alone: `npm run bench:parallel` (writes bench/results/parallel-subtasks.json and .md); `npm run bench` runs
+ * it as its last section.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { format, resolveConfig } from 'prettier';
@@ -30,7 +35,12 @@ import { createNodeRepo } from '../tests/support/task-repo.js';
 import { RssSampler } from './memory.js';
 import { round } from './stats.js';
 
-const SUBTASKS = ['s1', 's2', 's3', 's4'];
+const subtaskIds = (count: number) => Array.from({ length: count }, (_, index) => `s${index + 1}`);
+
+/** A call to a real model takes seconds; the issue's figure. */
+export const MODEL_LATENCY_MS = 8_000;
+/** Model calls on a project's critical path: the plan, then one subtask's run_worker, assessment, review. */
+const CRITICAL_CALLS = 4;
 
 /** Answers each task from its own queue, found by its task id in the system prompt and the stable part. */
 class RoutedScriptedModel implements MetaModel {
@@ -38,15 +48,16 @@ class RoutedScriptedModel implements MetaModel {
   private readonly queues = new Map<string, string[]>();
   constructor(
     private readonly parentId: string,
+    subtasks: readonly string[],
     private readonly latencyMs = 0,
   ) {
     this.queues.set(parentId, [
       decompositionReply(
         parentId,
-        SUBTASKS.map((id) => ({ id, title: `Write ${id}.txt`, write: [`${id}.txt`] })),
+        subtasks.map((id) => ({ id, title: `Write ${id}.txt`, write: [`${id}.txt`] })),
       ),
     ]);
-    for (const id of SUBTASKS) {
+    for (const id of subtasks) {
       const taskId = `${parentId}--${id}`;
       this.queues.set(taskId, [
         runWorkerReply(`Write ${id}.txt and commit it.`),
@@ -139,6 +150,7 @@ function containerPeak(docker: Docker, prefix: string): { stop(): Promise<number
 }
 
 export interface ParallelSubtasksRun {
+  subtasks: number;
   max: number;
   /** Added to every Meta-agent call (0: the zero-latency model). */
   modelLatencyMs: number;
@@ -148,18 +160,36 @@ export interface ParallelSubtasksRun {
   kernelPeakRssMiB: number | null;
   peakContainers: number;
   leftoverContainers: number;
+  /** The 1-minute load average when the run ended. */
+  load: number;
+}
+
+/** One comparison: the same project with `parallel.max: N` and with `parallel.max: 1`. */
+export interface ParallelSubtasksPair {
+  subtasks: number;
+  modelLatencyMs: number;
+  parallel: ParallelSubtasksRun;
+  sequential: ParallelSubtasksRun;
+  /** The model's time on the critical path: CRITICAL_CALLS calls. */
+  criticalPathMs: number;
+  /** Parallel wall time / critical path model time (null with a zero-latency model). */
+  overCriticalPath: number | null;
+  /** Sequential wall time / parallel wall time. */
+  speedup: number;
 }
 
 export interface ParallelSubtasksResult {
-  subtasks: number;
-  parallel: ParallelSubtasksRun;
-  sequential: ParallelSubtasksRun;
-  speedup: number;
-  /** The same pair with a model that takes `modelLatencyMs` per call, like a real one. */
-  withLatency: { parallel: ParallelSubtasksRun; sequential: ParallelSubtasksRun; speedup: number };
+  cpus: number;
+  pairs: ParallelSubtasksPair[];
 }
 
-async function runOnce(max: number, label: string, latencyMs = 0): Promise<ParallelSubtasksRun> {
+export async function runOnce(
+  count: number,
+  max: number,
+  label: string,
+  latencyMs = 0,
+): Promise<ParallelSubtasksRun> {
+  const subtasks = subtaskIds(count);
   const repo = createNodeRepo();
   const docker = createDockerClient();
   const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
@@ -170,13 +200,13 @@ async function runOnce(max: number, label: string, latencyMs = 0): Promise<Paral
     const sampler = new RssSampler(5);
     const startedAt = performance.now();
     const app = createApp(process.env, {
-      metaModel: new RoutedScriptedModel(taskId, latencyMs),
+      metaModel: new RoutedScriptedModel(taskId, subtasks, latencyMs),
       worker: new CommitWorker(runtime),
       runtime,
     });
     const summary = await app.run({
       repoRoot: repo.root,
-      prd: '# Four files\n\nWrite s1.txt to s4.txt, each in its own subtask.\n',
+      prd: `# ${count} files\n\nWrite s1.txt to s${count}.txt, each in its own subtask.\n`,
       prdPath: path.join(repo.root, 'PRD.md'),
       taskId,
       config,
@@ -194,6 +224,7 @@ async function runOnce(max: number, label: string, latencyMs = 0): Promise<Paral
     if (summary.state !== 'COMPLETE')
       throw new Error(`bench: the project ended ${summary.state}: ${summary.reason}`);
     return {
+      subtasks: count,
       max,
       modelLatencyMs: latencyMs,
       wallMs: round(wallMs),
@@ -202,73 +233,107 @@ async function runOnce(max: number, label: string, latencyMs = 0): Promise<Paral
       kernelPeakRssMiB: memory.kernelPeakMiB,
       peakContainers,
       leftoverContainers: left,
+      load: round(loadavg()[0] ?? 0, 2),
     };
   } finally {
+    if (process.env.AGENT_RUNNER_BENCH_TIMELINE) {
+      printTimeline(path.join(repo.root, '.agent-runner', 'runs', taskId), 'project.jsonl');
+      printTimeline(path.join(repo.root, '.agent-runner', 'runs', `${taskId}--s1`), 'events.jsonl');
+    }
     repo.remove();
   }
 }
 
-/** A call to a real model takes seconds; this is a modest stand-in. */
-export const REALISTIC_LATENCY_MS = 5_000;
+/** AGENT_RUNNER_BENCH_TIMELINE=1: each project event's time from the project's start, for finding the waits. */
+function printTimeline(runDir: string, journal: string): void {
+  const file = path.join(runDir, journal);
+  if (!existsSync(file)) return;
+  const events = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map(
+      (line) =>
+        JSON.parse(line) as { type: string; at: string; subtask?: string; state?: string; to?: string },
+    );
+  const start = Date.parse(events[0]?.at ?? '');
+  for (const event of events) {
+    if (event.type === 'worker_event') continue;
+    const detail = [event.subtask, event.state ?? event.to].filter(Boolean).join(' ');
+    process.stderr.write(
+      `${((Date.parse(event.at) - start) / 1000).toFixed(2).padStart(7)} ${event.type} ${detail}\n`,
+    );
+  }
+}
 
-/** Both runs, parallel first; then both again with a model that takes REALISTIC_LATENCY_MS per call. */
-export async function measureParallelSubtasks(): Promise<ParallelSubtasksResult> {
-  const parallel = await runOnce(4, 'p4');
-  const sequential = await runOnce(1, 'p1');
-  const slowParallel = await runOnce(4, 'p4l', REALISTIC_LATENCY_MS);
-  const slowSequential = await runOnce(1, 'p1l', REALISTIC_LATENCY_MS);
+async function pair(count: number, latencyMs: number): Promise<ParallelSubtasksPair> {
+  const tag = `${count}-${latencyMs / 1000}`;
+  const parallel = await runOnce(count, count, `p${tag}`, latencyMs);
+  const sequential = await runOnce(count, 1, `s${tag}`, latencyMs);
+  const criticalPathMs = CRITICAL_CALLS * latencyMs;
   return {
-    subtasks: SUBTASKS.length,
+    subtasks: count,
+    modelLatencyMs: latencyMs,
     parallel,
     sequential,
+    criticalPathMs,
+    overCriticalPath: criticalPathMs > 0 ? round(parallel.wallMs / criticalPathMs, 2) : null,
     speedup: round(sequential.wallMs / parallel.wallMs, 2),
-    withLatency: {
-      parallel: slowParallel,
-      sequential: slowSequential,
-      speedup: round(slowSequential.wallMs / slowParallel.wallMs, 2),
-    },
   };
+}
+
+/** The comparisons, side by side in one run: N = 3 and 4 at MODEL_LATENCY_MS per call, N = 4 at zero latency. */
+export async function measureParallelSubtasks(
+  onProgress: (line: string) => void = () => {},
+): Promise<ParallelSubtasksResult> {
+  const pairs: ParallelSubtasksPair[] = [];
+  for (const [count, latency] of [
+    [3, MODEL_LATENCY_MS],
+    [4, MODEL_LATENCY_MS],
+    [4, 0],
+  ] as const) {
+    const measured = await pair(count, latency);
+    onProgress(
+      `   N=${count}, ${latency / 1000} s per call: parallel ${(measured.parallel.wallMs / 1000).toFixed(1)} s, ` +
+        `one after another ${(measured.sequential.wallMs / 1000).toFixed(1)} s (${measured.speedup}x)` +
+        (measured.overCriticalPath === null ? '' : `, ${measured.overCriticalPath}x the critical path`),
+    );
+    pairs.push(measured);
+  }
+  return { cpus: cpus().length, pairs };
 }
 
 /** Markdown for the results file and the bench report. */
 export function renderParallelSubtasks(result: ParallelSubtasksResult): string {
-  const row = (name: string, run: ParallelSubtasksRun) =>
-    `| ${name} | ${run.modelLatencyMs / 1000} s | ${run.max} | ${(run.wallMs / 1000).toFixed(1)} s | ${run.peakRssMiB} MiB | ${run.kernelPeakRssMiB ?? '-'} MiB | ${run.peakContainers} | ${run.leftoverContainers} |`;
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const row = (entry: ParallelSubtasksPair) =>
+    `| ${entry.subtasks} | ${entry.modelLatencyMs / 1000} s | ${entry.criticalPathMs ? seconds(entry.criticalPathMs) : '-'} | ${seconds(entry.parallel.wallMs)} | ${entry.overCriticalPath ?? '-'}${entry.overCriticalPath === null ? '' : 'x'} | ${seconds(entry.sequential.wallMs)} | ${entry.speedup}x | ${entry.parallel.peakRssMiB} MiB | ${entry.parallel.peakContainers} | ${entry.parallel.leftoverContainers + entry.sequential.leftoverContainers} | ${entry.parallel.load} / ${entry.sequential.load} |`;
   return [
-    `## Parallel subtasks: ${result.subtasks} independent subtasks, zero-latency scripted model`,
+    `## Parallel subtasks: N independent subtasks, scripted model, ${result.cpus} CPUs`,
     '',
-    '| run | model latency | parallel.max | wall time | peak RSS (sampled) | peak RSS (VmHWM) | containers at peak | left over |',
-    '|---|---|---|---|---|---|---|---|',
-    row('parallel', result.parallel),
-    row('sequential', result.sequential),
-    row('parallel', result.withLatency.parallel),
-    row('sequential', result.withLatency.sequential),
+    '| N | model call | critical path (model) | parallel (max N) | parallel / critical path | one after another (max 1) | speed-up | peak RSS | containers at peak | left over | load (par / seq) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...result.pairs.map(row),
     '',
-    `Speed-up: ${result.speedup}x with the zero-latency model, ${result.withLatency.speedup}x with ${REALISTIC_LATENCY_MS / 1000} s per model call (sequential wall time / parallel wall time). Each run includes planning, ${result.subtasks} sandboxes with a worker run and a DoD each, ${result.subtasks} reviews and merges, and a combined DoD after every merge (those run one at a time by design).`,
+    `Each run includes planning, N sandboxes with a worker run and a DoD each, N reviews, the merge train and its combined checks (DoD and every merged subtask's criteria). The critical path is ${CRITICAL_CALLS} model calls: the plan, then one subtask's run_worker, assessment and review.`,
     '',
   ].join('\n');
 }
 
+/** `npm run bench:parallel`: this section alone. */
 async function main(): Promise<void> {
-  const result = await measureParallelSubtasks();
-  const markdown = renderParallelSubtasks(result);
+  const result = await measureParallelSubtasks((line) => process.stderr.write(`${line}\n`));
   const dir = path.join(import.meta.dirname, 'results');
   await mkdir(dir, { recursive: true });
-  const jsonFile = path.join(dir, 'parallel-subtasks.json');
-  const formatting = (await resolveConfig(jsonFile)) ?? {};
-  await writeFile(jsonFile, await format(JSON.stringify(result), { ...formatting, parser: 'json' }));
+  const formatting = (await resolveConfig(path.join(dir, 'parallel-subtasks.json'))) ?? {};
+  await writeFile(
+    path.join(dir, 'parallel-subtasks.json'),
+    await format(JSON.stringify(result), { ...formatting, parser: 'json' }),
+  );
   await writeFile(
     path.join(dir, 'parallel-subtasks.md'),
-    await format(markdown, { ...formatting, parser: 'markdown' }),
+    await format(renderParallelSubtasks(result), { ...formatting, parser: 'markdown' }),
   );
-  process.stdout.write(`${markdown}\n`);
+  process.stdout.write(renderParallelSubtasks(result));
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
-  main().catch((error: unknown) => {
-    process.stderr.write(
-      `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    process.exitCode = 1;
-  });
-}
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) await main();

@@ -28,7 +28,7 @@ import type {
 } from './ports.js';
 import type { TaskRecord } from './task-record.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
-import type { Assessment, Baseline, Plan, RunRecord, Usage } from './types.js';
+import type { Assessment, Baseline, MetaDecision, Plan, RunRecord, Usage } from './types.js';
 import type { RedBasePolicy } from './baseline.js';
 import type { PriceTable } from './usage.js';
 import { timeoutSignal } from './timeout-signal.js';
@@ -116,6 +116,13 @@ export function diskFullError(error: unknown, runDir: string): EnvironmentError 
 /** The least time an observation (replay and facts) gets, even when the wall clock is spent. */
 export const OBSERVE_MIN_MS = 10_000;
 
+/** A decision asked before the task was ready to take it; `abort` when it will not be taken. */
+export interface EarlyDecision {
+  answer: Promise<{ decision: MetaDecision; usage: Usage }>;
+  /** Stops the call, or counts what it spent when it had answered already; never throws. */
+  discard(): Promise<void>;
+}
+
 export class TaskLoop {
   state: TaskState = 'PENDING';
   plan: Plan | null = null;
@@ -145,6 +152,12 @@ export class TaskLoop {
   looseAssessment: { assessment: Assessment; fingerprint: string } | null = null;
   /** The DoD on the base before any change (this attempt's, or the first attempt's on resume). */
   baseline: Baseline | null = null;
+  /**
+   * The first decision, asked as soon as the plan was known while the sandbox was still being prepared
+   * (task-startup.ts): the first step takes it instead of asking again. Its view is the one the first step
+   * would send (the plan, the PRD, the memory; nothing of the sandbox).
+   */
+  firstDecision: EarlyDecision | null = null;
 
   constructor(
     readonly options: TaskRunnerOptions,
@@ -214,12 +227,12 @@ export class TaskLoop {
     };
   }
 
-  view(): MetaView {
-    if (!this.plan) throw new Error('no plan yet');
+  view(plan = this.plan): MetaView {
+    if (!plan) throw new Error('no plan yet');
     return {
       taskId: this.options.taskId,
       prd: this.options.prd,
-      plan: this.plan,
+      plan,
       history: this.runs,
       feedback: [...this.feedback],
       patterns: this.options.patterns.list().map(({ name, description }) => ({ name, description })),

@@ -83,6 +83,9 @@ export class TaskRunner {
     } catch (caught) {
       outcome = await this.outcomeOfError(caught, signal);
     }
+    // A first decision asked early and never taken (the task stopped first): stopped, or its spending counted.
+    await loop.firstDecision?.discard();
+    loop.firstDecision = null;
     const error = outcome.code === 'error' ? outcome.error : null;
     return { kind: 'finished', summary: await finishTask(loop, outcome, error) };
   }
@@ -121,7 +124,10 @@ export class TaskRunner {
     if (started.kind === 'stop') return started.outcome;
     loop.move({ type: 'planned' });
     const preflight = await preflightCriteria(loop, signal);
-    if (preflight.kind === 'stop') return preflight.outcome;
+    if (preflight.kind === 'stop') {
+      await loop.firstDecision?.discard();
+      return preflight.outcome;
+    }
     // After a resume, the work already there is observed first: the Meta-agent decides on today's facts.
     if (loop.options.previous) {
       const limit = loop.limitReached(signal);
@@ -138,9 +144,15 @@ export class TaskRunner {
   /** One decision of the Meta-agent, carried out, then the stall check. */
   private async step(signal: AbortSignal): Promise<Next> {
     const { loop } = this;
+    const early = loop.firstDecision;
+    loop.firstDecision = null;
     const limit = loop.limitReached(signal);
-    if (limit) return stop(limit);
-    const { decision, usage } = await loop.deps.meta.nextAction(loop.view(), loop.callSignal(signal));
+    if (limit) {
+      await early?.discard();
+      return stop(limit);
+    }
+    const { decision, usage } = await (early?.answer ??
+      loop.deps.meta.nextAction(loop.view(), loop.callSignal(signal)));
     loop.ledger.countMeta(usage);
     loop.emit({ type: 'decision', decision, usage });
     loop.feedback.length = 0;

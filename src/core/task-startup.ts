@@ -10,7 +10,7 @@ import { failureHint } from './failure-hints.js';
 import { goOn, stop, type Next } from './outcome.js';
 import type { GivenPlan, MissingProgram } from './ports.js';
 import { startSandboxSession } from './sandbox-session.js';
-import type { TaskLoop } from './task-loop.js';
+import type { EarlyDecision, TaskLoop } from './task-loop.js';
 
 /** The planner split the work while this task prepared: it ends here, unrun (see `givenPlan`). */
 export interface HandedOff {
@@ -36,12 +36,16 @@ export async function planWhilePreparing(loop: TaskLoop, signal?: AbortSignal): 
   // Planning that failed (or handed off) also stops a baseline still running on the prepared side.
   const stopPreparing = new AbortController();
   const prepareSignal = signal ? AbortSignal.any([signal, stopPreparing.signal]) : stopPreparing.signal;
+  let ready = false;
+  let early: EarlyDecision | null = null;
   const planning = askForPlan(loop, planSignal).then(
     (planned) => {
       if (planned?.kind === 'handed_off') {
         stopPreparing.abort();
         failed(planned);
       }
+      // The plan is known and the sandbox is not: the first decision needs only the plan, so it is asked now.
+      if (planned?.kind === 'plan' && !ready && !first.failed) early = askEarly(loop, planned, planSignal);
       return planned;
     },
     (error: unknown) => {
@@ -53,11 +57,19 @@ export async function planWhilePreparing(loop: TaskLoop, signal?: AbortSignal): 
     loop,
     () => (first.failed ? { error: first.error } : null),
     prepareSignal,
-  ).catch((error: unknown) => {
-    stopPlanning.abort();
-    return failed(error);
-  });
+  ).then(
+    () => {
+      ready = true;
+    },
+    (error: unknown) => {
+      stopPlanning.abort();
+      return failed(error);
+    },
+  );
   const [planned] = await Promise.allSettled([planning, preparing]);
+  const asked = early as EarlyDecision | null;
+  if (first.failed) await asked?.discard();
+  else loop.firstDecision = asked;
   if (first.failed) {
     if ((first.error as HandedOff | null)?.kind === 'handed_off') return first.error as HandedOff;
     throw first.error;
@@ -65,6 +77,39 @@ export async function planWhilePreparing(loop: TaskLoop, signal?: AbortSignal): 
   if (planned.status === 'fulfilled' && planned.value && planned.value.kind !== 'handed_off')
     takePlan(loop, planned.value);
   return goOn();
+}
+
+/**
+ * The first decision, asked beside the sandbox's preparation (a subtask's plan is given at once; an asked plan
+ * may come back before a slow set-up is done). Not on resume (the work there is observed first), and not when
+ * the Meta-agent calls left would not cover it.
+ */
+function askEarly(
+  loop: TaskLoop,
+  planned: GivenPlan & { asked: boolean },
+  signal: AbortSignal,
+): EarlyDecision | null {
+  if (loop.options.previous || loop.limitReached(signal)) return null;
+  const needed = planned.asked ? 2 : 1;
+  if (loop.ledger.remaining().maxMetaCalls < needed) return null;
+  const stopped = new AbortController();
+  const answer = loop.deps.meta.nextAction(
+    loop.view(planned.plan),
+    loop.callSignal(AbortSignal.any([signal, stopped.signal])),
+  );
+  // Taken by the first step, or discarded; a failure is the first step's to report.
+  answer.catch(() => undefined);
+  return {
+    answer,
+    async discard() {
+      stopped.abort();
+      const settled = await answer.then(
+        (value) => value,
+        () => null,
+      );
+      if (settled) loop.ledger.countMeta(settled.usage);
+    },
+  };
 }
 
 function askForPlan(loop: TaskLoop, signal: AbortSignal): Promise<Planned> {

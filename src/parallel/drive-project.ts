@@ -29,10 +29,11 @@ import type { DodOutcome, TaskSummary } from '../core/types.js';
 import { ZERO_USAGE } from '../core/usage.js';
 
 /**
- * How long an idle merge train waits before it leaves: subtasks whose reviews come back together (their model
- * calls started together) then share one combined check instead of one each.
+ * How long an idle merge train waits at most for the reviews under way before it leaves: subtasks whose reviews
+ * come back about together (their model calls started together) then share one combined check instead of one
+ * each. With no review under way it leaves at once.
  */
-const TRAIN_GATHER_MS = 250;
+const TRAIN_GATHER_MS = 1500;
 
 /** How a project reports: its own events, and each subtask's events tagged with the subtask. */
 export type ProjectHooks = Omit<TaskHooks, 'onEvent'> & { onEvent?: (event: StampedProjectEvent) => void };

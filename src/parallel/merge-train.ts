@@ -7,8 +7,9 @@
  * first half merges and is checked on its own (recursively); when it passed, the second half is known to hold
  * the culprit (the whole was red) and is split again without a check of its own. So a batch of three with one
  * culprit merges the two good ones and leaves the culprit alone with its red check. A train that was idle
- * waits `gatherMs` before it leaves, so subtasks reviewed at about the same moment ride together (a combined
- * check costs a sandbox and the DoD; the wait is a fraction of one). Imports ports only.
+ * waits, at most `gatherMs`, while other subtasks are still in their review, so subtasks reviewed at about the
+ * same moment ride together (a combined check costs a sandbox and the DoD; the wait is a fraction of one); with
+ * no review under way it leaves at once. Imports ports only.
  */
 import type { IntegrationPort } from './ports.js';
 import type { CombinedCheck } from './project-events.js';
@@ -31,7 +32,12 @@ export interface MergeTrainHost {
   conflicted(car: SubtaskRecord, files: string[], signal?: AbortSignal): Promise<void>;
   /** A subtask that stays red on the combined tree alone (after its fix-ups): plan it again. */
   rejected(car: SubtaskRecord, red: CombinedCheck, signal?: AbortSignal): Promise<void>;
+  /** How many subtasks are in their review now (they may join the train that is about to leave). */
+  inReview(): number;
 }
+
+/** How often a gathering train looks whether the reviews under way have answered. */
+const GATHER_POLL_MS = 20;
 
 interface Waiting {
   car: SubtaskRecord;
@@ -57,7 +63,9 @@ export class MergeTrain {
   }
 
   private async drive(signal?: AbortSignal): Promise<void> {
-    if (this.gatherMs > 0) await new Promise((resolve) => setTimeout(resolve, this.gatherMs));
+    const until = Date.now() + this.gatherMs;
+    while (this.host.inReview() > 0 && Date.now() < until && !signal?.aborted)
+      await new Promise((resolve) => setTimeout(resolve, GATHER_POLL_MS));
     while (this.waiting.length > 0) {
       const batch = this.waiting.splice(0);
       try {

@@ -52,7 +52,7 @@ export interface OrchestratorOptions {
   maxReplans: number;
   /** Fix-up tasks per merge whose combined DoD is red. */
   maxFixups: number;
-  /** How long an idle merge train waits for subtasks reviewed at about the same moment (default 0). */
+  /** How long an idle merge train waits at most for the reviews under way (default 0: it leaves at once). */
   gatherMs?: number;
   /** Earlier state of a resumed project: subtasks already merged stay merged. */
   merged?: string[];
@@ -98,6 +98,7 @@ export class ProjectOrchestrator {
         check: (label, cars, signal) => this.checkCombined(label, cars, signal),
         repair: (car, red, signal) => this.repair(car, red, signal),
         logMerge: (entry) => this.logMerge(entry),
+        inReview: () => [...this.records.values()].filter((record) => record.state === 'reviewing').length,
         merged: (cars, check) => {
           const reason = `merged at ${check.headSha.slice(0, 12)}; combined check ${combinedStatus(check)}`;
           for (const car of cars) this.finishRecord(car, 'merged', reason);

@@ -207,9 +207,12 @@ class FakeMeta implements ProjectMetaPort {
   replans: string[] = [];
   /** What each review was shown, by task id. */
   shown = new Map<string, string>();
+  /** How long a review takes. */
+  reviewMs = 0;
   constructor(private readonly verdicts: Record<string, ReviewVerdict['verdict']> = {}) {}
   async review({ taskId, evidence }: { taskId: string; evidence: { summary: string } }) {
     this.shown.set(taskId, evidence.summary);
+    if (this.reviewMs) await new Promise((resolve) => setTimeout(resolve, this.reviewMs));
     const verdict = this.verdicts[taskId] ?? 'ok';
     return {
       review: {
@@ -412,15 +415,21 @@ describe('ProjectOrchestrator', () => {
     expect(meta.replans).toEqual([expect.stringContaining('no fix-up repaired it')]);
   });
 
-  it('an idle train waits gatherMs: subtasks reviewed at about the same moment share one combined check', async () => {
+  it('an idle train waits for the reviews under way: subtasks reviewed about together share one check', async () => {
     const run = async (gatherMs: number) => {
+      const runner = new FakeRunner();
+      runner.delays = { 'P--a': 5, 'P--b': 10, 'P--c': 15 };
+      const meta = new FakeMeta();
+      meta.reviewMs = 30;
       const { orchestrator, integration } = orchestrate([A, B, subtask('c', ['docs/**'])], {
+        runner,
+        meta,
         options: { max: 3, gatherMs },
       });
       expect((await orchestrator.run()).state).toBe('COMPLETE');
       return integration.checks.map((check) => check.label.split(', ').sort().join(' '));
     };
-    expect(await run(30)).toEqual(['a b c']);
+    expect(await run(200)).toEqual(['a b c']);
     // Without the wait the first one reviewed leaves alone.
     expect((await run(0)).length).toBeGreaterThan(1);
   });

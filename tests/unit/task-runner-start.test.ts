@@ -98,6 +98,13 @@ class LoggedMeta extends ScriptedMetaAgent {
     }
     return super.plan({});
   }
+  override async nextAction(
+    view: Parameters<ScriptedMetaAgent['nextAction']>[0],
+    signal?: AbortSignal,
+  ): ReturnType<ScriptedMetaAgent['nextAction']> {
+    this.log.push('decision requested');
+    return super.nextAction(view, signal);
+  }
 }
 
 async function setup(
@@ -152,7 +159,8 @@ describe('task start: planning does not wait for preparation', () => {
     );
     const running = t.runner.run();
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(t.log).toEqual(['plan requested', 'prepare started']);
+    // The plan came back first, so the first decision was asked too, still beside the preparation.
+    expect(t.log).toEqual(['plan requested', 'prepare started', 'decision requested']);
     t.workspace.opened.resolve();
     const summary = await running;
     expect(summary.state).toBe('FAILED');
@@ -352,6 +360,51 @@ describe('task start: a plan given from outside arrives while the task prepares'
     // 10 input tokens of the given plan, 100 of the scripted decision.
     expect(summary.usage.meta.inputTokens).toBe(110);
     expect(eventTypes(t.events)).toEqual(['task_started', 'sandbox_started', 'plan', 'note_written']);
+  });
+
+  it('a plan known before the sandbox is ready: the first decision is asked while preparing, and taken', async () => {
+    const t = await setup(
+      [{ kind: 'decide', decision: { action: 'abort', reason: 'stop here', usedPatterns: [] } }],
+      false,
+      undefined,
+      { givenPlan: Promise.resolve({ plan, usage, metaCalls: 1 }) },
+    );
+    const running = t.runner.run();
+    await tick();
+    // The preparation is still under way and the decision was asked already.
+    expect(t.log).toEqual(['prepare started', 'decision requested']);
+    expect(t.sandboxes.started).toBe(0);
+    t.workspace.opened.resolve();
+    const summary = await running;
+    expect(summary.reason).toContain('stop here');
+    // Asked once, counted once: the given plan and the one decision.
+    expect(summary.metaCalls).toBe(2);
+    expect(summary.usage.meta.inputTokens).toBe(110);
+    expect(t.log.filter((entry) => entry === 'decision requested')).toHaveLength(1);
+    // Recorded in the task's order: the decision after the plan.
+    const types = t.events.map((event) => event.type);
+    expect(types.indexOf('decision')).toBeGreaterThan(types.indexOf('plan'));
+    expect(types.indexOf('plan')).toBeGreaterThan(types.indexOf('sandbox_started'));
+    t.meta.assertComplete();
+  });
+
+  it('an early decision whose task then fails to prepare is not taken, and what it spent is counted', async () => {
+    const t = await setup(
+      [{ kind: 'decide', decision: { action: 'abort', reason: 'never taken', usedPatterns: [] } }],
+      false,
+      undefined,
+      { givenPlan: Promise.resolve({ plan, usage, metaCalls: 1 }) },
+    );
+    const running = t.runner.run();
+    await tick();
+    expect(t.log).toContain('decision requested');
+    t.workspace.opened.reject(new AgentRunnerError('workspace_failed', 'git worktree add failed: disk'));
+    const summary = await running;
+    expect(summary.state).toBe('FAILED');
+    expect(summary.reason).toContain('git worktree add failed: disk');
+    expect(summary.reason).not.toContain('never taken');
+    expect(t.events.map((event) => event.type)).not.toContain('decision');
+    expect(summary.usage.meta.inputTokens).toBeGreaterThanOrEqual(100);
   });
 
   it('a hand-off after the sandbox was set up removes it and ends the task unrun: no note', async () => {
