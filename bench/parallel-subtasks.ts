@@ -4,8 +4,8 @@
  * combined checks) with a scripted Meta-agent that takes a fixed time per call and a worker that commits one
  * file with one `docker exec`. Side by side in one run: N = 3 and 4 with 8 s per model call, and N = 4 with a
  * zero-latency model; each with `parallel.max: N` and with `parallel.max: 1` (the same work, one subtask after
- * another). Reported: wall time, the critical path's model time (plan, then one subtask's run_worker,
- * assessment and review: 4 calls), parallel / critical path, the speed-up, agent-runner's peak RSS, the most
+ * another). Reported: wall time, the critical path's model time (plan, then one subtask's run_worker and
+ * assessment, its review beside the assessment: 3 calls), parallel / critical path, the speed-up, agent-runner's peak RSS, the most
  * containers alive at once, and the machine's load.
  *
  * Alone: `npm run bench:parallel` (writes bench/results/parallel-subtasks.json and .md); `npm run bench` runs
@@ -37,10 +37,13 @@ import { round } from './stats.js';
 
 const subtaskIds = (count: number) => Array.from({ length: count }, (_, index) => `s${index + 1}`);
 
-/** A call to a real model takes seconds; the issue's figure. */
+/** A call to a real model takes seconds: 8 s per call. */
 export const MODEL_LATENCY_MS = 8_000;
-/** Model calls on a project's critical path: the plan, then one subtask's run_worker, assessment, review. */
-const CRITICAL_CALLS = 4;
+/**
+ * Model calls on a project's critical path: the plan, then one subtask's run_worker and assessment (its review
+ * is asked when its checks passed, beside the assessment).
+ */
+const CRITICAL_CALLS = 3;
 
 /** Answers each task from its own queue, found by its task id in the system prompt and the stable part. */
 class RoutedScriptedModel implements MetaModel {
@@ -59,11 +62,10 @@ class RoutedScriptedModel implements MetaModel {
     ]);
     for (const id of subtasks) {
       const taskId = `${parentId}--${id}`;
-      this.queues.set(taskId, [
-        runWorkerReply(`Write ${id}.txt and commit it.`),
-        assessmentReply(true, ['AC-1'], 'Committed.'),
-        reviewReply(taskId),
-      ]);
+      // One queue per kind of call: a subtask's review is asked beside its assessment.
+      this.queues.set(`${taskId} next_action`, [runWorkerReply(`Write ${id}.txt and commit it.`)]);
+      this.queues.set(`${taskId} completion_assessment`, [assessmentReply(true, ['AC-1'], 'Committed.')]);
+      this.queues.set(`${taskId} review`, [reviewReply(taskId)]);
     }
   }
   async complete(messages: readonly MetaMessage[]): Promise<MetaCompletion> {
@@ -71,10 +73,13 @@ class RoutedScriptedModel implements MetaModel {
       .slice(0, 2)
       .map((message) => message.content)
       .join('\n');
-    const key =
-      [...this.queues.keys()]
-        .filter((taskId) => head.includes(taskId))
+    const last = messages.at(-1)?.content ?? '';
+    const kind = /Reply with one `(next_action|completion_assessment|review)` message/.exec(last)?.[1];
+    const taskId =
+      [...new Set([...this.queues.keys()].map((key) => key.split(' ')[0]!))]
+        .filter((id) => head.includes(id))
         .sort((a, b) => b.length - a.length)[0] ?? this.parentId;
+    const key = kind && this.queues.has(`${taskId} ${kind}`) ? `${taskId} ${kind}` : this.parentId;
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     const text = this.queues.get(key)?.shift();
     if (text === undefined) throw new Error(`bench: no scripted reply left for ${key}`);
@@ -314,7 +319,7 @@ export function renderParallelSubtasks(result: ParallelSubtasksResult): string {
     '|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.pairs.map(row),
     '',
-    `Each run includes planning, N sandboxes with a worker run and a DoD each, N reviews, the merge train and its combined checks (DoD and every merged subtask's criteria). The critical path is ${CRITICAL_CALLS} model calls: the plan, then one subtask's run_worker, assessment and review.`,
+    `Each run includes planning, N sandboxes with a worker run and a DoD each, N reviews, the merge train and its combined checks (DoD and every merged subtask's criteria). The critical path is ${CRITICAL_CALLS} model calls: the plan, then one subtask's run_worker and assessment (its review is asked beside the assessment, once its checks passed).`,
     '',
   ].join('\n');
 }

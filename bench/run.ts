@@ -123,7 +123,9 @@ async function main(): Promise<void> {
     progress('7. agent-runner run → first Meta-agent request and first worker request');
     const startLatency = await measureStartSection(engine, sandboxes, scratch, progress);
 
-    progress('8. a PRD split into N subtasks: parallel.max N vs 1 (N = 3, 4 at 8 s per model call; 4 at zero)');
+    progress(
+      '8. a PRD split into N subtasks: parallel.max N vs 1 (N = 3, 4 at 8 s per model call; 4 at zero)',
+    );
     const parallelSubtasks = await measureParallelSubtasks(progress);
 
     const attempts = Number(process.env.AGENT_RUNNER_BENCH_INSTALL_ATTEMPTS ?? 3);

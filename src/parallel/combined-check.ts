@@ -43,7 +43,7 @@ export function dodReport(dod: DodOutcome): string {
 export function combinedReport(check: CombinedCheck): string {
   const criteria = failedCriteria(check).map(
     (result) =>
-      `- subtask \`${result.subtask}\`, criterion ${result.criterionId}: \`${result.target}\` ${result.status} (exit ${result.exitCode ?? '-'}): ${result.reason}\n${result.outputTail}`,
+      `- subtask \`${result.subtask}\`, criterion ${result.criterionId}: \`${result.target}\` ${result.status} (exit ${result.exitCode ?? '-'})${result.reason ? `: ${result.reason}` : ''}:\n${result.outputTail}`,
   );
   return [dodReport(check.dod), ...criteria].filter(Boolean).join('\n');
 }

@@ -32,7 +32,10 @@ export interface MergeTrainHost {
   conflicted(car: SubtaskRecord, files: string[], signal?: AbortSignal): Promise<void>;
   /** A subtask that stays red on the combined tree alone (after its fix-ups): plan it again. */
   rejected(car: SubtaskRecord, red: CombinedCheck, signal?: AbortSignal): Promise<void>;
-  /** How many subtasks are in their review now (they may join the train that is about to leave). */
+  /**
+   * How many subtasks are about to be ready: in their review, or with their checks passed and their review
+   * asked beside the assessment (they may join the train that is about to leave).
+   */
   inReview(): number;
 }
 

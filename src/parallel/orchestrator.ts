@@ -13,7 +13,6 @@
 import type { Clock } from '../core/ports.js';
 import type { Ledger } from '../core/ledger.js';
 import { limitMessage } from '../core/limits.js';
-import type { FactsForAssessment } from '../meta/meta-context.js';
 import type { ReviewFinding } from '../protocol/review.js';
 import type {
   IntegrationPort,
@@ -22,16 +21,11 @@ import type {
   SubtaskResult,
   SubtaskRunnerPort,
 } from './ports.js';
-import type {
-  CombinedCheck,
-  PlannedSubtask,
-  ProjectEvent,
-  ReviewVerdict,
-  SubtaskTaskEvent,
-} from './project-events.js';
+import type { CombinedCheck, PlannedSubtask, ProjectEvent, SubtaskTaskEvent } from './project-events.js';
 import { combinedPassed, combinedReport, combinedStatus } from './combined-check.js';
 import { runFixup } from './fixup-task.js';
 import { MergeTrain } from './merge-train.js';
+import { EarlyReview, SubtaskReviewer } from './subtask-review.js';
 import { schedule, type SubtaskState } from './scheduler.js';
 
 import {
@@ -80,6 +74,9 @@ export class ProjectOrchestrator {
   private combined: CombinedCheck | null = null;
   private readonly checksByHead = new Map<string, CombinedCheck>();
   private readonly train: MergeTrain;
+  /** Each running subtask's review asked as soon as its checks passed. */
+  private readonly earlyReviews = new Map<string, EarlyReview>();
+  private readonly reviewer: SubtaskReviewer;
   private wake: () => void = () => {};
   private changed: Promise<void> = Promise.resolve();
   private stopReason: string | null = null;
@@ -92,13 +89,18 @@ export class ProjectOrchestrator {
   ) {
     for (const record of initialRecords(options)) this.records.set(record.subtask.id, record);
     this.arm();
+    this.reviewer = new SubtaskReviewer(deps);
     this.train = new MergeTrain(
       {
         integration: deps.integration,
         check: (label, cars, signal) => this.checkCombined(label, cars, signal),
         repair: (car, red, signal) => this.repair(car, red, signal),
         logMerge: (entry) => this.logMerge(entry),
-        inReview: () => [...this.records.values()].filter((record) => record.state === 'reviewing').length,
+        inReview: () =>
+          [...this.records.values()].filter(
+            (record) =>
+              record.state === 'reviewing' || this.earlyReviews.get(record.subtask.id)?.expected === true,
+          ).length,
         merged: (cars, check) => {
           const reason = `merged at ${check.headSha.slice(0, 12)}; combined check ${combinedStatus(check)}`;
           for (const car of cars) this.finishRecord(car, 'merged', reason);
@@ -168,6 +170,12 @@ export class ProjectOrchestrator {
     const record = this.record(id);
     record.startedAt ??= this.deps.clock.now();
     const base = await this.deps.integration.head();
+    const early = new EarlyReview((headSha, dod) =>
+      signal?.aborted || this.stopReason || this.budgetSpent()
+        ? null
+        : this.reviewer.early(record, base, headSha, dod, signal),
+    );
+    this.earlyReviews.set(id, early);
     let result: SubtaskResult;
     try {
       result = await this.deps.runner.run({
@@ -180,55 +188,42 @@ export class ProjectOrchestrator {
         readScope: record.subtask.readScope,
         limits: this.deps.ledger.remaining(),
         parent: this.deps.ledger,
-        onEvent: (event) => this.deps.emit(event),
+        onEvent: (event) => {
+          this.deps.emit(event);
+          early.observe(event);
+        },
         ...(signal ? { signal } : {}),
       });
     } catch (error) {
       this.finishRecord(record, 'failed', `could not run: ${(error as Error).message}`);
       return;
+    } finally {
+      this.earlyReviews.delete(id);
     }
     const summary = result.summary;
     record.attempts.push(summary);
     this.deps.emit({ type: 'subtask_finished', subtask: id, taskId: record.taskId, summary });
     if (summary.state !== 'COMPLETE') {
-      const state = signal?.aborted ? 'waiting' : 'failed';
-      this.finishRecord(
-        record,
-        state === 'waiting' ? 'failed' : state,
-        `${summary.state}: ${summary.reason}`,
-      );
+      this.finishRecord(record, 'failed', `${summary.state}: ${summary.reason}`);
       return;
     }
-    // The review is a Meta-agent call too: none once the project's budget is spent.
-    if (!signal?.aborted) this.stopReason ??= this.budgetSpent();
-    if (signal?.aborted || this.stopReason) {
-      this.finishRecord(record, 'failed', `not merged: ${this.stopReason ?? 'interrupted'}`);
-      return;
-    }
-
     this.setState(id, 'reviewing', 'gate passed');
-    const evidence: FactsForAssessment = {
-      summary: `Subtask ${id} ended ${summary.state} after ${summary.runs} worker run(s): ${summary.reason}. Its branch ${summary.branch} is at ${summary.headSha ?? 'unknown'}.`,
-      dodResults: result.dod?.results ?? [],
-      diff: await this.deps.integration.diff(base, summary.branch),
-      ...(result.workerSummary ? { workerSummary: result.workerSummary } : {}),
-    };
-    let review: ReviewVerdict;
-    try {
-      const reviewed = await this.deps.meta.review({
-        taskId: record.taskId,
-        subtask: record.subtask,
-        evidence,
-        ...(signal ? { signal } : {}),
-      });
-      this.deps.ledger.countMeta(reviewed.usage);
-      review = reviewed.review;
-      record.reviews.push(review);
-      this.deps.emit({ type: 'review', subtask: id, taskId: record.taskId, review, usage: reviewed.usage });
-    } catch (error) {
-      this.finishRecord(record, 'failed', `the review failed: ${(error as Error).message}`);
-      return;
+    let review = await early.take(summary.headSha);
+    if (!review) {
+      // The review is a Meta-agent call too: none once the project's budget is spent.
+      if (!signal?.aborted) this.stopReason ??= this.budgetSpent();
+      if (signal?.aborted || this.stopReason) {
+        this.finishRecord(record, 'failed', `not merged: ${this.stopReason ?? 'interrupted'}`);
+        return;
+      }
+      try {
+        review = await this.reviewer.final(record, base, result, signal);
+      } catch (error) {
+        this.finishRecord(record, 'failed', `the review failed: ${(error as Error).message}`);
+        return;
+      }
     }
+    record.reviews.push(review);
     if (review.verdict === 'ng') {
       await this.replan(record, review.findings, `the review said ng: ${review.summary}`, signal);
       return;

@@ -81,6 +81,8 @@ export const projectEventSchema = z.discriminatedUnion('type', [
     taskId: z.string(),
     review: reviewVerdictSchema,
     usage: usageSchema,
+    /** The commit reviewed (absent in older journals); an early review of a head the task moved on from is not taken. */
+    headSha: z.string().optional(),
   }),
   event('replan', {
     subtask: z.string(),

@@ -24,14 +24,27 @@ function codexTurn(match: string, commands: string[]): ScriptedReply[] {
   ];
 }
 
-/** The Meta-agent's part of one subtask: run the worker once, judge it done, review it ok. */
+/**
+ * The Meta-agent's part of one subtask: run the worker once, judge it done, review it ok. Each matched by its
+ * request as well as the task id: the review is asked as soon as the checks passed, beside the assessment.
+ */
 function subtaskMeta(taskId: string) {
   return [
-    { reply: runWorkerReply('Implement it with a test, run npm test, commit.'), match: taskId },
-    { reply: assessmentReply(true, ['AC-1'], 'Implemented, tested and committed.'), match: taskId },
-    { reply: reviewReply(taskId), match: taskId },
+    {
+      reply: runWorkerReply('Implement it with a test, run npm test, commit.'),
+      match: [taskId, NEXT_ACTION],
+    },
+    {
+      reply: assessmentReply(true, ['AC-1'], 'Implemented, tested and committed.'),
+      match: [taskId, ASSESSMENT],
+    },
+    { reply: reviewReply(taskId), match: `Review subtask ${taskId}.` },
   ];
 }
+
+/** What a loop decision's and an assessment's requests end with (src/meta/meta-agent.ts). */
+const NEXT_ACTION = 'Reply with one `next_action` message.';
+const ASSESSMENT = 'Reply with one `completion_assessment` message.';
 
 const writeAndCommit = (files: Record<string, string>, message: string) => [
   Object.entries(files)
@@ -446,7 +459,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       },
       ...subtaskMeta(`${id}--alpha`),
       ...subtaskMeta(`${id}--beta`),
-      { reply: runWorkerReply('Make the combined tree pass.'), match: `${id}--fixup-1` },
+      { reply: runWorkerReply('Make the combined tree pass.'), match: [`${id}--fixup-1`, NEXT_ACTION] },
       { reply: assessmentReply(true, ['AC-1'], 'The DoD passes now.'), match: `${id}--fixup-1` },
       // A reviewer that is fooled: the deletion must be caught by the facts, not by the review.
       { reply: reviewReply(`${id}--fixup-1`), match: `${id}--fixup-1` },
@@ -538,7 +551,10 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
         // The three reviews come back together: the three subtasks are ready at the same moment.
         return [run!, assess!, { ...review!, together: { name: 'reviews', count: 3 } }];
       }),
-      { reply: runWorkerReply('Make the gamma test check its own feature.'), match: `${id}--fixup-1` },
+      {
+        reply: runWorkerReply('Make the gamma test check its own feature.'),
+        match: [`${id}--fixup-1`, NEXT_ACTION],
+      },
       { reply: assessmentReply(true, ['AC-1'], 'The combined tree passes.'), match: `${id}--fixup-1` },
       { reply: reviewReply(`${id}--fixup-1`), match: `${id}--fixup-1` },
     );

@@ -90,15 +90,16 @@ describe('Ctrl-C on a split project', () => {
     for (const sub of SUBTASKS) {
       const taskId = `${id}--${sub}`;
       chat.push(
+        // Each matched by its request too: the review is asked as soon as the checks passed, beside the assessment.
         {
           reply: runWorkerReply(`Finish ${sub}() with its test and commit.`, { mode: 'resume' }),
-          match: taskHeading(taskId),
+          match: [taskHeading(taskId), 'Reply with one `next_action` message.'],
         },
         {
           reply: assessmentReply(true, ['AC-1'], `${sub}() is implemented and tested.`),
-          match: taskHeading(taskId),
+          match: [taskHeading(taskId), 'Reply with one `completion_assessment` message.'],
         },
-        { reply: reviewReply(taskId), match: taskHeading(taskId) },
+        { reply: reviewReply(taskId), match: `Review subtask ${taskId}.` },
       );
       const test = `const test = require('node:test');\nconst assert = require('node:assert');\ntest('${sub}', () => assert.strictEqual(require('../${sub}.js').${sub}(), '${sub}'));\n`;
       responses.enqueue(

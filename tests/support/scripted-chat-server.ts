@@ -16,10 +16,12 @@ export type ChatStep = (
   | { stall: true }
 ) & {
   /**
-   * Only for a request whose messages contain this text (e.g. a subtask's task id): concurrent tasks then
-   * each get their own steps in their own order. A request takes the first unconsumed step it matches.
+   * Only for a request whose messages contain this text (e.g. a subtask's task id), or every one of these
+   * texts: concurrent tasks then each get their own steps in their own order, and calls of one task that may
+   * overlap (an assessment and an early review) each get theirs. A request takes the first unconsumed step it
+   * matches.
    */
-  match?: string;
+  match?: string | readonly string[];
   /** Answered this long after the request arrived: a model that takes its time. */
   delayMs?: number;
   /**
@@ -165,7 +167,11 @@ export async function startScriptedChatServer(script: readonly ChatStep[] = []):
       const text = JSON.stringify(body.messages ?? []);
       const index = steps.findIndex(
         (candidate, position) =>
-          !consumed.has(position) && (candidate.match === undefined || text.includes(candidate.match)),
+          !consumed.has(position) &&
+          (candidate.match === undefined ||
+            (typeof candidate.match === 'string' ? [candidate.match] : candidate.match).every((part) =>
+              text.includes(part),
+            )),
       );
       const step = index === -1 ? undefined : steps[index];
       if (index !== -1) consumed.add(index);

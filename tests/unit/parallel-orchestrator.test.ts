@@ -14,7 +14,12 @@ import type {
   SubtaskRunRequest,
   SubtaskRunnerPort,
 } from '../../src/parallel/ports.js';
-import type { PlannedSubtask, ProjectEvent, ReviewVerdict } from '../../src/parallel/project-events.js';
+import type {
+  PlannedSubtask,
+  ProjectEvent,
+  ReviewVerdict,
+  SubtaskTaskEvent,
+} from '../../src/parallel/project-events.js';
 
 const plan = (title: string): Plan => ({
   title,
@@ -164,17 +169,33 @@ class FakeRunner implements SubtaskRunnerPort {
   peak = 0;
   /** Milliseconds a task id takes (default 5). */
   delays: Record<string, number> = {};
+  /** Heads whose checks pass, one validation each, reported as a task's events before it ends. */
+  passingHeads: Record<string, string[]> = {};
+  /** The head a task id ends on (default its last passing head, else f...f). */
+  finalHeads: Record<string, string> = {};
   constructor(private readonly outcomes: Record<string, TaskSummary['state']> = {}) {}
   async run(request: SubtaskRunRequest) {
     this.requests.push(request);
     this.running += 1;
     this.peak = Math.max(this.peak, this.running);
+    const heads = this.passingHeads[request.taskId] ?? [];
+    for (const [index, headSha] of heads.entries()) {
+      const event = (fields: object) =>
+        request.onEvent({ at: '', subtask: request.subtask, run: index + 1, ...fields } as SubtaskTaskEvent);
+      event({ type: 'facts', facts: { headSha, dirty: false } });
+      event({ type: 'dod', dod: dod('passed') });
+      event({ type: 'criteria_checks', results: [] });
+      // The assessment of this head takes a while.
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
     await new Promise((resolve) => setTimeout(resolve, this.delays[request.taskId] ?? 5));
     // A task counts its Meta-agent calls as it makes them (its summary says 2).
     request.parent.countMeta(ZERO_USAGE);
     request.parent.countMeta(ZERO_USAGE);
     this.running -= 1;
-    return { summary: summary(request.taskId, this.outcomes[request.taskId] ?? 'COMPLETE') };
+    const ended = summary(request.taskId, this.outcomes[request.taskId] ?? 'COMPLETE');
+    const headSha = this.finalHeads[request.taskId] ?? heads.at(-1) ?? ended.headSha;
+    return { summary: { ...ended, headSha } };
   }
 }
 
@@ -209,9 +230,12 @@ class FakeMeta implements ProjectMetaPort {
   shown = new Map<string, string>();
   /** How long a review takes. */
   reviewMs = 0;
+  /** Each review asked: task id and the start of what it was shown. */
+  reviews: string[] = [];
   constructor(private readonly verdicts: Record<string, ReviewVerdict['verdict']> = {}) {}
   async review({ taskId, evidence }: { taskId: string; evidence: { summary: string } }) {
     this.shown.set(taskId, evidence.summary);
+    this.reviews.push(`${taskId}: ${evidence.summary.slice(0, 60)}`);
     if (this.reviewMs) await new Promise((resolve) => setTimeout(resolve, this.reviewMs));
     const verdict = this.verdicts[taskId] ?? 'ok';
     return {
@@ -477,6 +501,42 @@ describe('ProjectOrchestrator', () => {
     ]);
     // The last check ran every subtask's criteria on the final tree.
     expect(integration.checks.at(-1)?.subtasks.sort()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it("asks a subtask's review as soon as its checks passed, beside the assessment; taken only for the head it ends on", async () => {
+    const runner = new FakeRunner();
+    runner.passingHeads = { 'P--a': ['a1'], 'P--b': ['b1', 'b2'], 'P--c': ['c1'] };
+    // c's task ends on another commit than the one its checks passed on: its early review is not taken.
+    runner.finalHeads = { 'P--c': 'c9' };
+    const meta = new FakeMeta();
+    meta.reviewMs = 10;
+    const { orchestrator, events } = orchestrate([A, B, subtask('c', ['docs/**'])], {
+      runner,
+      meta,
+      options: { max: 3 },
+    });
+    const outcome = await orchestrator.run();
+    expect(outcome.state).toBe('COMPLETE');
+    const reviewsOf = (taskId: string) =>
+      meta.reviews
+        .filter((review) => review.startsWith(`${taskId}:`))
+        .map((review) => review.slice(taskId.length + 2));
+    // a: one review, asked early (before its task ended), and taken.
+    expect(reviewsOf('P--a')).toEqual([expect.stringContaining('passed its checks')]);
+    const types = events.map((event) => `${event.type}:${'subtask' in event ? event.subtask : ''}`);
+    expect(types.indexOf('review:a')).toBeLessThan(types.indexOf('subtask_finished:a'));
+    // b: each head reviewed as its checks passed; the review of the head it ended on is the one taken.
+    expect(reviewsOf('P--b')).toHaveLength(2);
+    expect(outcome.subtasks.find((record) => record.subtask.id === 'b')?.reviews).toHaveLength(1);
+    const bReviews = events.filter((event) => event.type === 'review' && event.subtask === 'b');
+    expect(bReviews.map((event) => (event as { headSha?: string }).headSha)).toEqual(['b1', 'b2']);
+    // c: the early review judged c1, the task ended on c9: c9 is reviewed after it ended.
+    expect(reviewsOf('P--c')).toEqual([
+      expect.stringContaining('passed its checks'),
+      expect.stringContaining('ended COMPLETE'),
+    ]);
+    // Every review asked is counted: the plan, two calls per task, and four reviews.
+    expect(outcome.metaCalls).toBe(1 + 3 * 2 + 4 + 1);
   });
 
   it('starts nothing new once the project budget is spent, and ends NEEDS_REVIEW', async () => {
