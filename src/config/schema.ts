@@ -243,10 +243,11 @@ export const configSchema = z
     limits: limitsSchema.prefault({}),
     parallel: z
       .strictObject({
-        // auto: the Meta-agent may split a PRD into subtasks (it answers either way); never: one task, always.
-        // Opt-in until parallel work re-checks every subtask's criteria on the final tree; a run that stays one
-        // task starts as fast as with `never` (its workspace and sandbox are prepared while the planner answers).
-        split: z.enum(['auto', 'never']).default('never'),
+        // auto (the default): the Meta-agent may split a PRD into subtasks (it answers either way); never: one
+        // task, always. A run that stays one task starts as fast as with `never` (its workspace and sandbox are
+        // prepared while the planner answers), and a split one is done only when every subtask's criteria hold on
+        // the final tree (the combined check).
+        split: z.enum(['auto', 'never']).default('auto'),
         // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
         max: positiveInt.max(32).optional(),
       })
