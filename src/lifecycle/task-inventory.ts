@@ -136,7 +136,8 @@ export async function listTasks(
       parent: null,
     });
   }
-  // A subtask's attempts and the combined DoD's checks (`<ID>--<SUB>`, `<ID>--<SUB>-r2`, `<ID>--check-N`).
+  // A subtask's attempts and the fix-ups (`<ID>--<SUB>`, `<ID>--<SUB>-r2`, `<ID>--fixup-N`); a combined check
+  // (`<ID>--check-N`) removes its run folder, but one cut short by a crash is the project's too.
   for (const parent of tasks.filter((task) => task.project)) {
     for (const task of tasks) if (task.taskId.startsWith(`${parent.taskId}--`)) task.parent ??= parent.taskId;
   }

@@ -15,10 +15,9 @@ import type {
   DodOutcome,
   TaskFacts,
 } from '../core/types.js';
-import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
-import { cleanShellArgv } from './dod-checks.js';
+import { cleanShellArgv, tailOf } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
 import { parseTestCounts } from './test-counts.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -76,15 +75,6 @@ export function dodResultFor(
 }
 
 type Check = NonNullable<AcceptanceCriterion['check']>;
-
-/** The output tail recorded, without its terminal sequences, as the DoD's (src/workspace/dod-checks.ts). */
-function tailOf(rawStdout: string, rawStderr: string): string {
-  const stdout = stripTerminalSequences(rawStdout);
-  const stderr = stripTerminalSequences(rawStderr);
-  const combined =
-    stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
-  return combined.length > TAIL_CHARS ? `…${combined.slice(combined.length - TAIL_CHARS)}` : combined;
-}
 
 /** A repository-relative path as the model wrote it, or null when it could point outside (`..`, `/x`). */
 export function repositoryPath(file: string): string | null {
@@ -255,7 +245,7 @@ function rewroteResult(
   return {
     target: command,
     durationMs: result.durationMs,
-    outputTail: `${rewroteNotice(rewrote)}\n${tailOf(result.stdoutTail, result.stderrTail)}`,
+    outputTail: `${rewroteNotice(rewrote)}\n${tailOf(result.stdoutTail, result.stderrTail, TAIL_CHARS)}`,
     status: 'failed',
     exitCode: result.exitCode,
     reason: `changed ${rewrote.count} tracked file(s) (put back): it did not check the commit`,
@@ -303,7 +293,7 @@ async function runInSandbox(
   // Checks are checks (src/workspace/check-rewrites.ts): tracked files it changed are put back, and it failed.
   const rewrote = cleanTree ? await putBackTrackedChanges(runtime, sandboxId, options.signal) : null;
   if (rewrote?.count) return rewroteResult(command, result, rewrote);
-  const outputTail = tailOf(result.stdoutTail, result.stderrTail);
+  const outputTail = tailOf(result.stdoutTail, result.stderrTail, TAIL_CHARS);
   // Shown to the person; whether a named test ran is still decided by passedTestCount below.
   const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
   const common = { target: command, durationMs: result.durationMs, outputTail, ...(tests ? { tests } : {}) };

@@ -82,7 +82,7 @@ export interface RunDodChecksOptions {
  * sequences (a runner's colours are noise off its terminal, and would cost the Meta-agent tokens). The one
  * place a check's output is made readable; other controls are still shown as escapes wherever it is shown.
  */
-function tailOf(rawStdout: string, rawStderr: string, limit: number): string {
+export function tailOf(rawStdout: string, rawStderr: string, limit: number): string {
   const stdout = stripTerminalSequences(rawStdout);
   const stderr = stripTerminalSequences(rawStderr);
   const combined =

@@ -60,6 +60,36 @@ const onlyFeature = (name: string) =>
 /** A feature test that passes while its feature is there. */
 const hasFeature = (name: string) =>
   `const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\ntest('${name} is a feature', () => assert.ok(fs.readdirSync(path.join(__dirname, '..', 'features')).includes('${name}.js')));\n`;
+/** A subtask that adds `features/<file>.js` with its test, checked by running that test. */
+const featureSubtask = (id: string, file: string) => ({
+  id,
+  title: `Add feature ${file}`,
+  write: [`features/${file}.js`, `test/${file}.test.js`],
+  check: `node --test test/${file}.test.js`,
+});
+
+/** alpha and beta each add their feature with a test that passes only while it is the only feature. */
+const onlyFeatureTurns = (id: string) => [
+  ...codexTurn(
+    `${id}--alpha`,
+    writeAndCommit({ 'features/a.js': 'module.exports = 1;\n', 'test/a.test.js': onlyFeature('a') }, 'Add a'),
+  ),
+  ...codexTurn(
+    `${id}--beta`,
+    writeAndCommit({ 'features/b.js': 'module.exports = 2;\n', 'test/b.test.js': onlyFeature('b') }, 'Add b'),
+  ),
+];
+
+/** The Meta-agent's part of the project's first fix-up: instruct its worker, judge it done, review it ok. */
+const fixupMeta = (id: string, instruction: string) => [
+  { reply: runWorkerReply(instruction), match: [`${id}--fixup-1`, NEXT_ACTION] },
+  {
+    reply: assessmentReply(true, ['AC-1'], 'The combined tree passes.'),
+    match: [`${id}--fixup-1`, ASSESSMENT],
+  },
+  { reply: reviewReply(`${id}--fixup-1`), match: `Review subtask ${id}--fixup-1.` },
+];
+
 type Event = { type: string; at: string; subtask?: string; [key: string]: unknown };
 
 async function runProject(taskId: string, prd: string, max: number, extraConfig = '') {
@@ -237,6 +267,19 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     const subtaskEvents = events.filter((event) => event.type === 'worker_started');
     expect(subtaskEvents.map((event) => event.subtask).sort()).toEqual(['alpha', 'beta', 'gamma']);
 
+    // Each subtask's review was asked as soon as its checks passed, before its task ended (beside the
+    // assessment), and it judged the commit the subtask ended on.
+    for (const sub of ['alpha', 'beta', 'gamma']) {
+      const asked = models.chat.requests.find((request) =>
+        JSON.stringify(request.body.messages).includes(`Review subtask ${id}--${sub}.`),
+      );
+      const ended = journal.find((event) => event.type === 'subtask_finished' && event.subtask === sub) as
+        (Event & { summary: { headSha: string } }) | undefined;
+      expect(asked?.at).toBeLessThan(Date.parse(ended?.at ?? ''));
+      const review = journal.find((event) => event.type === 'review' && event.subtask === sub);
+      expect(review?.headSha).toBe(ended?.summary.headSha);
+    }
+
     // The parent note: the plan table links each subtask's own note, which exists.
     const note = readFileSync(summary.notePath, 'utf8');
     for (const subtask of ['alpha', 'beta', 'gamma']) {
@@ -296,48 +339,15 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     const id = 'par-fix';
     models.chat.push(
       {
-        reply: decompositionReply(id, [
-          {
-            id: 'alpha',
-            title: 'Add feature a',
-            write: ['features/a.js', 'test/a.test.js'],
-            check: 'node --test test/a.test.js',
-          },
-          {
-            id: 'beta',
-            title: 'Add feature b',
-            write: ['features/b.js', 'test/b.test.js'],
-            check: 'node --test test/b.test.js',
-          },
-        ]),
+        reply: decompositionReply(id, [featureSubtask('alpha', 'a'), featureSubtask('beta', 'b')]),
       },
       ...subtaskMeta(`${id}--alpha`),
       ...subtaskMeta(`${id}--beta`),
       // The fix-up task on the integration branch: the Meta-agent instructs its worker, then reviews it.
-      {
-        reply: runWorkerReply(
-          'Both feature tests assume they are alone; make each check its own feature only.',
-        ),
-        match: `${id}--fixup-1`,
-      },
-      { reply: assessmentReply(true, ['AC-1'], 'The combined tree passes.'), match: `${id}--fixup-1` },
-      { reply: reviewReply(`${id}--fixup-1`), match: `${id}--fixup-1` },
+      ...fixupMeta(id, 'Both feature tests assume they are alone; make each check its own feature only.'),
     );
     models.responses.enqueue(
-      ...codexTurn(
-        `${id}--alpha`,
-        writeAndCommit(
-          { 'features/a.js': 'module.exports = 1;\n', 'test/a.test.js': onlyFeature('a') },
-          'Add a',
-        ),
-      ),
-      ...codexTurn(
-        `${id}--beta`,
-        writeAndCommit(
-          { 'features/b.js': 'module.exports = 2;\n', 'test/b.test.js': onlyFeature('b') },
-          'Add b',
-        ),
-      ),
+      ...onlyFeatureTurns(id),
       ...codexTurn(`${id}--fixup-1`, [
         `${writeFileCommand('test/a.test.js', hasFeature('a'))}\n${writeFileCommand('test/b.test.js', hasFeature('b'))}`,
         "git commit -q -am 'Feature tests check their own feature'",
@@ -380,6 +390,16 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(git(repo.root, 'show', `${integration}:test/a.test.js`)).toBe(hasFeature('a').trim());
     const note = readFileSync(summary.notePath, 'utf8');
     expect(note).toMatch(/\| `fixup-1` \| `agent-runner\/par-fix--fixup-1` \| merged \|/);
+    // status: the fix-up is an entry of the project; no combined check left an entry behind.
+    const status = await runCliCaptured(['status', '--json'], { cwd: repo.root, env: process.env });
+    const tasks = (
+      JSON.parse(status.stdout) as { tasks: { taskId: string; state: string; parent?: string }[] }
+    ).tasks;
+    expect(tasks.find((task) => task.taskId === `${id}--fixup-1`)).toMatchObject({
+      state: 'COMPLETE',
+      parent: id,
+    });
+    expect(tasks.filter((task) => task.taskId.includes('--check-'))).toEqual([]);
     expect(models.chat.remaining()).toBe(0);
     models.responses.assertComplete();
   });
@@ -442,43 +462,15 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     const id = 'par-undo';
     models.chat.push(
       {
-        reply: decompositionReply(id, [
-          {
-            id: 'alpha',
-            title: 'Add feature a',
-            write: ['features/a.js', 'test/a.test.js'],
-            check: 'node --test test/a.test.js',
-          },
-          {
-            id: 'beta',
-            title: 'Add feature b',
-            write: ['features/b.js', 'test/b.test.js'],
-            check: 'node --test test/b.test.js',
-          },
-        ]),
+        reply: decompositionReply(id, [featureSubtask('alpha', 'a'), featureSubtask('beta', 'b')]),
       },
       ...subtaskMeta(`${id}--alpha`),
       ...subtaskMeta(`${id}--beta`),
-      { reply: runWorkerReply('Make the combined tree pass.'), match: [`${id}--fixup-1`, NEXT_ACTION] },
-      { reply: assessmentReply(true, ['AC-1'], 'The DoD passes now.'), match: `${id}--fixup-1` },
-      // A reviewer that is fooled: the deletion must be caught by the facts, not by the review.
-      { reply: reviewReply(`${id}--fixup-1`), match: `${id}--fixup-1` },
+      // Its reviewer is fooled: the deletion must be caught by the facts, not by the review.
+      ...fixupMeta(id, 'Make the combined tree pass.'),
     );
     models.responses.enqueue(
-      ...codexTurn(
-        `${id}--alpha`,
-        writeAndCommit(
-          { 'features/a.js': 'module.exports = 1;\n', 'test/a.test.js': onlyFeature('a') },
-          'Add a',
-        ),
-      ),
-      ...codexTurn(
-        `${id}--beta`,
-        writeAndCommit(
-          { 'features/b.js': 'module.exports = 2;\n', 'test/b.test.js': onlyFeature('b') },
-          'Add b',
-        ),
-      ),
+      ...onlyFeatureTurns(id),
       // The "repair": remove feature a, so b is the only feature and npm test passes.
       ...codexTurn(`${id}--fixup-1`, ["git rm -q features/a.js test/a.test.js && git commit -q -m 'Drop a'"]),
     );
@@ -551,12 +543,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
         // The three reviews come back together: the three subtasks are ready at the same moment.
         return [run!, assess!, { ...review!, together: { name: 'reviews', count: 3 } }];
       }),
-      {
-        reply: runWorkerReply('Make the gamma test check its own feature.'),
-        match: [`${id}--fixup-1`, NEXT_ACTION],
-      },
-      { reply: assessmentReply(true, ['AC-1'], 'The combined tree passes.'), match: `${id}--fixup-1` },
-      { reply: reviewReply(`${id}--fixup-1`), match: `${id}--fixup-1` },
+      ...fixupMeta(id, 'Make the gamma test check its own feature.'),
     );
     models.responses.enqueue(
       ...codexTurn(
