@@ -8,6 +8,7 @@
  */
 import type { TestCounts } from '../core/types.js';
 import { stripTerminalSequences } from '../notes/terminal-text.js';
+import { parseDiagnostics } from './diagnostics.js';
 
 /** Characters of output read, from its end (the summary is at the end). */
 export const PARSED_CHARS = 64 * 1024;
@@ -79,8 +80,9 @@ const FORMATS: readonly SummaryFormat[] = [
 /**
  * The prefix a workspace runner puts before each line of a package's output: pnpm's `packages/math test: `
  * (a package path, then the script) and turbo's `math:test: `. Read past, so a monorepo's runs are read like one.
+ * A task name is never a number: `b.py:3: error: ...` is a problem at a line, not a prefix.
  */
-const WORKSPACE_PREFIX = /^(?:[\w@.-]+\/[\w@./-]+ [\w:.-]+|[\w@./-]+:[\w.-]+): /;
+const WORKSPACE_PREFIX = /^(?:[\w@.-]+\/[\w@./-]+ [\w:.-]+|[\w@./-]+:(?!\d+: )[\w.-]+): /;
 
 /** The lines parsed: the output's end, without terminal sequences or workspace prefixes, none too long. */
 function outputLines(output: string): string[] {
@@ -175,8 +177,9 @@ const FAILING_LINES: readonly RegExp[] = [
 ];
 
 /**
- * The failing tests an output names, or null when it names none this knows (then only the counts can compare
- * a run with the base). Mocha names a failure on two lines ("  1) suite" then "       name:"), read as one.
+ * The failing tests an output names, or, when it names none, the problems a linter or type checker names
+ * (src/workspace/diagnostics.ts); null when it names neither (then only the counts can compare a run with the
+ * base). Mocha names a failure on two lines ("  1) suite" then "       name:"), read as one.
  * Bounded like the counts: the last {@link PARSED_CHARS} characters, lines of at most 400 characters, at most
  * {@link MAX_FAILING_TESTS} names of at most 200 characters each.
  */
@@ -200,5 +203,8 @@ export function parseFailingTests(output: string): string[] | null {
       }
     }
   });
-  return names.size > 0 ? [...names] : null;
+  if (names.size > 0) return [...names];
+  // No test runner named a failure: a linter's or type checker's problems, when it names some.
+  const problems = parseDiagnostics(lines, MAX_FAILING_TESTS);
+  return problems.length > 0 ? problems : null;
 }

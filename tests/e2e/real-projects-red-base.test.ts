@@ -97,4 +97,37 @@ describe('real projects: a base that is already red', () => {
     expect(refused?.reasons.join('\n')).toContain('DoD checks failing: test');
     expect(run.note).toContain('worse than on the base: double fail now, not on the base');
   });
+  it("a lint red on the base (git's whitespace check): not worse while the task adds no problem, COMPLETE", async () => {
+    const root = realProjectRepo('rp-red-lint', {
+      ...BASE_FILES,
+      // The old bug fixed: only the lint is red on the base.
+      'lib.js': 'exports.double = (n) => n * 2;\nexports.half = (n) => n / 2;\n',
+      'style.js': 'exports.style = 1;   \n',
+      'agent-runner.yaml': [
+        'dod:',
+        '  checks:',
+        '    - name: test',
+        '      command: node --test',
+        '    - name: whitespace',
+        // Every whitespace problem of the committed tree, against the empty tree: "style.js:1: trailing whitespace."
+        '      command: git diff --check 4b825dc642cb6eb9a060e54bf8d69288fbee4904 HEAD',
+        '',
+      ].join('\n'),
+    });
+    const run = await runRealProject(root, `rp-red-lint-${Date.now()}`, FEATURE, [], { criteria: CRITERIA });
+    expect(run.summary?.state, `${JSON.stringify(run.summary)}\n${run.stderr}`).toBe('COMPLETE');
+    const baseline = lastEvent(run, 'baseline') as
+      { dod: { results: { name: string; status: string; failingTests?: string[] }[] } } | undefined;
+    expect(baseline?.dod.results.find((result) => result.name === 'whitespace')).toMatchObject({
+      status: 'failed',
+      failingTests: ['style.js: trailing whitespace.'],
+    });
+    const dod = lastEvent(run, 'dod') as
+      { dod: { results: { name: string; status: string; base?: { verdict: string } }[] } } | undefined;
+    expect(dod?.dod.results.find((result) => result.name === 'whitespace')).toMatchObject({
+      status: 'failed',
+      base: { verdict: 'red_before' },
+    });
+    expect(run.note).toContain('red before any change (on the base too), not worse');
+  });
 });
