@@ -204,6 +204,7 @@ export class ProjectOrchestrator {
     record.attempts.push(summary);
     this.deps.emit({ type: 'subtask_finished', subtask: id, taskId: record.taskId, summary });
     if (summary.state !== 'COMPLETE') {
+      await early.take(null);
       this.finishRecord(record, 'failed', `${summary.state}: ${summary.reason}`);
       return;
     }

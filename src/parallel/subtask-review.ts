@@ -68,11 +68,19 @@ export class EarlyReview {
     return this.pending !== null;
   }
 
-  /** The review of `headSha` asked early (null: none, or a failed one); taken once. */
+  /**
+   * The review of `headSha` asked early (null: none, or a failed one); taken once. One of another head (or of
+   * a subtask that did not complete, `null`) is waited for, not taken: its spending is counted before the
+   * project's outcome is.
+   */
   async take(headSha: string | null): Promise<ReviewVerdict | null> {
     const pending = this.pending;
     this.pending = null;
-    if (!pending || headSha === null || pending.headSha !== headSha) return null;
+    if (!pending) return null;
+    if (headSha === null || pending.headSha !== headSha) {
+      await pending.answer;
+      return null;
+    }
     return pending.answer;
   }
 }

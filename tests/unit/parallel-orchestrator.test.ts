@@ -539,6 +539,21 @@ describe('ProjectOrchestrator', () => {
     expect(outcome.metaCalls).toBe(1 + 3 * 2 + 4 + 1);
   });
 
+  it('an early review of a subtask that then fails is not taken, but counted before the outcome', async () => {
+    const runner = new FakeRunner({ 'P--a': 'FAILED' });
+    runner.passingHeads = { 'P--a': ['a1'] };
+    const meta = new FakeMeta();
+    // Slower than the rest of the task: still under way when the task ends.
+    meta.reviewMs = 80;
+    const { orchestrator, events } = orchestrate([A], { runner, meta });
+    const outcome = await orchestrator.run();
+    expect(outcome.state).toBe('FAILED');
+    expect(outcome.subtasks[0]?.reviews).toEqual([]);
+    // The plan, the task's two calls, and the early review.
+    expect(outcome.metaCalls).toBe(4);
+    expect(events.filter((event) => event.type === 'review')).toHaveLength(1);
+  });
+
   it('starts nothing new once the project budget is spent, and ends NEEDS_REVIEW', async () => {
     const { orchestrator, runner } = orchestrate([A, B, C], {
       budget: { wallClock: 60_000, maxMetaCalls: 4 },
