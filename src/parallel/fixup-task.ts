@@ -8,7 +8,7 @@ import type { Ledger } from '../core/ledger.js';
 import type { Plan } from '../core/types.js';
 import type { IntegrationPort, ProjectMetaPort, SubtaskResult, SubtaskRunnerPort } from './ports.js';
 import type { CombinedCheck, PlannedSubtask, ProjectEvent, SubtaskTaskEvent } from './project-events.js';
-import type { MergeLogEntry, SubtaskRecord } from './project-outcome.js';
+import type { FixupReview, MergeLogEntry, SubtaskRecord } from './project-outcome.js';
 import { fixupEvidence } from './fixup-review.js';
 import { fixupPlan, fixupPrd } from './subtask-texts.js';
 
@@ -33,6 +33,8 @@ export interface FixupRequest {
   /** The merged subtasks (and `record`'s): whose work the review is told the fix-up changed. */
   merged: PlannedSubtask[];
   logMerge(entry: MergeLogEntry): void;
+  /** The fix-up's review, for the note. */
+  reviewed(review: FixupReview): void;
   signal?: AbortSignal;
 }
 
@@ -126,6 +128,7 @@ async function reviewFixup(
     });
     deps.ledger.countMeta(reviewed.usage);
     deps.emit({ type: 'review', subtask, taskId, review: reviewed.review, usage: reviewed.usage });
+    request.reviewed({ fixup: subtask, subtask: request.record.subtask.id, review: reviewed.review });
     if (reviewed.review.verdict === 'ng')
       return { reason: `the review said ng: ${reviewed.review.summary}`, state: 'REJECTED' };
     return null;

@@ -30,6 +30,7 @@ import { schedule, type SubtaskState } from './scheduler.js';
 
 import {
   initialRecords,
+  type FixupReview,
   projectOutcome,
   type MergeLogEntry,
   type ProjectOutcome,
@@ -70,6 +71,7 @@ export interface OrchestratorDeps {
 export class ProjectOrchestrator {
   private readonly records = new Map<string, SubtaskRecord>();
   private readonly merges: MergeLogEntry[] = [];
+  private readonly fixupReviews: FixupReview[] = [];
   /** The check of the integration head as it stands (after a revert: the check of the head that remains). */
   private combined: CombinedCheck | null = null;
   private readonly checksByHead = new Map<string, CombinedCheck>();
@@ -288,6 +290,7 @@ export class ProjectOrchestrator {
         .filter((other) => other.state === 'merged' || other === record)
         .map((other) => other.subtask),
       logMerge: (entry) => this.logMerge(entry),
+      reviewed: (review) => this.fixupReviews.push(review),
       ...(signal ? { signal } : {}),
     });
   }
@@ -385,6 +388,7 @@ export class ProjectOrchestrator {
     return projectOutcome({
       subtasks: [...this.records.values()],
       merges: this.merges,
+      fixupReviews: this.fixupReviews,
       combined: this.combined,
       headSha: await this.deps.integration.head(),
       usage: this.deps.ledger.usage(),

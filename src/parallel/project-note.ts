@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { WrittenNote } from '../core/events.js';
 import type { DodOutcome } from '../core/types.js';
 import { combinedStatus, failedCriteria } from './combined-check.js';
-import type { CombinedCheck } from './project-events.js';
+import type { CombinedCheck, ReviewVerdict } from './project-events.js';
 import { checkDetailText } from '../core/test-counts.js';
 import { totalTokens } from '../core/usage.js';
 import { NOTE_LIMITS, boundDocument, codeSpan, cutList, inlineText } from '../notes/markdown-text.js';
@@ -100,19 +100,32 @@ function planLines(outcome: ProjectOutcome): string[] {
   ];
 }
 
-/** The review verdicts with their findings. */
+/** One review's line and its findings. */
+function reviewEntry(head: string, review: ReviewVerdict): string[] {
+  return [
+    `- ${head}: **${review.verdict}**: ${inlineText(review.summary)}`,
+    ...review.findings.map(
+      (finding) =>
+        `  - ${finding.severity} ${code(`${finding.file}${finding.line ? `:${finding.line}` : ''}`)}: ${inlineText(finding.message)}`,
+    ),
+  ];
+}
+
+/** The review verdicts with their findings: each subtask's, then each fix-up's. */
 function reviewLines(outcome: ProjectOutcome): string[] {
-  if (!outcome.subtasks.some((record) => record.reviews.length > 0))
+  const fixups = outcome.fixupReviews ?? [];
+  if (!outcome.subtasks.some((record) => record.reviews.length > 0) && fixups.length === 0)
     return ['No subtask reached its review.'];
-  return outcome.subtasks.flatMap((record) =>
-    record.reviews.flatMap((review, index) => [
-      `- ${code(record.subtask.id)} review ${index + 1}: **${review.verdict}**: ${inlineText(review.summary)}`,
-      ...review.findings.map(
-        (finding) =>
-          `  - ${finding.severity} ${code(`${finding.file}${finding.line ? `:${finding.line}` : ''}`)}: ${inlineText(finding.message)}`,
+  return [
+    ...outcome.subtasks.flatMap((record) =>
+      record.reviews.flatMap((review, index) =>
+        reviewEntry(`${code(record.subtask.id)} review ${index + 1}`, review),
       ),
-    ]),
-  );
+    ),
+    ...fixups.flatMap((entry) =>
+      reviewEntry(`${code(entry.fixup)} (after merging ${code(entry.subtask)}) review`, entry.review),
+    ),
+  ];
 }
 
 /** The merge log: each merge, its files on a conflict, the integration head and the combined DoD. */

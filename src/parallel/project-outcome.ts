@@ -29,11 +29,20 @@ export interface MergeLogEntry {
   check?: CombinedCheck;
 }
 
+/** A fix-up's review: which fix-up (`fixup-N`), after which subtask's merge, and the verdict. */
+export interface FixupReview {
+  fixup: string;
+  subtask: string;
+  review: ReviewVerdict;
+}
+
 export interface ProjectOutcome {
   state: 'COMPLETE' | 'FAILED' | 'NEEDS_REVIEW';
   reason: string;
   subtasks: SubtaskRecord[];
   merges: MergeLogEntry[];
+  /** The fix-ups' reviews, in order (absent: none was reviewed). */
+  fixupReviews?: FixupReview[];
   /**
    * The combined check of the integration branch's final head (after a revert, the check of the head that
    * remained); null when nothing merged stayed.
@@ -56,6 +65,7 @@ export function projectOutcome(
   const base = {
     subtasks,
     merges: input.merges,
+    ...(input.fixupReviews?.length ? { fixupReviews: input.fixupReviews } : {}),
     combined: input.combined,
     headSha: input.headSha,
     usage: input.usage,

@@ -390,6 +390,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(git(repo.root, 'show', `${integration}:test/a.test.js`)).toBe(hasFeature('a').trim());
     const note = readFileSync(summary.notePath, 'utf8');
     expect(note).toMatch(/\| `fixup-1` \| `agent-runner\/par-fix--fixup-1` \| merged \|/);
+    expect(note).toMatch(/- `fixup-1` \(after merging `(alpha|beta)`\) review: \*\*ok\*\*/);
     // status: the fix-up is an entry of the project; no combined check left an entry behind.
     const status = await runCliCaptured(['status', '--json'], { cwd: repo.root, env: process.env });
     const tasks = (

@@ -437,6 +437,9 @@ describe('ProjectOrchestrator', () => {
       expect.objectContaining({ type: 'fixup', taskId: 'P--fixup-1', state: 'REJECTED' }),
     );
     expect(meta.replans).toEqual([expect.stringContaining('no fix-up repaired it')]);
+    expect(outcome.fixupReviews).toEqual([
+      { fixup: 'fixup-1', subtask: 'a', review: expect.objectContaining({ verdict: 'ng' }) },
+    ]);
   });
 
   it('an idle train waits for the reviews under way: subtasks reviewed about together share one check', async () => {
