@@ -20,8 +20,13 @@ export function failedCriteria(check: CombinedCheck): SubtaskCriterionCheck[] {
   return (check.criteria ?? []).filter(blocksMerge);
 }
 
+/** A DoD that passed, or had nothing to run. */
+export function dodPassed(dod: DodOutcome): boolean {
+  return PASSING_DOD.has(dod.status);
+}
+
 export function combinedPassed(check: CombinedCheck): boolean {
-  return PASSING_DOD.has(check.dod.status) && failedCriteria(check).length === 0;
+  return dodPassed(check.dod) && failedCriteria(check).length === 0;
 }
 
 /** One word for the check: the DoD's status, or `failed` when a subtask's critical criterion failed. */

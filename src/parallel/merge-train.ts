@@ -94,11 +94,11 @@ export class MergeTrain {
     knownRed = false,
   ): Promise<boolean> {
     const { integration } = this.host;
-    const before = await integration.head();
     if (knownRed && cars.length > 1) {
       await this.bisect(cars, signal);
       return false;
     }
+    const before = await integration.head();
     const merged: SubtaskRecord[] = [];
     for (const car of cars) {
       const branch = `agent-runner/${car.taskId}`;

@@ -11,12 +11,10 @@
 import type { Ledger } from '../core/ledger.js';
 import type { DodOutcome } from '../core/types.js';
 import type { FactsForAssessment } from '../meta/meta-context.js';
-import { blocksMerge } from './combined-check.js';
+import { blocksMerge, dodPassed } from './combined-check.js';
 import type { IntegrationPort, ProjectMetaPort, SubtaskResult } from './ports.js';
 import type { ProjectEvent, ReviewVerdict, SubtaskTaskEvent } from './project-events.js';
 import type { SubtaskRecord } from './project-outcome.js';
-
-const PASSING: ReadonlySet<DodOutcome['status']> = new Set(['passed', 'none']);
 
 interface RunSeen {
   headSha?: string;
@@ -46,7 +44,7 @@ export class EarlyReview {
     }
     if (event.type !== 'criteria_checks') return;
     const seen = this.runs.get(event.run);
-    if (!seen?.headSha || seen.dirty !== false || !seen.dod || !PASSING.has(seen.dod.status)) return;
+    if (!seen?.headSha || seen.dirty !== false || !seen.dod || !dodPassed(seen.dod)) return;
     if (event.results.some(blocksMerge) || this.pending?.headSha === seen.headSha) return;
     const answer = this.start(seen.headSha, seen.dod);
     if (!answer) return;
