@@ -4,7 +4,8 @@
 #   1. a Docker engine answers and a base image exists            (scripts/ensure-docker.sh)
 #   2. node_modules is installed (npm ci when missing or older than package-lock.json)
 #   3. dist/ is built                                              (npm run build)
-#   4. the worker image is built, or reused when its tag and labels match (agent-runner image build)
+#   4. the worker images are built, or reused when their tags and labels match (agent-runner image build):
+#      codex alone, and codex with Claude Code
 # The host's CA bundle is trusted inside the image so containers can reach the npm registry behind a
 # TLS-inspecting proxy; AGENT_RUNNER_CA_CERT names another bundle (empty: none).
 # Works as root; otherwise the steps that need root use sudo.
@@ -41,3 +42,8 @@ if [ "$(id -u)" != 0 ] && ! docker info >/dev/null 2>&1; then run_cli=(sudo -E n
 
 log "worker image (first build downloads the Codex CLI, about 400 MB)"
 "${run_cli[@]}" image build --worker-only --base-image "$base" "${ca_args[@]}"
+
+# The image with Claude Code beside codex (about 175 MB more to download): what a config with a
+# `workers.claude` block runs, and what the test suite's Claude Code tests use. Layers below it are shared.
+log "worker image with Claude Code (workers.claude)"
+"${run_cli[@]}" image build --worker-only --worker claude --base-image "$base" "${ca_args[@]}"

@@ -10,6 +10,9 @@ import type Docker from 'dockerode';
 import { rememberCa, rememberedCa } from '../sandbox/remembered-ca.js';
 import { DERIVED_LABEL, readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import type { CommandContext } from './program.js';
+import { imageWorkers } from '../config/workers.js';
+import { UserError } from '../errors.js';
+import { isWorkerType, WORKER_TYPES } from '../worker/worker-kinds.js';
 
 interface BuildFlags {
   baseImage?: string;
@@ -17,6 +20,7 @@ interface BuildFlags {
   force?: boolean;
   quiet?: boolean;
   workerOnly?: boolean;
+  worker?: string[];
 }
 
 /** Registers `image build` and `image tag` on the program. */
@@ -36,6 +40,11 @@ export function registerImageCommand(program: Command, context: CommandContext):
     .option(
       '--worker-only',
       "build the worker image only, not the toolchain of the repository it runs in (scripts/setup.sh uses it: agent-runner's own checkout is not a project to work on)",
+    )
+    .option(
+      '--worker <type>',
+      `also install this worker (${WORKER_TYPES.join(', ')}) as if a workers.<type> block configured it; repeatable`,
+      (value: string, previous: string[] = []) => [...previous, value],
     )
     .action((flags: BuildFlags) => buildImage(context, flags));
 
@@ -64,7 +73,7 @@ export function registerImageCommand(program: Command, context: CommandContext):
         return;
       }
       const inputs = await readWorkerImageInputs({
-        codexVersion: config.worker.codexVersion,
+        ...imageWorkers(config),
         baseImage: config.sandbox.baseImage,
       });
       context.output.out(workerImageTag(inputs));
@@ -73,7 +82,9 @@ export function registerImageCommand(program: Command, context: CommandContext):
 
 /** `image build`: the worker image, then (unless `--worker-only`) the project's toolchain on top. */
 async function buildImage(context: CommandContext, flags: BuildFlags): Promise<void> {
-  const { config, repoRoot } = await loadCommandConfig(context);
+  const loaded = await loadCommandConfig(context);
+  const { repoRoot } = loaded;
+  const config = withWorkers(loaded.config, flags.worker ?? []);
   const [
     { createDockerClient, pingDocker },
     { buildWorkerImage, resolveBaseImage },
@@ -96,7 +107,7 @@ async function buildImage(context: CommandContext, flags: BuildFlags): Promise<v
   if (!flags.quiet) context.output.err(`Building the worker image from ${baseImage}...`);
   const result = await buildWorkerImage(docker, {
     baseImage,
-    codexVersion: config.worker.codexVersion,
+    ...imageWorkers(config),
     ...(caCert ? { extraCaCertPath: caCert } : {}),
     force: Boolean(flags.force),
     ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
@@ -125,7 +136,7 @@ async function buildImage(context: CommandContext, flags: BuildFlags): Promise<v
       (
         await buildWorkerImage(docker, {
           baseImage: base,
-          codexVersion: config.worker.codexVersion,
+          ...imageWorkers(config),
           projectBase: true,
           ...(extraCa ? { extraCa: await extraCa.content() } : {}),
           ...(flags.quiet ? {} : { onProgress: (line: string) => context.output.err(line) }),
@@ -201,4 +212,18 @@ async function listWorkerImages(docker: Docker): Promise<string[]> {
 async function loadCommandConfig(context: CommandContext): Promise<{ config: Config; repoRoot: string }> {
   const repoRoot = (await findGitRoot(context.cwd)) ?? context.cwd;
   return { config: await loadConfig({ repoRoot, env: context.env }), repoRoot };
+}
+
+/** The config with a `workers.<type>` block for each `--worker` that has none (an unknown type is refused). */
+function withWorkers(config: Config, types: readonly string[]): Config {
+  const workers = { ...config.workers };
+  for (const type of types) {
+    if (!isWorkerType(type))
+      throw new UserError(
+        'usage',
+        `Unknown worker type "${type}" for --worker; use one of: ${WORKER_TYPES.join(', ')}.`,
+      );
+    workers[type] ??= { extraArgs: [] };
+  }
+  return { ...config, workers };
 }

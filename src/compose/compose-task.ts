@@ -28,7 +28,8 @@ import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 import type { TaskHost } from './task-host.js';
 import { checkedMetaModel, openGateway, type GatewayOptions } from './task-services.js';
 import { TaskTracker } from './task-tracker.js';
-import { taskWorker } from './task-worker.js';
+import { metaWorkerOffers, taskWorker, taskWorkerOptions } from './task-worker.js';
+import { configuredWorkers } from '../config/workers.js';
 
 /** The longest the Docker side waits for the plan request to leave before it starts anyway. */
 const PLAN_HEAD_START_MS = 300;
@@ -119,6 +120,7 @@ async function composeOnGateway(
     config,
     logDir: path.join(layout.runDir, 'meta'),
     redact: started.redact,
+    ...metaWorkerOffers(config),
   });
   const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
   const tracker = new TaskTracker();
@@ -134,7 +136,7 @@ async function composeOnGateway(
   const ports = tracker.track(
     deferredPorts(side.ports, host.dependencies.worker?.type ?? config.worker.type),
   );
-  const workerModel = config.worker.model ?? config.meta.model;
+  const workerModel = configuredWorkers(config)[0]?.model ?? config.meta.model;
   const runner = new TaskRunner(
     { ...started.options, patterns },
     {
@@ -234,12 +236,7 @@ function runnerOptions(
     ...(resume ? { previous: resume.previous } : {}),
     ...(spec.start.kind === 'planned' ? { givenPlan: spec.start.plan } : {}),
     limits: config.limits,
-    worker: {
-      type: config.worker.type,
-      model: config.worker.model ?? config.meta.model,
-      timeoutMs: config.worker.timeout,
-      graceMs: config.worker.grace,
-    },
+    worker: taskWorkerOptions(config),
     prices: config.prices,
     dodSkipped: spec.dodSkipped || config.dod.skip,
     baseline: { mode: config.dod.baseline, redBase: config.dod.redBase },

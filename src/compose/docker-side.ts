@@ -14,12 +14,13 @@ import {
   removeSandboxes,
 } from '../lifecycle/orphan-sandboxes.js';
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
+import { imageWorkers } from '../config/workers.js';
 
 /** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
 export async function resolveWorkerImage(config: Config): Promise<string> {
   if (config.sandbox.image) return config.sandbox.image;
   const inputs = await readWorkerImageInputs({
-    codexVersion: config.worker.codexVersion,
+    ...imageWorkers(config),
     baseImage: config.sandbox.baseImage,
   });
   return workerImageTag(inputs);
@@ -132,7 +133,7 @@ export async function startDockerSide(
       onNotice(`building the worker on ${base} (once; reused while its inputs are unchanged)`);
       const built = await buildWorkerImage(docker, {
         baseImage: base,
-        codexVersion: config.worker.codexVersion,
+        ...imageWorkers(config),
         projectBase: true,
         ...(extraCa ? { extraCa: await extraCa.content() } : {}),
       });

@@ -3,6 +3,7 @@
  * {@link runTask} (or {@link runLockedTask} when it already holds the task's lock).
  */
 import { mkdir } from 'node:fs/promises';
+import { configuredWorkers } from '../config/workers.js';
 import type { Config } from '../config/schema.js';
 import { readModelScript, startScriptedModelServer } from '../demo/scripted-model-server.js';
 import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
@@ -57,17 +58,26 @@ export async function withComposedTask<T>(
   if (!script) return composeAndUse(host, spec, hooks, use);
   const server = await startScriptedModelServer(await readModelScript(script, spec.taskId));
   try {
+    // Every configured worker asks the scripted server, each in its own protocol (claude: the origin).
+    const profiles = configuredWorkers(spec.config);
+    const workers = { ...spec.config.workers };
+    for (const profile of profiles)
+      workers[profile.type] = {
+        extraArgs: [],
+        ...workers[profile.type],
+        baseUrl: profile.kind.protocol === 'anthropic' ? server.origin : server.baseUrl,
+      };
     const config: Config = {
       ...spec.config,
       meta: { ...spec.config.meta, baseUrl: server.baseUrl },
       worker: { ...spec.config.worker, baseUrl: server.baseUrl },
+      workers,
     };
     const env = {
       ...spec.env,
       [config.meta.apiKeyEnv]: spec.env[config.meta.apiKeyEnv] || 'scripted-model',
     };
-    if (config.worker.apiKeyEnv)
-      env[config.worker.apiKeyEnv] = env[config.worker.apiKeyEnv] || 'scripted-model';
+    for (const profile of profiles) env[profile.apiKeyEnv] = env[profile.apiKeyEnv] || 'scripted-model';
     return await composeAndUse(host, { ...spec, config, env }, hooks, use);
   } finally {
     await server.close();

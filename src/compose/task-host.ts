@@ -61,7 +61,7 @@ export class TaskHost {
    * From here on the keys and `redact.patterns` of this configuration are hidden from every writer of the
    * process (stdout, stderr, journals, notes, logs); returns the redactor.
    */
-  protect(config: Pick<Config, 'meta' | 'worker' | 'redact'>, env: NodeJS.ProcessEnv): Redactor {
+  protect(config: Pick<Config, 'meta' | 'worker' | 'workers' | 'redact'>, env: NodeJS.ProcessEnv): Redactor {
     const secrets = configSecrets(config, env);
     this.redaction.add(secrets.values, secrets.patterns);
     return this.redaction.redact;

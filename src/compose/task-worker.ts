@@ -3,12 +3,18 @@
  * gateway, its state files redacted, and its runs metered by the gateway.
  */
 import path from 'node:path';
+import type { Config } from '../config/schema.js';
+import { configuredWorkers, type WorkerProfile } from '../config/workers.js';
 import type { SandboxRuntime, WorkerAdapter } from '../core/ports.js';
+import type { TaskRunnerOptions } from '../core/task-loop.js';
 import { GatewayMeteredWorker } from '../gateway/gateway-guards.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import type { Redactor } from '../notes/redact.js';
 import { CODEX_HOME_IN_SANDBOX } from '../sandbox/docker-sandbox-provider.js';
+import { ClaudeWorkerAdapter } from '../worker/claude-adapter.js';
 import { CodexWorkerAdapter } from '../worker/codex-adapter.js';
+import { WorkerSet } from '../worker/worker-set.js';
+import type { WorkerOffer } from '../meta/system-prompt.js';
 import { StateRedactingWorker } from '../worker/state-redacting-worker.js';
 import { taskLayout } from '../workspace/layout.js';
 import type { TaskHost } from './task-host.js';
@@ -22,20 +28,61 @@ export function taskWorker(
   redact: Redactor,
 ): WorkerAdapter {
   const { config } = spec;
+  // One worker home per task (CODEX_HOME; claude's state below it), redacted after every run.
   const codexHomeHostPath = path.join(taskLayout(spec.repoRoot, spec.taskId).runDir, 'codex-home');
+  const adapter = (profile: WorkerProfile): WorkerAdapter => {
+    if (profile.type === 'claude')
+      return new ClaudeWorkerAdapter(runtime, {
+        model: profile.model,
+        baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
+        apiKey: gateway.gateway.workerToken,
+        configDir: path.posix.join(CODEX_HOME_IN_SANDBOX, 'claude'),
+        extraArgs: profile.extraArgs,
+      });
+    return new CodexWorkerAdapter(runtime, {
+      model: profile.model,
+      provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
+      configOverrides: gateway.codexConfigOverrides,
+      extraArgs: profile.extraArgs,
+      codexHome: CODEX_HOME_IN_SANDBOX,
+      codexHomeHostPath,
+    });
+  };
+  const workers = configuredWorkers(config).map(adapter);
   return new GatewayMeteredWorker(
     host.dependencies.worker ??
       new StateRedactingWorker(
-        new CodexWorkerAdapter(runtime, {
-          model: config.worker.model ?? config.meta.model,
-          provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
-          configOverrides: gateway.codexConfigOverrides,
-          codexHome: CODEX_HOME_IN_SANDBOX,
-          codexHomeHostPath,
-        }),
+        workers.length === 1 ? (workers[0] as WorkerAdapter) : new WorkerSet(workers),
         codexHomeHostPath,
         redact,
       ),
     gateway.gateway,
   );
+}
+
+/** The loop's view of the configured workers: the default one, then the others. */
+export function taskWorkerOptions(config: Config): TaskRunnerOptions['worker'] {
+  const [first, ...others] = configuredWorkers(config).map((profile) => ({
+    type: profile.type,
+    model: profile.model,
+    timeoutMs: profile.timeoutMs,
+  }));
+  return {
+    ...(first as { type: string; model: string; timeoutMs: number }),
+    graceMs: config.worker.grace,
+    ...(others.length > 0 ? { others } : {}),
+  };
+}
+
+/** What the Meta-agent is told about the workers it may choose. */
+export function metaWorkerOffers(config: Config): { workerTypes: string[]; workers: WorkerOffer[] } {
+  const profiles = configuredWorkers(config);
+  return {
+    workerTypes: profiles.map((profile) => profile.type),
+    workers: profiles.map((profile) => ({
+      type: profile.type,
+      model: profile.model,
+      summary: profile.kind.summary,
+    })),
+  };
 }

@@ -4,6 +4,7 @@
  */
 import semver from 'semver';
 import { z } from 'zod';
+import { WORKER_KINDS, WORKER_TYPES } from '../worker/worker-kinds.js';
 import { parseDuration, parseSize } from './units.js';
 
 const duration = (example: string) =>
@@ -71,7 +72,7 @@ export const DEFAULT_EXCLUDE = [
 ];
 /** Present but read-only to the worker: agent-runner's own configuration (`!/agent-runner.yaml` in `read` lifts it). */
 export const DEFAULT_READ = ['/agent-runner.yaml'];
-export const CODEX_VERSION = '0.169.0';
+export const CODEX_VERSION = WORKER_KINDS.codex.defaultVersion;
 
 /** Names that look like credentials; refused in sandbox.env. */
 export const SECRET_LIKE_NAME = /(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|SESSION|COOKIE)/i;
@@ -124,6 +125,24 @@ export const replayCapsSchema = z.strictObject({
 export type ReplayCaps = z.infer<typeof replayCapsSchema>;
 export const DEFAULT_REPLAY_CAPS: ReplayCaps = replayCapsSchema.parse({});
 
+/** A `workers.<type>` block. */
+const workerBlockSchema = z.strictObject({
+  model: z.string().min(1).optional(),
+  baseUrl: z.url().optional(),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+    .optional(),
+  /** The CLI's version installed in the worker image (default: the one agent-runner pins). */
+  version: z
+    .string()
+    .regex(/^[0-9A-Za-z.+-]+$/, 'a version like 2.1.330')
+    .optional(),
+  timeout: duration('20m').optional(),
+  /** Flags appended to the CLI's command line (after agent-runner's own). */
+  extraArgs: z.array(z.string()).default([]),
+});
+
 export const configSchema = z
   .strictObject({
     meta: z
@@ -139,7 +158,8 @@ export const configSchema = z
       .prefault({}),
     worker: z
       .strictObject({
-        type: z.enum(['codex']).default('codex'),
+        /** The default worker (the Meta-agent may choose another configured one per run). */
+        type: z.enum(WORKER_TYPES).default('codex'),
         codexVersion: z.string().default(CODEX_VERSION),
         model: z.string().min(1).optional(),
         baseUrl: z.url().optional(),
@@ -149,6 +169,18 @@ export const configSchema = z
         timeout: duration('20m').default(1_200_000),
         grace: duration('10s').default(10_000),
       })
+      .prefault({}),
+    /**
+     * One block per further worker the Meta-agent may choose (`worker.type` is always one): model, endpoint,
+     * key variable, CLI version, time limit, extra flags. Unset fields take the worker's own defaults.
+     */
+    workers: z
+      .strictObject(
+        Object.fromEntries(WORKER_TYPES.map((type) => [type, workerBlockSchema.optional()])) as Record<
+          (typeof WORKER_TYPES)[number],
+          z.ZodOptional<typeof workerBlockSchema>
+        >,
+      )
       .prefault({}),
     sandbox: z
       .strictObject({
@@ -259,7 +291,13 @@ export const configSchema = z
   })
   .superRefine((config, context) => {
     // Set-up and the worker see sandbox.env: a secret there would be readable by the worker, so refuse it.
-    const keyEnvs = new Set([config.meta.apiKeyEnv, config.worker.apiKeyEnv].filter(Boolean));
+    const keyEnvs = new Set(
+      [
+        config.meta.apiKeyEnv,
+        config.worker.apiKeyEnv,
+        ...Object.values(config.workers).map((block) => block?.apiKeyEnv),
+      ].filter(Boolean),
+    );
     for (const name of Object.keys(config.sandbox.env)) {
       if (keyEnvs.has(name) || SECRET_LIKE_NAME.test(name)) {
         context.addIssue({

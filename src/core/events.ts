@@ -103,7 +103,13 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
   event('setup_command', setupCommandReportSchema.shape),
   event('plan', { plan: planSchema, usage: usageSchema }),
   event('decision', { decision: metaDecisionSchema, usage: usageSchema }),
-  event('worker_started', { run: z.number(), mode: z.string(), prompt: z.string() }),
+  event('worker_started', {
+    run: z.number(),
+    mode: z.string(),
+    prompt: z.string(),
+    worker: z.string().optional(),
+    model: z.string().optional(),
+  }),
   event('worker_event', { run: z.number(), event: workerEventSchema }),
   /** The run's events past the journal's bound (src/core/worker-event-bound.ts): how many were kept, how many not. */
   event('worker_events_dropped', { run: z.number(), kept: z.number(), dropped: z.number() }),

@@ -155,6 +155,7 @@ export type WorkerEvent = z.infer<typeof workerEventSchema>;
 
 export interface WorkerRunRequest {
   sandboxId: string;
+  workerType?: string; // the worker the Meta-agent chose; absent: the task's default
   mode: WorkerMode;
   prompt: string;
   /** For `resume`: the thread to continue. */
@@ -193,6 +194,7 @@ export interface WorkerRunResult {
 }
 
 export interface WorkerAdapter {
+  /** The default worker's type (a set of workers runs the one each request names). */
   readonly type: string;
   run(request: WorkerRunRequest): Promise<WorkerRunResult>;
 }

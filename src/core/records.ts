@@ -184,6 +184,9 @@ export const runRecordSchema = z.object({
   startedAt: z.number(),
   durationMs: z.number(),
   mode: workerModeSchema,
+  /** The worker that ran and its model (absent in journals of versions with one worker: codex). */
+  workerType: z.string().optional(),
+  model: z.string().optional(),
   exitCode: z.number(),
   timedOut: z.boolean(),
   failed: z.boolean(),

@@ -33,11 +33,30 @@ import type { RedBasePolicy } from './baseline.js';
 import type { PriceTable } from './usage.js';
 import { timeoutSignal } from './timeout-signal.js';
 
+/** One worker a task may run. */
+export interface WorkerOptions {
+  type: string;
+  model: string;
+  timeoutMs: number;
+}
+
+/** The options of worker `type` (the default's when it is not one of the others). */
+export function workerOptions(options: TaskRunnerOptions, type: string | undefined): WorkerOptions {
+  return options.worker.others?.find((other) => other.type === type) ?? options.worker;
+}
+
 export interface TaskRunnerOptions {
   taskId: string;
   prd: string;
   limits: Limits;
-  worker: { type: string; model: string; timeoutMs: number; graceMs: number };
+  /**
+   * The default worker, and the others the Meta-agent may choose (`others`: each with its own model and time
+   * limit; the grace period is the default's).
+   */
+  worker: WorkerOptions & {
+    graceMs: number;
+    others?: readonly WorkerOptions[];
+  };
   prices: PriceTable;
   dodSkipped: boolean;
   /** `dod.baseline` and `dod.redBase` (src/core/baseline.ts); absent: no baseline. */
@@ -131,7 +150,8 @@ export class TaskLoop {
   readonly runs: RunRecord[] = [];
   readonly feedback: string[] = [];
   memory: MetaView['memory'] = [];
-  threadId: string | null = null;
+  /** The latest session of each worker type, for `resume` (a session continues only with its own worker). */
+  readonly threads = new Map<string, string>();
   question: string | null = null;
   preservedRef: string | null = null;
   startedAt = 0;
@@ -168,7 +188,11 @@ export class TaskLoop {
     if (previous) {
       this.plan = previous.plan;
       this.runs.push(...previous.runs);
-      this.threadId = previous.threadId;
+      const typeOf = (run: RunRecord | undefined) =>
+        workerOptions(options, run?.workerType ?? run?.decision.workerCall?.workerType).type;
+      for (const run of previous.runs) if (run.threadId) this.threads.set(typeOf(run), run.threadId);
+      // The journal's latest thread (a run cut before its record was written) belongs to the last run's worker.
+      if (previous.threadId) this.threads.set(typeOf(previous.runs.at(-1)), previous.threadId);
       if (previous.feedback) this.feedback.push(...previous.feedback);
     }
   }

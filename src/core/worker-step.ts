@@ -1,6 +1,7 @@
 /** One worker run: the prompt rendered behind its port, the run in the sandbox, its record, then validation. */
 import { stop, type Next } from './outcome.js';
-import type { TaskLoop } from './task-loop.js';
+import { workerOptions, type TaskLoop } from './task-loop.js';
+import type { WorkerRunResult } from './ports.js';
 import type { MetaDecision, RunRecord, Usage } from './types.js';
 import { costOf } from './usage.js';
 import { WorkerEventBound } from './worker-event-bound.js';
@@ -22,18 +23,21 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
     instruction: call.prompt,
   });
   const index = loop.runs.length + 1;
-  const mode = call.mode === 'resume' && loop.threadId ? 'resume' : 'exec';
-  loop.emit({ type: 'worker_started', run: index, mode, prompt });
+  const worker = workerOptions(options, call.workerType);
+  const thread = loop.threads.get(worker.type);
+  const mode = call.mode === 'resume' && thread ? 'resume' : 'exec';
+  loop.emit({ type: 'worker_started', run: index, mode, prompt, worker: worker.type, model: worker.model });
   loop.unobservedRun = index;
   loop.workerRanSinceEvidence = true;
   const bound = new WorkerEventBound();
   const result = await loop.deps.worker.run({
     sandboxId: loop.sandboxId,
+    workerType: worker.type,
     mode,
     prompt,
-    threadId: mode === 'resume' ? (loop.threadId ?? undefined) : undefined,
+    threadId: mode === 'resume' ? thread : undefined,
     runDir: `${options.runDir}/run-${index}`,
-    timeoutMs: Math.max(1000, Math.min(options.worker.timeoutMs, loop.ledger.remainingMs())),
+    timeoutMs: Math.max(1000, Math.min(worker.timeoutMs, loop.ledger.remainingMs())),
     graceMs: options.worker.graceMs,
     onEvent: (event) => {
       const kept = bound.admit(event);
@@ -43,10 +47,10 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
   });
   const dropped = bound.summary();
   if (dropped) loop.emit({ type: 'worker_events_dropped', run: index, ...dropped });
-  if (result.threadId) loop.threadId = result.threadId;
+  if (result.threadId) loop.threads.set(worker.type, result.threadId);
   const usage: Usage = {
     ...result.usage,
-    costUsd: costOf(result.usage, options.worker.model, options.prices),
+    costUsd: costOf(result.usage, worker.model, options.prices),
   };
   loop.ledger.recordWorkerRun(usage);
   loop.emit({
@@ -61,15 +65,10 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
     index,
     decision,
     startedAt: loop.deps.clock.now() - result.durationMs,
-    durationMs: result.durationMs,
     mode,
-    exitCode: result.exitCode,
-    timedOut: result.timedOut,
-    failed: result.failed,
-    threadId: result.threadId,
-    commands: result.commands,
-    finalMessage: result.finalMessage,
-    errors: result.errors,
+    workerType: worker.type,
+    model: worker.model,
+    ...runOutcome(result),
     usage,
     refusals: [],
   };
@@ -83,4 +82,18 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
   // commits back and saves its uncommitted work.
   if (result.budgetExhausted) return stop({ code: 'budget_spent', reason: result.budgetExhausted });
   return validate(loop, decision, signal);
+}
+
+/** What a run record keeps of the worker's result. */
+function runOutcome(result: WorkerRunResult) {
+  return {
+    durationMs: result.durationMs,
+    exitCode: result.exitCode,
+    timedOut: result.timedOut,
+    failed: result.failed,
+    threadId: result.threadId,
+    commands: result.commands,
+    finalMessage: result.finalMessage,
+    errors: result.errors,
+  };
 }

@@ -1,8 +1,8 @@
 /**
  * A scripted model served by agent-runner itself, for the demo and for trying the tool with no API key:
- * `agent-runner run --model-script FILE`. It answers the Meta-agent's Chat Completions and the worker's
- * Responses API from a YAML script, in order, ignoring what was asked. With a real key and no script the
- * same command talks to the real model.
+ * `agent-runner run --model-script FILE`. It answers the Meta-agent's Chat Completions and the workers'
+ * models (codex: the Responses API; claude: the Anthropic Messages API, streamed) from a YAML script, in
+ * order, ignoring what was asked. With a real key and no script the same command talks to the real model.
  *
  * Script format (YAML):
  *   meta:            # Chat Completions replies, in order (constrained-YAML messages as text)
@@ -64,9 +64,10 @@ const sse = (response: ServerResponse, events: unknown[]) => {
   response.end();
 };
 
-/** A running scripted model. `baseUrl` includes `/v1`. */
+/** A running scripted model. `baseUrl` includes `/v1`; `origin` does not (an Anthropic base URL). */
 export interface ScriptedModelServer {
   baseUrl: string;
+  origin: string;
   port: number;
   /** Replies not used yet, per side. */
   remaining(): { meta: number; worker: number };
@@ -185,6 +186,70 @@ function answerResponses(
   ]);
 }
 
+/** Anthropic's streamed Messages events (`event:` + `data:` lines). */
+function anthropicSse(response: ServerResponse, events: Record<string, unknown>[]): void {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const event of events)
+    response.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+  response.end();
+}
+
+/** The worker's next turn as an Anthropic message: a `Bash` tool call for claude to run, or a final text. */
+function answerMessages(
+  script: ModelScript,
+  position: ScriptPosition,
+  body: Record<string, unknown>,
+  response: ServerResponse,
+): void {
+  const turn = script.worker[position.worker];
+  if (turn === undefined) {
+    scriptExhausted(
+      response,
+      `the model script (--model-script) ran out: all ${script.worker.length} worker turns were used. Add turns to the script`,
+    );
+    return;
+  }
+  position.worker += 1;
+  const sequence = (position.sequence += 1);
+  const block =
+    'run' in turn
+      ? { type: 'tool_use', id: `toolu_script_${sequence}`, name: 'Bash', input: {} }
+      : { type: 'text', text: '' };
+  const delta =
+    'run' in turn
+      ? { type: 'input_json_delta', partial_json: JSON.stringify({ command: turn.run }) }
+      : { type: 'text_delta', text: turn.message };
+  anthropicSse(response, [
+    {
+      type: 'message_start',
+      message: {
+        id: `msg_script_${sequence}`,
+        type: 'message',
+        role: 'assistant',
+        model: String(body.model ?? 'scripted'),
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: {
+          input_tokens: Math.ceil(JSON.stringify(body).length / 4),
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 0,
+          output_tokens: 1,
+        },
+      },
+    },
+    { type: 'content_block_start', index: 0, content_block: block },
+    { type: 'content_block_delta', index: 0, delta },
+    { type: 'content_block_stop', index: 0 },
+    {
+      type: 'message_delta',
+      delta: { stop_reason: 'run' in turn ? 'tool_use' : 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 20 },
+    },
+    { type: 'message_stop' },
+  ]);
+}
+
 export async function startScriptedModelServer(script: ModelScript): Promise<ScriptedModelServer> {
   const position: ScriptPosition = { meta: 0, worker: 0, sequence: 0 };
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
@@ -196,6 +261,10 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
     }
     if (request.method === 'POST' && url.endsWith('/responses')) {
       answerResponses(script, position, body, response);
+      return;
+    }
+    if (request.method === 'POST' && /\/v1\/messages(\?|$)/.test(url)) {
+      answerMessages(script, position, body, response);
       return;
     }
     response.writeHead(404, { 'content-type': 'application/json' });
@@ -215,6 +284,7 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
   const port = (server.address() as AddressInfo).port;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    origin: `http://127.0.0.1:${port}`,
     port,
     remaining: () => ({
       meta: script.meta.length - position.meta,

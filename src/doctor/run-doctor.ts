@@ -12,6 +12,7 @@ import { failed, type DoctorCheck } from './doctor-check.js';
 import { checkEndpoint, probeUrl, type ProbeResult } from './endpoint-check.js';
 import { checkGitRepository, findGitRoot } from './git-check.js';
 import { checkDefinitionOfDone, checkToolchain } from './toolchain-check.js';
+import { imageWorkers } from '../config/workers.js';
 
 export interface DoctorInput {
   cwd: string;
@@ -81,7 +82,7 @@ async function checkImage(
     : ({
         kind: 'built',
         inputs: await readWorkerImageInputs({
-          codexVersion: config.worker.codexVersion,
+          ...imageWorkers(config),
           baseImage: config.sandbox.baseImage,
         }),
       } as const);

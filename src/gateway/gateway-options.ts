@@ -38,6 +38,25 @@ export interface GatewayUpstream {
   apiKey: string | undefined;
 }
 
+/**
+ * One worker the gateway serves in the sandbox: at its own prefix, with its own upstream, protocol, key
+ * header, routes and pinned models. A task whose Meta-agent may choose between workers has one per worker.
+ */
+export interface GatewayWorker {
+  type: string;
+  /** Below the relay's origin: `/v1` (codex), `/claude`. */
+  prefix: string;
+  protocol: 'responses' | 'anthropic';
+  /** Where the worker sends its key (the per-task token) and where the real key goes upstream. */
+  keyHeader: 'authorization' | 'x-api-key';
+  upstream: GatewayUpstream;
+  routes: readonly GatewayRoute[];
+  /** Models its requests may name; undefined lets any model through (tests of the transport). */
+  allowedModels?: readonly string[];
+  /** The model its usage is priced at. */
+  model?: string;
+}
+
 export type GatewayMode =
   | { kind: 'live' }
   /** `append`: a resumed task adds its exchanges to the cassette its earlier attempts recorded. */
@@ -46,7 +65,10 @@ export type GatewayMode =
   | { kind: 'replay'; file: string; attempt?: number };
 
 export interface ModelGatewayOptions {
-  worker: GatewayUpstream;
+  /** The one worker (codex at `/v1`) when `workers` is not given. */
+  worker?: GatewayUpstream;
+  /** Every worker the sandbox may run, each at its prefix; replaces `worker`, `workerRoutes` and `allowedModels`. */
+  workers?: readonly GatewayWorker[];
   /** The Meta-agent's endpoint; without it the meta route answers 404. */
   meta?: GatewayUpstream;
   mode?: GatewayMode;

@@ -15,9 +15,12 @@ import {
   type ExchangeKind,
 } from './cassette.js';
 import { jsonError } from './gateway-refusals.js';
-import type { GatewayUpstream } from './gateway-options.js';
+import type { GatewayUpstream, GatewayWorker } from './gateway-options.js';
 import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
-import { ResponsesUsageMeter } from './sse-usage.js';
+import { usageMeter, type UsageMeter } from './sse-usage.js';
+
+/** Every header a worker may carry its key (the per-task token) in; none of them goes upstream as sent. */
+export const KEY_HEADERS = ['authorization', 'x-api-key'] as const;
 
 /** An admitted request: its route, its number on that route (from 0), and what it asks for. */
 export interface ModelExchange {
@@ -27,6 +30,12 @@ export interface ModelExchange {
   /** The allowed route's own path, never the text the client sent. */
   subPath: string;
   body: Buffer;
+  /** The worker it came from (worker exchanges): its protocol, key header and priced model. */
+  worker?: GatewayWorker;
+}
+
+function meterOf(exchange: ModelExchange): UsageMeter | null {
+  return exchange.kind === 'worker' ? usageMeter(exchange.worker?.protocol ?? 'responses') : null;
 }
 
 /** What an exchange needs from its gateway. */
@@ -37,8 +46,8 @@ export interface ExchangeContext {
   log(line: string): void;
   /** The request has left for its upstream. */
   onSent(kind: ExchangeKind): void;
-  /** A worker response's usage, read from the stream. */
-  meterWorker(usage: TokenUsage): void;
+  /** A worker response's usage, read from the stream, and the model it is priced at. */
+  meterWorker(usage: TokenUsage, model?: string): void;
   /** Under record: where the exchange is written. */
   recorder: CassetteRecorder | null;
   /** Under replay: a request that does not match the cassette. */
@@ -64,11 +73,11 @@ export function replayExchange(
     return;
   }
   response.writeHead(recorded.response.status, { 'content-type': recorded.response.contentType });
-  if (kind === 'worker') {
-    const meter = new ResponsesUsageMeter();
+  const meter = meterOf(exchange);
+  if (meter !== null) {
     meter.push(recorded.response.body);
     const usage = meter.end();
-    if (usage !== null) context.meterWorker(usage);
+    if (usage !== null) context.meterWorker(usage, exchange.worker?.model);
   }
   // Event by event, so a streaming client sees the shape it saw when it was recorded.
   for (const event of recorded.response.body.split(/(?<=\n\n)/)) response.write(event);
@@ -85,10 +94,13 @@ export async function forwardExchange(
 ): Promise<void> {
   const { kind, index, method, subPath, body } = exchange;
   const url = joinUrl(upstreamConfig.baseUrl, subPath);
-  const headers = forwardableHeaders(request.headers, ['authorization', 'accept-encoding']);
+  const headers = forwardableHeaders(request.headers, [...KEY_HEADERS, 'accept-encoding']);
   // Identity encoding: the meter and the cassette read the bytes that pass.
   headers['accept-encoding'] = 'identity';
-  if (upstreamConfig.apiKey !== undefined) headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
+  if (upstreamConfig.apiKey !== undefined) {
+    if (exchange.worker?.keyHeader === 'x-api-key') headers['x-api-key'] = upstreamConfig.apiKey;
+    else headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
+  }
   const started = performance.now();
   let upstream: IncomingMessage;
   // Ends the upstream request when the task's gateway closes or the client gave up (an SDK timeout).
@@ -133,7 +145,7 @@ async function relayUpstream(
   const status = upstream.statusCode ?? 502;
   response.writeHead(status, forwardableHeaders(upstream.headers));
   response.flushHeaders();
-  const meter = kind === 'worker' ? new ResponsesUsageMeter() : null;
+  const meter = meterOf(exchange);
   const copy: Buffer[] = [];
   response.on('close', () => upstream.destroy());
   for await (const chunk of upstream) {
@@ -149,7 +161,7 @@ async function relayUpstream(
   }
   response.end();
   const usage = meter?.end() ?? null;
-  if (usage !== null) context.meterWorker(usage);
+  if (usage !== null) context.meterWorker(usage, exchange.worker?.model);
   context.log(
     `${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`,
   );

@@ -41,6 +41,7 @@ import {
   META_PREFIX,
   WORKER_PREFIX,
   type GatewayLimits,
+  type GatewayWorker,
   type ModelGatewayOptions,
 } from './gateway-options.js';
 import { forwardExchange, replayExchange, type ExchangeContext } from './model-exchange.js';
@@ -51,7 +52,8 @@ import {
   RELAY_SCRIPT,
   RELAY_SCRIPT_NAME,
 } from './relay-script.js';
-import { META_ROUTES, RateLimiter, WORKER_ROUTES } from './request-policy.js';
+import { META_ROUTES, RateLimiter } from './request-policy.js';
+import { gatewayWorkers, listen } from './gateway-workers.js';
 import { addTokenUsage, ZERO_TOKEN_USAGE } from '../core/usage.js';
 
 export {
@@ -60,21 +62,10 @@ export {
   type GatewayLimits,
   type GatewayMode,
   type GatewayUpstream,
+  type GatewayWorker,
   type ModelGatewayOptions,
   type ReplayDivergence,
 } from './gateway-options.js';
-
-function listen(server: Server, target: string | { port: number; host: string }): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    const done = (): void => {
-      server.off('error', reject);
-      resolve();
-    };
-    if (typeof target === 'string') server.listen(target, done);
-    else server.listen(target.port, target.host, done);
-  });
-}
 
 /** The gateway of one task; create it with {@link ModelGateway.start}, end it with {@link close}. */
 export class ModelGateway {
@@ -99,7 +90,8 @@ export class ModelGateway {
   private player: CassettePlayer | null = null;
   private metaPort = 0;
   private readonly limits: GatewayLimits;
-  private readonly workerGuard: RequestGuard;
+  /** Each worker the sandbox may run, with the guard of its prefix (longest prefix first). */
+  private readonly workerRoutes: { worker: GatewayWorker; guard: RequestGuard }[];
   private readonly metaGuard: RequestGuard | null;
   private budgetRefusal: string | null = null;
 
@@ -109,28 +101,41 @@ export class ModelGateway {
     readonly hostDir: string,
   ) {
     const redaction = options.redaction ?? new Redaction();
+    const workers = gatewayWorkers(options);
     redaction.add(
-      [options.worker.apiKey, options.meta?.apiKey, this.workerToken, this.metaToken],
+      [
+        ...workers.map((worker) => worker.upstream.apiKey),
+        options.meta?.apiKey,
+        this.workerToken,
+        this.metaToken,
+      ],
       options.redactPatterns ?? [],
     );
     this.redact = redaction.redact;
     this.refusals = new GatewayRefusals(this.redact, (line) => this.log(line), options.onRefusal);
     this.limits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
-    this.workerGuard = new RequestGuard({
-      route: 'worker',
-      prefix: WORKER_PREFIX,
-      routes: options.workerRoutes ?? WORKER_ROUTES.codex ?? [],
-      token: this.workerToken,
-      maxRequestBytes: this.limits.maxRequestBytes,
-      refusals: this.refusals,
-      rate: new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now),
-      requestsPerMinute: this.limits.requestsPerMinute,
-      ...(options.budget ? { budget: options.budget } : {}),
-      onBudgetRefused: (reason) => {
-        this.budgetRefusal ??= reason;
-      },
-      ...(options.allowedModels ? { allowedModels: options.allowedModels } : {}),
-    });
+    // One rate for the sandbox, whichever worker asks.
+    const rate = new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now);
+    this.workerRoutes = [...workers]
+      .sort((a, b) => b.prefix.length - a.prefix.length)
+      .map((worker) => ({
+        worker,
+        guard: new RequestGuard({
+          route: 'worker',
+          prefix: worker.prefix,
+          routes: worker.routes,
+          token: this.workerToken,
+          maxRequestBytes: this.limits.maxRequestBytes,
+          refusals: this.refusals,
+          rate,
+          requestsPerMinute: this.limits.requestsPerMinute,
+          ...(options.budget ? { budget: options.budget } : {}),
+          onBudgetRefused: (reason) => {
+            this.budgetRefusal ??= reason;
+          },
+          ...(worker.allowedModels ? { allowedModels: worker.allowedModels } : {}),
+        }),
+      }));
     this.metaGuard =
       options.meta === undefined
         ? null
@@ -185,6 +190,11 @@ export class ModelGateway {
     return { baseUrl: `http://127.0.0.1:${port}${WORKER_PREFIX}`, envKey: GATEWAY_TOKEN_ENV };
   }
 
+  /** The origin the relay serves the gateway at inside the sandbox (a worker's prefix follows it). */
+  relayOrigin(port = RELAY_PORT): string {
+    return `http://127.0.0.1:${port}`;
+  }
+
   /** The bind mount that brings the socket and the relay into the sandbox (read-only). */
   mount(): { hostPath: string; containerPath: string; readOnly: true } {
     return { hostPath: this.hostDir, containerPath: GATEWAY_CONTAINER_DIR, readOnly: true };
@@ -233,9 +243,9 @@ export class ModelGateway {
     await rm(this.hostDir, { recursive: true, force: true });
   }
 
-  private meterWorker(usage: TokenUsage): void {
+  private meterWorker(usage: TokenUsage, model?: string): void {
     this.workerUsage = addTokenUsage(this.workerUsage, usage);
-    this.options.budget?.meterWorker(usage);
+    this.options.budget?.meterWorker(usage, model);
   }
 
   private log(line: string): void {
@@ -326,10 +336,16 @@ export class ModelGateway {
       // The target as sent, not URL's normalised pathname: `..` and escapes must meet the route checks.
       request.url = url.replace(/^[a-z]+:\/\/[^/?#]*/i, '') || '/';
     }
-    const admitted = await this.workerGuard.admit(request, response);
+    // The worker whose prefix the target starts with (a segment boundary); otherwise the last one's guard
+    // refuses it. No route is ever chosen by anything but the raw target.
+    const target = request.url ?? '/';
+    const { worker, guard } =
+      this.workerRoutes.find(({ worker: candidate }) => target.startsWith(`${candidate.prefix}/`)) ??
+      (this.workerRoutes.at(-1) as { worker: GatewayWorker; guard: RequestGuard });
+    const admitted = await guard.admit(request, response);
     // The allowed route's own path is forwarded, never the text the worker sent.
     if (admitted !== null)
-      await this.exchange('worker', admitted.route.path, request, admitted.body, response);
+      await this.exchange('worker', admitted.route.path, request, admitted.body, response, worker);
   }
 
   private async onMetaRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -348,17 +364,18 @@ export class ModelGateway {
     request: IncomingMessage,
     body: Buffer,
     response: ServerResponse,
+    worker?: GatewayWorker,
   ): Promise<void> {
     const method = request.method ?? 'GET';
     const index = this.counters[kind];
     this.counters[kind] = index + 1;
-    const exchange = { kind, index, method, subPath, body };
+    const exchange = { kind, index, method, subPath, body, ...(worker ? { worker } : {}) };
     if (this.player !== null) {
       replayExchange(this.player, exchange, response, this.exchangeContext);
       this.options.onSent?.(kind);
       return;
     }
-    const upstreamConfig = kind === 'worker' ? this.options.worker : this.options.meta;
+    const upstreamConfig = kind === 'worker' ? worker?.upstream : this.options.meta;
     if (upstreamConfig === undefined) throw new Error(`no ${kind} upstream`);
     await forwardExchange(upstreamConfig, exchange, request, response, this.exchangeContext);
   }
@@ -370,7 +387,7 @@ export class ModelGateway {
       redact: this.redact,
       log: (line: string) => this.log(line),
       onSent: (kind: ExchangeKind) => this.options.onSent?.(kind),
-      meterWorker: (usage: TokenUsage) => this.meterWorker(usage),
+      meterWorker: (usage: TokenUsage, model?: string) => this.meterWorker(usage, model),
       recorder: this.recorder,
       onDivergence: (error: ReplayDivergenceError) => {
         this.divergences.push(error);

@@ -30,9 +30,17 @@ export interface RequestGuardOptions {
   allowedModels?: readonly string[];
 }
 
-function bearer(request: IncomingMessage): string | undefined {
+/**
+ * The token a request carries: `Authorization: Bearer` (codex, the SDK) or `x-api-key` (claude). A request
+ * that carries two different ones is taken at neither (no header wins over the other).
+ */
+function carriedToken(request: IncomingMessage): string | undefined {
   const value = request.headers.authorization;
-  return value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : undefined;
+  const bearer = value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : undefined;
+  const apiKey = request.headers['x-api-key'];
+  const header = typeof apiKey === 'string' ? apiKey : undefined;
+  if (bearer !== undefined && header !== undefined && bearer !== header) return undefined;
+  return bearer ?? header;
 }
 
 export class RequestGuard {
@@ -54,7 +62,7 @@ export class RequestGuard {
       refuse('rate_limit', `more than ${options.requestsPerMinute} requests in a minute`);
       return null;
     }
-    const token = bearer(request);
+    const token = carriedToken(request);
     if (options.foreignToken !== undefined && token === options.foreignToken) {
       refuse('token', `this token is not accepted on the ${options.route} route`);
       return null;

@@ -5,17 +5,21 @@
  * applies them and turns a refusal into an HTTP answer and an event.
  */
 import type { GatewayRefusalReason } from '../core/events.js';
+import { WORKER_KINDS, WORKER_TYPES } from '../worker/worker-kinds.js';
 
-/** One allowed request: `path` is below the route's prefix (`/responses` under `/v1`). */
+/**
+ * One allowed request: `path` is below the route's prefix (`/responses` under `/v1`), its query string
+ * included when the worker sends one (`/v1/messages?beta=true`): the whole target is compared as sent.
+ */
 export interface GatewayRoute {
   method: string;
   path: string;
 }
 
-/** What each worker type needs from its model: codex speaks only the Responses API. */
-export const WORKER_ROUTES: Readonly<Record<string, readonly GatewayRoute[]>> = {
-  codex: [{ method: 'POST', path: '/responses' }],
-};
+/** What each worker type needs from its model (codex: the Responses API; claude: the Messages API). */
+export const WORKER_ROUTES: Readonly<Record<string, readonly GatewayRoute[]>> = Object.fromEntries(
+  WORKER_TYPES.map((type) => [type, WORKER_KINDS[type].routes]),
+);
 
 /** The Meta-agent's own calls (Chat Completions), on the host's loopback route. */
 export const META_ROUTES: readonly GatewayRoute[] = [{ method: 'POST', path: '/chat/completions' }];
@@ -28,7 +32,7 @@ export type RouteDecision =
  * literally an allowed path is refused: `..` and `.` segments, empty segments, backslashes and every
  * percent-escape (`%2e%2e`, `%2f`, double encoding) are refused before matching, so no decoding step
  * elsewhere (ours, a proxy's, the upstream's) can turn an allowed-looking target into another one. A query
- * string is refused too: none of the routes takes one.
+ * string is allowed only as part of a route's own path, character for character.
  */
 export function matchRoute(
   method: string,
@@ -44,11 +48,14 @@ export function matchRoute(
   if (!pathname.startsWith('/') || segments.some((segment) => ['', '.', '..'].includes(segment))) {
     return { refused: 'path', detail: 'a "..", "." or empty path segment' };
   }
-  if (query !== undefined) return { refused: 'route', detail: 'a query string' };
   const route = routes.find(
-    (candidate) => candidate.method === method && `${prefix}${candidate.path}` === pathname,
+    (candidate) => candidate.method === method && `${prefix}${candidate.path}` === target,
   );
-  if (route === undefined) return { refused: 'route', detail: 'not a route the worker needs' };
+  if (route === undefined)
+    return {
+      refused: 'route',
+      detail: query === undefined ? 'not a route the worker needs' : 'a query string the route does not take',
+    };
   return { allowed: route };
 }
 

@@ -14,7 +14,7 @@ import { describeSetupFailure } from '../sandbox/setup-failure.js';
 import type { Redaction } from '../notes/redact.js';
 import { ModelGateway } from './model-gateway.js';
 import { detectPackageRegistries } from './package-registries.js';
-import { WORKER_ROUTES } from './request-policy.js';
+import { configuredWorkers } from '../config/workers.js';
 import { ledgerBudget } from './gateway-budget.js';
 import {
   codexProxyOverrides,
@@ -25,7 +25,10 @@ import {
 } from './sandbox-network.js';
 
 export interface TaskGatewayInput {
-  config: Pick<Config, 'meta' | 'worker' | 'sandbox' | 'redact' | 'gateway' | 'limits' | 'prices'>;
+  config: Pick<
+    Config,
+    'meta' | 'worker' | 'workers' | 'sandbox' | 'redact' | 'gateway' | 'limits' | 'prices'
+  >;
   env: NodeJS.ProcessEnv;
   /** The user's repository root, where the package manifests are looked for. */
   repoRoot: string;
@@ -65,6 +68,8 @@ export interface TaskGateway {
   };
   /** For CodexWorkerAdapter's provider (add the retry settings). */
   codexProvider: { baseUrl: string; envKey: string };
+  /** The gateway's origin inside the sandbox; a worker's base URL is this plus its kind's prefix. */
+  relayOrigin: string;
   /** For CodexWorkerAdapter's `configOverrides`: the proxy variables for codex's commands under allowlist. */
   codexConfigOverrides: string[];
   /** For the Meta-agent's OpenAI SDK: baseURL and apiKey (the gateway adds the real key). */
@@ -95,12 +100,22 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
   if (input.record !== undefined && input.replay !== undefined) {
     throw new UserError('usage', 'Give either --record or --replay, not both.');
   }
-  const workerKeyEnv = config.worker.apiKeyEnv ?? config.meta.apiKeyEnv;
-  const workerModel = config.worker.model ?? config.meta.model;
+  const profiles = configuredWorkers(config);
+  const defaultModel = profiles[0]?.model ?? config.meta.model;
   const ledger = input.ledger ?? new Ledger(config.limits, { now: () => Date.now() });
-  const budget = ledgerBudget(ledger, (usage) => costOf(usage, workerModel, config.prices));
+  const budget = ledgerBudget(ledger, (usage, model) => costOf(usage, model ?? defaultModel, config.prices));
   const gateway = await ModelGateway.start({
-    worker: { baseUrl: config.worker.baseUrl ?? config.meta.baseUrl, apiKey: env[workerKeyEnv] || undefined },
+    // Each configured worker at its prefix, with its own upstream, key, routes and pinned models.
+    workers: profiles.map((profile) => ({
+      type: profile.type,
+      prefix: profile.kind.prefix,
+      protocol: profile.kind.protocol,
+      keyHeader: profile.kind.keyHeader,
+      upstream: { baseUrl: profile.baseUrl, apiKey: env[profile.apiKeyEnv] || undefined },
+      routes: profile.kind.routes,
+      allowedModels: profile.allowedModels,
+      model: profile.model,
+    })),
     meta: { baseUrl: config.meta.baseUrl, apiKey: env[config.meta.apiKeyEnv] || undefined },
     mode:
       input.replay !== undefined
@@ -111,8 +126,6 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     redactPatterns: config.redact.patterns,
     ...(input.redaction ? { redaction: input.redaction } : {}),
     onLog: input.onLog,
-    workerRoutes: WORKER_ROUTES[config.worker.type] ?? [],
-    allowedModels: config.worker.allowedModels ?? [workerModel],
     limits: config.gateway,
     budget,
     ...(input.onRefusal ? { onRefusal: input.onRefusal } : {}),
@@ -133,6 +146,7 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
       keeper: spec.keeper,
     },
     codexProvider: gateway.codexProvider(),
+    relayOrigin: gateway.relayOrigin(),
     codexConfigOverrides: codexProxyOverrides(plan.worker.policy),
     meta: { baseUrl: gateway.metaBaseUrl, apiKey: gateway.metaToken },
     setup: (runtime, sandboxId, options) =>

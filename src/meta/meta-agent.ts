@@ -26,7 +26,12 @@ import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import type { MetaMessage, MetaModel } from './meta-model.js';
 import { defaultProtocolsDir, defaultTemplatesDir } from './package-paths.js';
 import { buildPromptContext, type PromptContextInput } from './prompt-context.js';
-import { loadSystemPrompts, type SystemPromptData, type SystemPromptRenderer } from './system-prompt.js';
+import {
+  loadSystemPrompts,
+  type SystemPromptData,
+  type SystemPromptRenderer,
+  type WorkerOffer,
+} from './system-prompt.js';
 
 export interface CreateMetaAgentOptions {
   model: MetaModel;
@@ -42,6 +47,8 @@ export interface CreateMetaAgentOptions {
   redact?: (text: string) => string;
   /** Worker types the model may call; default `['codex']`. */
   workerTypes?: string[];
+  /** A line on each worker offered (type, model, what it is good at), listed in the prompt when there are several. */
+  workers?: WorkerOffer[];
   signal?: AbortSignal;
 }
 
@@ -239,7 +246,7 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
   return {
     plan: (prd, context, callOptions = {}) => call({ signal: callOptions.signal, ...planSpec(prd, context) }),
     nextAction: (context, callOptions = {}) =>
-      call({ signal: callOptions.signal, ...nextActionSpec(context, workerTypes) }),
+      call({ signal: callOptions.signal, ...nextActionSpec(context, workerTypes, options.workers) }),
     assess: (context, facts, callOptions = {}) =>
       call({ signal: callOptions.signal, ...assessSpec(context, facts) }),
   };
@@ -275,11 +282,12 @@ function loopBasics(context: LoopContext) {
 function nextActionSpec(
   context: LoopContext,
   workerTypes: string[],
+  workers: WorkerOffer[] | undefined,
 ): Omit<CallSpec<'next_action'>, 'signal'> {
   const canResume = context.canResume ?? context.history.some((run) => run.action === 'run_worker');
   return {
     type: 'next_action',
-    systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, canResume },
+    systemData: { taskId: context.taskId, patterns: context.patterns, workerTypes, workers, canResume },
     context: {
       ...loopBasics(context),
       facts: context.lastFacts,

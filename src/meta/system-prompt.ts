@@ -16,11 +16,20 @@ import {
 import type { PatternInfo } from './meta-context.js';
 import { describeSchema } from './schema-summary.js';
 
+/** A worker the Meta-agent may choose, as its prompt lists it. */
+export interface WorkerOffer {
+  type: string;
+  model: string;
+  summary: string;
+}
+
 /** What the templates may use besides the generated fields and example. */
 export interface SystemPromptData {
   taskId?: string;
   patterns?: PatternInfo[];
   workerTypes?: string[];
+  /** Listed only when there is more than one. */
+  workers?: WorkerOffer[];
   canResume?: boolean;
   memory?: boolean;
 }
@@ -80,6 +89,7 @@ export async function loadSystemPrompts(
       example: examples.get(type),
       actions: NEXT_ACTIONS.map((name) => ({ name, description: ACTION_DESCRIPTIONS[name] })),
       workerTypes: data.workerTypes ?? ['codex'],
+      workers: (data.workers?.length ?? 0) > 1 ? data.workers : undefined,
     }).trimEnd();
   };
 }

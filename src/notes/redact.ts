@@ -10,6 +10,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
+import { configuredWorkers } from '../config/workers.js';
 
 export const REDACTED = '[REDACTED]';
 
@@ -26,13 +27,16 @@ const MIN_SECRET_LENGTH = 8;
 
 export type Redactor = (text: string) => string;
 
-/** The secret values and patterns a task's configuration brings: both keys and `redact.patterns`. */
+/** The secret values and patterns a task's configuration brings: every key and `redact.patterns`. */
 export function configSecrets(
-  config: Pick<Config, 'meta' | 'worker' | 'redact'>,
+  config: Pick<Config, 'meta' | 'worker' | 'workers' | 'redact'>,
   env: NodeJS.ProcessEnv,
 ): { values: (string | undefined)[]; patterns: string[] } {
   return {
-    values: [env[config.meta.apiKeyEnv], env[config.worker.apiKeyEnv ?? config.meta.apiKeyEnv]],
+    values: [
+      env[config.meta.apiKeyEnv],
+      ...configuredWorkers(config).map((profile) => env[profile.apiKeyEnv]),
+    ],
     patterns: config.redact.patterns,
   };
 }

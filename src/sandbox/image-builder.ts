@@ -12,6 +12,7 @@ import { CODEX_VERSION } from '../config/schema.js';
 import { EnvironmentError } from '../errors.js';
 import { VERSION } from '../version.js';
 import {
+  extraWorkerBuildArgs,
   readWorkerImageInputs,
   workerImageLabels,
   workerImageTag,
@@ -32,6 +33,8 @@ export interface BuildWorkerImageOptions {
   baseImage: string;
   /** Codex CLI version to install (build arg CODEX_VERSION); default the pinned one. */
   codexVersion?: string;
+  /** Further workers to install, `type@version` (build args `<TYPE>_VERSION`). */
+  extraWorkers?: readonly string[];
   /** A PEM bundle trusted inside the image (for TLS-inspecting proxies). */
   extraCaCertPath?: string;
   /** The bundle's content; wins over `extraCaCertPath`. */
@@ -92,6 +95,7 @@ export async function resolveBuildInputs(options: BuildWorkerImageOptions): Prom
   const codexVersion = options.codexVersion ?? CODEX_VERSION;
   const read = await readWorkerImageInputs({
     codexVersion,
+    ...(options.extraWorkers ? { extraWorkers: options.extraWorkers } : {}),
     baseImage: options.baseImage,
     ...(options.extraCa === undefined && options.extraCaCertPath
       ? { extraCaCertPath: options.extraCaCertPath }
@@ -156,7 +160,11 @@ export async function buildWorkerImage(
       .buildImage(contextStream(contextDir), {
         t: existing.tag,
         dockerfile: 'Dockerfile',
-        buildargs: { BASE_IMAGE: inputs.baseImage, CODEX_VERSION: inputs.codexVersion },
+        buildargs: {
+          BASE_IMAGE: inputs.baseImage,
+          CODEX_VERSION: inputs.codexVersion,
+          ...extraWorkerBuildArgs(inputs.extraWorkers),
+        },
         labels: { ...workerImageLabels(inputs), 'agent-runner.version': VERSION },
         rm: true,
         forcerm: true,

@@ -23,6 +23,11 @@ export const DERIVED_LABEL = 'agent-runner.derived';
 export interface WorkerImageInputs {
   dockerfile: string;
   codexVersion: string;
+  /**
+   * The workers beside codex the image holds, as `type@version` (sorted; empty: codex only). One image per
+   * set of configured workers: a task runs every worker it may choose in its one sandbox.
+   */
+  extraWorkers?: readonly string[];
   baseImage: string;
   /** Content of the extra CA bundle, empty when none. */
   extraCa: string;
@@ -36,6 +41,7 @@ export interface WorkerImageInputs {
 /** Reads the inputs of a worker image build. */
 export async function readWorkerImageInputs(options: {
   codexVersion: string;
+  extraWorkers?: readonly string[];
   baseImage: string;
   extraCaCertPath?: string;
   dockerfilePath?: string;
@@ -45,15 +51,36 @@ export async function readWorkerImageInputs(options: {
     'utf8',
   );
   const extraCa = options.extraCaCertPath ? await readFile(options.extraCaCertPath, 'utf8') : '';
-  return { dockerfile, codexVersion: options.codexVersion, baseImage: options.baseImage, extraCa };
+  return {
+    dockerfile,
+    codexVersion: options.codexVersion,
+    ...(options.extraWorkers && options.extraWorkers.length > 0
+      ? { extraWorkers: [...options.extraWorkers].sort() }
+      : {}),
+    baseImage: options.baseImage,
+    extraCa,
+  };
 }
 
-/** `agent-runner-worker:codex-0.169.0-<12 hex>` */
+/** The build arguments that install the extra workers (`CLAUDE_VERSION=2.1.330`); unset ones install nothing. */
+export function extraWorkerBuildArgs(extraWorkers: readonly string[] = []): Record<string, string> {
+  const args: Record<string, string> = {};
+  for (const entry of extraWorkers) {
+    const [type, version] = entry.split('@') as [string, string | undefined];
+    if (version) args[`${type.toUpperCase()}_VERSION`] = version;
+  }
+  return args;
+}
+
+/** `agent-runner-worker:codex-0.169.0-<12 hex>`, `...:codex-0.169.0-claude-2.1.330-<12 hex>` */
 export function workerImageTag(inputs: WorkerImageInputs): string {
   const hash = createHash('sha256').update(inputs.dockerfile).update('\0').update(inputs.codexVersion);
+  const extra = inputs.extraWorkers ?? [];
+  if (extra.length > 0) hash.update('\0').update(extra.join(','));
   if (inputs.projectBase) hash.update('\0').update(inputs.baseImage).update('\0').update(inputs.extraCa);
   const kind = inputs.projectBase ? 'project-codex' : 'codex';
-  return `${WORKER_IMAGE_REPOSITORY}:${kind}-${inputs.codexVersion}-${hash.digest('hex').slice(0, 12)}`;
+  const workers = [`${inputs.codexVersion}`, ...extra.map((entry) => entry.replace('@', '-'))].join('-');
+  return `${WORKER_IMAGE_REPOSITORY}:${kind}-${workers}-${hash.digest('hex').slice(0, 12)}`;
 }
 
 /** Labels that say which per-machine inputs an image was built from. */
@@ -62,5 +89,6 @@ export function workerImageLabels(inputs: WorkerImageInputs): Record<string, str
     'agent-runner.base-image': inputs.baseImage,
     [EXTRA_CA_LABEL]: createHash('sha256').update(inputs.extraCa).digest('hex'),
     'agent-runner.codex-version': inputs.codexVersion,
+    'agent-runner.workers': ['codex', ...(inputs.extraWorkers ?? [])].join(' '),
   };
 }

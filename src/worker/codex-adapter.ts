@@ -53,6 +53,8 @@ export interface CodexWorkerOptions {
   codexHomeHostPath?: string;
   /** Extra `-c key=value` overrides (values are TOML), appended after ours so they win. */
   configOverrides?: string[];
+  /** Flags appended after agent-runner's own (`workers.codex.extraArgs`). */
+  extraArgs?: readonly string[];
 }
 
 export interface CodexArgvInput {
@@ -65,6 +67,7 @@ export interface CodexArgvInput {
   /** Container path for `-o/--output-last-message`. */
   lastMessagePath?: string;
   configOverrides?: string[];
+  extraArgs?: readonly string[];
 }
 
 const DEFAULT_RETRIES = 2;
@@ -139,6 +142,7 @@ export function buildCodexArgv(input: CodexArgvInput): string[] {
     'analytics.enabled=false',
   ];
   for (const override of input.configOverrides ?? []) argv.push('-c', override);
+  argv.push(...(input.extraArgs ?? []));
   if (input.lastMessagePath !== undefined) argv.push('-o', input.lastMessagePath);
   if (input.mode === 'resume') argv.push('resume', input.threadId as string);
   argv.push('--', input.prompt);
@@ -171,6 +175,7 @@ export class CodexWorkerAdapter implements WorkerAdapter {
       lastMessagePath:
         hostCodexHome === undefined ? undefined : path.posix.join(this.options.codexHome, lastMessageName),
       configOverrides: this.options.configOverrides,
+      extraArgs: this.options.extraArgs,
     });
     const parser = new CodexEventParser(request.onEvent);
     const exec = await this.runtime.exec(request.sandboxId, argv, {

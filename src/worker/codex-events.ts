@@ -39,6 +39,9 @@ function tail(value: string, chars: number): string {
   return value.length <= chars ? value : value.slice(value.length - chars);
 }
 
+/** What a worker's stream said, before the process's exit is known (every worker's parser gives one). */
+export type WorkerStreamSummary = CodexStreamSummary;
+
 /** What the stream said, before the process's exit is known. */
 export interface CodexStreamSummary {
   threadId: string | null;
@@ -247,24 +250,37 @@ export function parseCodexJsonl(jsonl: string, onEvent?: (event: WorkerEvent) =>
 export function toWorkerRunResult(
   summary: CodexStreamSummary,
   exec: ExecResult,
-  options: { timeoutMs: number; lastMessage?: string | null },
+  options: {
+    timeoutMs: number;
+    lastMessage?: string | null;
+    /** The worker's name in messages (default codex) and its stream file. */
+    worker?: string;
+    streamFile?: string;
+  },
 ): WorkerRunResult {
+  const worker = options.worker ?? 'codex';
   const errors = [...summary.turnFailures];
   const lastNotice = summary.notices.at(-1);
-  const noticeHint = lastNotice === undefined ? '' : ` Last notice from codex: ${lastNotice}`;
+  const noticeHint = lastNotice === undefined ? '' : ` Last notice from ${worker}: ${lastNotice}`;
   if (exec.timedOut) {
     errors.push(
-      `codex did not finish within ${formatSeconds(options.timeoutMs)} and was stopped (exit ${exec.exitCode}).` +
+      `${worker} did not finish within ${formatSeconds(options.timeoutMs)} and was stopped (exit ${exec.exitCode}).` +
         noticeHint,
     );
   } else if (exec.interrupted) {
-    errors.push(`codex was interrupted (exit ${exec.exitCode}).`);
+    errors.push(`${worker} was interrupted (exit ${exec.exitCode}).`);
   } else if (exec.oomKilled) {
-    errors.push(`codex was killed for lack of memory (exit ${exec.exitCode}); raise sandbox.memory.`);
+    errors.push(`${worker} was killed for lack of memory (exit ${exec.exitCode}); raise sandbox.memory.`);
+  } else if ((exec.exitCode === 126 || exec.exitCode === 127) && summary.threadId === null) {
+    // 127: not found; 126: found but not executable (the engine reports either for a missing program).
+    errors.push(
+      `${worker} could not be started in the sandbox (exit ${exec.exitCode}: its binary is missing from the image or cannot run). ` +
+        'Run `agent-runner image build`: the worker image holds every configured worker.',
+    );
   } else if (exec.exitCode !== 0 && summary.turnFailures.length === 0) {
     const stderr = exec.stderrTail.trim();
     errors.push(
-      `codex exited with code ${exec.exitCode}${exec.signal ? ` (signal ${exec.signal})` : ''}` +
+      `${worker} exited with code ${exec.exitCode}${exec.signal ? ` (signal ${exec.signal})` : ''}` +
         (stderr ? `: ${tail(stderr, 1_000)}` : '.') +
         noticeHint,
     );
@@ -291,7 +307,7 @@ export function toWorkerRunResult(
       summary.itemsNotKept > 0
         ? [
             ...summary.notices,
-            `${summary.itemsNotKept} more items of the stream not kept (all are in the run's codex.jsonl)`,
+            `${summary.itemsNotKept} more items of the stream not kept (all are in the run's ${options.streamFile ?? 'codex.jsonl'})`,
           ]
         : summary.notices,
     unparsedLines: summary.unparsedLines,

@@ -1,0 +1,134 @@
+/**
+ * Claude Code as a worker: one `claude -p --output-format stream-json` per run in the task's sandbox, through
+ * the SandboxRuntime port. The container is the sandbox, so every permission prompt is skipped
+ * (`--dangerously-skip-permissions`, allowed for the worker's unprivileged uid). Claude Code talks to the
+ * model through the gateway: `ANTHROPIC_BASE_URL` is the relay's origin plus claude's prefix, and its key is
+ * the per-task gateway token (the gateway swaps it for the real key). Its state (sessions, settings) lives in
+ * `CLAUDE_CONFIG_DIR`, a directory of the task's worker home that persists between runs, so `--resume` finds
+ * the session; the run's session id is chosen up front (`--session-id`). Nonessential traffic (telemetry,
+ * error reports, the auto-updater) is switched off, and its side-call model is pinned to the task's model.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type {
+  SandboxRuntime,
+  WorkerAdapter,
+  WorkerMode,
+  WorkerRunRequest,
+  WorkerRunResult,
+} from '../core/ports.js';
+import { InternalError } from '../errors.js';
+import { endStrayProcesses } from '../sandbox/stray-processes.js';
+import { ClaudeEventParser } from './claude-events.js';
+import { toWorkerRunResult } from './codex-events.js';
+
+export const CLAUDE_JSONL_FILE = 'claude.jsonl';
+export const CLAUDE_STDERR_FILE = 'claude.stderr.log';
+
+export interface ClaudeWorkerOptions {
+  model: string;
+  /** ANTHROPIC_BASE_URL inside the sandbox (the origin, without `/v1`). */
+  baseUrl: string;
+  /** The key claude sends (the per-task gateway token). */
+  apiKey: string;
+  /** CLAUDE_CONFIG_DIR inside the container: per task, kept across runs. */
+  configDir: string;
+  workdir?: string;
+  /** Flags appended after agent-runner's own (`workers.claude.extraArgs`). */
+  extraArgs?: readonly string[];
+}
+
+export interface ClaudeArgvInput {
+  mode: WorkerMode;
+  prompt: string;
+  /** exec: the session id to create; resume: the session to continue. */
+  sessionId: string;
+  model: string;
+  extraArgs?: readonly string[];
+}
+
+/** The argv of one claude run. Pure, so every flag is unit-tested; the prompt is one element after `--`. */
+export function buildClaudeArgv(input: ClaudeArgvInput): string[] {
+  if (input.prompt.trim() === '') {
+    throw new InternalError('The worker prompt is empty; the Meta-agent must give claude something to do.');
+  }
+  return [
+    'claude',
+    '-p',
+    '--output-format',
+    'stream-json',
+    '--verbose',
+    '--dangerously-skip-permissions',
+    '--model',
+    input.model,
+    input.mode === 'resume' ? '--resume' : '--session-id',
+    input.sessionId,
+    ...(input.extraArgs ?? []),
+    '--',
+    input.prompt,
+  ];
+}
+
+/** The environment of one claude run: the gateway, its state directory, no outside traffic, one model. */
+export function claudeEnv(options: ClaudeWorkerOptions): Record<string, string> {
+  return {
+    ANTHROPIC_BASE_URL: options.baseUrl,
+    ANTHROPIC_API_KEY: options.apiKey,
+    ANTHROPIC_MODEL: options.model,
+    // Side calls (titles, summaries) go to the "small fast" model: the same pinned model, or the gateway refuses.
+    ANTHROPIC_SMALL_FAST_MODEL: options.model,
+    ANTHROPIC_DEFAULT_HAIKU_MODEL: options.model,
+    CLAUDE_CONFIG_DIR: options.configDir,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+  };
+}
+
+export class ClaudeWorkerAdapter implements WorkerAdapter {
+  readonly type = 'claude';
+  private readonly workdir: string;
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    private readonly options: ClaudeWorkerOptions,
+  ) {
+    this.workdir = options.workdir ?? '/workspace';
+  }
+
+  async run(request: WorkerRunRequest): Promise<WorkerRunResult> {
+    await mkdir(request.runDir, { recursive: true });
+    if (request.mode === 'resume' && !request.threadId)
+      throw new InternalError('claude resume needs the session id of an earlier run.');
+    const sessionId = request.mode === 'resume' ? (request.threadId as string) : randomUUID();
+    const argv = buildClaudeArgv({
+      mode: request.mode,
+      prompt: request.prompt,
+      sessionId,
+      model: this.options.model,
+      extraArgs: this.options.extraArgs,
+    });
+    const parser = new ClaudeEventParser(request.onEvent);
+    const exec = await this.runtime.exec(request.sandboxId, argv, {
+      workdir: this.workdir,
+      env: claudeEnv(this.options),
+      timeoutMs: request.timeoutMs,
+      graceMs: request.graceMs,
+      stdoutPath: path.join(request.runDir, CLAUDE_JSONL_FILE),
+      stderrPath: path.join(request.runDir, CLAUDE_STDERR_FILE),
+      onStdoutLine: (line) => parser.push(line),
+      signal: request.signal,
+    });
+    // Nothing the run started may still run while the host reads the sandbox (as after a codex run).
+    await endStrayProcesses(this.runtime, request.sandboxId, request.graceMs);
+    const summary = parser.summary();
+    // A run that died before its first event still continues the session it was given.
+    if (summary.threadId === null && request.mode === 'resume') summary.threadId = sessionId;
+    return toWorkerRunResult(summary, exec, {
+      timeoutMs: request.timeoutMs,
+      lastMessage: parser.finalText(),
+      worker: 'claude',
+      streamFile: CLAUDE_JSONL_FILE,
+    });
+  }
+}

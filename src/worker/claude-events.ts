@@ -1,0 +1,239 @@
+/**
+ * Parsing the JSONL stream of `claude -p --output-format stream-json --verbose` into the summary every worker
+ * run gives (the same one codex's stream gives). Events: `system`/`init` (the session id), `assistant`
+ * (text, and `tool_use` blocks: a `Bash` call is a command), `user` (`tool_result` blocks: a command's
+ * outcome), `result` (the run's usage, its final text, and whether it failed). Claude Code gives no numeric exit
+ * code for a command that succeeded and only the text "Exit code N" for one that failed: a result that is no
+ * error counts as exit 0, an error with that text as N, any other error as unknown (null). Like codex's
+ * parser, nothing in the stream is fatal: lines that are not JSON and events it does not know are counted.
+ */
+import type { WorkerCommand, WorkerEvent } from '../core/ports.js';
+import { COMMAND_OUTPUT_TAIL_CHARS, MAX_ITEMS_PER_LIST, type WorkerStreamSummary } from './codex-events.js';
+
+type JsonObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
+}
+
+function tail(value: string, chars: number): string {
+  return value.length <= chars ? value : value.slice(value.length - chars);
+}
+
+/** The text of a tool result's `content`: a string, or text blocks. */
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block) => (isObject(block) ? (text(block.text) ?? '') : ''))
+    .filter((part) => part !== '')
+    .join('\n');
+}
+
+/** "Exit code 2" (or "Error: Exit code 2") at the start of a failed command's result; null when absent. */
+export function exitCodeFromText(value: string): number | null {
+  const match = /^(?:Error: )?Exit code (\d{1,3})\b/.exec(value.trimStart());
+  return match ? Number(match[1]) : null;
+}
+
+export class ClaudeEventParser {
+  private readonly commandsById = new Map<string, WorkerCommand>();
+  private readonly commandOrder: WorkerCommand[] = [];
+  private readonly state: Omit<WorkerStreamSummary, 'commands'> = {
+    threadId: null,
+    fileChanges: [],
+    agentMessages: [],
+    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
+    turnFailures: [],
+    notices: [],
+    turnsCompleted: 0,
+    unparsedLines: 0,
+    itemsNotKept: 0,
+  };
+  private resultText: string | null = null;
+
+  constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
+
+  push(line: string): void {
+    const trimmed = line.trim();
+    if (trimmed === '') return;
+    let event: unknown;
+    try {
+      event = JSON.parse(trimmed);
+    } catch {
+      this.state.unparsedLines += 1;
+      return;
+    }
+    if (!isObject(event) || !this.handle(event)) this.state.unparsedLines += 1;
+  }
+
+  /** The text of the `result` event (Claude Code's final answer), or null. */
+  finalText(): string | null {
+    return this.resultText;
+  }
+
+  summary(): WorkerStreamSummary {
+    return {
+      ...this.state,
+      commands: this.commandOrder.map((command) => ({ ...command })),
+      fileChanges: [...this.state.fileChanges],
+      agentMessages: [...this.state.agentMessages],
+      usage: { ...this.state.usage },
+      turnFailures: [...this.state.turnFailures],
+      notices: [...this.state.notices],
+    };
+  }
+
+  private handle(event: JsonObject): boolean {
+    switch (event.type) {
+      case 'system':
+        return this.handleSystem(event);
+      case 'assistant':
+        return isObject(event.message) ? this.handleAssistant(event.message) : false;
+      case 'user':
+        return isObject(event.message) ? this.handleUser(event.message, event.tool_use_result) : false;
+      case 'result':
+        this.handleResult(event);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  private handleSystem(event: JsonObject): boolean {
+    if (event.subtype === 'init') {
+      const threadId = text(event.session_id);
+      if (threadId === undefined) return false;
+      this.state.threadId = threadId;
+      this.emit({ kind: 'thread_started', threadId });
+      return true;
+    }
+    if (event.subtype === 'api_retry') {
+      const status = typeof event.error_status === 'number' ? ` (HTTP ${event.error_status})` : '';
+      const message = `claude retries a model request${status}: ${text(event.error) ?? 'no detail'}`;
+      this.keep(this.state.notices, message);
+      this.emit({ kind: 'error', message, fatal: false });
+      return true;
+    }
+    return false;
+  }
+
+  private handleAssistant(message: JsonObject): boolean {
+    const blocks = Array.isArray(message.content) ? message.content : [];
+    for (const block of blocks) {
+      if (!isObject(block)) continue;
+      if (block.type === 'text') {
+        const value = text(block.text);
+        if (value === undefined || value.trim() === '') continue;
+        this.keep(this.state.agentMessages, value);
+        this.emit({ kind: 'message', text: value });
+      } else if (block.type === 'tool_use') {
+        this.handleToolUse(block);
+      }
+    }
+    return true;
+  }
+
+  private handleToolUse(block: JsonObject): void {
+    const input = isObject(block.input) ? block.input : {};
+    const name = text(block.name);
+    if (name === 'Bash') {
+      const commandText = text(input.command) ?? '';
+      const command: WorkerCommand = {
+        command: commandText,
+        exitCode: null,
+        status: 'in_progress',
+        outputTail: '',
+      };
+      const id = text(block.id);
+      if (this.keep(this.commandOrder, command) && id !== undefined) this.commandsById.set(id, command);
+      this.emit({ kind: 'command_started', command: commandText });
+      return;
+    }
+    // What the agent says it wrote: shown live; the files changed are read from git after the run.
+    const filePath = text(input.file_path) ?? text(input.notebook_path);
+    if (filePath !== undefined && ['Write', 'Edit', 'MultiEdit', 'NotebookEdit'].includes(name ?? '')) {
+      const change = name === 'Write' ? 'write' : 'edit';
+      this.keep(this.state.fileChanges, { path: filePath, kind: change });
+      this.emit({ kind: 'file_changed', path: filePath, change });
+    }
+  }
+
+  private handleUser(message: JsonObject, toolUseResult: unknown): boolean {
+    const blocks = Array.isArray(message.content) ? message.content : [];
+    for (const block of blocks) {
+      if (!isObject(block) || block.type !== 'tool_result') continue;
+      const id = text(block.tool_use_id);
+      const command = id === undefined ? undefined : this.commandsById.get(id);
+      if (command === undefined) continue;
+      this.commandsById.delete(id as string);
+      const resultText = contentText(block.content);
+      const failed = block.is_error === true;
+      command.exitCode = failed ? exitCodeFromText(resultText) : 0;
+      command.status = failed ? 'failed' : 'completed';
+      const output = isObject(toolUseResult)
+        ? `${text(toolUseResult.stdout) ?? ''}${text(toolUseResult.stderr) ? `\n${text(toolUseResult.stderr)}` : ''}`
+        : resultText;
+      command.outputTail = tail(output, COMMAND_OUTPUT_TAIL_CHARS);
+      this.emit({
+        kind: 'command_finished',
+        command: command.command,
+        exitCode: command.exitCode,
+        status: command.status,
+      });
+    }
+    return true;
+  }
+
+  private handleResult(event: JsonObject): void {
+    this.state.turnsCompleted += 1;
+    const usage = isObject(event.usage) ? event.usage : {};
+    const cached = count(usage.cache_read_input_tokens);
+    this.state.usage.inputTokens +=
+      count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + cached;
+    this.state.usage.cachedInputTokens += cached;
+    this.state.usage.outputTokens += count(usage.output_tokens);
+    const resultText = text(event.result);
+    if (resultText !== undefined && resultText.trim() !== '') this.resultText = resultText;
+    const threadId = text(event.session_id);
+    if (threadId !== undefined) this.state.threadId ??= threadId;
+    if (event.is_error === true || (event.subtype !== undefined && event.subtype !== 'success')) {
+      const status = typeof event.api_error_status === 'number' ? ` (HTTP ${event.api_error_status})` : '';
+      const message = `claude ended with an error${status}: ${resultText ?? text(event.subtype) ?? 'no detail'}`;
+      this.keep(this.state.turnFailures, message);
+      this.emit({ kind: 'error', message, fatal: true });
+    }
+  }
+
+  private keep<T>(list: T[], item: T): boolean {
+    if (list.length >= MAX_ITEMS_PER_LIST) {
+      this.state.itemsNotKept += 1;
+      return false;
+    }
+    list.push(item);
+    return true;
+  }
+
+  private emit(event: WorkerEvent): void {
+    try {
+      this.onEvent(event);
+    } catch {
+      // A listener that throws must not stop the parsing of the run it listens to.
+    }
+  }
+}
+
+/** Parses a whole saved stream (a run's claude.jsonl, a test fixture). */
+export function parseClaudeJsonl(jsonl: string, onEvent?: (event: WorkerEvent) => void): ClaudeEventParser {
+  const parser = new ClaudeEventParser(onEvent);
+  for (const line of jsonl.split('\n')) parser.push(line);
+  return parser;
+}

@@ -1,0 +1,73 @@
+/**
+ * The coding agents agent-runner can drive, and what each needs: its wire protocol, where the gateway
+ * serves it in the sandbox, the exact requests it may make, how its key travels, the pinned CLI version and
+ * its defaults. One table, read by the config schema, the gateway, the image build, the Meta-agent's prompt
+ * and `doctor`, so adding a worker is one entry here plus its adapter.
+ */
+
+/** Every worker type, in the order the README lists them. */
+export const WORKER_TYPES = ['codex', 'claude'] as const;
+export type WorkerType = (typeof WORKER_TYPES)[number];
+
+/** The model API a worker speaks (what the gateway forwards and meters). */
+export type WorkerProtocol = 'responses' | 'anthropic';
+
+/** How a request carries its key: the gateway takes the per-task token from there and puts the real key back. */
+export type KeyHeader = 'authorization' | 'x-api-key';
+
+export interface WorkerKind {
+  type: WorkerType;
+  /** The line the Meta-agent reads about this worker. */
+  summary: string;
+  protocol: WorkerProtocol;
+  keyHeader: KeyHeader;
+  /**
+   * Where the gateway serves this worker inside the sandbox (under the relay's origin). The worker's base URL
+   * is the relay origin plus this prefix; its routes are compared below it.
+   */
+  prefix: string;
+  /** Method and path (query string included, compared as sent) of every request the worker needs. */
+  routes: readonly { method: string; path: string }[];
+  /** The npm package and pinned version the worker image installs. */
+  npmPackage: string;
+  defaultVersion: string;
+  /** Defaults of its `workers.<type>` block when the config leaves a field out (codex: the Meta-agent's). */
+  defaults: { baseUrl?: string; apiKeyEnv?: string; model?: string };
+  /** The binary's name in the image. */
+  binary: string;
+}
+
+export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
+  codex: {
+    type: 'codex',
+    summary: 'OpenAI Codex CLI: strong at multi-file implementation and running the tests it writes',
+    protocol: 'responses',
+    keyHeader: 'authorization',
+    prefix: '/v1',
+    routes: [{ method: 'POST', path: '/responses' }],
+    npmPackage: '@openai/codex',
+    defaultVersion: '0.169.0',
+    defaults: {},
+    binary: 'codex',
+  },
+  claude: {
+    type: 'claude',
+    summary: "Anthropic's Claude Code: careful edits, reads the repository before it changes it",
+    protocol: 'anthropic',
+    keyHeader: 'x-api-key',
+    prefix: '/claude',
+    routes: [{ method: 'POST', path: '/v1/messages?beta=true' }],
+    npmPackage: '@anthropic-ai/claude-code-linux-x64',
+    defaultVersion: '2.1.330',
+    defaults: {
+      baseUrl: 'https://api.anthropic.com',
+      apiKeyEnv: 'ANTHROPIC_API_KEY',
+      model: 'claude-sonnet-4-5',
+    },
+    binary: 'claude',
+  },
+};
+
+export function isWorkerType(value: string): value is WorkerType {
+  return (WORKER_TYPES as readonly string[]).includes(value);
+}
