@@ -55,6 +55,8 @@ export interface GatewayWorker {
   allowedModels?: readonly string[];
   /** The model its usage is priced at. */
   model?: string;
+  /** The variable its real key comes from (named in the message when the provider refuses the key). */
+  apiKeyEnv?: string;
 }
 
 export type GatewayMode =

@@ -2,8 +2,68 @@
  * The workers a gateway serves, and how it starts listening: helpers of model-gateway.ts.
  */
 import type { Server } from 'node:http';
-import { WORKER_PREFIX, type GatewayWorker, type ModelGatewayOptions } from './gateway-options.js';
-import { WORKER_ROUTES } from './request-policy.js';
+import type { Socket } from 'node:net';
+import type { GatewayBudget } from './gateway-budget.js';
+import {
+  WORKER_PREFIX,
+  type GatewayLimits,
+  type GatewayWorker,
+  type ModelGatewayOptions,
+} from './gateway-options.js';
+import type { GatewayRefusals } from './gateway-refusals.js';
+import { RequestGuard } from './request-guard.js';
+import { WORKER_ROUTES, type RateLimiter } from './request-policy.js';
+
+/** A worker and the guard of its prefix. */
+export interface WorkerRoute {
+  worker: GatewayWorker;
+  guard: RequestGuard;
+}
+
+/**
+ * One guard per worker, longest prefix first (a request goes to the first whose prefix it starts with). They
+ * share one token, one rate (the sandbox's, whichever worker asks) and one budget.
+ */
+export function workerGuards(
+  workers: readonly GatewayWorker[],
+  shared: {
+    token: string;
+    limits: GatewayLimits;
+    refusals: GatewayRefusals;
+    rate: RateLimiter;
+    budget?: Pick<GatewayBudget, 'refusal'>;
+    onBudgetRefused: (reason: string) => void;
+  },
+): WorkerRoute[] {
+  return [...workers]
+    .sort((a, b) => b.prefix.length - a.prefix.length)
+    .map((worker) => ({
+      worker,
+      guard: new RequestGuard({
+        route: 'worker',
+        prefix: worker.prefix,
+        routes: worker.routes,
+        token: shared.token,
+        maxRequestBytes: shared.limits.maxRequestBytes,
+        refusals: shared.refusals,
+        rate: shared.rate,
+        requestsPerMinute: shared.limits.requestsPerMinute,
+        ...(shared.budget ? { budget: shared.budget } : {}),
+        onBudgetRefused: shared.onBudgetRefused,
+        ...(worker.allowedModels ? { allowedModels: worker.allowedModels } : {}),
+      }),
+    }));
+}
+
+/** Keeps `server` and each of its connections in the sets the gateway closes. */
+export function trackSockets(server: Server, sockets: Set<Socket>, servers: Server[]): Server {
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  servers.push(server);
+  return server;
+}
 
 export function listen(server: Server, target: string | { port: number; host: string }): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -52,7 +52,23 @@ export interface ExchangeContext {
   recorder: CassetteRecorder | null;
   /** Under replay: a request that does not match the cassette. */
   onDivergence(error: ReplayDivergenceError): void;
+  /** The upstream's answer to a worker request: its status and, for an error, the start of its body. */
+  onWorkerAnswer?(answer: WorkerAnswer): void;
 }
+
+/** How the worker's upstream answered its latest request. */
+export interface WorkerAnswer {
+  worker: string;
+  /** The worker's upstream, model and key variable, for the message that names the fix. */
+  upstream: string;
+  model?: string;
+  apiKeyEnv?: string;
+  status: number;
+  /** The start of an error's body (redacted); empty for a success. */
+  detail: string;
+}
+
+const ERROR_DETAIL_BYTES = 2_000;
 
 /** Answers an exchange from the cassette; one that does not match gets HTTP 400 naming the divergence. */
 export function replayExchange(
@@ -148,10 +164,13 @@ async function relayUpstream(
   const meter = meterOf(exchange);
   const copy: Buffer[] = [];
   response.on('close', () => upstream.destroy());
+  let errorDetail = '';
   for await (const chunk of upstream) {
     const buffer = chunk as Buffer;
     meter?.push(buffer);
     if (context.recorder !== null) copy.push(buffer);
+    if (status >= 400 && errorDetail.length < ERROR_DETAIL_BYTES)
+      errorDetail += buffer.toString('utf8').slice(0, ERROR_DETAIL_BYTES - errorDetail.length);
     // Backpressure: a worker that does not read its answer stops the upstream, not the runner's memory.
     if (!response.write(buffer) && !response.destroyed)
       await Promise.race(
@@ -162,6 +181,15 @@ async function relayUpstream(
   response.end();
   const usage = meter?.end() ?? null;
   if (usage !== null) context.meterWorker(usage, exchange.worker?.model);
+  if (kind === 'worker')
+    context.onWorkerAnswer?.({
+      worker: exchange.worker?.type ?? 'codex',
+      upstream: exchange.worker?.upstream.baseUrl ?? '',
+      ...(exchange.worker?.model ? { model: exchange.worker.model } : {}),
+      ...(exchange.worker?.apiKeyEnv ? { apiKeyEnv: exchange.worker.apiKeyEnv } : {}),
+      status,
+      detail: context.redact(errorDetail),
+    });
   context.log(
     `${kind} #${index + 1} ${method} ${subPath} -> ${status} in ${Math.round(performance.now() - started)} ms`,
   );

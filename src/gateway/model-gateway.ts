@@ -1,10 +1,11 @@
 /**
  * The model gateway of one task. It holds the real API keys on the host; nothing in the sandbox does.
  *
- * - Worker route: a unix socket in a per-task host directory, bind-mounted read-only into the sandbox, where
- *   the relay (relay-script.ts) exposes it as http://127.0.0.1:8787. `/v1/*` requests must carry the per-task
- *   token; the gateway swaps it for the real key and streams the upstream's reply back unchanged, reading the
- *   Responses usage from a copy of the stream. The same socket is the egress proxy of the `allowlist` policy.
+ * - Worker routes: a unix socket in a per-task host directory, mounted read-only into the sandbox, where the
+ *   relay (relay-script.ts) exposes it as http://127.0.0.1:8787; each worker has its prefix (codex `/v1`,
+ *   claude `/claude`). Requests carry the per-task token; the gateway swaps it for that worker's real key and
+ *   streams the reply back unchanged, metering usage from a copy in the worker's protocol. The same socket
+ *   is the egress proxy of the `allowlist` policy.
  * - Meta route: http://127.0.0.1:<port>/meta/v1 on the host's loopback, for the host-side openai SDK, so the
  *   Meta-agent's exchanges can be recorded and replayed too.
  * - Record/replay: `record` stores every exchange (redacted) in a cassette; `replay` serves them with no
@@ -12,8 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,7 +44,12 @@ import {
   type GatewayWorker,
   type ModelGatewayOptions,
 } from './gateway-options.js';
-import { forwardExchange, replayExchange, type ExchangeContext } from './model-exchange.js';
+import {
+  forwardExchange,
+  replayExchange,
+  type ExchangeContext,
+  type WorkerAnswer,
+} from './model-exchange.js';
 import {
   GATEWAY_CONTAINER_DIR,
   GATEWAY_SOCKET_NAME,
@@ -53,7 +58,7 @@ import {
   RELAY_SCRIPT_NAME,
 } from './relay-script.js';
 import { META_ROUTES, RateLimiter } from './request-policy.js';
-import { gatewayWorkers, listen } from './gateway-workers.js';
+import { gatewayWorkers, listen, trackSockets, workerGuards, type WorkerRoute } from './gateway-workers.js';
 import { addTokenUsage, ZERO_TOKEN_USAGE } from '../core/usage.js';
 
 export {
@@ -91,9 +96,10 @@ export class ModelGateway {
   private metaPort = 0;
   private readonly limits: GatewayLimits;
   /** Each worker the sandbox may run, with the guard of its prefix (longest prefix first). */
-  private readonly workerRoutes: { worker: GatewayWorker; guard: RequestGuard }[];
+  private readonly workerRoutes: WorkerRoute[];
   private readonly metaGuard: RequestGuard | null;
   private budgetRefusal: string | null = null;
+  private lastWorkerAnswer: WorkerAnswer | null = null;
 
   private constructor(
     private readonly options: ModelGatewayOptions,
@@ -114,28 +120,16 @@ export class ModelGateway {
     this.redact = redaction.redact;
     this.refusals = new GatewayRefusals(this.redact, (line) => this.log(line), options.onRefusal);
     this.limits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
-    // One rate for the sandbox, whichever worker asks.
-    const rate = new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now);
-    this.workerRoutes = [...workers]
-      .sort((a, b) => b.prefix.length - a.prefix.length)
-      .map((worker) => ({
-        worker,
-        guard: new RequestGuard({
-          route: 'worker',
-          prefix: worker.prefix,
-          routes: worker.routes,
-          token: this.workerToken,
-          maxRequestBytes: this.limits.maxRequestBytes,
-          refusals: this.refusals,
-          rate,
-          requestsPerMinute: this.limits.requestsPerMinute,
-          ...(options.budget ? { budget: options.budget } : {}),
-          onBudgetRefused: (reason) => {
-            this.budgetRefusal ??= reason;
-          },
-          ...(worker.allowedModels ? { allowedModels: worker.allowedModels } : {}),
-        }),
-      }));
+    this.workerRoutes = workerGuards(workers, {
+      token: this.workerToken,
+      limits: this.limits,
+      refusals: this.refusals,
+      rate: new RateLimiter(this.limits.requestsPerMinute, 60_000, options.now),
+      ...(options.budget ? { budget: options.budget } : {}),
+      onBudgetRefused: (reason) => {
+        this.budgetRefusal ??= reason;
+      },
+    });
     this.metaGuard =
       options.meta === undefined
         ? null
@@ -219,6 +213,13 @@ export class ModelGateway {
     return reason;
   }
 
+  /** The upstream's answer to the latest worker request since the last call (then forgotten), or null. */
+  takeWorkerAnswer(): WorkerAnswer | null {
+    const answer = this.lastWorkerAnswer;
+    this.lastWorkerAnswer = null;
+    return answer;
+  }
+
   /** Under replay: the first divergence met since the last call (then forgotten), or null. */
   takeDivergence(): ReplayDivergenceError | null {
     const first = this.divergences[0] ?? null;
@@ -253,12 +254,7 @@ export class ModelGateway {
   }
 
   private track(server: Server): Server {
-    server.on('connection', (socket: Socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    this.servers.push(server);
-    return server;
+    return trackSockets(server, this.sockets, this.servers);
   }
 
   private async listen(): Promise<void> {
@@ -341,7 +337,7 @@ export class ModelGateway {
     const target = request.url ?? '/';
     const { worker, guard } =
       this.workerRoutes.find(({ worker: candidate }) => target.startsWith(`${candidate.prefix}/`)) ??
-      (this.workerRoutes.at(-1) as { worker: GatewayWorker; guard: RequestGuard });
+      (this.workerRoutes.at(-1) as WorkerRoute);
     const admitted = await guard.admit(request, response);
     // The allowed route's own path is forwarded, never the text the worker sent.
     if (admitted !== null)
@@ -389,6 +385,9 @@ export class ModelGateway {
       onSent: (kind: ExchangeKind) => this.options.onSent?.(kind),
       meterWorker: (usage: TokenUsage, model?: string) => this.meterWorker(usage, model),
       recorder: this.recorder,
+      onWorkerAnswer: (answer: WorkerAnswer) => {
+        this.lastWorkerAnswer = answer;
+      },
       onDivergence: (error: ReplayDivergenceError) => {
         this.divergences.push(error);
         this.log(error.message);

@@ -115,6 +115,7 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
       routes: profile.kind.routes,
       allowedModels: profile.allowedModels,
       model: profile.model,
+      apiKeyEnv: profile.apiKeyEnv,
     })),
     meta: { baseUrl: config.meta.baseUrl, apiKey: env[config.meta.apiKeyEnv] || undefined },
     mode:

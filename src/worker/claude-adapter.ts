@@ -82,6 +82,8 @@ export function claudeEnv(options: ClaudeWorkerOptions): Record<string, string> 
     CLAUDE_CONFIG_DIR: options.configDir,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_AUTOUPDATER: '1',
+    // A refused key or a spent quota fails the run in seconds (its default, 10 retries with backoff, takes minutes).
+    CLAUDE_CODE_MAX_RETRIES: '2',
   };
 }
 

@@ -1,0 +1,214 @@
+/**
+ * Claude Code's stream parser against the binary's own output (recorded from `claude -p --output-format
+ * stream-json --verbose` 2.1.330 against a scripted Messages server), its argv and environment, the
+ * Anthropic usage meter and the gateway's route matching for claude's query string.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { WorkerEvent } from '../../src/core/ports.js';
+import { providerFailure } from '../../src/gateway/gateway-guards.js';
+import { matchRoute, WORKER_ROUTES } from '../../src/gateway/request-policy.js';
+import { AnthropicUsageMeter, usageMeter } from '../../src/gateway/sse-usage.js';
+import { buildClaudeArgv, claudeEnv } from '../../src/worker/claude-adapter.js';
+import { exitCodeFromText, parseClaudeJsonl } from '../../src/worker/claude-events.js';
+
+const fixture = (name: string) =>
+  readFileSync(path.join(import.meta.dirname, '../fixtures/claude', name), 'utf8');
+
+describe('the claude stream parser (real output)', () => {
+  it('reads the session, each Bash command with its exit code, the final text and the usage', () => {
+    const events: WorkerEvent[] = [];
+    const parser = parseClaudeJsonl(fixture('stream-run.jsonl'), (event) => events.push(event));
+    const summary = parser.summary();
+    expect(summary.threadId).toBe('11111111-2222-3333-4444-555555555555');
+    expect(summary.commands.map((command) => [command.command, command.exitCode, command.status])).toEqual([
+      ['echo hi > hello.txt && false', 1, 'failed'],
+      ['ls && git add -A && git -c user.email=a@b -c user.name=a commit -qm hello', 0, 'completed'],
+    ]);
+    expect(summary.commands[1]?.outputTail).toBe('hello.txt');
+    expect(parser.finalText()).toBe('All done.');
+    expect(summary.agentMessages).toEqual(['All done.']);
+    expect(summary.usage).toEqual({
+      inputTokens: 306,
+      cachedInputTokens: 0,
+      outputTokens: 60,
+      reasoningTokens: 0,
+    });
+    expect(summary.turnFailures).toEqual([]);
+    expect(summary.unparsedLines).toBe(0);
+    expect(events[0]).toEqual({ kind: 'thread_started', threadId: '11111111-2222-3333-4444-555555555555' });
+    expect(events).toContainEqual({
+      kind: 'command_finished',
+      command: 'echo hi > hello.txt && false',
+      exitCode: 1,
+      status: 'failed',
+    });
+  });
+
+  it('a refused key: the retries are notices, the result is the failure with its HTTP status', () => {
+    const summary = parseClaudeJsonl(fixture('stream-auth-refused.jsonl')).summary();
+    expect(summary.notices.length).toBeGreaterThan(0);
+    expect(summary.notices[0]).toMatch(/^claude retries a model request \(HTTP 401\)/);
+    expect(summary.turnFailures).toEqual([
+      expect.stringMatching(/^claude ended with an error \(HTTP 401\): Invalid API key/),
+    ]);
+  });
+
+  it('keeps malformed lines and unknown events out, counted, never fatal', () => {
+    const parser = parseClaudeJsonl(
+      ['not json', '{"type":"stream_event","event":{}}', '{"type":"system","subtype":"init"}', '[]'].join(
+        '\n',
+      ),
+    );
+    expect(parser.summary().unparsedLines).toBe(4);
+    expect(parser.summary().commands).toEqual([]);
+  });
+
+  it('an error result without a number is an unknown exit code, not a success', () => {
+    const lines = [
+      {
+        type: 'assistant',
+        message: { content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'sleep 999' } }] },
+      },
+      {
+        type: 'user',
+        message: {
+          content: [{ type: 'tool_result', tool_use_id: 't1', is_error: true, content: 'Command timed out' }],
+        },
+      },
+    ];
+    const summary = parseClaudeJsonl(lines.map((line) => JSON.stringify(line)).join('\n')).summary();
+    expect(summary.commands).toEqual([
+      { command: 'sleep 999', exitCode: null, status: 'failed', outputTail: 'Command timed out' },
+    ]);
+    expect(exitCodeFromText('Error: Exit code 137\nKilled')).toBe(137);
+    expect(exitCodeFromText('no exit code here')).toBeNull();
+  });
+
+  it('a tool result for a command it never saw is not trusted as one', () => {
+    const line = {
+      type: 'user',
+      message: { content: [{ type: 'tool_result', tool_use_id: 'ghost', is_error: false, content: 'x' }] },
+    };
+    expect(parseClaudeJsonl(JSON.stringify(line)).summary().commands).toEqual([]);
+  });
+});
+
+describe('the claude command line and environment', () => {
+  it('exec chooses the session id, resume continues it; the prompt is one argument after --', () => {
+    expect(
+      buildClaudeArgv({ mode: 'exec', prompt: '-rf', sessionId: 'S', model: 'm', extraArgs: ['--x'] }),
+    ).toEqual([
+      'claude',
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--dangerously-skip-permissions',
+      '--model',
+      'm',
+      '--session-id',
+      'S',
+      '--x',
+      '--',
+      '-rf',
+    ]);
+    expect(buildClaudeArgv({ mode: 'resume', prompt: 'go on', sessionId: 'S', model: 'm' })).toContain(
+      '--resume',
+    );
+    expect(() => buildClaudeArgv({ mode: 'exec', prompt: '  ', sessionId: 'S', model: 'm' })).toThrow(
+      /empty/,
+    );
+  });
+
+  it('talks to the gateway only, with one model, no outside traffic and few retries', () => {
+    const env = claudeEnv({
+      model: 'm',
+      baseUrl: 'http://127.0.0.1:8787/claude',
+      apiKey: 'token',
+      configDir: '/h/claude',
+    });
+    expect(env).toMatchObject({
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:8787/claude',
+      ANTHROPIC_API_KEY: 'token',
+      ANTHROPIC_MODEL: 'm',
+      ANTHROPIC_SMALL_FAST_MODEL: 'm',
+      CLAUDE_CONFIG_DIR: '/h/claude',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      CLAUDE_CODE_MAX_RETRIES: '2',
+    });
+  });
+});
+
+describe('the gateway for claude', () => {
+  it('meters an Anthropic stream: input + cache creation + cache reads, the last output count', () => {
+    const meter = new AnthropicUsageMeter();
+    const sse = [
+      'event: message_start',
+      'data: {"type":"message_start","message":{"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":20,"output_tokens":1}}}',
+      '',
+      'event: content_block_delta',
+      'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"usage"}}',
+      '',
+      'event: message_delta',
+      'data: {"type":"message_delta","delta":{},"usage":{"output_tokens":7}}',
+      '',
+      'event: message_delta',
+      'data: {"type":"message_delta","delta":{},"usage":{"output_tokens":9}}',
+      '',
+    ].join('\n');
+    // Split mid-line: the meter reads whole lines whatever the chunks.
+    meter.push(sse.slice(0, 50));
+    meter.push(sse.slice(50));
+    expect(meter.end()).toEqual({
+      inputTokens: 35,
+      cachedInputTokens: 20,
+      outputTokens: 9,
+      reasoningTokens: 0,
+    });
+    expect(usageMeter('anthropic').end()).toBeNull();
+  });
+
+  it("allows claude's one route with its query string exactly, nothing else", () => {
+    const routes = WORKER_ROUTES.claude ?? [];
+    expect(matchRoute('POST', '/claude/v1/messages?beta=true', '/claude', routes)).toEqual({
+      allowed: { method: 'POST', path: '/v1/messages?beta=true' },
+    });
+    for (const target of [
+      '/claude/v1/messages',
+      '/claude/v1/messages?beta=true&x=1',
+      '/claude/v1/messages?beta=false',
+      '/claude/v1/messages/count_tokens?beta=true',
+      '/v1/messages?beta=true',
+    ])
+      expect(matchRoute('POST', target, '/claude', routes)).toMatchObject({ refused: 'route' });
+    expect(matchRoute('GET', '/claude/v1/messages?beta=true', '/claude', routes)).toMatchObject({
+      refused: 'route',
+    });
+    expect(matchRoute('POST', '/claude/v1/messages?beta=%74rue', '/claude', routes)).toMatchObject({
+      refused: 'path',
+    });
+  });
+
+  it('a provider error names the worker and the fix; other statuses are not a provider failure', () => {
+    const answer = {
+      worker: 'claude',
+      upstream: 'https://api.anthropic.com',
+      apiKeyEnv: 'ANTHROPIC_API_KEY',
+      model: 'm',
+      detail: '{"error":"invalid x-api-key"}',
+    };
+    expect(providerFailure({ ...answer, status: 401 })?.message).toMatch(
+      /^The claude worker's model at https:\/\/api\.anthropic\.com answered HTTP 401; it refused the key: check ANTHROPIC_API_KEY/,
+    );
+    expect(providerFailure({ ...answer, status: 401 })?.exitCode).toBe(5);
+    expect(providerFailure({ ...answer, status: 404 })?.message).toMatch(
+      /check workers\.claude\.model \(m\)/,
+    );
+    expect(providerFailure({ ...answer, status: 429 })?.message).toMatch(/rate-limited or out of quota/);
+    expect(providerFailure({ ...answer, status: 503 })?.message).toMatch(/try again later/);
+    expect(providerFailure({ ...answer, status: 200 })).toBeNull();
+    expect(providerFailure({ ...answer, status: 400 })).toBeNull();
+  });
+});
