@@ -113,7 +113,7 @@ function writeLoopEvent(write: (line: string) => void, t: string, event: Stamped
 function writeRunEvent(write: (line: string) => void, t: string, event: StampedEvent): void {
   switch (event.type) {
     case 'worker_started':
-      write(`${t} worker run ${event.run} (${event.mode})`);
+      write(`${t} worker run ${event.run} (${event.worker ? `${event.worker} ` : ''}${event.mode})`);
       break;
     case 'worker_event': {
       const inner = event.event;

@@ -14,6 +14,7 @@ import { createProjectProgress } from '../parallel/project-progress.js';
 import type { ProjectHooks, ProjectOptions } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
+import { WORKER_TYPES } from '../worker/worker-kinds.js';
 
 export interface RunCommandOptions {
   prd: string;
@@ -203,7 +204,10 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .requiredOption('--prd <file>', 'the PRD (Markdown) describing the task')
     .option('--task-id <id>', 'task id (default: from the PRD title plus a random suffix)')
     .option('--base <ref>', 'base of the task branch (default: HEAD)')
-    .option('--worker <type>', 'worker type (codex)')
+    .option(
+      '--worker <type>',
+      `the default worker (${WORKER_TYPES.join(', ')}); others come from workers.<type> blocks`,
+    )
     .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
     .option('--max-iterations <n>', 'most worker runs')
     .option('--timeout <duration>', 'wall clock for the whole task, e.g. 45m')

@@ -136,7 +136,8 @@ async function composeOnGateway(
   const ports = tracker.track(
     deferredPorts(side.ports, host.dependencies.worker?.type ?? config.worker.type),
   );
-  const workerModel = configuredWorkers(config)[0]?.model ?? config.meta.model;
+  const [defaultWorker, ...otherWorkers] = configuredWorkers(config);
+  const workerModel = defaultWorker?.model ?? config.meta.model;
   const runner = new TaskRunner(
     { ...started.options, patterns },
     {
@@ -153,6 +154,7 @@ async function composeOnGateway(
           repository: repoRoot,
           prdPath: spec.prdPath,
           workerModel,
+          otherWorkers: otherWorkers.map((worker) => `${worker.type} (${worker.model})`).join(', '),
           redact: started.redact,
           setup: setupReports,
           ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),

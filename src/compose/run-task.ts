@@ -56,7 +56,9 @@ export async function withComposedTask<T>(
 ): Promise<T> {
   const script = spec.models?.script;
   if (!script) return composeAndUse(host, spec, hooks, use);
-  const server = await startScriptedModelServer(await readModelScript(script, spec.taskId));
+  const server = await startScriptedModelServer(
+    await readModelScript(script, spec.taskId, spec.config.worker.type),
+  );
   try {
     // Every configured worker asks the scripted server, each in its own protocol (claude: the origin).
     const profiles = configuredWorkers(spec.config);

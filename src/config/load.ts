@@ -134,7 +134,11 @@ export function environmentLayer(env: NodeJS.ProcessEnv): ConfigLayer {
     source: 'environment',
     values: {
       meta: { baseUrl: pick('OPENAI_BASE_URL'), model: pick('AGENT_RUNNER_MODEL') },
-      worker: { model: pick('AGENT_RUNNER_WORKER_MODEL'), baseUrl: pick('AGENT_RUNNER_WORKER_BASE_URL') },
+      worker: {
+        type: pick('AGENT_RUNNER_WORKER'),
+        model: pick('AGENT_RUNNER_WORKER_MODEL'),
+        baseUrl: pick('AGENT_RUNNER_WORKER_BASE_URL'),
+      },
       sandbox: { image: pick('AGENT_RUNNER_IMAGE'), network: pick('AGENT_RUNNER_NETWORK') },
     },
   };

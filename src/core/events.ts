@@ -119,6 +119,10 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
     timedOut: z.boolean(),
     failed: z.boolean(),
     durationMs: z.number(),
+    worker: z.string().optional(),
+    model: z.string().optional(),
+    /** The run's tokens and cost (the gateway's count). */
+    usage: usageSchema.optional(),
   }),
   /** The whole RunRecord, after the run and again once facts, DoD and assessment are in (resume reads it). */
   event('run_recorded', { run: z.number(), record: runRecordSchema }),

@@ -60,6 +60,9 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
     timedOut: result.timedOut,
     failed: result.failed,
     durationMs: result.durationMs,
+    worker: worker.type,
+    model: worker.model,
+    usage,
   });
   const record: RunRecord = {
     index,

@@ -12,7 +12,7 @@
  *   worker:          # Responses turns, in order: a shell command for codex to run, or a final message
  *     - run: echo hello > hello.txt
  *     - message: Done.
- * `{{taskId}}` in any text is replaced by the task id.
+ * `{{taskId}}` in any text is replaced by the task id, `{{workerType}}` by the default worker (`worker.type`).
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -32,10 +32,18 @@ const scriptSchema = z.strictObject({
 });
 export type ModelScript = z.infer<typeof scriptSchema>;
 
-export async function readModelScript(file: string, taskId: string): Promise<ModelScript> {
+export async function readModelScript(
+  file: string,
+  taskId: string,
+  workerType = 'codex',
+): Promise<ModelScript> {
   let raw: unknown;
   try {
-    raw = parse((await readFile(file, 'utf8')).replaceAll('{{taskId}}', taskId));
+    raw = parse(
+      (await readFile(file, 'utf8'))
+        .replaceAll('{{taskId}}', taskId)
+        .replaceAll('{{workerType}}', workerType),
+    );
   } catch (error) {
     throw new UserError(
       'usage',

@@ -31,6 +31,8 @@ export interface NoteContext {
   repository: string;
   prdPath: string;
   workerModel: string;
+  /** The other workers the Meta-agent could choose, as `type (model)`, comma-separated. */
+  otherWorkers?: string;
   /** Applied to every text that goes into the note (keys, configured secrets). */
   redact?: (text: string) => string;
   /** The `sandbox.setup` commands that ran (finished reports), in order. */
@@ -230,6 +232,9 @@ function runView(run: RunRecord) {
   return {
     index: run.index,
     mode: run.mode,
+    worker: run.workerType ? inlineText(run.workerType) : '',
+    model: run.model ? inlineText(run.model) : '',
+    usage: `${totalTokens(run.usage)} tokens${run.usage.costUsd > 0 ? `, $${run.usage.costUsd.toFixed(4)}` : ''}`,
     duration: formatDuration(run.durationMs),
     exitCode: run.exitCode,
     timedOut: run.timedOut,
@@ -359,6 +364,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     dirtyStart: record.task?.dirtyStart ?? false,
     workerType: inlineText(record.workerType),
     workerModel: inlineText(context.workerModel),
+    otherWorkers: context.otherWorkers ? inlineText(context.otherWorkers) : '',
     runCount: record.runs.length,
     metaCalls: record.metaCalls,
     tokens: {

@@ -133,7 +133,7 @@ describe('agent-runner run (end to end)', () => {
     expect(note).toMatch(
       /\| AC-1 \| slugify\("Hello Big World"\) is "hello-big-world" \| functional \| yes \| — \| — \| ✅ passed/,
     );
-    expect(note).toContain('### Run 1 (exec');
+    expect(note).toContain('### Run 1 (codex exec');
     expect(note).toContain('git add -A');
     expect(note).toMatch(/\| test \| `npm test` \| ✅ passed/);
     expect(note).toContain(summary.headSha);

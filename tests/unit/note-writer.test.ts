@@ -192,7 +192,7 @@ describe('task note', () => {
     expect(text).toContain('- `bbbbbbbbbb` Add slugify');
     expect(text).toContain('| lint | `npm run lint` | ❌ failed (exit 1) | 800ms |');
     expect(text).toContain('error: no-unused-vars');
-    expect(text).toContain('### Run 1 (exec, 1m5s, exit 0)');
+    expect(text).toContain('### Run 1 (exec, 1m5s, exit 0, 1100 tokens, $0.0123)');
     expect(text).toContain('patterns: implement_feature, commit_work');
     // A pipe inside a table cell is escaped so the table survives on GitHub.
     expect(text).toContain("| `bash -lc 'npm test \\| tail'` | 0 | completed |");
