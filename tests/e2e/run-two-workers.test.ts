@@ -1,0 +1,216 @@
+/**
+ * A task whose Meta-agent uses two workers: codex implements (and leaves a test failing), Claude Code fixes
+ * what the checks found. Real CLI, real git, real Docker, the real codex and claude binaries in one sandbox;
+ * the models are scripted by agent-runner's own `--model-script` server, which speaks each worker's protocol
+ * (Responses for codex, Anthropic Messages for claude) behind the gateway. And the demo as a user with only
+ * an Anthropic key runs it: claude as the only worker.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { runCliCaptured } from '../support/cli.js';
+import { git } from '../support/task-repo.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const docker = createDockerClient();
+
+/** The demo's repository as a fresh git repository, with `config` as its agent-runner.yaml. */
+function demoRepo(config: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ar-two-workers-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(path.join(ROOT, 'examples', 'slugify', 'repo'), dir, { recursive: true });
+  writeFileSync(path.join(dir, 'agent-runner.yaml'), config);
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'add', '-A');
+  git(dir, '-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '-m', 'base');
+  return dir;
+}
+
+function nextAction(workerType: string, reason: string, prompt: string): string {
+  return [
+    'type: next_action',
+    'version: 1',
+    'payload:',
+    '  decision:',
+    '    action: run_worker',
+    `    reason: ${reason}`,
+    '  used_patterns: []',
+    '  worker_call:',
+    `    worker_type: ${workerType}`,
+    '    mode: exec',
+    '    prompt: |',
+    `      ${prompt}`,
+  ].join('\n');
+}
+
+function assessment(done: boolean, summary: string): string {
+  return [
+    'type: completion_assessment',
+    'version: 1',
+    'payload:',
+    `  all_criteria_satisfied: ${done}`,
+    `  summary: ${summary}`,
+    '  by_criterion:',
+    '    - id: AC-1',
+    `      status: ${done ? 'passed' : 'failed'}`,
+    `      comment: ${done ? 'npm test passed in the sandbox.' : 'npm test fails.'}`,
+  ].join('\n');
+}
+
+const SLUG_BROKEN = `exports.slugify = (text) => text.toLowerCase().split(' ').join('-');\n`;
+const SLUG_FIXED = `exports.slugify = (text) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean).join('-');\n`;
+const SLUG_TEST = [
+  "const test = require('node:test');",
+  "const assert = require('node:assert');",
+  "const { slugify } = require('./slug.js');",
+  "test('joins words', () => assert.strictEqual(slugify('Hello Big World'), 'hello-big-world'));",
+  "test('separators', () => assert.strictEqual(slugify('C++ & Rust!'), 'c-rust'));",
+  '',
+].join('\n');
+
+const heredoc = (file: string, content: string) => `cat > ${file} <<'EOF'\n${content}EOF`;
+
+function script(taskId: string): string {
+  const meta = [
+    [
+      'type: plan_task',
+      'version: 1',
+      'payload:',
+      `  task_id: ${taskId}`,
+      '  acceptance_criteria:',
+      '    - id: AC-1',
+      '      description: slugify passes its tests (npm test).',
+      '      type: test',
+      '      critical: true',
+      '      check:',
+      '        kind: command',
+      '        command: npm test',
+    ].join('\n'),
+    nextAction('codex', 'Implement slugify with its tests.', 'Create slug.js and slug.test.js; commit them.'),
+    assessment(false, 'The separators test fails.'),
+    nextAction(
+      'claude',
+      'The checks found a failing test; let claude fix it.',
+      'Make npm test pass; commit.',
+    ),
+    assessment(true, 'npm test passes on the committed tree.'),
+  ];
+  const worker = [
+    { run: `${heredoc('slug.js', SLUG_BROKEN)}\n${heredoc('slug.test.js', SLUG_TEST)}` },
+    { run: "git add -A && git -c user.name=codex -c user.email=c@e commit -q -m 'Add slugify'" },
+    { message: 'Added slugify and its tests.' },
+    { run: 'npm test 2>&1 | tail -n 3' },
+    {
+      run: `${heredoc('slug.js', SLUG_FIXED)}\ngit add slug.js && git -c user.name=claude -c user.email=c@e commit -q -m 'Fix separators'`,
+    },
+    { message: 'Fixed the separators; npm test passes.' },
+  ];
+  return JSON.stringify({ meta, worker });
+}
+
+function jsonEvents(stdout: string): { type: string; [key: string]: unknown }[] {
+  return stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { type: string; [key: string]: unknown });
+}
+
+async function noContainerLeft(taskId: string): Promise<void> {
+  const left = await docker.listContainers({
+    all: true,
+    filters: { label: [`agent-runner.task=${taskId}`] },
+  });
+  expect(left).toEqual([]);
+}
+
+describe('a task with two workers', () => {
+  it('codex implements, claude fixes what the checks found, and the task ends COMPLETE with the DoD passed', async () => {
+    const taskId = 'TWO-WORKERS';
+    const repo = demoRepo('workers:\n  claude:\n    model: claude-scripted\n');
+    const scriptFile = path.join(repo, '..', `${path.basename(repo)}-script.json`);
+    writeFileSync(scriptFile, script(taskId));
+    onTestFinished(() => rmSync(scriptFile, { force: true }));
+    onTestFinished(() => noContainerLeft(taskId));
+    const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
+    delete env.OPENAI_API_KEY;
+    delete env.ANTHROPIC_API_KEY;
+    const result = await runCliCaptured(
+      [
+        'run',
+        '--prd',
+        path.join(ROOT, 'examples', 'slugify', 'PRD.md'),
+        '--task-id',
+        taskId,
+        '--single',
+        '--json',
+        '--model-script',
+        scriptFile,
+      ],
+      { cwd: repo, env },
+    );
+    const events = jsonEvents(result.stdout);
+    const summary = events.at(-1) as { state: string; exitCode: number; notePath: string };
+    expect(summary.state, result.stderr).toBe('COMPLETE');
+    expect(result.exitCode).toBe(0);
+
+    const started = events.filter((event) => event.type === 'worker_started');
+    expect(started.map((event) => [event.worker, event.model])).toEqual([
+      ['codex', 'gpt-5.5'],
+      ['claude', 'claude-scripted'],
+    ]);
+    const finished = events.filter((event) => event.type === 'worker_finished');
+    expect(finished.map((event) => event.worker)).toEqual(['codex', 'claude']);
+    for (const event of finished)
+      expect((event.usage as { inputTokens: number }).inputTokens).toBeGreaterThan(0);
+    // The DoD failed after codex's run and passed after claude's, on the tree the task ends with.
+    const dods = events
+      .filter((event) => event.type === 'dod')
+      .map((event) => (event.dod as { status: string }).status);
+    expect(dods).toEqual(['failed', 'passed']);
+    expect(
+      git(repo, 'log', '--format=%s', 'agent-runner/TWO-WORKERS').trim().split('\n').slice(0, 2),
+    ).toEqual(['Fix separators', 'Add slugify']);
+
+    const note = readFileSync(summary.notePath, 'utf8');
+    expect(note).toMatch(
+      /\| Worker \| codex \(gpt-5\.5\); the Meta-agent could also choose claude \(claude-scripted\) \|/,
+    );
+    expect(note).toMatch(/### Run 1 \(codex exec with gpt-5\.5, [^)]*exit 0, \d+ tokens\)/);
+    expect(note).toMatch(/### Run 2 \(claude exec with claude-scripted, [^)]*exit 0, \d+ tokens\)/);
+    expect(note).toMatch(/\*\*State\*\* \| \*\*COMPLETE\*\*/);
+  }, 300_000);
+
+  it('the demo with Claude Code as the only worker (AGENT_RUNNER_WORKER=claude) ends COMPLETE', async () => {
+    const taskId = 'DEMO-CLAUDE';
+    const repo = demoRepo('');
+    onTestFinished(() => noContainerLeft(taskId));
+    const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: 'claude' };
+    delete env.OPENAI_API_KEY;
+    const result = await runCliCaptured(
+      [
+        'run',
+        '--prd',
+        path.join(ROOT, 'examples', 'slugify', 'PRD.md'),
+        '--task-id',
+        taskId,
+        '--json',
+        '--model-script',
+        path.join(ROOT, 'examples', 'slugify', 'model-script.yaml'),
+      ],
+      { cwd: repo, env },
+    );
+    const events = jsonEvents(result.stdout);
+    const summary = events.at(-1) as { state: string; notePath: string };
+    expect(summary.state, result.stderr).toBe('COMPLETE');
+    expect(events.filter((event) => event.type === 'worker_started').map((event) => event.worker)).toEqual([
+      'claude',
+    ]);
+    const note = readFileSync(summary.notePath, 'utf8');
+    expect(note).toMatch(/\| Worker \| claude \(claude-sonnet-4-5\) \|/);
+    expect(note).toMatch(/Definition of Done: 1\/1 check\(s\) passed/);
+  }, 300_000);
+});
