@@ -6,13 +6,14 @@ import type Docker from 'dockerode';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { createDockerClient } from '../sandbox/docker-client.js';
-import { readWorkerImageInputs } from '../sandbox/worker-image.js';
+import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import { checkDockerEngine, checkWorkerImage } from './docker-checks.js';
-import { failed, type DoctorCheck } from './doctor-check.js';
+import { failed, passed, type DoctorCheck } from './doctor-check.js';
+import { runInImage } from '../toolchain/run-in-image.js';
 import { checkEndpoint, probeUrl, type ProbeResult } from './endpoint-check.js';
 import { checkGitRepository, findGitRoot } from './git-check.js';
 import { checkDefinitionOfDone, checkToolchain } from './toolchain-check.js';
-import { imageWorkers } from '../config/workers.js';
+import { configuredWorkers, imageWorkers } from '../config/workers.js';
 
 export interface DoctorInput {
   cwd: string;
@@ -46,7 +47,9 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorCheck[]
     );
   }
 
-  checks.push(await checkImage(docker, engine, config));
+  const image = await checkImage(docker, engine, config);
+  checks.push(image);
+  if (config && image.ok) checks.push(...(await checkWorkerBinaries(docker, config)));
 
   checks.push(repository);
   if (configProblem) checks.push(configProblem);
@@ -111,16 +114,49 @@ async function checkEndpoints(config: Config, input: DoctorInput): Promise<Docto
       apiKeySetting: 'meta.apiKeyEnv',
       probe,
     }),
-    await checkEndpoint({
-      name: 'Worker endpoint',
-      baseUrl: config.worker.baseUrl ?? config.meta.baseUrl,
-      apiKeyEnv: config.worker.apiKeyEnv ?? config.meta.apiKeyEnv,
-      env: input.env,
-      baseUrlSetting: 'worker.baseUrl / AGENT_RUNNER_WORKER_BASE_URL (default: meta.baseUrl)',
-      apiKeySetting: 'worker.apiKeyEnv, default meta.apiKeyEnv',
-      probe,
-    }),
+    ...(await Promise.all(
+      configuredWorkers(config).map((profile) => {
+        const isDefault = profile.type === config.worker.type;
+        const block = `workers.${profile.type}`;
+        return checkEndpoint({
+          name: `Worker endpoint (${profile.type})`,
+          baseUrl: profile.baseUrl,
+          apiKeyEnv: profile.apiKeyEnv,
+          env: input.env,
+          baseUrlSetting: isDefault
+            ? `${block}.baseUrl or worker.baseUrl / AGENT_RUNNER_WORKER_BASE_URL`
+            : `${block}.baseUrl`,
+          apiKeySetting: isDefault ? `${block}.apiKeyEnv or worker.apiKeyEnv` : `${block}.apiKeyEnv`,
+          probe,
+        });
+      }),
+    )),
   ];
+}
+
+/** Each configured worker's binary answers `--version` in the worker image. */
+async function checkWorkerBinaries(docker: Docker, config: Config): Promise<DoctorCheck[]> {
+  const tag =
+    config.sandbox.image ??
+    workerImageTag(
+      await readWorkerImageInputs({ ...imageWorkers(config), baseImage: config.sandbox.baseImage }),
+    );
+  return Promise.all(
+    configuredWorkers(config).map(async (profile) => {
+      const name = `Worker binary (${profile.type})`;
+      try {
+        const version = (await runInImage(docker, tag, [profile.kind.binary, '--version'])).trim();
+        if (version === '') throw new Error('it printed no version (or failed)');
+        return passed(name, `${profile.kind.binary} ${version.split('\n')[0]} in ${tag}`);
+      } catch (error) {
+        return failed(
+          name,
+          `${profile.kind.binary} does not run in ${tag}: ${(error as Error).message.split('\n')[0]}`,
+          'Run `agent-runner image build` (the worker image holds every configured worker), or use an image with it.',
+        );
+      }
+    }),
+  );
 }
 
 /** True when every check passed. */

@@ -153,7 +153,7 @@ describe('a task with two workers', () => {
       { cwd: repo, env },
     );
     const events = jsonEvents(result.stdout);
-    const summary = events.at(-1) as { state: string; exitCode: number; notePath: string };
+    const summary = events.at(-1) as unknown as { state: string; exitCode: number; notePath: string };
     expect(summary.state, result.stderr).toBe('COMPLETE');
     expect(result.exitCode).toBe(0);
 
@@ -204,7 +204,7 @@ describe('a task with two workers', () => {
       { cwd: repo, env },
     );
     const events = jsonEvents(result.stdout);
-    const summary = events.at(-1) as { state: string; notePath: string };
+    const summary = events.at(-1) as unknown as { state: string; notePath: string };
     expect(summary.state, result.stderr).toBe('COMPLETE');
     expect(events.filter((event) => event.type === 'worker_started').map((event) => event.worker)).toEqual([
       'claude',

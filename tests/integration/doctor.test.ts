@@ -69,7 +69,8 @@ describe('agent-runner doctor', () => {
     expect(result.stdout).toMatch(/^Worker image\s+ok\s+agent-runner-worker:codex-0\.169\.0-[0-9a-f]{12}/m);
     expect(result.stdout).toMatch(new RegExp(`^Git repository\\s+ok\\s+${repo}`, 'm'));
     expect(result.stdout).toMatch(/^Meta endpoint\s+ok\s+.*answers HTTP 404; OPENAI_API_KEY is set/m);
-    expect(result.stdout).toMatch(/^Worker endpoint\s+ok\s/m);
+    expect(result.stdout).toMatch(/^Worker endpoint \(codex\)\s+ok\s/m);
+    expect(result.stdout).toMatch(/^Worker binary \(codex\)\s+ok\s+codex codex-cli 0\.169\.0 in /m);
     expect(result.stdout).toContain('All checks passed.');
     expect(result.stdout).not.toContain('FAIL');
     expect(result.stdout + result.stderr).not.toContain(API_KEY);
@@ -84,13 +85,45 @@ describe('agent-runner doctor', () => {
     expect(parsed.checks.map((check) => check.name)).toEqual([
       'Docker engine',
       'Worker image',
+      'Worker binary (codex)',
       'Git repository',
       'Toolchain',
       'Definition of Done',
       'Meta endpoint',
-      'Worker endpoint',
+      'Worker endpoint (codex)',
     ]);
     expect(result.exitCode).toBe(0);
+  });
+
+  it('checks each configured worker: its binary in the image, its endpoint and its key', async () => {
+    const repo = await repositoryWithCommit();
+    const anthropic = baseUrl.replace(/\/v1$/, '');
+    await writeFile(
+      path.join(repo, 'agent-runner.yaml'),
+      `workers:\n  claude:\n    baseUrl: ${anthropic}\n    apiKeyEnv: DOCTOR_ANTHROPIC_KEY\n`,
+    );
+    const withKey = await runCliCaptured(['doctor'], {
+      cwd: repo,
+      env: environment({ DOCTOR_ANTHROPIC_KEY: 'sk-ant-doctor-secret' }),
+    });
+    expect(withKey.stdout).toMatch(/^Worker binary \(claude\)\s+ok\s+claude 2\.1\.330 \(Claude Code\) in /m);
+    expect(withKey.stdout).toMatch(/^Worker endpoint \(claude\)\s+ok\s+.*DOCTOR_ANTHROPIC_KEY is set/m);
+    expect(withKey.stdout + withKey.stderr).not.toContain('sk-ant-doctor-secret');
+    expect(withKey.exitCode).toBe(0);
+
+    // The image without claude (codex alone, named as sandbox.image) and no key: both named, with the fix.
+    const codexOnly = (
+      await runCliCaptured(['image', 'tag'], { cwd: await repositoryWithCommit(), env: environment() })
+    ).stdout.trim();
+    await writeFile(
+      path.join(repo, 'agent-runner.yaml'),
+      `sandbox:\n  image: ${codexOnly}\nworkers:\n  claude:\n    baseUrl: ${anthropic}\n    apiKeyEnv: DOCTOR_ANTHROPIC_KEY\n`,
+    );
+    const without = await runCliCaptured(['doctor'], { cwd: repo, env: environment() });
+    expect(without.stdout).toMatch(/^Worker binary \(claude\)\s+FAIL\s+claude does not run in /m);
+    expect(without.stdout).toMatch(/fix: Run `agent-runner image build`/);
+    expect(without.stdout).toMatch(/^Worker endpoint \(claude\)\s+FAIL\s+.*DOCTOR_ANTHROPIC_KEY is not set/m);
+    expect(without.exitCode).toBe(4);
   });
 
   it('fails the Docker check with its fix when the engine is not reachable', async () => {
