@@ -7,7 +7,12 @@ import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
 import { GatewayCheckedMetaModel } from '../gateway/gateway-guards.js';
-import { startTaskGateway, type TaskGateway, type TaskGatewayInput } from '../gateway/task-gateway.js';
+import {
+  requireWorkerKeys,
+  startTaskGateway,
+  type TaskGateway,
+  type TaskGatewayInput,
+} from '../gateway/task-gateway.js';
 import { createOpenAiChatModel } from '../meta/openai-chat-model.js';
 import { showControls } from '../notes/terminal-text.js';
 import type { TaskHost } from './task-host.js';
@@ -19,12 +24,15 @@ export type GatewayOptions = Omit<TaskGatewayInput, 'config' | 'env' | 'repoRoot
  * Starts the gateway of a task or a project: its log lines (redacted, time-stamped, terminal controls shown as
  * escapes) go to `gateway.log` in the run directory, and it adds its tokens to the host's redaction point.
  */
-export function openGateway(
+export async function openGateway(
   host: TaskHost,
   where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string; runDir: string },
   options: GatewayOptions = {},
 ): Promise<TaskGateway> {
   const redact = host.redaction.redact;
+  // A real worker needs its key (a replay answers from its cassette; a host's own worker is a test's).
+  if (options.replay === undefined && host.dependencies.worker === undefined)
+    requireWorkerKeys(where.config, where.env);
   return startTaskGateway({
     config: where.config,
     env: where.env,

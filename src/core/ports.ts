@@ -2,7 +2,7 @@
  * Ports: the only way the core touches the outside world. Adapters (src/sandbox, src/workspace, src/meta,
  * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
  */
-
+import type { AgentRunnerError } from '../errors.js';
 import type { DiskCapReached } from './limits.js';
 import type { z } from 'zod';
 import type { Pattern } from '../patterns/pattern-library.js';
@@ -187,10 +187,10 @@ export interface WorkerRunResult {
   notices?: string[];
   /** Lines that were not JSON or events of an unknown type: kept, never fatal. */
   unparsedLines: number;
-  /** True when the run did not succeed: non-zero exit, timeout, turn.failed. */
-  failed: boolean;
+  failed: boolean; // the run did not succeed: non-zero exit, timeout, turn.failed
   /** Set when the model gateway refused a request of this run because the task's budget was spent: why. */
   budgetExhausted?: string;
+  providerFailure?: AgentRunnerError; // failed on its model's answer (key, model, quota): the task ends
 }
 
 export interface WorkerAdapter {

@@ -56,12 +56,12 @@ export class GatewayMeteredWorker implements WorkerAdapter {
     // The run failed on its model's answer: no further run of this worker can do better.
     const answer = this.gateway.takeWorkerAnswer();
     const failure = result.failed && answer !== null ? providerFailure(answer) : null;
-    if (failure) throw failure;
     const budgetExhausted = this.gateway.takeBudgetRefusal();
     return {
       ...result,
       usage: this.gateway.takeWorkerUsage(),
       ...(budgetExhausted !== null ? { budgetExhausted } : {}),
+      ...(failure !== null ? { providerFailure: failure } : {}),
     };
   }
 }

@@ -14,7 +14,7 @@ import { describeSetupFailure } from '../sandbox/setup-failure.js';
 import type { Redaction } from '../notes/redact.js';
 import { ModelGateway } from './model-gateway.js';
 import { detectPackageRegistries } from './package-registries.js';
-import { configuredWorkers } from '../config/workers.js';
+import { configuredWorkers, type WorkerProfile } from '../config/workers.js';
 import { ledgerBudget } from './gateway-budget.js';
 import {
   codexProxyOverrides,
@@ -154,6 +154,35 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
       runGatewaySetup(gateway, plan, config, runtime, sandboxId, options),
     close: () => gateway.close(),
   };
+}
+
+/**
+ * A worker whose endpoint is not on this machine needs its key before anything starts: without it every
+ * request of that worker would be refused after the sandbox was built. A loopback endpoint may need none.
+ */
+export function requireWorkerKeys(
+  config: Pick<Config, 'meta' | 'worker' | 'workers'>,
+  env: NodeJS.ProcessEnv,
+): void {
+  for (const profile of configuredWorkers(config)) requireWorkerKey(profile, env);
+}
+
+function requireWorkerKey(profile: WorkerProfile, env: NodeJS.ProcessEnv): void {
+  if (env[profile.apiKeyEnv]) return;
+  let host = '';
+  try {
+    host = new URL(profile.baseUrl).hostname;
+  } catch {
+    return;
+  }
+  if (['localhost', '127.0.0.1', '::1', '[::1]'].includes(host)) return;
+  const block = `workers.${profile.type}`;
+  throw new UserError(
+    'config_invalid',
+    `The ${profile.type} worker has no key: ${profile.apiKeyEnv} is not set (${profile.baseUrl} needs one). ` +
+      `Export ${profile.apiKeyEnv}=<your key>, or set ${block}.apiKeyEnv to the variable that holds it.`,
+    { details: { worker: profile.type, apiKeyEnv: profile.apiKeyEnv } },
+  );
 }
 
 /** Runs the set-up commands under the set-up network policy, then locks the sandbox into its own. */

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { WorkerEvent, WorkerRunRequest } from '../../src/core/ports.js';
+import { GatewayMeteredWorker } from '../../src/gateway/gateway-guards.js';
 import { ModelGateway } from '../../src/gateway/model-gateway.js';
 import { planSandboxNetwork, prepareSandboxNetwork } from '../../src/gateway/sandbox-network.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
@@ -289,6 +290,24 @@ const send = (target, model, headers = {}) => new Promise((resolve) => {
     ]);
     expect(upstream.requests[0]?.headers['x-api-key']).toBe(REAL_KEY);
     expect(gateway.takeWorkerUsage()).toMatchObject({ inputTokens: 100, outputTokens: 20 });
+  }, 120_000);
+
+  it('a refused key ends the run in seconds, with one message naming the worker and the fix', async () => {
+    const refused = { status: 401, error: 'invalid x-api-key' } as const;
+    const upstream = await upstreamOf([refused, refused, refused, refused]);
+    const { gateway, worker, request } = await claudeSandbox(upstream);
+    const metered = new GatewayMeteredWorker(worker, gateway);
+    const started = Date.now();
+    const result = await metered.run(request('Anything.'));
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(result.failed).toBe(true);
+    // The first try and claude's two retries, no more.
+    expect(upstream.requests).toHaveLength(3);
+    expect(result.providerFailure?.message).toMatch(
+      /^The claude worker's model at http:\/\/127\.0\.0\.1:\d+ answered HTTP 401; it refused the key: check workers\.claude\.apiKeyEnv/,
+    );
+    expect(result.providerFailure?.exitCode).toBe(5);
+    expect(result.providerFailure?.message).not.toContain(REAL_KEY);
   }, 120_000);
 
   it('a binary missing from the image ends the run with one message naming the worker and the fix', async () => {

@@ -213,4 +213,26 @@ describe('a task with two workers', () => {
     expect(note).toMatch(/\| Worker \| claude \(claude-sonnet-4-5\) \|/);
     expect(note).toMatch(/Definition of Done: 1\/1 check\(s\) passed/);
   }, 300_000);
+
+  it('a configured worker without its key stops the run before anything starts (exit 2, nothing created)', async () => {
+    const repo = demoRepo('workers:\n  claude: {}\n');
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      CI: 'true',
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+    };
+    delete env.ANTHROPIC_API_KEY;
+    const before = git(repo, 'for-each-ref').trim();
+    const result = await runCliCaptured(
+      ['run', '--prd', path.join(ROOT, 'examples', 'slugify', 'PRD.md'), '--task-id', 'NO-KEY'],
+      { cwd: repo, env },
+    );
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain(
+      'The claude worker has no key: ANTHROPIC_API_KEY is not set (https://api.anthropic.com needs one). Export ANTHROPIC_API_KEY=<your key>, or set workers.claude.apiKeyEnv to the variable that holds it.',
+    );
+    expect(git(repo, 'for-each-ref').trim()).toBe(before);
+    await noContainerLeft('NO-KEY');
+  }, 120_000);
 });

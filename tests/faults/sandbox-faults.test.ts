@@ -133,7 +133,7 @@ describe('sandbox and machine faults', () => {
     expect(finished).toMatchObject({ timedOut: true, exitCode: 124 });
     const note = readNote(root, id);
     expect(note).toContain('| **State** | **FAILED**');
-    expect(note).toMatch(/### Run 1 \([^)]*exec, [^)]*timed out, /);
+    expect(note).toMatch(/### Run 1 \([^)]*exec[^)]*timed out, /);
     expect(git(root, 'show', `refs/agent-runner/wip/${id}:partial.txt`)).toBe('partial');
     expect(chat.remaining()).toBe(0);
     expect(await labelledContainers(id)).toEqual([]);
