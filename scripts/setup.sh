@@ -5,7 +5,7 @@
 #   2. node_modules is installed (npm ci when missing or older than package-lock.json)
 #   3. dist/ is built                                              (npm run build)
 #   4. the worker images are built, or reused when their tags and labels match (agent-runner image build):
-#      codex alone, and codex with Claude Code
+#      codex alone, and codex with every other worker
 # The host's CA bundle is trusted inside the image so containers can reach the npm registry behind a
 # TLS-inspecting proxy; AGENT_RUNNER_CA_CERT names another bundle (empty: none).
 # Works as root; otherwise the steps that need root use sudo.
@@ -43,7 +43,7 @@ if [ "$(id -u)" != 0 ] && ! docker info >/dev/null 2>&1; then run_cli=(sudo -E n
 log "worker image (first build downloads the Codex CLI, about 400 MB)"
 "${run_cli[@]}" image build --worker-only --base-image "$base" "${ca_args[@]}"
 
-# The image with Claude Code beside codex (about 175 MB more to download): what a config with a
-# `workers.claude` block runs, and what the test suite's Claude Code tests use. Layers below it are shared.
-log "worker image with Claude Code (workers.claude)"
-"${run_cli[@]}" image build --worker-only --worker claude --base-image "$base" "${ca_args[@]}"
+# The image with every other worker beside codex (Claude Code, Gemini CLI; about 300 MB more to download): what
+# a config offering them all runs, and whose layers every smaller set reuses (the test suite's worker tests).
+log "worker image with every worker (workers.claude, workers.gemini)"
+"${run_cli[@]}" image build --worker-only --worker claude --worker gemini --base-image "$base" "${ca_args[@]}"

@@ -26,6 +26,40 @@ export async function resolveWorkerImage(config: Config): Promise<string> {
   return workerImageTag(inputs);
 }
 
+/**
+ * The image of a set of workers beside codex is built the first time a configuration asks for it (codex's own
+ * image comes from `scripts/setup.sh` or `image build`; its absence is an error with that fix).
+ */
+async function buildWorkersImage(
+  docker: Docker,
+  config: Config,
+  workerImage: string,
+  caPath: string | undefined,
+  onNotice: (line: string) => void,
+): Promise<void> {
+  const { extraWorkers } = imageWorkers(config);
+  if (config.sandbox.image || extraWorkers.length === 0 || (await imageExists(docker, workerImage))) return;
+  const { buildWorkerImage, resolveBaseImage } = await import('../sandbox/image-builder.js');
+  onNotice(
+    `building the worker image with ${extraWorkers.join(', ')} (once; reused while its inputs are unchanged)`,
+  );
+  await buildWorkerImage(docker, {
+    baseImage: await resolveBaseImage(docker, config.sandbox.baseImage),
+    ...imageWorkers(config),
+    ...(caPath ? { extraCaCertPath: caPath } : {}),
+  });
+}
+
+async function imageExists(docker: Docker, image: string): Promise<boolean> {
+  return docker
+    .getImage(image)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+}
+
 async function ensureImage(docker: Docker, image: string): Promise<void> {
   try {
     await docker.getImage(image).inspect();
@@ -96,7 +130,6 @@ export async function startDockerSide(
   // What still runs of this task now (a kept container, one the sweep could not remove) is stopped.
   if (where.taskId !== undefined) await haltTaskSandboxes(runtime, repoRoot, where.taskId, onNotice);
   const workerImage = await resolveWorkerImage(config);
-  await ensureImage(docker, workerImage);
   // Imported here like dockerode: tar-fs and the image builder are not needed before the plan request.
   const [
     { buildWorkerImage },
@@ -116,6 +149,8 @@ export async function startDockerSide(
   const caPath = config.sandbox.extraCaCert
     ? path.resolve(repoRoot, config.sandbox.extraCaCert)
     : await rememberedCa(env);
+  await buildWorkersImage(docker, config, workerImage, caPath, onNotice);
+  await ensureImage(docker, workerImage);
   const extraCa = caPath
     ? await caOfFile(caPath)
     : await caOfImage(docker, workerImage, () =>

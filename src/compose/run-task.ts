@@ -60,14 +60,14 @@ export async function withComposedTask<T>(
     await readModelScript(script, spec.taskId, spec.config.worker.type),
   );
   try {
-    // Every configured worker asks the scripted server, each in its own protocol (claude: the origin).
+    // Every configured worker asks the scripted server, each in its own protocol (claude, gemini: the origin).
     const profiles = configuredWorkers(spec.config);
     const workers = { ...spec.config.workers };
     for (const profile of profiles)
       workers[profile.type] = {
         extraArgs: [],
         ...workers[profile.type],
-        baseUrl: profile.kind.protocol === 'anthropic' ? server.origin : server.baseUrl,
+        baseUrl: profile.kind.protocol === 'responses' ? server.baseUrl : server.origin,
       };
     const config: Config = {
       ...spec.config,

@@ -13,6 +13,7 @@ import type { Redactor } from '../notes/redact.js';
 import { CODEX_HOME_IN_SANDBOX } from '../sandbox/docker-sandbox-provider.js';
 import { ClaudeWorkerAdapter } from '../worker/claude-adapter.js';
 import { CodexWorkerAdapter } from '../worker/codex-adapter.js';
+import { GeminiWorkerAdapter } from '../worker/gemini-adapter.js';
 import { WorkerSet } from '../worker/worker-set.js';
 import type { WorkerOffer } from '../meta/system-prompt.js';
 import { StateRedactingWorker } from '../worker/state-redacting-worker.js';
@@ -31,6 +32,14 @@ export function taskWorker(
   // One worker home per task (CODEX_HOME; claude's state below it), redacted after every run.
   const codexHomeHostPath = path.join(taskLayout(spec.repoRoot, spec.taskId).runDir, 'codex-home');
   const adapter = (profile: WorkerProfile): WorkerAdapter => {
+    if (profile.type === 'gemini')
+      return new GeminiWorkerAdapter(runtime, {
+        model: profile.model,
+        baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
+        apiKey: gateway.gateway.workerToken,
+        home: path.posix.join(CODEX_HOME_IN_SANDBOX, 'gemini'),
+        extraArgs: profile.extraArgs,
+      });
     if (profile.type === 'claude')
       return new ClaudeWorkerAdapter(runtime, {
         model: profile.model,

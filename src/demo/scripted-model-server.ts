@@ -1,7 +1,8 @@
 /**
  * A scripted model served by agent-runner itself, for the demo and for trying the tool with no API key:
  * `agent-runner run --model-script FILE`. It answers the Meta-agent's Chat Completions and the workers'
- * models (codex: the Responses API; claude: the Anthropic Messages API, streamed) from a YAML script, in
+ * models (codex: the Responses API; claude: the Anthropic Messages API; gemini: the Gemini API, all streamed)
+ * from a YAML script, in
  * order, ignoring what was asked. With a real key and no script the same command talks to the real model.
  *
  * Script format (YAML):
@@ -258,6 +259,38 @@ function answerMessages(
   ]);
 }
 
+/** The worker's next turn as a Gemini `streamGenerateContent` chunk: a shell call, or a final text. */
+function answerGemini(
+  script: ModelScript,
+  position: ScriptPosition,
+  body: Record<string, unknown>,
+  model: string,
+  response: ServerResponse,
+): void {
+  const turn = script.worker[position.worker];
+  if (turn === undefined) {
+    scriptExhausted(
+      response,
+      `the model script (--model-script) ran out: all ${script.worker.length} worker turns were used. Add turns to the script`,
+    );
+    return;
+  }
+  position.worker += 1;
+  position.sequence += 1;
+  const part =
+    'run' in turn
+      ? { functionCall: { name: 'run_shell_command', args: { command: turn.run } } }
+      : { text: turn.message };
+  const prompt = Math.ceil(JSON.stringify(body).length / 4);
+  sse(response, [
+    {
+      candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
+      usageMetadata: { promptTokenCount: prompt, candidatesTokenCount: 20, totalTokenCount: prompt + 20 },
+      modelVersion: model,
+    },
+  ]);
+}
+
 export async function startScriptedModelServer(script: ModelScript): Promise<ScriptedModelServer> {
   const position: ScriptPosition = { meta: 0, worker: 0, sequence: 0 };
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
@@ -273,6 +306,11 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
     }
     if (request.method === 'POST' && /\/v1\/messages(\?|$)/.test(url)) {
       answerMessages(script, position, body, response);
+      return;
+    }
+    const gemini = /\/v1beta\/models\/([^/:?]+):streamGenerateContent/.exec(url);
+    if (request.method === 'POST' && gemini) {
+      answerGemini(script, position, body, gemini[1] ?? 'scripted', response);
       return;
     }
     response.writeHead(404, { 'content-type': 'application/json' });

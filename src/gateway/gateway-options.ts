@@ -7,6 +7,7 @@ import type { Redaction } from '../notes/redact.js';
 import type { ExchangeKind, ReplayDivergenceError } from './cassette.js';
 import type { GatewayBudget } from './gateway-budget.js';
 import type { GatewayRoute } from './request-policy.js';
+import type { KeyHeader, WorkerProtocol } from '../worker/worker-kinds.js';
 
 /** The container variable that holds the per-task token codex sends (codex's provider `env_key`). */
 export const GATEWAY_TOKEN_ENV = 'AGENT_RUNNER_GATEWAY_TOKEN';
@@ -46,9 +47,9 @@ export interface GatewayWorker {
   type: string;
   /** Below the relay's origin: `/v1` (codex), `/claude`. */
   prefix: string;
-  protocol: 'responses' | 'anthropic';
+  protocol: WorkerProtocol;
   /** Where the worker sends its key (the per-task token) and where the real key goes upstream. */
-  keyHeader: 'authorization' | 'x-api-key';
+  keyHeader: KeyHeader;
   upstream: GatewayUpstream;
   routes: readonly GatewayRoute[];
   /** Models its requests may name; undefined lets any model through (tests of the transport). */

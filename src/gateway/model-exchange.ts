@@ -20,7 +20,7 @@ import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
 import { usageMeter, type UsageMeter } from './sse-usage.js';
 
 /** Every header a worker may carry its key (the per-task token) in; none of them goes upstream as sent. */
-export const KEY_HEADERS = ['authorization', 'x-api-key'] as const;
+export const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
 
 /** An admitted request: its route, its number on that route (from 0), and what it asks for. */
 export interface ModelExchange {
@@ -114,8 +114,9 @@ export async function forwardExchange(
   // Identity encoding: the meter and the cassette read the bytes that pass.
   headers['accept-encoding'] = 'identity';
   if (upstreamConfig.apiKey !== undefined) {
-    if (exchange.worker?.keyHeader === 'x-api-key') headers['x-api-key'] = upstreamConfig.apiKey;
-    else headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
+    const keyHeader = exchange.worker?.keyHeader ?? 'authorization';
+    if (keyHeader === 'authorization') headers.authorization = `Bearer ${upstreamConfig.apiKey}`;
+    else headers[keyHeader] = upstreamConfig.apiKey;
   }
   const started = performance.now();
   let upstream: IncomingMessage;

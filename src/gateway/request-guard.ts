@@ -31,16 +31,21 @@ export interface RequestGuardOptions {
 }
 
 /**
- * The token a request carries: `Authorization: Bearer` (codex, the SDK) or `x-api-key` (claude). A request
- * that carries two different ones is taken at neither (no header wins over the other).
+ * The token a request carries: `Authorization: Bearer` (codex, the SDK), `x-api-key` (claude) or
+ * `x-goog-api-key` (gemini). A request that carries two different ones is taken at none (no header wins).
  */
 function carriedToken(request: IncomingMessage): string | undefined {
   const value = request.headers.authorization;
   const bearer = value?.startsWith('Bearer ') ? value.slice('Bearer '.length) : undefined;
-  const apiKey = request.headers['x-api-key'];
-  const header = typeof apiKey === 'string' ? apiKey : undefined;
-  if (bearer !== undefined && header !== undefined && bearer !== header) return undefined;
-  return bearer ?? header;
+  const header = (name: string) => {
+    const carried = request.headers[name];
+    return typeof carried === 'string' ? carried : undefined;
+  };
+  const carried = [bearer, header('x-api-key'), header('x-goog-api-key')].filter(
+    (token): token is string => token !== undefined,
+  );
+  if (new Set(carried).size > 1) return undefined;
+  return carried[0];
 }
 
 export class RequestGuard {

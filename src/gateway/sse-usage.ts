@@ -5,6 +5,7 @@
  * - Anthropic Messages API: `message_start` carries the input side (input, cache creation, cache reads) and
  *   each `message_delta` the output tokens so far (cumulative), so the last one counts. Input tokens are
  *   counted as the three input fields together, cache reads as cached input, as the Responses API counts.
+ * - Gemini API: every chunk's `usageMetadata` is the response's total so far.
  */
 import type { TokenUsage } from '../core/ports.js';
 import { addTokenUsage, ZERO_TOKEN_USAGE } from '../core/usage.js';
@@ -35,8 +36,10 @@ export interface UsageMeter {
 }
 
 /** The meter for a worker's protocol. */
-export function usageMeter(protocol: 'responses' | 'anthropic'): UsageMeter {
-  return protocol === 'anthropic' ? new AnthropicUsageMeter() : new ResponsesUsageMeter();
+export function usageMeter(protocol: 'responses' | 'anthropic' | 'gemini'): UsageMeter {
+  if (protocol === 'anthropic') return new AnthropicUsageMeter();
+  if (protocol === 'gemini') return new GeminiUsageMeter();
+  return new ResponsesUsageMeter();
 }
 
 /** The Anthropic `usage` object of `message_start` as a TokenUsage (output counted later). */
@@ -136,5 +139,40 @@ export class ResponsesUsageMeter extends SseLineMeter {
 
   protected result(): TokenUsage | null {
     return this.found;
+  }
+}
+
+/**
+ * The Gemini API's `usageMetadata` as a TokenUsage: the prompt (cached content included) as input, the
+ * candidates and the thoughts as output (thoughts also as reasoning, as the Responses API counts them).
+ */
+export function geminiUsage(usage: unknown): TokenUsage | null {
+  if (typeof usage !== 'object' || usage === null) return null;
+  const value = usage as Record<string, unknown>;
+  const thoughts = count(value.thoughtsTokenCount);
+  return {
+    inputTokens: count(value.promptTokenCount),
+    cachedInputTokens: count(value.cachedContentTokenCount),
+    outputTokens: count(value.candidatesTokenCount) + thoughts,
+    reasoningTokens: thoughts,
+  };
+}
+
+/** One response of `streamGenerateContent?alt=sse`: each chunk's `usageMetadata` is the total so far; the last counts. */
+export class GeminiUsageMeter extends SseLineMeter {
+  private last: TokenUsage | null = null;
+
+  protected data(data: string): void {
+    if (!data.includes('usageMetadata')) return;
+    try {
+      const chunk = JSON.parse(data) as { usageMetadata?: unknown };
+      this.last = geminiUsage(chunk.usageMetadata) ?? this.last;
+    } catch {
+      // Not JSON: not ours to judge, the worker sees the stream unchanged.
+    }
+  }
+
+  protected result(): TokenUsage | null {
+    return this.last;
   }
 }

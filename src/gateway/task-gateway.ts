@@ -112,8 +112,9 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
       protocol: profile.kind.protocol,
       keyHeader: profile.kind.keyHeader,
       upstream: { baseUrl: profile.baseUrl, apiKey: env[profile.apiKeyEnv] || undefined },
-      routes: profile.kind.routes,
-      allowedModels: profile.allowedModels,
+      routes: profile.kind.routes(profile.allowedModels),
+      // Gemini names its model in the path: the route is its pin, the body has no model to check.
+      ...(profile.kind.modelInBody ? { allowedModels: profile.allowedModels } : {}),
       model: profile.model,
       apiKeyEnv: profile.apiKeyEnv,
     })),

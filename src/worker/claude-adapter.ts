@@ -9,8 +9,6 @@
  * error reports, the auto-updater) is switched off, and its side-call model is pinned to the task's model.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -19,12 +17,8 @@ import type {
   WorkerRunResult,
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
-import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { ClaudeEventParser } from './claude-events.js';
-import { toWorkerRunResult } from './codex-events.js';
-
-export const CLAUDE_JSONL_FILE = 'claude.jsonl';
-export const CLAUDE_STDERR_FILE = 'claude.stderr.log';
+import { runStreamingCli } from './cli-run.js';
 
 export interface ClaudeWorkerOptions {
   model: string;
@@ -98,39 +92,23 @@ export class ClaudeWorkerAdapter implements WorkerAdapter {
     this.workdir = options.workdir ?? '/workspace';
   }
 
-  async run(request: WorkerRunRequest): Promise<WorkerRunResult> {
-    await mkdir(request.runDir, { recursive: true });
+  run(request: WorkerRunRequest): Promise<WorkerRunResult> {
     if (request.mode === 'resume' && !request.threadId)
       throw new InternalError('claude resume needs the session id of an earlier run.');
     const sessionId = request.mode === 'resume' ? (request.threadId as string) : randomUUID();
-    const argv = buildClaudeArgv({
-      mode: request.mode,
-      prompt: request.prompt,
-      sessionId,
-      model: this.options.model,
-      extraArgs: this.options.extraArgs,
-    });
-    const parser = new ClaudeEventParser(request.onEvent);
-    const exec = await this.runtime.exec(request.sandboxId, argv, {
-      workdir: this.workdir,
-      env: claudeEnv(this.options),
-      timeoutMs: request.timeoutMs,
-      graceMs: request.graceMs,
-      stdoutPath: path.join(request.runDir, CLAUDE_JSONL_FILE),
-      stderrPath: path.join(request.runDir, CLAUDE_STDERR_FILE),
-      onStdoutLine: (line) => parser.push(line),
-      signal: request.signal,
-    });
-    // Nothing the run started may still run while the host reads the sandbox (as after a codex run).
-    await endStrayProcesses(this.runtime, request.sandboxId, request.graceMs);
-    const summary = parser.summary();
-    // A run that died before its first event still continues the session it was given.
-    if (summary.threadId === null && request.mode === 'resume') summary.threadId = sessionId;
-    return toWorkerRunResult(summary, exec, {
-      timeoutMs: request.timeoutMs,
-      lastMessage: parser.finalText(),
+    return runStreamingCli(this.runtime, request, {
       worker: 'claude',
-      streamFile: CLAUDE_JSONL_FILE,
+      argv: buildClaudeArgv({
+        mode: request.mode,
+        prompt: request.prompt,
+        sessionId,
+        model: this.options.model,
+        extraArgs: this.options.extraArgs,
+      }),
+      env: claudeEnv(this.options),
+      workdir: this.workdir,
+      parser: new ClaudeEventParser(request.onEvent),
+      sessionId,
     });
   }
 }

@@ -6,14 +6,14 @@
  */
 
 /** Every worker type, in the order the README lists them. */
-export const WORKER_TYPES = ['codex', 'claude'] as const;
+export const WORKER_TYPES = ['codex', 'claude', 'gemini'] as const;
 export type WorkerType = (typeof WORKER_TYPES)[number];
 
 /** The model API a worker speaks (what the gateway forwards and meters). */
-export type WorkerProtocol = 'responses' | 'anthropic';
+export type WorkerProtocol = 'responses' | 'anthropic' | 'gemini';
 
 /** How a request carries its key: the gateway takes the per-task token from there and puts the real key back. */
-export type KeyHeader = 'authorization' | 'x-api-key';
+export type KeyHeader = 'authorization' | 'x-api-key' | 'x-goog-api-key';
 
 export interface WorkerKind {
   type: WorkerType;
@@ -26,8 +26,13 @@ export interface WorkerKind {
    * is the relay origin plus this prefix; its routes are compared below it.
    */
   prefix: string;
-  /** Method and path (query string included, compared as sent) of every request the worker needs. */
-  routes: readonly { method: string; path: string }[];
+  /**
+   * Method and path (query string included, compared as sent) of every request the worker needs, for its
+   * allowed models (Gemini names the model in the path: its route is the model pin).
+   */
+  routes(models: readonly string[]): { method: string; path: string }[];
+  /** The request body names the model (pinned by the gateway's body check); false: the route pins it. */
+  modelInBody: boolean;
   /** The npm package and pinned version the worker image installs. */
   npmPackage: string;
   defaultVersion: string;
@@ -44,7 +49,8 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     protocol: 'responses',
     keyHeader: 'authorization',
     prefix: '/v1',
-    routes: [{ method: 'POST', path: '/responses' }],
+    routes: () => [{ method: 'POST', path: '/responses' }],
+    modelInBody: true,
     npmPackage: '@openai/codex',
     defaultVersion: '0.169.0',
     defaults: {},
@@ -56,7 +62,8 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     protocol: 'anthropic',
     keyHeader: 'x-api-key',
     prefix: '/claude',
-    routes: [{ method: 'POST', path: '/v1/messages?beta=true' }],
+    routes: () => [{ method: 'POST', path: '/v1/messages?beta=true' }],
+    modelInBody: true,
     npmPackage: '@anthropic-ai/claude-code-linux-x64',
     defaultVersion: '2.1.330',
     defaults: {
@@ -65,6 +72,27 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
       model: 'claude-sonnet-4-5',
     },
     binary: 'claude',
+  },
+  gemini: {
+    type: 'gemini',
+    summary: "Google's Gemini CLI: a large context window, quick reads of big codebases",
+    protocol: 'gemini',
+    keyHeader: 'x-goog-api-key',
+    prefix: '/gemini',
+    routes: (models) =>
+      models.map((model) => ({
+        method: 'POST',
+        path: `/v1beta/models/${model}:streamGenerateContent?alt=sse`,
+      })),
+    modelInBody: false,
+    npmPackage: '@google/gemini-cli',
+    defaultVersion: '0.61.0',
+    defaults: {
+      baseUrl: 'https://generativelanguage.googleapis.com',
+      apiKeyEnv: 'GEMINI_API_KEY',
+      model: 'gemini-2.5-pro',
+    },
+    binary: 'gemini',
   },
 };
 

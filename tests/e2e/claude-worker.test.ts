@@ -5,26 +5,28 @@
  * worker gets has passed through the gateway, which swapped the per-task token for the real key.
  */
 import { execFileSync } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { WorkerEvent, WorkerRunRequest } from '../../src/core/ports.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayMeteredWorker } from '../../src/gateway/gateway-guards.js';
-import { ModelGateway } from '../../src/gateway/model-gateway.js';
-import { planSandboxNetwork, prepareSandboxNetwork } from '../../src/gateway/sandbox-network.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { VERSION } from '../../src/version.js';
 import { ClaudeWorkerAdapter } from '../../src/worker/claude-adapter.js';
-import { WORKER_KINDS } from '../../src/worker/worker-kinds.js';
-import { SANDBOX_UID, startGatewaySandbox } from '../support/gateway-sandbox.js';
 import { ScriptedAnthropicServer, type AnthropicTurn } from '../support/scripted-anthropic-server.js';
 import { builtWorkerImage } from '../support/worker-image.js';
+import {
+  FIND_IN_FILES,
+  FIND_IN_PROCESSES,
+  probeRequests,
+  searchSandbox,
+  tempDir,
+  WORKER_HOME,
+  workerSandbox,
+} from '../support/worker-sandbox.js';
 
 const REAL_KEY = 'sk-ant-gatewaytest-REALKEY-0123456789abcdefXYZ';
 const MODEL = 'claude-scripted-test';
-const HOME = '/worker-home';
 const docker = createDockerClient();
 const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
 let image = '';
@@ -39,12 +41,6 @@ afterAll(async () => {
   await Promise.all(servers.map((server) => server.close()));
 });
 
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 async function upstreamOf(turns: AnthropicTurn[]): Promise<ScriptedAnthropicServer> {
   const server = await new ScriptedAnthropicServer(turns).start();
   servers.push(server);
@@ -52,95 +48,19 @@ async function upstreamOf(turns: AnthropicTurn[]): Promise<ScriptedAnthropicServ
 }
 
 /** A gateway serving claude at its prefix with the real key, a gateway-only sandbox, and the adapter. */
-async function claudeSandbox(upstream: ScriptedAnthropicServer) {
-  const gateway = await ModelGateway.start({
-    workers: [
-      {
-        type: 'claude',
-        prefix: WORKER_KINDS.claude.prefix,
-        protocol: 'anthropic',
-        keyHeader: 'x-api-key',
-        upstream: { baseUrl: upstream.origin, apiKey: REAL_KEY },
-        routes: WORKER_KINDS.claude.routes,
-        allowedModels: [MODEL],
-        model: MODEL,
-      },
-    ],
-  });
-  onTestFinished(() => gateway.close());
-  const workspace = tempDir('claude-ws-');
-  execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: workspace });
-  execFileSync(
-    'git',
-    ['-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '--allow-empty', '-m', 'base'],
-    {
-      cwd: workspace,
-    },
-  );
-  const home = tempDir('claude-home-');
-  execFileSync('chown', ['-R', `${SANDBOX_UID}:${SANDBOX_UID}`, workspace]);
-  chownSync(home, SANDBOX_UID, SANDBOX_UID);
-  const plan = planSandboxNetwork(
-    { network: 'gateway-only', allowlist: [], setupNetwork: 'gateway-only' },
-    [],
-  );
-  const sandbox = await startGatewaySandbox(runtime, {
+function claudeSandbox(upstream: ScriptedAnthropicServer) {
+  return workerSandbox(runtime, {
     image,
-    gateway,
-    plan,
-    workdir: '/workspace',
-    mounts: [
-      { hostPath: workspace, containerPath: '/workspace' },
-      { hostPath: home, containerPath: HOME },
-    ],
-  });
-  await prepareSandboxNetwork(runtime, sandbox.id, gateway, plan, {
-    setup: [],
-    workdir: '/workspace',
-    timeoutMs: 0,
-  });
-  const worker = new ClaudeWorkerAdapter(runtime, {
+    type: 'claude',
+    upstream: { baseUrl: upstream.origin, apiKey: REAL_KEY },
     model: MODEL,
-    baseUrl: `${gateway.relayOrigin()}${WORKER_KINDS.claude.prefix}`,
-    apiKey: gateway.workerToken,
-    configDir: `${HOME}/claude`,
+    adapter: ({ baseUrl, token, home }) =>
+      new ClaudeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, configDir: home }),
   });
-  const events: WorkerEvent[] = [];
-  const request = (prompt: string, extra: Partial<WorkerRunRequest> = {}): WorkerRunRequest => ({
-    sandboxId: sandbox.id,
-    mode: 'exec',
-    prompt,
-    runDir: tempDir('claude-run-'),
-    timeoutMs: 120_000,
-    graceMs: 2_000,
-    onEvent: (event) => events.push(event),
-    ...extra,
-  });
-  return { gateway, sandbox, workspace, home, worker, request, events };
 }
 
-/** Runs bash in the sandbox with `secret` only on a pipe (never in an argv or the environment). */
-async function searchSandbox(sandboxId: string, secret: string, script: string): Promise<string> {
-  const half = Math.floor(secret.length / 2);
-  const result = await runtime.exec(
-    sandboxId,
-    [
-      '/bin/bash',
-      '-c',
-      `pattern() { printf '%s%s\\n' "$1" "$2"; }\n${script}`,
-      'search',
-      secret.slice(0, half),
-      secret.slice(half),
-    ],
-    { timeoutMs: 120_000 },
-  );
-  return `${result.stdoutTail}${result.stderrTail}`.trim();
-}
-
-const FIND_IN_PROCESSES =
-  'cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" "\\n" | grep -cF -f <(pattern "$1" "$2") || true';
-const FIND_IN_FILES =
-  'grep -rlsF -D skip --exclude-dir=proc --exclude-dir=sys -f <(pattern "$1" "$2") / 2>/dev/null || true';
+const search = (sandboxId: string, secret: string, script: string) =>
+  searchSandbox(runtime, sandboxId, secret, script);
 
 describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
   it('writes a file, runs a failing and a passing command, commits; then resume continues the same session', async () => {
@@ -227,9 +147,9 @@ describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
 
     // The real key is nowhere inside: environment, processes, any file (claude's state included). The same
     // searches find the per-task token, so they can fail.
-    expect(await searchSandbox(sandbox.id, gateway.workerToken, FIND_IN_PROCESSES)).not.toBe('0');
-    expect(await searchSandbox(sandbox.id, REAL_KEY, FIND_IN_PROCESSES)).toBe('0');
-    expect(await searchSandbox(sandbox.id, REAL_KEY, FIND_IN_FILES)).toBe('');
+    expect(await search(sandbox.id, gateway.workerToken, FIND_IN_PROCESSES)).not.toBe('0');
+    expect(await search(sandbox.id, REAL_KEY, FIND_IN_PROCESSES)).toBe('0');
+    expect(await search(sandbox.id, REAL_KEY, FIND_IN_FILES)).toBe('');
     // The file search sees a value written to a file (the token, put there from the sandbox's environment).
     await runtime.exec(
       sandbox.id,
@@ -238,41 +158,30 @@ describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
         timeoutMs: 10_000,
       },
     );
-    expect(await searchSandbox(sandbox.id, gateway.workerToken, FIND_IN_FILES)).toContain('/tmp/probe-token');
+    expect(await search(sandbox.id, gateway.workerToken, FIND_IN_FILES)).toContain('/tmp/probe-token');
   }, 300_000);
 
   it('a hostile request for another model, another route or a changed query is refused; the real one passes', async () => {
     const upstream = await upstreamOf([{ text: 'canary answer' }]);
     const { gateway, sandbox } = await claudeSandbox(upstream);
     // The probe runs as the worker with the token from the sandbox's own environment.
-    const probeScript = String.raw`
-const http = require('http');
-const token = process.env.AGENT_RUNNER_GATEWAY_TOKEN;
-const body = (model) => JSON.stringify({ model, max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] });
-const send = (target, model, headers = {}) => new Promise((resolve) => {
-  const request = http.request({ host: '127.0.0.1', port: 8787, path: target, method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01', ...headers } }, (response) => {
-    let text = ''; response.on('data', (c) => (text += c)); response.on('end', () => resolve(target + ' ' + response.statusCode + ' ' + text.slice(0, 60).replace(/\s+/g, ' ')));
-  });
-  request.on('error', (e) => resolve(target + ' error ' + e.code));
-  request.end(body(model));
-});
-(async () => {
-  const lines = [];
-  lines.push(await send('/claude/v1/messages?beta=true', 'claude-opus-other'));
-  lines.push(await send('/claude/v1/messages', '${MODEL}'));
-  lines.push(await send('/claude/v1/messages?beta=false', '${MODEL}'));
-  lines.push(await send('/claude/v1/messages/count_tokens?beta=true', '${MODEL}'));
-  lines.push(await send('/claude/v1/models?beta=true', '${MODEL}'));
-  lines.push(await send('/claude/../v1/messages?beta=true', '${MODEL}'));
-  lines.push(await send('/v1/messages?beta=true', '${MODEL}'));
-  lines.push(await send('/claude/v1/messages?beta=true', '${MODEL}', { 'x-api-key': 'not-the-token' }));
-  lines.push(await send('/claude/v1/messages?beta=true', '${MODEL}'));
-  console.log(lines.join('\n'));
-})();
-`;
-    const result = await runtime.exec(sandbox.id, ['node', '-e', probeScript], { timeoutMs: 30_000 });
-    const lines = result.stdoutTail.trim().split('\n');
+    const body = (model: string) => ({
+      model,
+      max_tokens: 10,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    const lines = await probeRequests(runtime, sandbox.id, 'x-api-key', [
+      { target: '/claude/v1/messages?beta=true', body: body('claude-opus-other') },
+      { target: '/claude/v1/messages', body: body(MODEL) },
+      { target: '/claude/v1/messages?beta=false', body: body(MODEL) },
+      { target: '/claude/v1/messages/count_tokens?beta=true', body: body(MODEL) },
+      { target: '/claude/v1/models?beta=true', body: body(MODEL) },
+      { target: '/claude/../v1/messages?beta=true', body: body(MODEL) },
+      { target: '/v1/messages?beta=true', body: body(MODEL) },
+      { target: '/claude/v1/messages?beta=true', body: body(MODEL), key: 'not-the-token' },
+      { target: '/claude/v1/messages?beta=true', body: body(MODEL) },
+    ]);
     const status = (index: number) => lines[index]?.split(' ')[1];
     expect(lines).toHaveLength(9);
     expect(status(0)).toBe('403'); // another model
@@ -327,7 +236,7 @@ const send = (target, model, headers = {}) => new Promise((resolve) => {
       model: MODEL,
       baseUrl: 'http://127.0.0.1:8787/claude',
       apiKey: 'x',
-      configDir: `${HOME}/claude`,
+      configDir: `${WORKER_HOME}/claude`,
     });
     const result = await noClaude.run({
       sandboxId: sandbox.id,

@@ -1,0 +1,56 @@
+/**
+ * One run of a coding-agent CLI that streams JSONL on stdout (claude, gemini): exec in the sandbox with the
+ * stream parsed line by line, every stray process of the run ended before the host looks at anything, then
+ * the stream's summary joined with how the process ended.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { SandboxRuntime, WorkerRunRequest, WorkerRunResult } from '../core/ports.js';
+import { endStrayProcesses } from '../sandbox/stray-processes.js';
+import { toWorkerRunResult, type WorkerStreamSummary } from './codex-events.js';
+
+/** What a stream parser gives the run: lines in, a summary and (when the CLI states one) a final text out. */
+export interface StreamParser {
+  push(line: string): void;
+  summary(): WorkerStreamSummary;
+  finalText?(): string | null;
+}
+
+export interface CliRun {
+  worker: string;
+  argv: string[];
+  env: Record<string, string>;
+  workdir: string;
+  parser: StreamParser;
+  /** The session the run continues or creates, when the CLI was given it (kept if the stream never says). */
+  sessionId: string;
+}
+
+export async function runStreamingCli(
+  runtime: SandboxRuntime,
+  request: WorkerRunRequest,
+  run: CliRun,
+): Promise<WorkerRunResult> {
+  await mkdir(request.runDir, { recursive: true });
+  const exec = await runtime.exec(request.sandboxId, run.argv, {
+    workdir: run.workdir,
+    env: run.env,
+    timeoutMs: request.timeoutMs,
+    graceMs: request.graceMs,
+    stdoutPath: path.join(request.runDir, `${run.worker}.jsonl`),
+    stderrPath: path.join(request.runDir, `${run.worker}.stderr.log`),
+    onStdoutLine: (line) => run.parser.push(line),
+    signal: request.signal,
+  });
+  // Nothing the run started may still run while the host reads the sandbox (as after a codex run).
+  await endStrayProcesses(runtime, request.sandboxId, request.graceMs);
+  const summary = run.parser.summary();
+  // A run that died before its first event still belongs to the session it was given.
+  if (summary.threadId === null && request.mode === 'resume') summary.threadId = run.sessionId;
+  return toWorkerRunResult(summary, exec, {
+    timeoutMs: request.timeoutMs,
+    lastMessage: run.parser.finalText?.() ?? null,
+    worker: run.worker,
+    streamFile: `${run.worker}.jsonl`,
+  });
+}

@@ -1,0 +1,102 @@
+/**
+ * Gemini CLI as a worker: one `gemini --prompt=... --output-format stream-json` per run in the task's sandbox.
+ * Every approval is skipped (`--yolo`) and the workspace is trusted (`--skip-trust`): the container is the
+ * sandbox. Gemini CLI talks to the model through the gateway: `GOOGLE_GEMINI_BASE_URL` is the relay's origin
+ * plus gemini's prefix, its key the per-task gateway token. The model is always named (`--model`): without it
+ * the CLI's "auto" mode adds a router call to another model, which the gateway's pin would refuse. Its
+ * settings come from the image's read-only system settings file (API-key auth, no usage statistics, no
+ * telemetry, no auto-update, three attempts per request), which wins over anything the worker writes into
+ * its own; its state (sessions) lives in `GEMINI_CLI_HOME`, a directory of the task's worker home kept between
+ * runs, so `--resume` finds the session chosen up front with `--session-id`.
+ */
+import { randomUUID } from 'node:crypto';
+import type {
+  SandboxRuntime,
+  WorkerAdapter,
+  WorkerMode,
+  WorkerRunRequest,
+  WorkerRunResult,
+} from '../core/ports.js';
+import { InternalError } from '../errors.js';
+import { runStreamingCli } from './cli-run.js';
+import { GeminiEventParser } from './gemini-events.js';
+
+/** Where the worker image keeps Gemini CLI's system settings (written at build time, root-owned). */
+export const GEMINI_SYSTEM_SETTINGS = '/etc/agent-runner/gemini-settings.json';
+
+export interface GeminiWorkerOptions {
+  model: string;
+  /** GOOGLE_GEMINI_BASE_URL inside the sandbox (the origin, without `/v1beta`). */
+  baseUrl: string;
+  /** The key gemini sends (the per-task gateway token). */
+  apiKey: string;
+  /** GEMINI_CLI_HOME inside the container: per task, kept across runs. */
+  home: string;
+  workdir?: string;
+  extraArgs?: readonly string[];
+}
+
+/** The argv of one gemini run; the prompt is one `--prompt=` element, so nothing in it is read as a flag. */
+export function buildGeminiArgv(input: {
+  mode: WorkerMode;
+  prompt: string;
+  sessionId: string;
+  model: string;
+  extraArgs?: readonly string[];
+}): string[] {
+  if (input.prompt.trim() === '') {
+    throw new InternalError('The worker prompt is empty; the Meta-agent must give gemini something to do.');
+  }
+  return [
+    'gemini',
+    `--prompt=${input.prompt}`,
+    '--model',
+    input.model,
+    '--output-format',
+    'stream-json',
+    '--yolo',
+    '--skip-trust',
+    input.mode === 'resume' ? '--resume' : '--session-id',
+    input.sessionId,
+    ...(input.extraArgs ?? []),
+  ];
+}
+
+export function geminiEnv(options: GeminiWorkerOptions): Record<string, string> {
+  return {
+    GOOGLE_GEMINI_BASE_URL: options.baseUrl,
+    GEMINI_API_KEY: options.apiKey,
+    GEMINI_MODEL: options.model,
+    GEMINI_CLI_HOME: options.home,
+    GEMINI_CLI_SYSTEM_SETTINGS_PATH: GEMINI_SYSTEM_SETTINGS,
+  };
+}
+
+export class GeminiWorkerAdapter implements WorkerAdapter {
+  readonly type = 'gemini';
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    private readonly options: GeminiWorkerOptions,
+  ) {}
+
+  run(request: WorkerRunRequest): Promise<WorkerRunResult> {
+    if (request.mode === 'resume' && !request.threadId)
+      throw new InternalError('gemini resume needs the session id of an earlier run.');
+    const sessionId = request.mode === 'resume' ? (request.threadId as string) : randomUUID();
+    return runStreamingCli(this.runtime, request, {
+      worker: 'gemini',
+      argv: buildGeminiArgv({
+        mode: request.mode,
+        prompt: request.prompt,
+        sessionId,
+        model: this.options.model,
+        extraArgs: this.options.extraArgs,
+      }),
+      env: geminiEnv(this.options),
+      workdir: this.options.workdir ?? '/workspace',
+      parser: new GeminiEventParser(request.onEvent),
+      sessionId,
+    });
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * Parsing the JSONL stream of `gemini -p --output-format stream-json` into the summary every worker run
+ * gives. Events: `init` (the session id), `message` (the prompt, and the answer's chunks with `delta`),
+ * `tool_use` (`run_shell_command` is a command; `write_file` and `replace` name a file), `tool_result`
+ * (`status` is the tool's, not the command's: a command that exited non-zero is still "success"), `result`
+ * (status and token stats), `error`. Gemini CLI reports no exit code in its stream: a command's exit code is
+ * "Exit Code: N" when its output says so, and otherwise unknown (null, status `unknown`): the checks
+ * agent-runner runs itself decide. Nothing in the stream is fatal.
+ */
+import type { WorkerCommand, WorkerEvent } from '../core/ports.js';
+import { COMMAND_OUTPUT_TAIL_CHARS, MAX_ITEMS_PER_LIST, type WorkerStreamSummary } from './codex-events.js';
+
+type JsonObject = Record<string, unknown>;
+
+const isObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+const count = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
+const tail = (value: string, chars: number): string =>
+  value.length <= chars ? value : value.slice(value.length - chars);
+
+const FILE_TOOLS: Record<string, string> = { write_file: 'write', replace: 'edit' };
+
+export class GeminiEventParser {
+  private readonly commandsById = new Map<string, WorkerCommand>();
+  private readonly commandOrder: WorkerCommand[] = [];
+  private readonly state: Omit<WorkerStreamSummary, 'commands'> = {
+    threadId: null,
+    fileChanges: [],
+    agentMessages: [],
+    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
+    turnFailures: [],
+    notices: [],
+    turnsCompleted: 0,
+    unparsedLines: 0,
+    itemsNotKept: 0,
+  };
+  /** The assistant's answer being streamed (chunks since the last tool call). */
+  private answer = '';
+
+  constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
+
+  push(line: string): void {
+    const trimmed = line.trim();
+    if (trimmed === '') return;
+    let event: unknown;
+    try {
+      event = JSON.parse(trimmed);
+    } catch {
+      this.state.unparsedLines += 1;
+      return;
+    }
+    if (!isObject(event) || !this.handle(event)) this.state.unparsedLines += 1;
+  }
+
+  summary(): WorkerStreamSummary {
+    this.flushAnswer();
+    return {
+      ...this.state,
+      commands: this.commandOrder.map((command) => ({ ...command })),
+      fileChanges: [...this.state.fileChanges],
+      agentMessages: [...this.state.agentMessages],
+      usage: { ...this.state.usage },
+      turnFailures: [...this.state.turnFailures],
+      notices: [...this.state.notices],
+    };
+  }
+
+  private handle(event: JsonObject): boolean {
+    switch (event.type) {
+      case 'init': {
+        const threadId = text(event.session_id);
+        if (threadId === undefined) return false;
+        this.state.threadId = threadId;
+        this.emit({ kind: 'thread_started', threadId });
+        return true;
+      }
+      case 'message':
+        if (event.role === 'assistant') this.answer += text(event.content) ?? '';
+        return true;
+      case 'tool_use':
+        this.flushAnswer();
+        this.handleToolUse(event);
+        return true;
+      case 'tool_result':
+        this.handleToolResult(event);
+        return true;
+      case 'error': {
+        const message = `gemini: ${text(event.message) ?? JSON.stringify(event).slice(0, 300)}`;
+        this.keep(this.state.notices, message);
+        this.emit({ kind: 'error', message, fatal: false });
+        return true;
+      }
+      case 'result':
+        this.flushAnswer();
+        this.handleResult(event);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  private handleToolUse(event: JsonObject): void {
+    const name = text(event.tool_name) ?? '';
+    const parameters = isObject(event.parameters) ? event.parameters : {};
+    if (name === 'run_shell_command') {
+      const commandText = text(parameters.command) ?? '';
+      const command: WorkerCommand = {
+        command: commandText,
+        exitCode: null,
+        status: 'in_progress',
+        outputTail: '',
+      };
+      const id = text(event.tool_id);
+      if (this.keep(this.commandOrder, command) && id !== undefined) this.commandsById.set(id, command);
+      this.emit({ kind: 'command_started', command: commandText });
+      return;
+    }
+    const change = FILE_TOOLS[name];
+    const filePath = text(parameters.file_path);
+    if (change !== undefined && filePath !== undefined) {
+      this.keep(this.state.fileChanges, { path: filePath, kind: change });
+      this.emit({ kind: 'file_changed', path: filePath, change });
+    }
+  }
+
+  private handleToolResult(event: JsonObject): void {
+    const id = text(event.tool_id);
+    const command = id === undefined ? undefined : this.commandsById.get(id);
+    if (command === undefined) return;
+    this.commandsById.delete(id as string);
+    const output = text(event.output) ?? (isObject(event.error) ? (text(event.error.message) ?? '') : '');
+    const stated = /Exit Code: (\d{1,3})\b/.exec(output);
+    command.exitCode = stated ? Number(stated[1]) : null;
+    command.status =
+      event.status === 'error'
+        ? 'failed'
+        : command.exitCode === null
+          ? 'unknown'
+          : command.exitCode === 0
+            ? 'completed'
+            : 'failed';
+    command.outputTail = tail(output, COMMAND_OUTPUT_TAIL_CHARS);
+    this.emit({
+      kind: 'command_finished',
+      command: command.command,
+      exitCode: command.exitCode,
+      status: command.status,
+    });
+  }
+
+  private handleResult(event: JsonObject): void {
+    this.state.turnsCompleted += 1;
+    const stats = isObject(event.stats) ? event.stats : {};
+    this.state.usage.inputTokens += count(stats.input_tokens);
+    this.state.usage.cachedInputTokens += count(stats.cached);
+    this.state.usage.outputTokens += count(stats.output_tokens);
+    if (event.status !== 'success') {
+      const error = isObject(event.error) ? event.error : {};
+      const message = `gemini ended with an error: ${text(error.message) ?? text(event.status) ?? 'no detail'}`;
+      this.keep(this.state.turnFailures, message);
+      this.emit({ kind: 'error', message, fatal: true });
+    }
+  }
+
+  private flushAnswer(): void {
+    const answer = this.answer.trim();
+    this.answer = '';
+    if (answer === '') return;
+    this.keep(this.state.agentMessages, answer);
+    this.emit({ kind: 'message', text: answer });
+  }
+
+  private keep<T>(list: T[], item: T): boolean {
+    if (list.length >= MAX_ITEMS_PER_LIST) {
+      this.state.itemsNotKept += 1;
+      return false;
+    }
+    list.push(item);
+    return true;
+  }
+
+  private emit(event: WorkerEvent): void {
+    try {
+      this.onEvent(event);
+    } catch {
+      // A listener that throws must not stop the parsing of the run it listens to.
+    }
+  }
+}
+
+/** Parses a whole saved stream (a run's gemini.jsonl, a test fixture). */
+export function parseGeminiJsonl(jsonl: string, onEvent?: (event: WorkerEvent) => void): WorkerStreamSummary {
+  const parser = new GeminiEventParser(onEvent);
+  for (const line of jsonl.split('\n')) parser.push(line);
+  return parser.summary();
+}
