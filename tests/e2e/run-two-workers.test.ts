@@ -2,8 +2,9 @@
  * A task whose Meta-agent uses two workers: codex implements (and leaves a test failing), Claude Code fixes
  * what the checks found. Real CLI, real git, real Docker, the real codex and claude binaries in one sandbox;
  * the models are scripted by agent-runner's own `--model-script` server, which speaks each worker's protocol
- * (Responses for codex, Anthropic Messages for claude) behind the gateway. And the demo as a user with only
- * an Anthropic key runs it: claude as the only worker.
+ * (Responses for codex, Anthropic Messages for claude, the Gemini API for gemini) behind the gateway. And the
+ * demo as a user with only an Anthropic (or only a Gemini) key runs it: claude (or gemini) as the only worker,
+ * its image built on demand.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -184,35 +185,42 @@ describe('a task with two workers', () => {
     expect(note).toMatch(/\*\*State\*\* \| \*\*COMPLETE\*\*/);
   }, 300_000);
 
-  it('the demo with Claude Code as the only worker (AGENT_RUNNER_WORKER=claude) ends COMPLETE', async () => {
-    const taskId = 'DEMO-CLAUDE';
-    const repo = demoRepo('');
-    onTestFinished(() => noContainerLeft(taskId));
-    const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: 'claude' };
-    delete env.OPENAI_API_KEY;
-    const result = await runCliCaptured(
-      [
-        'run',
-        '--prd',
-        path.join(ROOT, 'examples', 'slugify', 'PRD.md'),
-        '--task-id',
-        taskId,
-        '--json',
-        '--model-script',
-        path.join(ROOT, 'examples', 'slugify', 'model-script.yaml'),
-      ],
-      { cwd: repo, env },
-    );
-    const events = jsonEvents(result.stdout);
-    const summary = events.at(-1) as unknown as { state: string; notePath: string };
-    expect(summary.state, result.stderr).toBe('COMPLETE');
-    expect(events.filter((event) => event.type === 'worker_started').map((event) => event.worker)).toEqual([
-      'claude',
-    ]);
-    const note = readFileSync(summary.notePath, 'utf8');
-    expect(note).toMatch(/\| Worker \| claude \(claude-sonnet-4-5\) \|/);
-    expect(note).toMatch(/Definition of Done: 1\/1 check\(s\) passed/);
-  }, 300_000);
+  it.each([
+    ['claude', 'claude-sonnet-4-5'],
+    ['gemini', 'gemini-2.5-pro'],
+  ])(
+    'the demo with %s as the only worker (AGENT_RUNNER_WORKER) ends COMPLETE',
+    async (worker, model) => {
+      const taskId = `DEMO-${worker.toUpperCase()}`;
+      const repo = demoRepo('');
+      onTestFinished(() => noContainerLeft(taskId));
+      const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
+      delete env.OPENAI_API_KEY;
+      const result = await runCliCaptured(
+        [
+          'run',
+          '--prd',
+          path.join(ROOT, 'examples', 'slugify', 'PRD.md'),
+          '--task-id',
+          taskId,
+          '--json',
+          '--model-script',
+          path.join(ROOT, 'examples', 'slugify', 'model-script.yaml'),
+        ],
+        { cwd: repo, env },
+      );
+      const events = jsonEvents(result.stdout);
+      const summary = events.at(-1) as unknown as { state: string; notePath: string };
+      expect(summary.state, result.stderr).toBe('COMPLETE');
+      expect(events.filter((event) => event.type === 'worker_started').map((event) => event.worker)).toEqual([
+        worker,
+      ]);
+      const note = readFileSync(summary.notePath, 'utf8');
+      expect(note).toContain(`| Worker | ${worker} (${model}) |`);
+      expect(note).toMatch(/Definition of Done: 1\/1 check\(s\) passed/);
+    },
+    300_000,
+  );
 
   it('a configured worker without its key stops the run before anything starts (exit 2, nothing created)', async () => {
     const repo = demoRepo('workers:\n  claude: {}\n');

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { buildWorkerImage, resolveBaseImage } from '../../src/sandbox/image-builder.js';
 import { runCliCaptured } from '../support/cli.js';
+import { builtWorkerImage } from '../support/worker-image.js';
 
 const HOST_CA = '/etc/ssl/certs/ca-certificates.crt';
 const API_KEY = 'sk-doctor-test-secret';
@@ -40,6 +41,8 @@ beforeAll(async () => {
     baseImage: await resolveBaseImage(docker, 'node:22-bookworm-slim'),
     ...(existsSync(HOST_CA) ? { extraCaCertPath: HOST_CA } : {}),
   });
+  // The image with claude beside codex, for the per-worker checks (its layers come from setup.sh's image).
+  await builtWorkerImage(docker, ['claude']);
   server = createServer((_request, response) => {
     response.writeHead(404, { 'content-type': 'application/json' });
     response.end('{"error":"not found"}');

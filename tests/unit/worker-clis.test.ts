@@ -1,7 +1,8 @@
 /**
- * Claude Code's stream parser against the binary's own output (recorded from `claude -p --output-format
- * stream-json --verbose` 2.1.330 against a scripted Messages server), its argv and environment, the
- * Anthropic usage meter and the gateway's route matching for claude's query string.
+ * Claude Code's and Gemini CLI's stream parsers against the binaries' own output (recorded from
+ * `claude -p --output-format stream-json --verbose` 2.1.330 and `gemini --output-format stream-json` 0.61.0
+ * against scripted servers), their argv and environment, the Anthropic and Gemini usage meters and the
+ * gateway's route matching for each.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,6 +13,9 @@ import { matchRoute, WORKER_ROUTES } from '../../src/gateway/request-policy.js';
 import { AnthropicUsageMeter, usageMeter } from '../../src/gateway/sse-usage.js';
 import { buildClaudeArgv, claudeEnv } from '../../src/worker/claude-adapter.js';
 import { exitCodeFromText, parseClaudeJsonl } from '../../src/worker/claude-events.js';
+import { buildGeminiArgv, geminiEnv } from '../../src/worker/gemini-adapter.js';
+import { parseGeminiJsonl } from '../../src/worker/gemini-events.js';
+import { WORKER_KINDS } from '../../src/worker/worker-kinds.js';
 
 const fixture = (name: string) =>
   readFileSync(path.join(import.meta.dirname, '../fixtures/claude', name), 'utf8');
@@ -210,5 +214,91 @@ describe('the gateway for claude', () => {
     expect(providerFailure({ ...answer, status: 503 })?.message).toMatch(/try again later/);
     expect(providerFailure({ ...answer, status: 200 })).toBeNull();
     expect(providerFailure({ ...answer, status: 400 })).toBeNull();
+  });
+});
+
+describe('the gemini stream parser (real output) and metering', () => {
+  it('reads the session, each shell command (exit code unknown unless stated), the answer and the usage', () => {
+    const summary = parseGeminiJsonl(fixture('../gemini/stream-run.jsonl'));
+    expect(summary.threadId).toBe('11111111-2222-3333-4444-555555555555');
+    expect(summary.commands.map((command) => [command.command, command.exitCode, command.status])).toEqual([
+      ['echo hi > hello.txt && ls nope', null, 'unknown'],
+      ['git add -A && git -c user.email=a@b -c user.name=a commit -qm gem', null, 'unknown'],
+    ]);
+    expect(summary.commands[0]?.outputTail).toContain("ls: cannot access 'nope'");
+    expect(summary.agentMessages).toEqual(['All done.']);
+    expect(summary.usage).toMatchObject({ inputTokens: 306, outputTokens: 30 });
+    expect(summary.turnFailures).toEqual([]);
+    expect(summary.unparsedLines).toBe(0);
+  });
+
+  it('a refused key is the run failure; a stated exit code is read', () => {
+    const failed = parseGeminiJsonl(fixture('../gemini/stream-auth-refused.jsonl'));
+    expect(failed.turnFailures).toEqual([
+      expect.stringMatching(/^gemini ended with an error: \[API Error: .*invalid x-api-key/),
+    ]);
+    const stated = parseGeminiJsonl(
+      [
+        { type: 'tool_use', tool_name: 'run_shell_command', tool_id: 't', parameters: { command: 'false' } },
+        { type: 'tool_result', tool_id: 't', status: 'success', output: 'Output: (empty)\nExit Code: 1' },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join('\n'),
+    );
+    expect(stated.commands).toMatchObject([{ command: 'false', exitCode: 1, status: 'failed' }]);
+  });
+
+  it('meters a Gemini stream: the last usageMetadata, thoughts as output and reasoning', () => {
+    const meter = usageMeter('gemini');
+    meter.push('data: {"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":3}}\r\n\r\n');
+    meter.push(
+      'data: {"usageMetadata":{"promptTokenCount":50,"cachedContentTokenCount":10,"candidatesTokenCount":9,"thoughtsTokenCount":4}}\r\n\r\n',
+    );
+    expect(meter.end()).toEqual({
+      inputTokens: 50,
+      cachedInputTokens: 10,
+      outputTokens: 13,
+      reasoningTokens: 4,
+    });
+  });
+
+  it("gemini's route is its model pin: only the configured model's streaming route", () => {
+    const routes = WORKER_KINDS.gemini.routes(['gemini-x']);
+    expect(
+      matchRoute('POST', '/gemini/v1beta/models/gemini-x:streamGenerateContent?alt=sse', '/gemini', routes),
+    ).toMatchObject({ allowed: {} });
+    expect(
+      matchRoute('POST', '/gemini/v1beta/models/gemini-y:streamGenerateContent?alt=sse', '/gemini', routes),
+    ).toMatchObject({ refused: 'route' });
+    expect(
+      matchRoute('POST', '/gemini/v1beta/models/gemini-x:generateContent', '/gemini', routes),
+    ).toMatchObject({ refused: 'route' });
+  });
+
+  it('argv: the prompt is one --prompt= element; env: the gateway, the image settings, its own home', () => {
+    expect(buildGeminiArgv({ mode: 'exec', prompt: '-rf\n--model=x', sessionId: 'S', model: 'm' })).toEqual([
+      'gemini',
+      '--prompt=-rf\n--model=x',
+      '--model',
+      'm',
+      '--output-format',
+      'stream-json',
+      '--yolo',
+      '--skip-trust',
+      '--session-id',
+      'S',
+    ]);
+    expect(buildGeminiArgv({ mode: 'resume', prompt: 'go', sessionId: 'S', model: 'm' })).toContain(
+      '--resume',
+    );
+    expect(
+      geminiEnv({ model: 'm', baseUrl: 'http://127.0.0.1:8787/gemini', apiKey: 't', home: '/h/gemini' }),
+    ).toEqual({
+      GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:8787/gemini',
+      GEMINI_API_KEY: 't',
+      GEMINI_MODEL: 'm',
+      GEMINI_CLI_HOME: '/h/gemini',
+      GEMINI_CLI_SYSTEM_SETTINGS_PATH: '/etc/agent-runner/gemini-settings.json',
+    });
   });
 });
