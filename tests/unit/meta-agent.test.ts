@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { validateConfig } from '../../src/config/load.js';
 import { AgentRunnerError, InternalError, ModelBehaviorError } from '../../src/errors.js';
+import { metaWorkerOffers } from '../../src/compose/task-worker.js';
 import { createMetaAgent } from '../../src/meta/meta-agent.js';
 import type { LoopContext } from '../../src/meta/meta-context.js';
 import { ScriptedMetaModel } from '../../src/meta/scripted-meta-model.js';
@@ -123,6 +124,36 @@ describe('createMetaAgent', () => {
     expect(system).toContain('- `ask_human`:');
     expect(system).toContain('(not possible yet: there is no earlier thread)');
     expect(system).not.toContain('&amp;'); // no HTML escaping in prompts
+  });
+
+  it('nextAction: lists the configured workers with a line on each, and refuses a worker not offered', async () => {
+    const model = new ScriptedMetaModel([
+      RUN_WORKER.replace('worker_type: codex', 'worker_type: gemini'),
+      RUN_WORKER,
+    ]);
+    const agent = createMetaAgent({
+      model,
+      config,
+      ...metaWorkerOffers(
+        validateConfig([{ source: 'test', values: { workers: { claude: { model: 'claude-x' } } } }]),
+      ),
+    });
+    const result = await agent.nextAction(loopContext());
+    expect(result.message.payload.worker_call?.worker_type).toBe('codex');
+    const system = model.calls[0]?.messages[0]?.content ?? '';
+    expect(system).toContain('- `worker_type`: one of `codex`, `claude`.');
+    expect(system).toContain("  - `claude` (model claude-x): Anthropic's Claude Code");
+    expect(system).toContain('  - `codex` (model gpt-5.5): OpenAI Codex CLI');
+    // gemini was not offered: the reply was sent back with that error and repaired.
+    expect(JSON.stringify(model.calls[1]?.messages)).toContain(
+      'unknown worker type `gemini`; use one of: `codex`, `claude`',
+    );
+  });
+
+  it('one worker: no list of workers in the prompt', async () => {
+    const model = new ScriptedMetaModel([RUN_WORKER]);
+    await createMetaAgent({ model, config, ...metaWorkerOffers(config) }).nextAction(loopContext());
+    expect(model.calls[0]?.messages[0]?.content).not.toContain('The workers offered');
   });
 
   it('the system prompt and the stable message do not change between calls (prompt caching)', async () => {
