@@ -146,7 +146,7 @@ describe('createMetaAgent', () => {
     expect(system).toContain('  - `codex` (model gpt-5.5): OpenAI Codex CLI');
     // gemini was not offered: the reply was sent back with that error and repaired.
     expect(JSON.stringify(model.calls[1]?.messages)).toContain(
-      'unknown worker type `gemini`; use one of: `codex`, `claude`',
+      'unknown worker type `gemini`; use one of: codex, claude',
     );
   });
 
