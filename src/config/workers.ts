@@ -42,7 +42,8 @@ export function workerProfile(config: WorkersConfig, type: WorkerType): WorkerPr
   const block = config.workers[type];
   const isDefault = config.worker.type === type;
   const fromWorker = isDefault ? config.worker : undefined;
-  const metaFallback = type === 'codex';
+  // A worker with no provider of its own (codex, qwen: the Responses API) uses the Meta-agent's.
+  const metaFallback = kind.defaults.baseUrl === undefined;
   const model =
     block?.model ?? fromWorker?.model ?? kind.defaults.model ?? (metaFallback ? config.meta.model : '');
   const baseUrl =

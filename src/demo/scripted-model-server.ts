@@ -175,23 +175,40 @@ function answerResponses(
     return;
   }
   position.worker += 1;
+  // The shell tool the client offered: qwen's `run_shell_command {command}`, else codex's `exec_command {cmd}`.
+  const tools = Array.isArray(body.tools) ? (body.tools as { name?: unknown }[]) : [];
+  const qwenShell = tools.some((tool) => tool.name === 'run_shell_command');
   const item =
     'run' in turn
       ? {
           type: 'function_call',
+          id: `fc_${position.sequence}`,
           call_id: `call_${position.sequence}`,
-          name: 'exec_command',
-          arguments: JSON.stringify({ cmd: turn.run }),
+          name: qwenShell ? 'run_shell_command' : 'exec_command',
+          arguments: JSON.stringify(qwenShell ? { command: turn.run } : { cmd: turn.run }),
+          status: 'completed',
         }
       : {
           type: 'message',
           role: 'assistant',
           id: `msg_${position.sequence}`,
-          content: [{ type: 'output_text', text: turn.message }],
+          status: 'completed',
+          content: [{ type: 'output_text', text: turn.message, annotations: [] }],
         };
   sse(response, [
-    { type: 'response.output_item.done', item },
-    { type: 'response.completed', response: { id, usage } },
+    ...('message' in turn
+      ? [
+          {
+            type: 'response.output_text.delta',
+            item_id: item.id,
+            output_index: 0,
+            content_index: 0,
+            delta: turn.message,
+          },
+        ]
+      : []),
+    { type: 'response.output_item.done', output_index: 0, item },
+    { type: 'response.completed', response: { id, status: 'completed', output: [item], usage } },
   ]);
 }
 

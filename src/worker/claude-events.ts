@@ -1,6 +1,7 @@
 /**
- * Parsing the JSONL stream of `claude -p --output-format stream-json --verbose` into the summary every worker
- * run gives (the same one codex's stream gives). Events: `system`/`init` (the session id), `assistant`
+ * Parsing the JSONL stream of `claude -p --output-format stream-json --verbose` (and of Qwen Code's
+ * `--output-format stream-json`, which has the same shape) into the summary every worker run gives (the same
+ * one codex's stream gives). Events: `system`/`init` (the session id), `assistant`
  * (text, and `tool_use` blocks: a `Bash` call is a command), `user` (`tool_result` blocks: a command's
  * outcome), `result` (the run's usage, its final text, and whether it failed). Claude Code gives no numeric exit
  * code for a command that succeeded and only the text "Exit code N" for one that failed: a result that is no
@@ -38,11 +39,24 @@ function contentText(content: unknown): string {
     .join('\n');
 }
 
-/** "Exit code 2" (or "Error: Exit code 2") at the start of a failed command's result; null when absent. */
+/**
+ * A command's exit code as its result states it: claude's "Exit code 2" (or "Error: Exit code 2") at the
+ * start, or qwen's "Exit Code: 2" line; null when absent.
+ */
 export function exitCodeFromText(value: string): number | null {
-  const match = /^(?:Error: )?Exit code (\d{1,3})\b/.exec(value.trimStart());
+  const match =
+    /^(?:Error: )?Exit code (\d{1,3})\b/.exec(value.trimStart()) ?? /^Exit Code: (\d{1,3})$/m.exec(value);
   return match ? Number(match[1]) : null;
 }
+
+/** Which CLI the stream comes from: its name in messages and its shell tool. */
+export interface ClaudeShapedStream {
+  worker: string;
+  shellTools: readonly string[];
+}
+
+const CLAUDE_STREAM: ClaudeShapedStream = { worker: 'claude', shellTools: ['Bash'] };
+export const QWEN_STREAM: ClaudeShapedStream = { worker: 'qwen', shellTools: ['run_shell_command'] };
 
 export class ClaudeEventParser {
   private readonly commandsById = new Map<string, WorkerCommand>();
@@ -60,7 +74,10 @@ export class ClaudeEventParser {
   };
   private resultText: string | null = null;
 
-  constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
+  constructor(
+    private readonly onEvent: (event: WorkerEvent) => void = () => {},
+    private readonly stream: ClaudeShapedStream = CLAUDE_STREAM,
+  ) {}
 
   push(line: string): void {
     const trimmed = line.trim();
@@ -118,7 +135,7 @@ export class ClaudeEventParser {
     }
     if (event.subtype === 'api_retry') {
       const status = typeof event.error_status === 'number' ? ` (HTTP ${event.error_status})` : '';
-      const message = `claude retries a model request${status}: ${text(event.error) ?? 'no detail'}`;
+      const message = `${this.stream.worker} retries a model request${status}: ${text(event.error) ?? 'no detail'}`;
       this.keep(this.state.notices, message);
       this.emit({ kind: 'error', message, fatal: false });
       return true;
@@ -145,7 +162,7 @@ export class ClaudeEventParser {
   private handleToolUse(block: JsonObject): void {
     const input = isObject(block.input) ? block.input : {};
     const name = text(block.name);
-    if (name === 'Bash') {
+    if (name !== undefined && this.stream.shellTools.includes(name)) {
       const commandText = text(input.command) ?? '';
       const command: WorkerCommand = {
         command: commandText,
@@ -160,8 +177,12 @@ export class ClaudeEventParser {
     }
     // What the agent says it wrote: shown live; the files changed are read from git after the run.
     const filePath = text(input.file_path) ?? text(input.notebook_path);
-    if (filePath !== undefined && ['Write', 'Edit', 'MultiEdit', 'NotebookEdit'].includes(name ?? '')) {
-      const change = name === 'Write' ? 'write' : 'edit';
+    const tool = name ?? '';
+    if (
+      filePath !== undefined &&
+      ['Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'write_file', 'edit'].includes(tool)
+    ) {
+      const change = tool === 'Write' || tool === 'write_file' ? 'write' : 'edit';
       this.keep(this.state.fileChanges, { path: filePath, kind: change });
       this.emit({ kind: 'file_changed', path: filePath, change });
     }
@@ -177,8 +198,9 @@ export class ClaudeEventParser {
       this.commandsById.delete(id as string);
       const resultText = contentText(block.content);
       const failed = block.is_error === true;
-      command.exitCode = failed ? exitCodeFromText(resultText) : 0;
-      command.status = failed ? 'failed' : 'completed';
+      // A stated code wins; otherwise claude reports every non-zero exit as an error, so no error is exit 0.
+      command.exitCode = exitCodeFromText(resultText) ?? (failed ? null : 0);
+      command.status = failed || (command.exitCode ?? 0) !== 0 ? 'failed' : 'completed';
       const output = isObject(toolUseResult)
         ? `${text(toolUseResult.stdout) ?? ''}${text(toolUseResult.stderr) ? `\n${text(toolUseResult.stderr)}` : ''}`
         : resultText;
@@ -207,7 +229,7 @@ export class ClaudeEventParser {
     if (threadId !== undefined) this.state.threadId ??= threadId;
     if (event.is_error === true || (event.subtype !== undefined && event.subtype !== 'success')) {
       const status = typeof event.api_error_status === 'number' ? ` (HTTP ${event.api_error_status})` : '';
-      const message = `claude ended with an error${status}: ${resultText ?? text(event.subtype) ?? 'no detail'}`;
+      const message = `${this.stream.worker} ended with an error${status}: ${resultText ?? text(event.subtype) ?? 'no detail'}`;
       this.keep(this.state.turnFailures, message);
       this.emit({ kind: 'error', message, fatal: true });
     }

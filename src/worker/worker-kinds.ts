@@ -6,7 +6,7 @@
  */
 
 /** Every worker type, in the order the README lists them. */
-export const WORKER_TYPES = ['codex', 'claude', 'gemini'] as const;
+export const WORKER_TYPES = ['codex', 'claude', 'gemini', 'qwen'] as const;
 export type WorkerType = (typeof WORKER_TYPES)[number];
 
 /** The model API a worker speaks (what the gateway forwards and meters). */
@@ -36,7 +36,7 @@ export interface WorkerKind {
   /** The npm package and pinned version the worker image installs. */
   npmPackage: string;
   defaultVersion: string;
-  /** Defaults of its `workers.<type>` block when the config leaves a field out (codex: the Meta-agent's). */
+  /** Defaults of its `workers.<type>` block when the config leaves a field out (none: the Meta-agent's). */
   defaults: { baseUrl?: string; apiKeyEnv?: string; model?: string };
   /** The binary's name in the image. */
   binary: string;
@@ -93,6 +93,20 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
       model: 'gemini-2.5-pro',
     },
     binary: 'gemini',
+  },
+  qwen: {
+    type: 'qwen',
+    summary: 'Qwen Code: an open-weights coding agent on any Responses-compatible endpoint',
+    protocol: 'responses',
+    keyHeader: 'authorization',
+    prefix: '/qwen/v1',
+    routes: () => [{ method: 'POST', path: '/responses' }],
+    modelInBody: true,
+    npmPackage: '@qwen-code/qwen-code',
+    defaultVersion: '0.24.4',
+    // Like codex, it speaks the Responses API: the Meta-agent's endpoint, key and model unless configured.
+    defaults: {},
+    binary: 'qwen',
   },
 };
 

@@ -188,6 +188,7 @@ describe('a task with two workers', () => {
   it.each([
     ['claude', 'claude-sonnet-4-5'],
     ['gemini', 'gemini-2.5-pro'],
+    ['qwen', 'gpt-5.5'],
   ])(
     'the demo with %s as the only worker (AGENT_RUNNER_WORKER) ends COMPLETE',
     async (worker, model) => {

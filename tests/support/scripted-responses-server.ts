@@ -54,6 +54,18 @@ export function commandCall(cmd: string, callId = `call_${++callCounter}`): Resp
   return { type: 'function_call', call_id: callId, name: 'exec_command', arguments: JSON.stringify({ cmd }) };
 }
 
+/** `run_shell_command` with `{"command": ...}`: Qwen Code's shell tool. */
+export function shellCall(command: string, callId = `call_${++callCounter}`): ResponseOutputItem {
+  return {
+    type: 'function_call',
+    id: `fc_${callId}`,
+    call_id: callId,
+    name: 'run_shell_command',
+    arguments: JSON.stringify({ command }),
+    status: 'completed',
+  };
+}
+
 /** An assistant message (becomes codex's `agent_message`). */
 export function assistantMessage(text: string, id = `msg_${++callCounter}`): ResponseOutputItem {
   return { type: 'message', role: 'assistant', id, content: [{ type: 'output_text', text }] };
@@ -201,10 +213,28 @@ export class ScriptedResponsesServer {
       case 'output':
         response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         sse(response, { type: 'response.created', response: { id: responseId } });
-        for (const item of reply.items) sse(response, { type: 'response.output_item.done', item });
+        reply.items.forEach((item, index) => {
+          // A message's text streams as deltas first (Qwen Code reads those; codex reads the done item).
+          const content = Array.isArray(item.content) ? (item.content as { text?: unknown }[]) : [];
+          for (const part of content)
+            if (typeof part.text === 'string')
+              sse(response, {
+                type: 'response.output_text.delta',
+                item_id: item.id,
+                output_index: index,
+                content_index: 0,
+                delta: part.text,
+              });
+          sse(response, { type: 'response.output_item.done', output_index: index, item });
+        });
         sse(response, {
           type: 'response.completed',
-          response: { id: responseId, usage: usageJson(reply.usage) },
+          response: {
+            id: responseId,
+            status: 'completed',
+            output: reply.items,
+            usage: usageJson(reply.usage),
+          },
         });
         response.end();
         return;

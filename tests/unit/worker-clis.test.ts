@@ -12,7 +12,13 @@ import { providerFailure } from '../../src/gateway/gateway-guards.js';
 import { matchRoute, WORKER_ROUTES } from '../../src/gateway/request-policy.js';
 import { AnthropicUsageMeter, usageMeter } from '../../src/gateway/sse-usage.js';
 import { buildClaudeArgv, claudeEnv } from '../../src/worker/claude-adapter.js';
-import { exitCodeFromText, parseClaudeJsonl } from '../../src/worker/claude-events.js';
+import {
+  ClaudeEventParser,
+  exitCodeFromText,
+  parseClaudeJsonl,
+  QWEN_STREAM,
+} from '../../src/worker/claude-events.js';
+import { buildQwenArgv, qwenEnv } from '../../src/worker/qwen-adapter.js';
 import { buildGeminiArgv, geminiEnv } from '../../src/worker/gemini-adapter.js';
 import { parseGeminiJsonl } from '../../src/worker/gemini-events.js';
 import { WORKER_KINDS } from '../../src/worker/worker-kinds.js';
@@ -299,6 +305,50 @@ describe('the gemini stream parser (real output) and metering', () => {
       GEMINI_MODEL: 'm',
       GEMINI_CLI_HOME: '/h/gemini',
       GEMINI_CLI_SYSTEM_SETTINGS_PATH: '/etc/agent-runner/gemini-settings.json',
+    });
+  });
+});
+
+describe('the qwen stream (real output: Claude Code’s shape) and command line', () => {
+  it('reads run_shell_command calls with the exit code each result states', () => {
+    const events: WorkerEvent[] = [];
+    const summary = new ClaudeEventParser((event) => events.push(event), QWEN_STREAM);
+    for (const line of fixture('../qwen/stream-run.jsonl').split('\n')) summary.push(line);
+    const result = summary.summary();
+    expect(result.threadId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(result.commands.map((command) => [command.command, command.exitCode, command.status])).toEqual([
+      ['echo hi > hello.txt && ls nope', 2, 'failed'],
+      [
+        'git -c safe.directory=* add -A && git -c safe.directory=* -c user.email=a@b -c user.name=a commit -qm qw',
+        0,
+        'completed',
+      ],
+    ]);
+    expect(result.unparsedLines).toBeGreaterThan(0); // its stream_event lines are kept out, counted
+    expect(result.turnFailures).toEqual([]);
+  });
+
+  it('argv: --prompt= keeps the prompt one element; the Responses API; env: its own HOME, no statistics', () => {
+    expect(buildQwenArgv({ mode: 'exec', prompt: '--yolo=no', sessionId: 'S', model: 'm' })).toEqual([
+      'qwen',
+      '--prompt=--yolo=no',
+      '--auth-type',
+      'openai-responses',
+      '--model',
+      'm',
+      '--output-format',
+      'stream-json',
+      '--yolo',
+      '--session-id',
+      'S',
+    ]);
+    expect(
+      qwenEnv({ model: 'm', baseUrl: 'http://127.0.0.1:8787/qwen/v1', apiKey: 't', home: '/h/qwen' }),
+    ).toMatchObject({
+      OPENAI_BASE_URL: 'http://127.0.0.1:8787/qwen/v1',
+      OPENAI_API_KEY: 't',
+      HOME: '/h/qwen',
+      QWEN_USAGE_STATISTICS_ENABLED: 'false',
     });
   });
 });

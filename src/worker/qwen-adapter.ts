@@ -1,0 +1,109 @@
+/**
+ * Qwen Code as a worker: one `qwen --prompt=... --output-format stream-json` per run in the task's sandbox,
+ * every approval skipped (`--yolo`: the container is the sandbox). It speaks the Responses API
+ * (`--auth-type openai-responses`) to the gateway: `OPENAI_BASE_URL` is the relay's origin plus qwen's
+ * prefix, its key the per-task gateway token. Its stream has Claude Code's shape (init, assistant tool uses,
+ * user tool results with "Exit Code: N", result), read by the same parser. Its state lives under `HOME`, set
+ * to a directory of the task's worker home kept between runs, so `--resume` finds the session chosen up front
+ * with `--session-id`. Usage statistics are off (the variable and the image's read-only system settings, which
+ * also switch off auto-update).
+ */
+import { randomUUID } from 'node:crypto';
+import type {
+  SandboxRuntime,
+  WorkerAdapter,
+  WorkerMode,
+  WorkerRunRequest,
+  WorkerRunResult,
+} from '../core/ports.js';
+import { InternalError } from '../errors.js';
+import { ClaudeEventParser, QWEN_STREAM } from './claude-events.js';
+import { runStreamingCli } from './cli-run.js';
+
+/** Where the worker image keeps Qwen Code's system settings (written at build time, root-owned). */
+export const QWEN_SYSTEM_SETTINGS = '/etc/agent-runner/qwen-settings.json';
+
+export interface QwenWorkerOptions {
+  model: string;
+  /** OPENAI_BASE_URL inside the sandbox (with `/v1`: qwen posts to `<it>/responses`). */
+  baseUrl: string;
+  apiKey: string;
+  /** HOME of its runs inside the container: per task, kept across runs. */
+  home: string;
+  workdir?: string;
+  extraArgs?: readonly string[];
+}
+
+export function buildQwenArgv(input: {
+  mode: WorkerMode;
+  prompt: string;
+  sessionId: string;
+  model: string;
+  extraArgs?: readonly string[];
+}): string[] {
+  if (input.prompt.trim() === '') {
+    throw new InternalError('The worker prompt is empty; the Meta-agent must give qwen something to do.');
+  }
+  return [
+    'qwen',
+    `--prompt=${input.prompt}`,
+    '--auth-type',
+    'openai-responses',
+    '--model',
+    input.model,
+    '--output-format',
+    'stream-json',
+    '--yolo',
+    input.mode === 'resume' ? '--resume' : '--session-id',
+    input.sessionId,
+    ...(input.extraArgs ?? []),
+  ];
+}
+
+export function qwenEnv(options: QwenWorkerOptions): Record<string, string> {
+  return {
+    OPENAI_BASE_URL: options.baseUrl,
+    OPENAI_API_KEY: options.apiKey,
+    OPENAI_MODEL: options.model,
+    HOME: options.home,
+    QWEN_CODE_SYSTEM_SETTINGS_PATH: QWEN_SYSTEM_SETTINGS,
+    QWEN_USAGE_STATISTICS_ENABLED: 'false',
+    QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
+  };
+}
+
+export class QwenWorkerAdapter implements WorkerAdapter {
+  readonly type = 'qwen';
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    private readonly options: QwenWorkerOptions,
+  ) {}
+
+  run(request: WorkerRunRequest): Promise<WorkerRunResult> {
+    if (request.mode === 'resume' && !request.threadId)
+      throw new InternalError('qwen resume needs the session id of an earlier run.');
+    const sessionId = request.mode === 'resume' ? (request.threadId as string) : randomUUID();
+    return runStreamingCli(this.runtime, request, {
+      worker: 'qwen',
+      // Its HOME (a directory of the worker home) must exist before it starts; the argv stays argv.
+      argv: [
+        'sh',
+        '-c',
+        'mkdir -p "$HOME" && exec "$@"',
+        'qwen',
+        ...buildQwenArgv({
+          mode: request.mode,
+          prompt: request.prompt,
+          sessionId,
+          model: this.options.model,
+          extraArgs: this.options.extraArgs,
+        }),
+      ],
+      env: qwenEnv(this.options),
+      workdir: this.options.workdir ?? '/workspace',
+      parser: new ClaudeEventParser(request.onEvent, QWEN_STREAM),
+      sessionId,
+    });
+  }
+}
