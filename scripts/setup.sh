@@ -43,8 +43,8 @@ if [ "$(id -u)" != 0 ] && ! docker info >/dev/null 2>&1; then run_cli=(sudo -E n
 log "worker image (first build downloads the Codex CLI, about 400 MB)"
 "${run_cli[@]}" image build --worker-only --base-image "$base" "${ca_args[@]}"
 
-# The image with every other worker beside codex (Claude Code, Gemini CLI, Qwen Code; about 350 MB more to
-# download): what a config offering them all runs, and whose layers every smaller set reuses (the test
+# The image with every other worker beside codex (Claude Code, Gemini CLI, Qwen Code, OpenCode; about 400 MB
+# more to download): what a config offering them all runs, and whose layers every smaller set reuses (the test
 # suite's worker tests).
-log "worker image with every worker (workers.claude, workers.gemini, workers.qwen)"
-"${run_cli[@]}" image build --worker-only --worker claude --worker gemini --worker qwen --base-image "$base" "${ca_args[@]}"
+log "worker image with every worker (workers.claude, workers.gemini, workers.qwen, workers.opencode)"
+"${run_cli[@]}" image build --worker-only --worker claude --worker gemini --worker qwen --worker opencode --base-image "$base" "${ca_args[@]}"

@@ -15,6 +15,7 @@ import { ClaudeWorkerAdapter } from '../worker/claude-adapter.js';
 import { CodexWorkerAdapter } from '../worker/codex-adapter.js';
 import { GeminiWorkerAdapter } from '../worker/gemini-adapter.js';
 import { QwenWorkerAdapter } from '../worker/qwen-adapter.js';
+import { OpenCodeWorkerAdapter } from '../worker/opencode-adapter.js';
 import { WorkerSet } from '../worker/worker-set.js';
 import type { WorkerOffer } from '../meta/system-prompt.js';
 import { StateRedactingWorker } from '../worker/state-redacting-worker.js';
@@ -33,6 +34,14 @@ export function taskWorker(
   // One worker home per task (CODEX_HOME; claude's state below it), redacted after every run.
   const codexHomeHostPath = path.join(taskLayout(spec.repoRoot, spec.taskId).runDir, 'codex-home');
   const adapter = (profile: WorkerProfile): WorkerAdapter => {
+    if (profile.type === 'opencode')
+      return new OpenCodeWorkerAdapter(runtime, {
+        model: profile.model,
+        baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
+        apiKey: gateway.gateway.workerToken,
+        home: path.posix.join(CODEX_HOME_IN_SANDBOX, 'opencode'),
+        extraArgs: profile.extraArgs,
+      });
     if (profile.type === 'qwen')
       return new QwenWorkerAdapter(runtime, {
         model: profile.model,

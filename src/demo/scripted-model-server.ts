@@ -150,6 +150,36 @@ function answerChat(
   );
 }
 
+/**
+ * The shell tool the client offered: qwen's `run_shell_command {command}`, opencode's `bash {command,
+ * description}`, else codex's `exec_command {cmd}`.
+ */
+function shellCallFor(body: Record<string, unknown>, command: string): { name: string; arguments: string } {
+  const tools = Array.isArray(body.tools) ? (body.tools as { name?: unknown }[]) : [];
+  const offered = (name: string) => tools.some((tool) => tool.name === name);
+  if (offered('run_shell_command'))
+    return { name: 'run_shell_command', arguments: JSON.stringify({ command }) };
+  if (offered('bash'))
+    return { name: 'bash', arguments: JSON.stringify({ command, description: 'a scripted command' }) };
+  return { name: 'exec_command', arguments: JSON.stringify({ cmd: command }) };
+}
+
+/** A message's text as the Responses API streams it: the item and its part added, the delta, their end. */
+function messageTextEvents(itemId: string, text: string): Record<string, unknown>[] {
+  const at = { item_id: itemId, output_index: 0, content_index: 0 };
+  return [
+    {
+      type: 'response.output_item.added',
+      output_index: 0,
+      item: { type: 'message', role: 'assistant', id: itemId, status: 'in_progress', content: [] },
+    },
+    { type: 'response.content_part.added', ...at, part: { type: 'output_text', text: '', annotations: [] } },
+    { type: 'response.output_text.delta', ...at, delta: text },
+    { type: 'response.output_text.done', ...at, text },
+    { type: 'response.content_part.done', ...at, part: { type: 'output_text', text, annotations: [] } },
+  ];
+}
+
 /** The worker's next Responses turn: a shell command for codex to run, or a final message. */
 function answerResponses(
   script: ModelScript,
@@ -175,17 +205,13 @@ function answerResponses(
     return;
   }
   position.worker += 1;
-  // The shell tool the client offered: qwen's `run_shell_command {command}`, else codex's `exec_command {cmd}`.
-  const tools = Array.isArray(body.tools) ? (body.tools as { name?: unknown }[]) : [];
-  const qwenShell = tools.some((tool) => tool.name === 'run_shell_command');
   const item =
     'run' in turn
       ? {
           type: 'function_call',
           id: `fc_${position.sequence}`,
           call_id: `call_${position.sequence}`,
-          name: qwenShell ? 'run_shell_command' : 'exec_command',
-          arguments: JSON.stringify(qwenShell ? { command: turn.run } : { cmd: turn.run }),
+          ...shellCallFor(body, turn.run),
           status: 'completed',
         }
       : {
@@ -196,17 +222,7 @@ function answerResponses(
           content: [{ type: 'output_text', text: turn.message, annotations: [] }],
         };
   sse(response, [
-    ...('message' in turn
-      ? [
-          {
-            type: 'response.output_text.delta',
-            item_id: item.id,
-            output_index: 0,
-            content_index: 0,
-            delta: turn.message,
-          },
-        ]
-      : []),
+    ...('message' in turn ? messageTextEvents(item.id, turn.message) : []),
     { type: 'response.output_item.done', output_index: 0, item },
     { type: 'response.completed', response: { id, status: 'completed', output: [item], usage } },
   ]);

@@ -66,7 +66,7 @@ const VOLATILE_TEXT: readonly [RegExp, string][] = [
  *   meta (Chat Completions): the model, the system prompt and the first user message (PRD, criteria), and
  *     how many messages there are;
  *   worker (Responses): the model, the instructions and the user messages (the task prompt), not the
- *     function call outputs.
+ *     function call outputs; (Anthropic Messages, Gemini) the text the user side asks with.
  * A changed PRD, prompt template, criterion or worker instruction diverges; a different clock does not.
  */
 export function requestSignature(kind: ExchangeKind, body: unknown): unknown {
@@ -82,6 +82,8 @@ export function requestSignature(kind: ExchangeKind, body: unknown): unknown {
       messageCount: messages.length,
     };
   }
+  if (kind === 'worker' && Array.isArray(request.messages)) return anthropicSignature(request);
+  if (kind === 'worker' && Array.isArray(request.contents)) return geminiSignature(request);
   if (kind === 'worker' && Array.isArray(request.input)) {
     const items = request.input as { type?: string; role?: string; content?: unknown }[];
     return {
@@ -93,6 +95,42 @@ export function requestSignature(kind: ExchangeKind, body: unknown): unknown {
     };
   }
   return body;
+}
+
+/**
+ * An Anthropic Messages request (claude): the model and the text the user side asks with, not the tool results
+ * nor claude's `<system-reminder>` blocks (the environment, the git status, the date: what it reports).
+ */
+function anthropicSignature(request: Record<string, unknown>): unknown {
+  const messages = request.messages as { role?: string; content?: unknown }[];
+  const asked = messages
+    .filter((message) => message.role === 'user')
+    .flatMap((message) =>
+      typeof message.content === 'string'
+        ? [message.content]
+        : Array.isArray(message.content)
+          ? (message.content as { type?: string; text?: unknown }[])
+              .filter((block) => block.type === 'text' && typeof block.text === 'string')
+              .map((block) => block.text as string)
+          : [],
+    )
+    .filter((text) => !text.trimStart().startsWith('<system-reminder>'));
+  return { model: request.model, userText: asked };
+}
+
+/**
+ * A Gemini request (the model is in its path): the text the user side asks with, not the function responses
+ * nor the CLI's `<session_context>` (the date, the directory listing).
+ */
+function geminiSignature(request: Record<string, unknown>): unknown {
+  const contents = request.contents as { role?: string; parts?: { text?: unknown }[] }[];
+  const asked = contents
+    .filter((content) => content.role === 'user' && Array.isArray(content.parts))
+    .flatMap((content) => (content.parts ?? []).map((part) => part.text))
+    .filter(
+      (text): text is string => typeof text === 'string' && !text.trimStart().startsWith('<session_context>'),
+    );
+  return { userText: asked };
 }
 
 /** What is compared under replay: volatile fields dropped, volatile text replaced by placeholders. */

@@ -6,7 +6,7 @@
  */
 
 /** Every worker type, in the order the README lists them. */
-export const WORKER_TYPES = ['codex', 'claude', 'gemini', 'qwen'] as const;
+export const WORKER_TYPES = ['codex', 'claude', 'gemini', 'qwen', 'opencode'] as const;
 export type WorkerType = (typeof WORKER_TYPES)[number];
 
 /** The model API a worker speaks (what the gateway forwards and meters). */
@@ -107,6 +107,20 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     // Like codex, it speaks the Responses API: the Meta-agent's endpoint, key and model unless configured.
     defaults: {},
     binary: 'qwen',
+  },
+  opencode: {
+    type: 'opencode',
+    summary: 'OpenCode: an open-source agent that plans in steps and reports exact exit codes',
+    protocol: 'responses',
+    keyHeader: 'authorization',
+    prefix: '/opencode/v1',
+    routes: () => [{ method: 'POST', path: '/responses' }],
+    modelInBody: true,
+    // The native binary's platform package alone (the wrapper only copies it with an install script).
+    npmPackage: 'opencode-linux-x64',
+    defaultVersion: '1.18.33',
+    defaults: {},
+    binary: 'opencode',
   },
 };
 

@@ -189,6 +189,7 @@ describe('a task with two workers', () => {
     ['claude', 'claude-sonnet-4-5'],
     ['gemini', 'gemini-2.5-pro'],
     ['qwen', 'gpt-5.5'],
+    ['opencode', 'gpt-5.5'],
   ])(
     'the demo with %s as the only worker (AGENT_RUNNER_WORKER) ends COMPLETE',
     async (worker, model) => {
@@ -221,6 +222,54 @@ describe('a task with two workers', () => {
       expect(note).toMatch(/Definition of Done: 1\/1 check\(s\) passed/);
     },
     300_000,
+  );
+
+  it.each(['claude', 'gemini'])(
+    'a %s run is recorded and replayed with no upstream: COMPLETE again, the same work',
+    async (worker) => {
+      const taskId = `REPLAY-${worker.toUpperCase()}`;
+      const cassette = path.join(mkdtempSync(path.join(tmpdir(), 'ar-cassette-')), 'run.json');
+      onTestFinished(() => rmSync(path.dirname(cassette), { recursive: true, force: true }));
+      onTestFinished(() => noContainerLeft(taskId));
+      const prd = path.join(ROOT, 'examples', 'slugify', 'PRD.md');
+      const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
+      delete env.OPENAI_API_KEY;
+      const recordRepo = demoRepo('');
+      const recorded = await runCliCaptured(
+        [
+          'run',
+          '--prd',
+          prd,
+          '--task-id',
+          taskId,
+          '--json',
+          '--record',
+          cassette,
+          '--model-script',
+          path.join(ROOT, 'examples', 'slugify', 'model-script.yaml'),
+        ],
+        { cwd: recordRepo, env },
+      );
+      expect(recorded.exitCode, recorded.stderr).toBe(0);
+      // The replay has no model at all: a closed endpoint, no key; every answer comes from the cassette.
+      const replayRepo = demoRepo('');
+      const replayed = await runCliCaptured(
+        ['run', '--prd', prd, '--task-id', taskId, '--json', '--replay', cassette],
+        {
+          cwd: replayRepo,
+          env: {
+            ...env,
+            OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+            ANTHROPIC_API_KEY: '',
+            GEMINI_API_KEY: '',
+          },
+        },
+      );
+      const summary = jsonEvents(replayed.stdout).at(-1) as unknown as { state: string };
+      expect(summary.state, replayed.stderr).toBe('COMPLETE');
+      const slug = (repo: string) => git(repo, 'show', `agent-runner/${taskId}:slug.js`);
+      expect(slug(replayRepo)).toBe(slug(recordRepo));
+    },
   );
 
   it('a configured worker without its key stops the run before anything starts (exit 2, nothing created)', async () => {

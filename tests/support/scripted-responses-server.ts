@@ -66,9 +66,27 @@ export function shellCall(command: string, callId = `call_${++callCounter}`): Re
   };
 }
 
+/** `bash` with `{"command": ..., "description": ...}`: OpenCode's shell tool. */
+export function bashCall(command: string, callId = `call_${++callCounter}`): ResponseOutputItem {
+  return {
+    type: 'function_call',
+    id: `fc_${callId}`,
+    call_id: callId,
+    name: 'bash',
+    arguments: JSON.stringify({ command, description: 'a scripted command' }),
+    status: 'completed',
+  };
+}
+
 /** An assistant message (becomes codex's `agent_message`). */
 export function assistantMessage(text: string, id = `msg_${++callCounter}`): ResponseOutputItem {
-  return { type: 'message', role: 'assistant', id, content: [{ type: 'output_text', text }] };
+  return {
+    type: 'message',
+    role: 'assistant',
+    id,
+    status: 'completed',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  };
 }
 
 /** A freeform apply_patch call (offered only for a model codex knows, e.g. gpt-5.5). */
@@ -200,7 +218,15 @@ export class ScriptedResponsesServer {
         return;
       case 'http_error':
         response.writeHead(reply.status, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ error: { message: reply.message, type: 'server_error', code: null } }));
+        // As OpenAI answers: a refused key is `invalid_request_error` / `invalid_api_key`, not a server error.
+        response.end(
+          JSON.stringify({
+            error:
+              reply.status === 401
+                ? { message: reply.message, type: 'invalid_request_error', code: 'invalid_api_key' }
+                : { message: reply.message, type: 'server_error', code: null },
+          }),
+        );
         return;
       case 'failed':
         response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -214,17 +240,21 @@ export class ScriptedResponsesServer {
         response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         sse(response, { type: 'response.created', response: { id: responseId } });
         reply.items.forEach((item, index) => {
-          // A message's text streams as deltas first (Qwen Code reads those; codex reads the done item).
+          // A message's text streams as the API does (added, delta, done): Qwen Code and OpenCode read those;
+          // codex reads the done item.
           const content = Array.isArray(item.content) ? (item.content as { text?: unknown }[]) : [];
-          for (const part of content)
-            if (typeof part.text === 'string')
-              sse(response, {
-                type: 'response.output_text.delta',
-                item_id: item.id,
-                output_index: index,
-                content_index: 0,
-                delta: part.text,
-              });
+          const at = { item_id: item.id, output_index: index, content_index: 0 };
+          for (const part of content) {
+            if (typeof part.text !== 'string') continue;
+            const added = { ...item, content: [], status: 'in_progress' };
+            sse(response, { type: 'response.output_item.added', output_index: index, item: added });
+            const empty = { type: 'output_text', text: '', annotations: [] };
+            sse(response, { type: 'response.content_part.added', ...at, part: empty });
+            sse(response, { type: 'response.output_text.delta', ...at, delta: part.text });
+            sse(response, { type: 'response.output_text.done', ...at, text: part.text });
+            const done = { type: 'output_text', text: part.text, annotations: [] };
+            sse(response, { type: 'response.content_part.done', ...at, part: done });
+          }
           sse(response, { type: 'response.output_item.done', output_index: index, item });
         });
         sse(response, {

@@ -19,6 +19,8 @@ import {
   QWEN_STREAM,
 } from '../../src/worker/claude-events.js';
 import { buildQwenArgv, qwenEnv } from '../../src/worker/qwen-adapter.js';
+import { buildOpenCodeArgv, openCodeEnv } from '../../src/worker/opencode-adapter.js';
+import { OpenCodeEventParser } from '../../src/worker/opencode-events.js';
 import { buildGeminiArgv, geminiEnv } from '../../src/worker/gemini-adapter.js';
 import { parseGeminiJsonl } from '../../src/worker/gemini-events.js';
 import { WORKER_KINDS } from '../../src/worker/worker-kinds.js';
@@ -350,5 +352,68 @@ describe('the qwen stream (real output: Claude Code’s shape) and command line'
       HOME: '/h/qwen',
       QWEN_USAGE_STATISTICS_ENABLED: 'false',
     });
+  });
+});
+
+describe('the opencode stream (real output) and command line', () => {
+  it('reads the session, each bash call with its exit code, the answer and the summed usage', () => {
+    const parser = new OpenCodeEventParser();
+    for (const line of fixture('../opencode/stream-run.jsonl').split('\n')) parser.push(line);
+    const summary = parser.summary();
+    expect(summary.threadId).toMatch(/^ses_/);
+    expect(summary.commands.map((command) => [command.command, command.exitCode, command.status])).toEqual([
+      ['echo hi > hello.txt && ls nope', 2, 'failed'],
+      [
+        'git -c safe.directory=* add -A && git -c safe.directory=* -c user.email=a@b -c user.name=a commit -qm oc',
+        0,
+        'completed',
+      ],
+    ]);
+    expect(parser.finalText()).toBe('All done.');
+    expect(summary.usage).toEqual({
+      inputTokens: 306,
+      cachedInputTokens: 0,
+      outputTokens: 30,
+      reasoningTokens: 0,
+    });
+    expect(summary.turnFailures).toEqual([]);
+  });
+
+  it('a refused key is the run failure', () => {
+    const parser = new OpenCodeEventParser();
+    parser.push(fixture('../opencode/stream-auth-refused.jsonl'));
+    expect(parser.summary().turnFailures).toEqual(['opencode ended with an error: invalid x-api-key']);
+  });
+
+  it('argv: a title (no title call), the prompt after --, the session to resume; env: one pinned model', () => {
+    expect(buildOpenCodeArgv({ mode: 'exec', prompt: '-x' })).toEqual([
+      'opencode',
+      'run',
+      '--title',
+      'agent-runner',
+      '--format',
+      'json',
+      '--auto',
+      '--pure',
+      '--',
+      '-x',
+    ]);
+    expect(buildOpenCodeArgv({ mode: 'resume', prompt: 'go', sessionId: 'ses_1' })).toContain('ses_1');
+    const env = openCodeEnv({
+      model: 'm',
+      baseUrl: 'http://127.0.0.1:8787/opencode/v1',
+      apiKey: 't',
+      home: '/h',
+    });
+    expect(JSON.parse(env.OPENCODE_CONFIG_CONTENT ?? '{}')).toEqual({
+      provider: {
+        openai: { options: { baseURL: 'http://127.0.0.1:8787/opencode/v1', apiKey: 't' }, models: { m: {} } },
+      },
+      model: 'openai/m',
+      small_model: 'openai/m',
+      autoupdate: false,
+      share: 'disabled',
+    });
+    expect(env).toMatchObject({ OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_DEFAULT_PLUGINS: '1' });
   });
 });

@@ -1,0 +1,110 @@
+/**
+ * OpenCode as a worker: one `opencode run --format json --auto --pure` per run in the task's sandbox, every
+ * permission auto-approved (the container is the sandbox) and no external plugin. Its configuration is given
+ * whole in `OPENCODE_CONFIG_CONTENT`: one provider (`openai`, so the Responses API) whose base URL is the
+ * relay's origin plus opencode's prefix and whose key is the per-task gateway token, the pinned model as both
+ * `model` and `small_model` (its side calls would otherwise ask another model, which the gateway refuses), no
+ * auto-update, no sharing. `--title` is given so no title call is made. The model catalogue, default plugins,
+ * auto-update and LSP downloads are switched off by their variables. Its state (sessions) lives under `HOME`, a
+ * directory of the task's worker home kept between runs; a session's id cannot be chosen up front, so it is
+ * read from the stream and `resume` passes it to `--session`.
+ */
+import type {
+  SandboxRuntime,
+  WorkerAdapter,
+  WorkerMode,
+  WorkerRunRequest,
+  WorkerRunResult,
+} from '../core/ports.js';
+import { InternalError } from '../errors.js';
+import { runStreamingCli } from './cli-run.js';
+import { OpenCodeEventParser } from './opencode-events.js';
+
+export interface OpenCodeWorkerOptions {
+  model: string;
+  /** The provider's base URL inside the sandbox (with `/v1`: opencode posts to `<it>/responses`). */
+  baseUrl: string;
+  apiKey: string;
+  /** HOME of its runs inside the container: per task, kept across runs. */
+  home: string;
+  workdir?: string;
+  extraArgs?: readonly string[];
+}
+
+export function buildOpenCodeArgv(input: {
+  mode: WorkerMode;
+  prompt: string;
+  sessionId?: string;
+  extraArgs?: readonly string[];
+}): string[] {
+  if (input.prompt.trim() === '') {
+    throw new InternalError('The worker prompt is empty; the Meta-agent must give opencode something to do.');
+  }
+  if (input.mode === 'resume' && !input.sessionId)
+    throw new InternalError('opencode resume needs a session id.');
+  return [
+    'opencode',
+    'run',
+    '--title',
+    'agent-runner',
+    '--format',
+    'json',
+    '--auto',
+    '--pure',
+    ...(input.mode === 'resume' ? ['--session', input.sessionId as string] : []),
+    ...(input.extraArgs ?? []),
+    '--',
+    input.prompt,
+  ];
+}
+
+export function openCodeEnv(options: OpenCodeWorkerOptions): Record<string, string> {
+  const model = `openai/${options.model}`;
+  return {
+    HOME: options.home,
+    OPENCODE_CONFIG_CONTENT: JSON.stringify({
+      provider: {
+        openai: {
+          options: { baseURL: options.baseUrl, apiKey: options.apiKey },
+          models: { [options.model]: {} },
+        },
+      },
+      model,
+      small_model: model,
+      autoupdate: false,
+      share: 'disabled',
+    }),
+    OPENCODE_DISABLE_MODELS_FETCH: '1',
+    OPENCODE_DISABLE_AUTOUPDATE: '1',
+    OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+    OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+  };
+}
+
+export class OpenCodeWorkerAdapter implements WorkerAdapter {
+  readonly type = 'opencode';
+
+  constructor(
+    private readonly runtime: SandboxRuntime,
+    private readonly options: OpenCodeWorkerOptions,
+  ) {}
+
+  run(request: WorkerRunRequest): Promise<WorkerRunResult> {
+    const argv = buildOpenCodeArgv({
+      mode: request.mode,
+      prompt: request.prompt,
+      ...(request.threadId ? { sessionId: request.threadId } : {}),
+      extraArgs: this.options.extraArgs,
+    });
+    const parser = new OpenCodeEventParser(request.onEvent);
+    return runStreamingCli(this.runtime, request, {
+      worker: 'opencode',
+      // Its HOME (a directory of the worker home) must exist before it starts; the argv stays argv.
+      argv: ['sh', '-c', 'mkdir -p "$HOME" && exec "$@"', 'opencode', ...argv],
+      env: openCodeEnv(this.options),
+      workdir: this.options.workdir ?? '/workspace',
+      parser,
+      sessionId: request.threadId ?? '',
+    });
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The real OpenCode (its native binary) in the real worker image, on a real Docker engine, talking to its
+ * model only through the gateway (gateway-only), which forwards to a scripted Responses API server on this
+ * machine's loopback (the same wire protocol codex speaks, at opencode's own prefix with its own key and model).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GatewayMeteredWorker } from '../../src/gateway/gateway-guards.js';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
+import { VERSION } from '../../src/version.js';
+import { OpenCodeWorkerAdapter } from '../../src/worker/opencode-adapter.js';
+import {
+  ScriptedResponsesServer,
+  assistantMessage,
+  bashCall,
+  type ScriptedReply,
+} from '../support/scripted-responses-server.js';
+import { builtWorkerImage } from '../support/worker-image.js';
+import {
+  FIND_IN_FILES,
+  FIND_IN_PROCESSES,
+  probeRequests,
+  searchSandbox,
+  workerSandbox,
+} from '../support/worker-sandbox.js';
+
+const REAL_KEY = 'sk-opencode-gatewaytest-REALKEY-0123456789abcdefXYZ';
+const MODEL = 'opencode-scripted-test';
+const docker = createDockerClient();
+const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
+let image = '';
+const servers: ScriptedResponsesServer[] = [];
+
+beforeAll(async () => {
+  await runtime.ping();
+  image = await builtWorkerImage(docker, ['opencode']);
+}, 600_000);
+
+afterAll(async () => {
+  await Promise.all(servers.map((server) => server.close()));
+});
+
+async function upstreamOf(script: ScriptedReply[]): Promise<ScriptedResponsesServer> {
+  const server = await new ScriptedResponsesServer(script).start();
+  servers.push(server);
+  return server;
+}
+
+function openCodeSandbox(upstream: ScriptedResponsesServer) {
+  return workerSandbox(runtime, {
+    image,
+    type: 'opencode',
+    upstream: { baseUrl: upstream.baseUrl('127.0.0.1'), apiKey: REAL_KEY },
+    model: MODEL,
+    adapter: ({ baseUrl, token, home }) =>
+      new OpenCodeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
+  });
+}
+
+const turn = (
+  items: ScriptedReply extends infer R ? (R extends { kind: 'output'; items: infer I } ? I : never) : never,
+  input: number,
+  output: number,
+): ScriptedReply => ({
+  kind: 'output',
+  items,
+  usage: { inputTokens: input, outputTokens: output },
+});
+
+describe('OpenCode as a worker, through the gateway (gateway-only)', () => {
+  it('writes a file, runs a failing and a passing command, commits; then resume continues the same session', async () => {
+    const upstream = await upstreamOf([
+      turn([bashCall('printf "hello\\n" > hello.txt')], 120, 11),
+      turn([bashCall('ls no-such-file')], 130, 12),
+      turn([bashCall('grep -q hello hello.txt')], 140, 13),
+      turn(
+        [bashCall('git add hello.txt && git -c user.name=w -c user.email=w@e commit -qm "add hello"')],
+        150,
+        14,
+      ),
+      turn([assistantMessage('Created hello.txt and committed it.')], 160, 15),
+      turn([bashCall('cat hello.txt')], 200, 16),
+      turn([assistantMessage('hello.txt says hello.')], 210, 17),
+    ]);
+    const { gateway, sandbox, workspace, worker, request } = await openCodeSandbox(upstream);
+
+    const first = await worker.run(request('Create hello.txt containing hello and commit it.'));
+    expect(first.errors).toEqual([]);
+    expect(first.exitCode).toBe(0);
+    expect(readFileSync(path.join(workspace, 'hello.txt'), 'utf8')).toBe('hello\n');
+    expect(
+      execFileSync('git', ['-c', 'safe.directory=*', 'log', '-1', '--format=%s'], {
+        cwd: workspace,
+        encoding: 'utf8',
+      }).trim(),
+    ).toBe('add hello');
+    // OpenCode states every command's exit code (its bash tool's metadata).
+    expect(first.commands.map((command) => [command.command, command.exitCode, command.status])).toEqual([
+      ['printf "hello\\n" > hello.txt', 0, 'completed'],
+      ['ls no-such-file', 2, 'failed'],
+      ['grep -q hello hello.txt', 0, 'completed'],
+      ['git add hello.txt && git -c user.name=w -c user.email=w@e commit -qm "add hello"', 0, 'completed'],
+    ]);
+    expect(first.finalMessage).toBe('Created hello.txt and committed it.');
+    expect(first.threadId).toMatch(/^ses_[0-9A-Za-z]+$/);
+    const calls = upstream.responseRequests();
+    expect(gateway.takeWorkerUsage()).toEqual({
+      inputTokens: 120 + 130 + 140 + 150 + 160,
+      cachedInputTokens: 0,
+      outputTokens: 11 + 12 + 13 + 14 + 15,
+      reasoningTokens: 0,
+    });
+    expect(calls).toHaveLength(5);
+    for (const seen of calls) {
+      expect(seen).toMatchObject({ method: 'POST', path: '/v1/responses' });
+      expect(seen.headers.authorization).toBe(`Bearer ${REAL_KEY}`);
+      expect((seen.body as { model?: string }).model).toBe(MODEL);
+    }
+
+    const second = await worker.run(
+      request('Now print hello.txt.', { mode: 'resume', threadId: first.threadId ?? undefined }),
+    );
+    expect(second.errors).toEqual([]);
+    expect(second.threadId).toBe(first.threadId);
+    const resumed = JSON.stringify(upstream.responseRequests().map((seen) => seen.body));
+    expect(resumed).toContain('ls no-such-file');
+    expect(resumed).toContain('Now print hello.txt.');
+
+    expect(await searchSandbox(runtime, sandbox.id, gateway.workerToken, FIND_IN_PROCESSES)).not.toBe('0');
+    expect(await searchSandbox(runtime, sandbox.id, REAL_KEY, FIND_IN_PROCESSES)).toBe('0');
+    expect(await searchSandbox(runtime, sandbox.id, REAL_KEY, FIND_IN_FILES)).toBe('');
+  }, 300_000);
+
+  it('another model, another route or a query is refused; its own route passes', async () => {
+    const upstream = await upstreamOf([turn([assistantMessage('canary answer')], 10, 2)]);
+    const { sandbox } = await openCodeSandbox(upstream);
+    const body = (model: string) => ({ model, input: [{ role: 'user', content: 'x' }], stream: true });
+    const lines = await probeRequests(runtime, sandbox.id, 'authorization', [
+      { target: '/opencode/v1/responses', body: body('opencode-other') },
+      { target: '/opencode/v1/chat/completions', body: body(MODEL) },
+      { target: '/opencode/v1/responses?stream=true', body: body(MODEL) },
+      { target: '/v1/responses', body: body(MODEL) },
+      { target: '/opencode/v1/responses', body: body(MODEL), key: 'not-the-token' },
+      { target: '/opencode/v1/responses', body: body(MODEL) },
+    ]);
+    expect(lines.map((line) => line.split(' ')[1])).toEqual(['403', '403', '403', '403', '401', '200']);
+    expect(upstream.responseRequests()).toHaveLength(1);
+  }, 120_000);
+
+  it('a refused key ends the run with one message naming the worker and the fix', async () => {
+    const refused: ScriptedReply = { kind: 'http_error', status: 401, message: 'Incorrect API key provided' };
+    const upstream = await upstreamOf(Array<ScriptedReply>(20).fill(refused));
+    const { gateway, worker, request } = await openCodeSandbox(upstream);
+    const started = Date.now();
+    const result = await new GatewayMeteredWorker(worker, gateway).run(request('Anything.'));
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(result.failed).toBe(true);
+    expect(result.providerFailure?.message).toMatch(
+      /^The opencode worker's model at .* answered HTTP 401; it refused the key/,
+    );
+  }, 120_000);
+});
