@@ -5,7 +5,8 @@
  * relay's origin plus opencode's prefix and whose key is the per-task gateway token, the pinned model as both
  * `model` and `small_model` (its side calls would otherwise ask another model, which the gateway refuses), no
  * auto-update, no sharing. `--title` is given so no title call is made. The model catalogue, default plugins,
- * auto-update and LSP downloads are switched off by their variables. Its state (sessions) lives under `HOME`, a
+ * auto-update and LSP downloads are switched off by their variables, and the plugin package it would install
+ * from the npm registry on every start comes pre-installed from the image. Its state (sessions) lives under `HOME`, a
  * directory of the task's worker home kept between runs; a session's id cannot be chosen up front, so it is
  * read from the stream and `resume` passes it to `--session`.
  */
@@ -19,6 +20,15 @@ import type {
 import { InternalError } from '../errors.js';
 import { runStreamingCli } from './cli-run.js';
 import { OpenCodeEventParser } from './opencode-events.js';
+
+/** Where the image keeps OpenCode's config directory with its plugin package pre-installed. */
+export const OPENCODE_IMAGE_CONFIG = '/opt/agent-runner/opencode-config';
+
+const OPENCODE_PREPARE = [
+  'mkdir -p "$HOME/.config"',
+  `{ [ -e "$HOME/.config/opencode" ] || cp -R ${OPENCODE_IMAGE_CONFIG} "$HOME/.config/opencode"; }`,
+  'exec "$@"',
+].join(' && ');
 
 export interface OpenCodeWorkerOptions {
   model: string;
@@ -99,8 +109,9 @@ export class OpenCodeWorkerAdapter implements WorkerAdapter {
     const parser = new OpenCodeEventParser(request.onEvent);
     return runStreamingCli(this.runtime, request, {
       worker: 'opencode',
-      // Its HOME (a directory of the worker home) must exist before it starts; the argv stays argv.
-      argv: ['sh', '-c', 'mkdir -p "$HOME" && exec "$@"', 'opencode', ...argv],
+      // Its HOME (a directory of the worker home) must exist before it starts, with the image's pre-installed
+      // plugin package in its config directory (else it installs it from the npm registry); the argv stays argv.
+      argv: ['sh', '-c', OPENCODE_PREPARE, 'opencode', ...argv],
       env: openCodeEnv(this.options),
       workdir: this.options.workdir ?? '/workspace',
       parser,

@@ -33,6 +33,10 @@ export async function workerSandbox<A extends WorkerAdapter>(
     upstream: { baseUrl: string; apiKey: string };
     model: string;
     adapter: (wiring: { baseUrl: string; token: string; home: string }) => A;
+    /** The worker's network policy (default gateway-only; allowlist: no host allowed, the proxy variables set). */
+    network?: 'gateway-only' | 'allowlist';
+    /** The gateway's log lines (the egress proxy's included). */
+    onLog?: (line: string) => void;
   },
 ) {
   const kind = WORKER_KINDS[input.type];
@@ -46,7 +50,10 @@ export async function workerSandbox<A extends WorkerAdapter>(
     ...(kind.modelInBody ? { allowedModels: [input.model] } : {}),
     model: input.model,
   };
-  const gateway = await ModelGateway.start({ workers: [worker] });
+  const gateway = await ModelGateway.start({
+    workers: [worker],
+    ...(input.onLog ? { onLog: input.onLog } : {}),
+  });
   onTestFinished(() => gateway.close());
   const workspace = tempDir(`${input.type}-ws-`);
   execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: workspace });
