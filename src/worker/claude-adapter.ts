@@ -8,7 +8,6 @@
  * the session; the run's session id is chosen up front (`--session-id`). Nonessential traffic (telemetry,
  * error reports, the auto-updater) is switched off, and its side-call model is pinned to the task's model.
  */
-import { randomUUID } from 'node:crypto';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -18,7 +17,7 @@ import type {
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
 import { ClaudeEventParser } from './claude-events.js';
-import { runStreamingCli } from './cli-run.js';
+import { runSession, runStreamingCli } from './cli-run.js';
 
 export interface ClaudeWorkerOptions {
   model: string;
@@ -93,9 +92,7 @@ export class ClaudeWorkerAdapter implements WorkerAdapter {
   }
 
   run(request: WorkerRunRequest): Promise<WorkerRunResult> {
-    if (request.mode === 'resume' && !request.threadId)
-      throw new InternalError('claude resume needs the session id of an earlier run.');
-    const sessionId = request.mode === 'resume' ? (request.threadId as string) : randomUUID();
+    const sessionId = runSession('claude', request);
     return runStreamingCli(this.runtime, request, {
       worker: 'claude',
       argv: buildClaudeArgv({

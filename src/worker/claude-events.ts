@@ -9,25 +9,15 @@
  * parser, nothing in the stream is fatal: lines that are not JSON and events it does not know are counted.
  */
 import type { WorkerCommand, WorkerEvent } from '../core/ports.js';
-import { COMMAND_OUTPUT_TAIL_CHARS, MAX_ITEMS_PER_LIST, type WorkerStreamSummary } from './codex-events.js';
-
-type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
-}
-
-function tail(value: string, chars: number): string {
-  return value.length <= chars ? value : value.slice(value.length - chars);
-}
+import {
+  COMMAND_OUTPUT_TAIL_CHARS,
+  count,
+  isObject,
+  JsonlStreamParser,
+  tail,
+  text,
+  type JsonObject,
+} from './stream-parser.js';
 
 /** The text of a tool result's `content`: a string, or text blocks. */
 function contentText(content: unknown): string {
@@ -58,38 +48,15 @@ export interface ClaudeShapedStream {
 const CLAUDE_STREAM: ClaudeShapedStream = { worker: 'claude', shellTools: ['Bash'] };
 export const QWEN_STREAM: ClaudeShapedStream = { worker: 'qwen', shellTools: ['run_shell_command'] };
 
-export class ClaudeEventParser {
+export class ClaudeEventParser extends JsonlStreamParser {
   private readonly commandsById = new Map<string, WorkerCommand>();
-  private readonly commandOrder: WorkerCommand[] = [];
-  private readonly state: Omit<WorkerStreamSummary, 'commands'> = {
-    threadId: null,
-    fileChanges: [],
-    agentMessages: [],
-    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
-    turnFailures: [],
-    notices: [],
-    turnsCompleted: 0,
-    unparsedLines: 0,
-    itemsNotKept: 0,
-  };
   private resultText: string | null = null;
 
   constructor(
-    private readonly onEvent: (event: WorkerEvent) => void = () => {},
+    onEvent: (event: WorkerEvent) => void = () => {},
     private readonly stream: ClaudeShapedStream = CLAUDE_STREAM,
-  ) {}
-
-  push(line: string): void {
-    const trimmed = line.trim();
-    if (trimmed === '') return;
-    let event: unknown;
-    try {
-      event = JSON.parse(trimmed);
-    } catch {
-      this.state.unparsedLines += 1;
-      return;
-    }
-    if (!isObject(event) || !this.handle(event)) this.state.unparsedLines += 1;
+  ) {
+    super(onEvent);
   }
 
   /** The text of the `result` event (Claude Code's final answer), or null. */
@@ -97,19 +64,7 @@ export class ClaudeEventParser {
     return this.resultText;
   }
 
-  summary(): WorkerStreamSummary {
-    return {
-      ...this.state,
-      commands: this.commandOrder.map((command) => ({ ...command })),
-      fileChanges: [...this.state.fileChanges],
-      agentMessages: [...this.state.agentMessages],
-      usage: { ...this.state.usage },
-      turnFailures: [...this.state.turnFailures],
-      notices: [...this.state.notices],
-    };
-  }
-
-  private handle(event: JsonObject): boolean {
+  protected handle(event: JsonObject): boolean {
     switch (event.type) {
       case 'system':
         return this.handleSystem(event);
@@ -129,8 +84,7 @@ export class ClaudeEventParser {
     if (event.subtype === 'init') {
       const threadId = text(event.session_id);
       if (threadId === undefined) return false;
-      this.state.threadId = threadId;
-      this.emit({ kind: 'thread_started', threadId });
+      this.startThread(threadId);
       return true;
     }
     if (event.subtype === 'api_retry') {
@@ -171,7 +125,7 @@ export class ClaudeEventParser {
         outputTail: '',
       };
       const id = text(block.id);
-      if (this.keep(this.commandOrder, command) && id !== undefined) this.commandsById.set(id, command);
+      if (this.keep(this.commands, command) && id !== undefined) this.commandsById.set(id, command);
       this.emit({ kind: 'command_started', command: commandText });
       return;
     }
@@ -232,23 +186,6 @@ export class ClaudeEventParser {
       const message = `${this.stream.worker} ended with an error${status}: ${resultText ?? text(event.subtype) ?? 'no detail'}`;
       this.keep(this.state.turnFailures, message);
       this.emit({ kind: 'error', message, fatal: true });
-    }
-  }
-
-  private keep<T>(list: T[], item: T): boolean {
-    if (list.length >= MAX_ITEMS_PER_LIST) {
-      this.state.itemsNotKept += 1;
-      return false;
-    }
-    list.push(item);
-    return true;
-  }
-
-  private emit(event: WorkerEvent): void {
-    try {
-      this.onEvent(event);
-    } catch {
-      // A listener that throws must not stop the parsing of the run it listens to.
     }
   }
 }

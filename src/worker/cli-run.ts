@@ -3,9 +3,11 @@
  * stream parsed line by line, every stray process of the run ended before the host looks at anything, then
  * the stream's summary joined with how the process ended.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxRuntime, WorkerRunRequest, WorkerRunResult } from '../core/ports.js';
+import { InternalError } from '../errors.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { toWorkerRunResult, type WorkerStreamSummary } from './codex-events.js';
 
@@ -24,6 +26,13 @@ export interface CliRun {
   parser: StreamParser;
   /** The session the run continues or creates, when the CLI was given it (kept if the stream never says). */
   sessionId: string;
+}
+
+/** The session a run continues (`resume`: the earlier run's) or creates (a new id, chosen up front). */
+export function runSession(worker: string, request: WorkerRunRequest): string {
+  if (request.mode !== 'resume') return randomUUID();
+  if (!request.threadId) throw new InternalError(`${worker} resume needs the session id of an earlier run.`);
+  return request.threadId;
 }
 
 export async function runStreamingCli(

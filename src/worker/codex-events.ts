@@ -4,110 +4,29 @@
  * fatal to the parser: lines that are not JSON, events of a type we do not know and items we do not read are
  * counted and skipped, because a newer codex adds event kinds and a crash would lose the whole run.
  */
-import type { ExecResult, TokenUsage, WorkerCommand, WorkerEvent, WorkerRunResult } from '../core/ports.js';
+import type { ExecResult, WorkerCommand, WorkerEvent, WorkerRunResult } from '../core/ports.js';
+import {
+  COMMAND_OUTPUT_TAIL_CHARS,
+  count,
+  isObject,
+  JsonlStreamParser,
+  tail,
+  text,
+  type JsonObject,
+  type WorkerStreamSummary,
+} from './stream-parser.js';
 
-/** Characters of a command's output kept per command (the full stream is in codex.jsonl). */
-export const COMMAND_OUTPUT_TAIL_CHARS = 2_000;
-/**
- * Items the summary keeps per list (commands, file changes, messages, notices): the stream is the worker's own
- * output and may hold millions of them; the rest are counted (the full stream is in codex.jsonl).
- */
-export const MAX_ITEMS_PER_LIST = 1_000;
-
-/** Pushes `item` unless `list` is full; returns whether it was kept. */
-function keep<T>(list: T[], item: T): boolean {
-  if (list.length >= MAX_ITEMS_PER_LIST) return false;
-  list.push(item);
-  return true;
-}
-
-type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
-}
-
-function tail(value: string, chars: number): string {
-  return value.length <= chars ? value : value.slice(value.length - chars);
-}
-
-/** What a worker's stream said, before the process's exit is known (every worker's parser gives one). */
-export type WorkerStreamSummary = CodexStreamSummary;
-
-/** What the stream said, before the process's exit is known. */
-export interface CodexStreamSummary {
-  threadId: string | null;
-  commands: WorkerCommand[];
-  fileChanges: { path: string; kind: string }[];
-  agentMessages: string[];
-  usage: TokenUsage;
-  /** Messages of `turn.failed`: the turn failed. */
-  turnFailures: string[];
-  /** Bare `error` events and `error` items: retry notices and warnings, not failures by themselves. */
-  notices: string[];
-  turnsCompleted: number;
-  unparsedLines: number;
-  /** Items past {@link MAX_ITEMS_PER_LIST} in a list, not kept. */
-  itemsNotKept: number;
-}
+export { COMMAND_OUTPUT_TAIL_CHARS, MAX_ITEMS_PER_LIST, type WorkerStreamSummary } from './stream-parser.js';
 
 /**
  * Incremental parser of codex's JSONL events. Feed it every stdout line with `push`; read the summary at
  * any time. `onEvent` receives the live WorkerEvents.
  */
-export class CodexEventParser {
+export class CodexEventParser extends JsonlStreamParser {
   private readonly commandsById = new Map<string, WorkerCommand>();
-  private readonly commandOrder: WorkerCommand[] = [];
-  private readonly state: Omit<CodexStreamSummary, 'commands'> = {
-    threadId: null,
-    fileChanges: [],
-    agentMessages: [],
-    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
-    turnFailures: [],
-    notices: [],
-    turnsCompleted: 0,
-    unparsedLines: 0,
-    itemsNotKept: 0,
-  };
-
-  constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
-
-  /** One line of stdout (with or without its newline). Blank lines are ignored. */
-  push(line: string): void {
-    const trimmed = line.trim();
-    if (trimmed === '') return;
-    let event: unknown;
-    try {
-      event = JSON.parse(trimmed);
-    } catch {
-      this.state.unparsedLines += 1;
-      return;
-    }
-    if (!isObject(event) || !this.handle(event)) this.state.unparsedLines += 1;
-  }
-
-  summary(): CodexStreamSummary {
-    return {
-      ...this.state,
-      commands: this.commandOrder.map((command) => ({ ...command })),
-      fileChanges: [...this.state.fileChanges],
-      agentMessages: [...this.state.agentMessages],
-      usage: { ...this.state.usage },
-      turnFailures: [...this.state.turnFailures],
-      notices: [...this.state.notices],
-    };
-  }
 
   /** Returns false for an event it does not know (counted as unparsed). */
-  private handle(event: JsonObject): boolean {
+  protected handle(event: JsonObject): boolean {
     switch (event.type) {
       case 'thread.started': {
         const threadId = text(event.thread_id);
@@ -202,7 +121,7 @@ export class CodexEventParser {
     if (command === undefined) {
       command = { command: commandText, exitCode: null, status: 'in_progress', outputTail: '' };
       // A command past the bound is reported live, not kept (nor its id: the map stays bounded too).
-      if (this.keep(this.commandOrder, command) && id !== undefined) this.commandsById.set(id, command);
+      if (this.keep(this.commands, command) && id !== undefined) this.commandsById.set(id, command);
       this.emit({ kind: 'command_started', command: commandText });
     }
     if (commandText !== '') command.command = commandText;
@@ -219,25 +138,10 @@ export class CodexEventParser {
       });
     }
   }
-
-  private keep<T>(list: T[], item: T): boolean {
-    const kept = keep(list, item);
-    if (!kept) this.state.itemsNotKept += 1;
-    return kept;
-  }
-
-  private emit(event: WorkerEvent): void {
-    // A listener that throws must not stop the parsing of the run it listens to.
-    try {
-      this.onEvent(event);
-    } catch {
-      // ignored on purpose
-    }
-  }
 }
 
 /** Parses a whole JSONL text (a saved codex.jsonl, a test fixture). */
-export function parseCodexJsonl(jsonl: string, onEvent?: (event: WorkerEvent) => void): CodexStreamSummary {
+export function parseCodexJsonl(jsonl: string, onEvent?: (event: WorkerEvent) => void): WorkerStreamSummary {
   const parser = new CodexEventParser(onEvent);
   for (const line of jsonl.split('\n')) parser.push(line);
   return parser.summary();
@@ -248,7 +152,7 @@ export function parseCodexJsonl(jsonl: string, onEvent?: (event: WorkerEvent) =>
  * timeout or an interruption; retry notices alone are not.
  */
 export function toWorkerRunResult(
-  summary: CodexStreamSummary,
+  summary: WorkerStreamSummary,
   exec: ExecResult,
   options: {
     timeoutMs: number;

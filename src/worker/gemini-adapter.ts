@@ -9,7 +9,6 @@
  * its own; its state (sessions) lives in `GEMINI_CLI_HOME`, a directory of the task's worker home kept between
  * runs, so `--resume` finds the session chosen up front with `--session-id`.
  */
-import { randomUUID } from 'node:crypto';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -18,7 +17,7 @@ import type {
   WorkerRunResult,
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
-import { runStreamingCli } from './cli-run.js';
+import { runSession, runStreamingCli } from './cli-run.js';
 import { GeminiEventParser } from './gemini-events.js';
 
 /** Where the worker image keeps Gemini CLI's system settings (written at build time, root-owned). */
@@ -81,9 +80,7 @@ export class GeminiWorkerAdapter implements WorkerAdapter {
   ) {}
 
   run(request: WorkerRunRequest): Promise<WorkerRunResult> {
-    if (request.mode === 'resume' && !request.threadId)
-      throw new InternalError('gemini resume needs the session id of an earlier run.');
-    const sessionId = request.mode === 'resume' ? (request.threadId as string) : randomUUID();
+    const sessionId = runSession('gemini', request);
     return runStreamingCli(this.runtime, request, {
       worker: 'gemini',
       argv: buildGeminiArgv({

@@ -8,72 +8,35 @@
  * agent-runner runs itself decide. Nothing in the stream is fatal.
  */
 import type { WorkerCommand, WorkerEvent } from '../core/ports.js';
-import { COMMAND_OUTPUT_TAIL_CHARS, MAX_ITEMS_PER_LIST, type WorkerStreamSummary } from './codex-events.js';
-
-type JsonObject = Record<string, unknown>;
-
-const isObject = (value: unknown): value is JsonObject =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-const count = (value: unknown): number =>
-  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
-const tail = (value: string, chars: number): string =>
-  value.length <= chars ? value : value.slice(value.length - chars);
+import {
+  COMMAND_OUTPUT_TAIL_CHARS,
+  count,
+  isObject,
+  JsonlStreamParser,
+  tail,
+  text,
+  type JsonObject,
+  type WorkerStreamSummary,
+} from './stream-parser.js';
 
 const FILE_TOOLS: Record<string, string> = { write_file: 'write', replace: 'edit' };
 
-export class GeminiEventParser {
+export class GeminiEventParser extends JsonlStreamParser {
   private readonly commandsById = new Map<string, WorkerCommand>();
-  private readonly commandOrder: WorkerCommand[] = [];
-  private readonly state: Omit<WorkerStreamSummary, 'commands'> = {
-    threadId: null,
-    fileChanges: [],
-    agentMessages: [],
-    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
-    turnFailures: [],
-    notices: [],
-    turnsCompleted: 0,
-    unparsedLines: 0,
-    itemsNotKept: 0,
-  };
   /** The assistant's answer being streamed (chunks since the last tool call). */
   private answer = '';
 
-  constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
-
-  push(line: string): void {
-    const trimmed = line.trim();
-    if (trimmed === '') return;
-    let event: unknown;
-    try {
-      event = JSON.parse(trimmed);
-    } catch {
-      this.state.unparsedLines += 1;
-      return;
-    }
-    if (!isObject(event) || !this.handle(event)) this.state.unparsedLines += 1;
-  }
-
-  summary(): WorkerStreamSummary {
+  override summary(): WorkerStreamSummary {
     this.flushAnswer();
-    return {
-      ...this.state,
-      commands: this.commandOrder.map((command) => ({ ...command })),
-      fileChanges: [...this.state.fileChanges],
-      agentMessages: [...this.state.agentMessages],
-      usage: { ...this.state.usage },
-      turnFailures: [...this.state.turnFailures],
-      notices: [...this.state.notices],
-    };
+    return super.summary();
   }
 
-  private handle(event: JsonObject): boolean {
+  protected handle(event: JsonObject): boolean {
     switch (event.type) {
       case 'init': {
         const threadId = text(event.session_id);
         if (threadId === undefined) return false;
-        this.state.threadId = threadId;
-        this.emit({ kind: 'thread_started', threadId });
+        this.startThread(threadId);
         return true;
       }
       case 'message':
@@ -113,7 +76,7 @@ export class GeminiEventParser {
         outputTail: '',
       };
       const id = text(event.tool_id);
-      if (this.keep(this.commandOrder, command) && id !== undefined) this.commandsById.set(id, command);
+      if (this.keep(this.commands, command) && id !== undefined) this.commandsById.set(id, command);
       this.emit({ kind: 'command_started', command: commandText });
       return;
     }
@@ -170,23 +133,6 @@ export class GeminiEventParser {
     if (answer === '') return;
     this.keep(this.state.agentMessages, answer);
     this.emit({ kind: 'message', text: answer });
-  }
-
-  private keep<T>(list: T[], item: T): boolean {
-    if (list.length >= MAX_ITEMS_PER_LIST) {
-      this.state.itemsNotKept += 1;
-      return false;
-    }
-    list.push(item);
-    return true;
-  }
-
-  private emit(event: WorkerEvent): void {
-    try {
-      this.onEvent(event);
-    } catch {
-      // A listener that throws must not stop the parsing of the run it listens to.
-    }
   }
 }
 

@@ -5,73 +5,28 @@
  * is their sum), `text` (the answer), `error`. Every event carries the session id (`sessionID`). Nothing in
  * the stream is fatal: lines that are not JSON and events it does not know are counted.
  */
-import type { WorkerCommand, WorkerEvent } from '../core/ports.js';
-import { COMMAND_OUTPUT_TAIL_CHARS, MAX_ITEMS_PER_LIST, type WorkerStreamSummary } from './codex-events.js';
-
-type JsonObject = Record<string, unknown>;
-
-const isObject = (value: unknown): value is JsonObject =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-const count = (value: unknown): number =>
-  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
-const tail = (value: string, chars: number): string =>
-  value.length <= chars ? value : value.slice(value.length - chars);
+import type { WorkerCommand } from '../core/ports.js';
+import {
+  COMMAND_OUTPUT_TAIL_CHARS,
+  count,
+  isObject,
+  JsonlStreamParser,
+  tail,
+  text,
+  type JsonObject,
+} from './stream-parser.js';
 
 const FILE_TOOLS: Record<string, string> = { write: 'write', edit: 'edit', patch: 'edit' };
 
-export class OpenCodeEventParser {
-  private readonly commands: WorkerCommand[] = [];
-  private readonly state: Omit<WorkerStreamSummary, 'commands'> = {
-    threadId: null,
-    fileChanges: [],
-    agentMessages: [],
-    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
-    turnFailures: [],
-    notices: [],
-    turnsCompleted: 0,
-    unparsedLines: 0,
-    itemsNotKept: 0,
-  };
-
-  constructor(private readonly onEvent: (event: WorkerEvent) => void = () => {}) {}
-
-  push(line: string): void {
-    const trimmed = line.trim();
-    if (trimmed === '') return;
-    let event: unknown;
-    try {
-      event = JSON.parse(trimmed);
-    } catch {
-      this.state.unparsedLines += 1;
-      return;
-    }
-    if (!isObject(event) || !this.handle(event)) this.state.unparsedLines += 1;
-  }
-
+export class OpenCodeEventParser extends JsonlStreamParser {
   /** The last text part: OpenCode's answer. */
   finalText(): string | null {
     return this.state.agentMessages.at(-1) ?? null;
   }
 
-  summary(): WorkerStreamSummary {
-    return {
-      ...this.state,
-      commands: this.commands.map((command) => ({ ...command })),
-      fileChanges: [...this.state.fileChanges],
-      agentMessages: [...this.state.agentMessages],
-      usage: { ...this.state.usage },
-      turnFailures: [...this.state.turnFailures],
-      notices: [...this.state.notices],
-    };
-  }
-
-  private handle(event: JsonObject): boolean {
+  protected handle(event: JsonObject): boolean {
     const session = text(event.sessionID);
-    if (session !== undefined && this.state.threadId === null) {
-      this.state.threadId = session;
-      this.emit({ kind: 'thread_started', threadId: session });
-    }
+    if (session !== undefined) this.startThread(session);
     const part = isObject(event.part) ? event.part : {};
     switch (event.type) {
       case 'step_start':
@@ -141,23 +96,6 @@ export class OpenCodeEventParser {
     if (change !== undefined && filePath !== undefined) {
       this.keep(this.state.fileChanges, { path: filePath, kind: change });
       this.emit({ kind: 'file_changed', path: filePath, change });
-    }
-  }
-
-  private keep<T>(list: T[], item: T): boolean {
-    if (list.length >= MAX_ITEMS_PER_LIST) {
-      this.state.itemsNotKept += 1;
-      return false;
-    }
-    list.push(item);
-    return true;
-  }
-
-  private emit(event: WorkerEvent): void {
-    try {
-      this.onEvent(event);
-    } catch {
-      // A listener that throws must not stop the parsing of the run it listens to.
     }
   }
 }

@@ -8,7 +8,6 @@
  * with `--session-id`. Usage statistics are off (the variable and the image's read-only system settings, which
  * also switch off auto-update).
  */
-import { randomUUID } from 'node:crypto';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -18,7 +17,7 @@ import type {
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
 import { ClaudeEventParser, QWEN_STREAM } from './claude-events.js';
-import { runStreamingCli } from './cli-run.js';
+import { runSession, runStreamingCli } from './cli-run.js';
 
 /** Where the worker image keeps Qwen Code's system settings (written at build time, root-owned). */
 export const QWEN_SYSTEM_SETTINGS = '/etc/agent-runner/qwen-settings.json';
@@ -81,9 +80,7 @@ export class QwenWorkerAdapter implements WorkerAdapter {
   ) {}
 
   run(request: WorkerRunRequest): Promise<WorkerRunResult> {
-    if (request.mode === 'resume' && !request.threadId)
-      throw new InternalError('qwen resume needs the session id of an earlier run.');
-    const sessionId = request.mode === 'resume' ? (request.threadId as string) : randomUUID();
+    const sessionId = runSession('qwen', request);
     return runStreamingCli(this.runtime, request, {
       worker: 'qwen',
       // Its HOME (a directory of the worker home) must exist before it starts; the argv stays argv.

@@ -1,7 +1,8 @@
 /**
- * The real OpenCode (its native binary) in the real worker image, on a real Docker engine, talking to its
- * model only through the gateway (gateway-only), which forwards to a scripted Responses API server on this
- * machine's loopback (the same wire protocol codex speaks, at opencode's own prefix with its own key and model).
+ * The workers beside codex that speak the Responses API: the real Qwen Code (on its own Node 22) and the real
+ * OpenCode (its native binary) in the real worker image, on a real Docker engine, each talking to its model
+ * only through the gateway (gateway-only), which forwards to a scripted Responses API server on this machine's
+ * loopback (the wire protocol codex speaks, at each worker's own prefix with its own key and model).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -11,11 +12,15 @@ import { GatewayMeteredWorker } from '../../src/gateway/gateway-guards.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { VERSION } from '../../src/version.js';
+import type { WorkerAdapter } from '../../src/core/ports.js';
 import { OpenCodeWorkerAdapter } from '../../src/worker/opencode-adapter.js';
+import { QwenWorkerAdapter } from '../../src/worker/qwen-adapter.js';
 import {
   ScriptedResponsesServer,
   assistantMessage,
   bashCall,
+  shellCall,
+  type ResponseOutputItem,
   type ScriptedReply,
 } from '../support/scripted-responses-server.js';
 import { builtWorkerImage } from '../support/worker-image.js';
@@ -27,8 +32,34 @@ import {
   workerSandbox,
 } from '../support/worker-sandbox.js';
 
-const REAL_KEY = 'sk-opencode-gatewaytest-REALKEY-0123456789abcdefXYZ';
-const MODEL = 'opencode-scripted-test';
+const REAL_KEY = 'sk-responses-gatewaytest-REALKEY-0123456789abcdefXYZ';
+const MODEL = 'responses-scripted-test';
+
+interface Case {
+  type: 'qwen' | 'opencode';
+  adapter: (wiring: { baseUrl: string; token: string; home: string }) => WorkerAdapter;
+  /** The worker's own shell tool call. */
+  shell: (command: string) => ResponseOutputItem;
+  /** Its session ids: chosen up front (qwen, a UUID) or given by the CLI (opencode, `ses_...`). */
+  session: RegExp;
+}
+
+const CASES: Case[] = [
+  {
+    type: 'qwen',
+    adapter: ({ baseUrl, token, home }) =>
+      new QwenWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
+    shell: shellCall,
+    session: /^[0-9a-f-]{36}$/,
+  },
+  {
+    type: 'opencode',
+    adapter: ({ baseUrl, token, home }) =>
+      new OpenCodeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
+    shell: bashCall,
+    session: /^ses_[0-9A-Za-z]+$/,
+  },
+];
 const docker = createDockerClient();
 const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
 let image = '';
@@ -36,7 +67,7 @@ const servers: ScriptedResponsesServer[] = [];
 
 beforeAll(async () => {
   await runtime.ping();
-  image = await builtWorkerImage(docker, ['opencode']);
+  image = await builtWorkerImage(docker, ['qwen', 'opencode']);
 }, 600_000);
 
 afterAll(async () => {
@@ -49,14 +80,13 @@ async function upstreamOf(script: ScriptedReply[]): Promise<ScriptedResponsesSer
   return server;
 }
 
-function openCodeSandbox(upstream: ScriptedResponsesServer) {
+function sandboxOf(worker: Case, upstream: ScriptedResponsesServer) {
   return workerSandbox(runtime, {
     image,
-    type: 'opencode',
+    type: worker.type,
     upstream: { baseUrl: upstream.baseUrl('127.0.0.1'), apiKey: REAL_KEY },
     model: MODEL,
-    adapter: ({ baseUrl, token, home }) =>
-      new OpenCodeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
+    adapter: worker.adapter,
   });
 }
 
@@ -70,22 +100,22 @@ const turn = (
   usage: { inputTokens: input, outputTokens: output },
 });
 
-describe('OpenCode as a worker, through the gateway (gateway-only)', () => {
+describe.each(CASES)('$type as a worker, through the gateway (gateway-only)', (cli) => {
   it('writes a file, runs a failing and a passing command, commits; then resume continues the same session', async () => {
     const upstream = await upstreamOf([
-      turn([bashCall('printf "hello\\n" > hello.txt')], 120, 11),
-      turn([bashCall('ls no-such-file')], 130, 12),
-      turn([bashCall('grep -q hello hello.txt')], 140, 13),
+      turn([cli.shell('printf "hello\\n" > hello.txt')], 120, 11),
+      turn([cli.shell('ls no-such-file')], 130, 12),
+      turn([cli.shell('grep -q hello hello.txt')], 140, 13),
       turn(
-        [bashCall('git add hello.txt && git -c user.name=w -c user.email=w@e commit -qm "add hello"')],
+        [cli.shell('git add hello.txt && git -c user.name=w -c user.email=w@e commit -qm "add hello"')],
         150,
         14,
       ),
       turn([assistantMessage('Created hello.txt and committed it.')], 160, 15),
-      turn([bashCall('cat hello.txt')], 200, 16),
+      turn([cli.shell('cat hello.txt')], 200, 16),
       turn([assistantMessage('hello.txt says hello.')], 210, 17),
     ]);
-    const { gateway, sandbox, workspace, worker, request } = await openCodeSandbox(upstream);
+    const { gateway, sandbox, workspace, worker, request } = await sandboxOf(cli, upstream);
 
     const first = await worker.run(request('Create hello.txt containing hello and commit it.'));
     expect(first.errors).toEqual([]);
@@ -97,7 +127,7 @@ describe('OpenCode as a worker, through the gateway (gateway-only)', () => {
         encoding: 'utf8',
       }).trim(),
     ).toBe('add hello');
-    // OpenCode states every command's exit code (its bash tool's metadata).
+    // Both state every command's exit code (qwen in its result, opencode in its bash tool's metadata).
     expect(first.commands.map((command) => [command.command, command.exitCode, command.status])).toEqual([
       ['printf "hello\\n" > hello.txt', 0, 'completed'],
       ['ls no-such-file', 2, 'failed'],
@@ -105,7 +135,7 @@ describe('OpenCode as a worker, through the gateway (gateway-only)', () => {
       ['git add hello.txt && git -c user.name=w -c user.email=w@e commit -qm "add hello"', 0, 'completed'],
     ]);
     expect(first.finalMessage).toBe('Created hello.txt and committed it.');
-    expect(first.threadId).toMatch(/^ses_[0-9A-Za-z]+$/);
+    expect(first.threadId).toMatch(cli.session);
     const calls = upstream.responseRequests();
     expect(gateway.takeWorkerUsage()).toEqual({
       inputTokens: 120 + 130 + 140 + 150 + 160,
@@ -136,15 +166,15 @@ describe('OpenCode as a worker, through the gateway (gateway-only)', () => {
 
   it('another model, another route or a query is refused; its own route passes', async () => {
     const upstream = await upstreamOf([turn([assistantMessage('canary answer')], 10, 2)]);
-    const { sandbox } = await openCodeSandbox(upstream);
+    const { sandbox } = await sandboxOf(cli, upstream);
     const body = (model: string) => ({ model, input: [{ role: 'user', content: 'x' }], stream: true });
     const lines = await probeRequests(runtime, sandbox.id, 'authorization', [
-      { target: '/opencode/v1/responses', body: body('opencode-other') },
-      { target: '/opencode/v1/chat/completions', body: body(MODEL) },
-      { target: '/opencode/v1/responses?stream=true', body: body(MODEL) },
+      { target: `/${cli.type}/v1/responses`, body: body('another-model') },
+      { target: `/${cli.type}/v1/chat/completions`, body: body(MODEL) },
+      { target: `/${cli.type}/v1/responses?stream=true`, body: body(MODEL) },
       { target: '/v1/responses', body: body(MODEL) },
-      { target: '/opencode/v1/responses', body: body(MODEL), key: 'not-the-token' },
-      { target: '/opencode/v1/responses', body: body(MODEL) },
+      { target: `/${cli.type}/v1/responses`, body: body(MODEL), key: 'not-the-token' },
+      { target: `/${cli.type}/v1/responses`, body: body(MODEL) },
     ]);
     expect(lines.map((line) => line.split(' ')[1])).toEqual(['403', '403', '403', '403', '401', '200']);
     expect(upstream.responseRequests()).toHaveLength(1);
@@ -153,13 +183,13 @@ describe('OpenCode as a worker, through the gateway (gateway-only)', () => {
   it('a refused key ends the run with one message naming the worker and the fix', async () => {
     const refused: ScriptedReply = { kind: 'http_error', status: 401, message: 'Incorrect API key provided' };
     const upstream = await upstreamOf(Array<ScriptedReply>(20).fill(refused));
-    const { gateway, worker, request } = await openCodeSandbox(upstream);
+    const { gateway, worker, request } = await sandboxOf(cli, upstream);
     const started = Date.now();
     const result = await new GatewayMeteredWorker(worker, gateway).run(request('Anything.'));
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(result.failed).toBe(true);
     expect(result.providerFailure?.message).toMatch(
-      /^The opencode worker's model at .* answered HTTP 401; it refused the key/,
+      new RegExp(`^The ${cli.type} worker's model at .* answered HTTP 401; it refused the key`),
     );
   }, 120_000);
 });
