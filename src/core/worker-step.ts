@@ -84,7 +84,7 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
   // The gateway refused the worker's model requests: the budget is spent. The finish still brings the run's
   // commits back and saves its uncommitted work.
   if (result.budgetExhausted) return stop({ code: 'budget_spent', reason: result.budgetExhausted });
-  if (result.providerFailure) return stop({ code: 'error', error: result.providerFailure });
+  if (result.providerFailure) return stop({ code: 'error', error: loop.fatal ?? result.providerFailure });
   return validate(loop, decision, signal);
 }
 

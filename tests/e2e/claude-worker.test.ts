@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayBudget } from '../../src/gateway/gateway-budget.js';
 import { GatewayMeteredWorker } from '../../src/gateway/gateway-guards.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
@@ -20,6 +21,7 @@ import {
   FIND_IN_PROCESSES,
   probeRequests,
   searchSandbox,
+  switchableBudget,
   tempDir,
   WORKER_HOME,
   workerSandbox,
@@ -48,8 +50,9 @@ async function upstreamOf(turns: AnthropicTurn[]): Promise<ScriptedAnthropicServ
 }
 
 /** A gateway serving claude at its prefix with the real key, a gateway-only sandbox, and the adapter. */
-function claudeSandbox(upstream: ScriptedAnthropicServer) {
+function claudeSandbox(upstream: ScriptedAnthropicServer, budget?: GatewayBudget) {
   return workerSandbox(runtime, {
+    ...(budget ? { budget } : {}),
     image,
     type: 'claude',
     upstream: { baseUrl: upstream.origin, apiKey: REAL_KEY },
@@ -163,7 +166,8 @@ describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
 
   it('a hostile request for another model, another route or a changed query is refused; the real one passes', async () => {
     const upstream = await upstreamOf([{ text: 'canary answer' }]);
-    const { gateway, sandbox } = await claudeSandbox(upstream);
+    const budget = switchableBudget();
+    const { gateway, sandbox } = await claudeSandbox(upstream, budget);
     // The probe runs as the worker with the token from the sandbox's own environment.
     const body = (model: string) => ({
       model,
@@ -199,6 +203,13 @@ describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
     ]);
     expect(upstream.requests[0]?.headers['x-api-key']).toBe(REAL_KEY);
     expect(gateway.takeWorkerUsage()).toMatchObject({ inputTokens: 100, outputTokens: 20 });
+    // Once the budget is spent, the same legitimate request is refused before it leaves.
+    budget.spend();
+    const [afterBudget] = await probeRequests(runtime, sandbox.id, 'x-api-key', [
+      { target: '/claude/v1/messages?beta=true', body: body(MODEL) },
+    ]);
+    expect(afterBudget).toMatch(/^\/claude\/v1\/messages\?beta=true 403 .*budget/);
+    expect(upstream.requests).toHaveLength(1);
   }, 120_000);
 
   it('a refused key ends the run in seconds, with one message naming the worker and the fix', async () => {

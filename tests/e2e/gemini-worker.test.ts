@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayBudget } from '../../src/gateway/gateway-budget.js';
 import { GatewayMeteredWorker } from '../../src/gateway/gateway-guards.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
@@ -19,6 +20,7 @@ import {
   FIND_IN_PROCESSES,
   probeRequests,
   searchSandbox,
+  switchableBudget,
   workerSandbox,
 } from '../support/worker-sandbox.js';
 
@@ -45,8 +47,9 @@ async function upstreamOf(turns: GeminiTurn[]): Promise<ScriptedGeminiServer> {
   return server;
 }
 
-function geminiSandbox(upstream: ScriptedGeminiServer) {
+function geminiSandbox(upstream: ScriptedGeminiServer, budget?: GatewayBudget) {
   return workerSandbox(runtime, {
+    ...(budget ? { budget } : {}),
     image,
     type: 'gemini',
     upstream: { baseUrl: upstream.origin, apiKey: REAL_KEY },
@@ -137,7 +140,8 @@ describe('Gemini CLI as a worker, through the gateway (gateway-only)', () => {
 
   it('another model (in the path), another route or query is refused; the pinned route passes', async () => {
     const upstream = await upstreamOf([{ text: 'canary answer' }]);
-    const { sandbox } = await geminiSandbox(upstream);
+    const budget = switchableBudget();
+    const { sandbox } = await geminiSandbox(upstream, budget);
     const body = { contents: [{ role: 'user', parts: [{ text: 'x' }] }] };
     const lines = await probeRequests(runtime, sandbox.id, 'x-goog-api-key', [
       { target: '/gemini/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse', body },
@@ -153,6 +157,13 @@ describe('Gemini CLI as a worker, through the gateway (gateway-only)', () => {
     expect(lines[5]?.split(' ')[1]).toBe('401');
     expect(lines[6]).toMatch(/ 200 /);
     expect(upstream.requests.map((seen) => seen.target)).toEqual([ROUTE]);
+    // Once the budget is spent, the same legitimate request is refused before it leaves.
+    budget.spend();
+    const [afterBudget] = await probeRequests(runtime, sandbox.id, 'x-goog-api-key', [
+      { target: `/gemini${ROUTE}`, body },
+    ]);
+    expect(afterBudget).toMatch(/ 403 .*budget/);
+    expect(upstream.requests).toHaveLength(1);
   }, 120_000);
 
   it('a refused key ends the run in seconds with one message naming the worker and the fix', async () => {

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayBudget } from '../../src/gateway/gateway-budget.js';
 import { GatewayMeteredWorker } from '../../src/gateway/gateway-guards.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
@@ -29,6 +30,7 @@ import {
   FIND_IN_PROCESSES,
   probeRequests,
   searchSandbox,
+  switchableBudget,
   workerSandbox,
 } from '../support/worker-sandbox.js';
 
@@ -80,8 +82,9 @@ async function upstreamOf(script: ScriptedReply[]): Promise<ScriptedResponsesSer
   return server;
 }
 
-function sandboxOf(worker: Case, upstream: ScriptedResponsesServer) {
+function sandboxOf(worker: Case, upstream: ScriptedResponsesServer, budget?: GatewayBudget) {
   return workerSandbox(runtime, {
+    ...(budget ? { budget } : {}),
     image,
     type: worker.type,
     upstream: { baseUrl: upstream.baseUrl('127.0.0.1'), apiKey: REAL_KEY },
@@ -166,7 +169,8 @@ describe.each(CASES)('$type as a worker, through the gateway (gateway-only)', (c
 
   it('another model, another route or a query is refused; its own route passes', async () => {
     const upstream = await upstreamOf([turn([assistantMessage('canary answer')], 10, 2)]);
-    const { sandbox } = await sandboxOf(cli, upstream);
+    const budget = switchableBudget();
+    const { sandbox } = await sandboxOf(cli, upstream, budget);
     const body = (model: string) => ({ model, input: [{ role: 'user', content: 'x' }], stream: true });
     const lines = await probeRequests(runtime, sandbox.id, 'authorization', [
       { target: `/${cli.type}/v1/responses`, body: body('another-model') },
@@ -177,6 +181,13 @@ describe.each(CASES)('$type as a worker, through the gateway (gateway-only)', (c
       { target: `/${cli.type}/v1/responses`, body: body(MODEL) },
     ]);
     expect(lines.map((line) => line.split(' ')[1])).toEqual(['403', '403', '403', '403', '401', '200']);
+    expect(upstream.responseRequests()).toHaveLength(1);
+    // Once the budget is spent, the same legitimate request is refused before it leaves.
+    budget.spend();
+    const [afterBudget] = await probeRequests(runtime, sandbox.id, 'authorization', [
+      { target: `/${cli.type}/v1/responses`, body: body(MODEL) },
+    ]);
+    expect(afterBudget).toMatch(/ 403 .*budget/);
     expect(upstream.responseRequests()).toHaveLength(1);
   }, 120_000);
 

@@ -160,11 +160,15 @@ describe('sandbox and machine faults', () => {
       const runner = startRunner(['run', '--prd', 'PRD.md', '--task-id', id], { cwd: root, env });
       await waitForJournalEvent(root, id, commandStarted('sleep 2'), runner);
       // Fill what is left of the disk while the worker runs.
+      // To the last byte: a few KiB left over would take the next events, and the task would learn of the
+      // full disk later or not at all (when its run ends on the model's error first).
       const filler = path.join(runs, 'filler');
-      try {
-        for (;;) appendFileSync(filler, Buffer.alloc(64 * 1024));
-      } catch (error) {
-        expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
+      for (const chunk of [64 * 1024, 1]) {
+        try {
+          for (;;) appendFileSync(filler, Buffer.alloc(chunk));
+        } catch (error) {
+          expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
+        }
       }
       const { code } = await runner.exited;
       expect(code, runner.stderr()).toBe(4);

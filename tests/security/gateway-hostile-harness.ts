@@ -81,7 +81,7 @@ function send(probe) {
       let body = '';
       response.setEncoding('utf8');
       response.on('data', (chunk) => { if (body.length < 400) body += chunk; });
-      response.on('end', () => resolve({ name: probe.name, status: response.statusCode, error: null, body: body.slice(0, 400) }));
+      response.on('end', () => resolve({ name: probe.name, status: response.statusCode, error: null, body: body.slice(0, 2000) }));
       response.on('error', (error) => resolve({ name: probe.name, status: response.statusCode, error: String(error.code || error.message), body }));
     });
     request.on('error', (error) => resolve({ name: probe.name, status: null, error: String(error.code || error.message), body: '' }));

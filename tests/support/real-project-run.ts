@@ -91,7 +91,8 @@ export async function runRealProject(
         decision: { action: 'run_worker', reason: 'Write the feature with its test and commit.' },
         used_patterns: ['implement_feature'],
         worker_call: {
-          worker_type: 'codex',
+          // The configured default worker (`worker.type` of the project's agent-runner.yaml; codex by default).
+          worker_type: '{{workerType}}',
           mode: 'exec',
           prompt: 'Write the feature and its test, commit.',
         },

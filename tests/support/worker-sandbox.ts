@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { WorkerAdapter, WorkerEvent, WorkerRunRequest } from '../../src/core/ports.js';
+import type { GatewayBudget } from '../../src/gateway/gateway-budget.js';
 import type { GatewayWorker } from '../../src/gateway/gateway-options.js';
 import { ModelGateway } from '../../src/gateway/model-gateway.js';
 import { planSandboxNetwork, prepareSandboxNetwork } from '../../src/gateway/sandbox-network.js';
@@ -37,6 +38,8 @@ export async function workerSandbox<A extends WorkerAdapter>(
     network?: 'gateway-only' | 'allowlist';
     /** The gateway's log lines (the egress proxy's included). */
     onLog?: (line: string) => void;
+    /** The task's budget as the gateway sees it (default: none). */
+    budget?: GatewayBudget;
   },
 ) {
   const kind = WORKER_KINDS[input.type];
@@ -53,6 +56,7 @@ export async function workerSandbox<A extends WorkerAdapter>(
   const gateway = await ModelGateway.start({
     workers: [worker],
     ...(input.onLog ? { onLog: input.onLog } : {}),
+    ...(input.budget ? { budget: input.budget } : {}),
   });
   onTestFinished(() => gateway.close());
   const workspace = tempDir(`${input.type}-ws-`);
@@ -165,4 +169,16 @@ const send = ({ target, body, key }) => new Promise((resolve) => {
     timeoutMs: 30_000,
   });
   return result.stdoutTail.trim().split('\n');
+}
+
+/** A budget the test spends at will: until `spend()`, every request is within it. */
+export function switchableBudget(): GatewayBudget & { spend(): void } {
+  let spent = false;
+  return {
+    meterWorker: () => undefined,
+    refusal: () => (spent ? 'budget: max tokens 1000 reached (the test spent it)' : null),
+    spend: () => {
+      spent = true;
+    },
+  };
 }
