@@ -155,7 +155,9 @@ describe('sandbox and machine faults', () => {
       responses.enqueue(
         command(COMMIT_SLUG),
         command('echo more > more.txt; sleep 2'),
-        command('echo still working'),
+        // After the fill: an output whose tail (2000 characters) the run's record carries, so recording the
+        // run needs more than the few KiB a full tmpfs still gives its files' last pages.
+        command("echo still working; head -c 3000 /dev/zero | tr '\\0' x"),
       );
       const runner = startRunner(['run', '--prd', 'PRD.md', '--task-id', id], { cwd: root, env });
       await waitForJournalEvent(root, id, commandStarted('sleep 2'), runner);
