@@ -10,6 +10,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { writeNpmProject } from '../support/npm-project.js';
 import { lastDod, realProjectRepo, runRealProject } from '../support/real-project-run.js';
+import { taskContainers } from '../support/task-containers.js';
 
 const docker = createDockerClient();
 
@@ -42,10 +43,7 @@ describe('real projects: npm', () => {
     );
     const taskId = `rp-npm-fail-${Date.now()}`;
     const run = await runRealProject(root, taskId, { 'unused.txt': 'never written\n' }, ['--keep-sandbox']);
-    const kept = await docker.listContainers({
-      all: true,
-      filters: { label: [`agent-runner.task=${taskId}`] },
-    });
+    const kept = await taskContainers(taskId, root);
     onTestFinished(async () => {
       for (const container of kept) await docker.getContainer(container.Id).remove({ force: true });
     });

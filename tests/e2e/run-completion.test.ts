@@ -35,6 +35,7 @@ import {
   git,
   writeFileCommand,
 } from '../support/task-repo.js';
+import { taskContainers } from '../support/task-containers.js';
 
 const docker = createDockerClient();
 const models = scriptedModelServers();
@@ -85,11 +86,7 @@ const commitSlug = () =>
 
 async function run(repoRoot: string, taskId: string, extraEnv: NodeJS.ProcessEnv = {}) {
   onTestFinished(async () => {
-    const left = await docker.listContainers({
-      all: true,
-      filters: { label: [`agent-runner.task=${taskId}`] },
-    });
-    expect(left).toEqual([]);
+    expect(await taskContainers(taskId, repoRoot)).toEqual([]);
   });
   const requestsBefore = models.chat.requests.length;
   const result = await runCliCaptured(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {

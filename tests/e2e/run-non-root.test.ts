@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { assistantMessage, commandCall } from '../support/scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { taskContainers } from '../support/task-containers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const TSX = pathToFileURL(path.join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
@@ -37,7 +37,6 @@ const userExists = (() => {
     return false;
   }
 })();
-const docker = createDockerClient();
 const models = scriptedModelServers();
 
 function chownTree(target: string): void {
@@ -85,11 +84,7 @@ describe.skipIf(!isRoot || !dockerGroup || !userExists)('a runner that is not ro
     chownSync(home, USER, USER);
     onTestFinished(() => rmSync(home, { recursive: true, force: true }));
     onTestFinished(async () => {
-      const left = await docker.listContainers({
-        all: true,
-        filters: { label: [`agent-runner.task=${id}`] },
-      });
-      expect(left).toEqual([]);
+      expect(await taskContainers(id)).toEqual([]);
     });
 
     models.chat.push(

@@ -6,7 +6,6 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { runCliCaptured } from '../support/cli.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
@@ -16,10 +15,10 @@ import {
   commandCall,
 } from '../support/scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { taskContainers } from '../support/task-containers.js';
 
 const ID = 'E2E-REPLAY';
 const KEY = 'replay-test-key-4d2c7b19';
-const docker = createDockerClient();
 let chat: ScriptedChatServer;
 let responses: ScriptedResponsesServer;
 let closedUrl = '';
@@ -41,8 +40,7 @@ afterAll(async () => {
 
 async function runIn(root: string, args: string[], env: NodeJS.ProcessEnv) {
   onTestFinished(async () => {
-    const left = await docker.listContainers({ all: true, filters: { label: [`agent-runner.task=${ID}`] } });
-    expect(left).toEqual([]);
+    expect(await taskContainers(ID, root)).toEqual([]);
   });
   const result = await runCliCaptured(['run', '--prd', 'PRD.md', '--task-id', ID, '--json', ...args], {
     cwd: root,

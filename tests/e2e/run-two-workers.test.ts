@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { runCliCaptured } from '../support/cli.js';
 import { git } from '../support/task-repo.js';
+import { taskContainers } from '../support/task-containers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const docker = createDockerClient();
 
 /** The demo's repository as a fresh git repository, with `config` as its agent-runner.yaml. */
 function demoRepo(config: string): string {
@@ -121,11 +120,7 @@ function jsonEvents(stdout: string): { type: string; [key: string]: unknown }[] 
 }
 
 async function noContainerLeft(taskId: string): Promise<void> {
-  const left = await docker.listContainers({
-    all: true,
-    filters: { label: [`agent-runner.task=${taskId}`] },
-  });
-  expect(left).toEqual([]);
+  expect(await taskContainers(taskId)).toEqual([]);
 }
 
 describe('a task with two workers', () => {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { taskContainers } from './task-containers.js';
 import { startScriptedChatServer, type ScriptedChatServer } from './scripted-chat-server.js';
 import { ScriptedResponsesServer, commandCall, type ScriptedReply } from './scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from './task-repo.js';
@@ -103,10 +104,8 @@ export const commandStarted =
 
 const docker = createDockerClient();
 
-/** Containers labelled with this task id, running or not. */
-export async function labelledContainers(taskId: string) {
-  return docker.listContainers({ all: true, filters: { label: [`agent-runner.task=${taskId}`] } });
-}
+/** This test's containers labelled with this task id, running or not (see task-containers.ts). */
+export const labelledContainers = (taskId: string) => taskContainers(taskId);
 
 /** Removes what a failed test may have left (never called on the path a test asserts). */
 export async function forceRemoveContainers(taskId: string): Promise<void> {
