@@ -286,7 +286,7 @@ function startTaskDockerSide(
       labels: keptSandboxLabels(spec.keepSandbox),
     });
     workspace = sandbox.workspace;
-    const worker = taskWorker(host, spec, runtime, started.gateway, started.redact);
+    const worker = taskWorker(host, spec, runtime, started.gateway);
     return { workspace: sandbox.workspace, sandboxes: sandbox.sandboxes, worker };
   })();
   // Handled here; the loop's first call (the workspace's preparation) reports the failure.

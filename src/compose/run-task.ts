@@ -67,7 +67,12 @@ export async function withComposedTask<T>(
       workers[profile.type] = {
         extraArgs: [],
         ...workers[profile.type],
-        baseUrl: profile.kind.protocol === 'responses' ? server.baseUrl : server.origin,
+        baseUrl:
+          profile.protocol === 'responses'
+            ? server.baseUrl
+            : profile.protocol === 'chat'
+              ? server.workerChatBaseUrl
+              : server.origin,
       };
     const config: Config = {
       ...spec.config,

@@ -9,13 +9,14 @@ import type { SandboxRuntime, WorkerAdapter } from '../core/ports.js';
 import type { TaskRunnerOptions } from '../core/task-loop.js';
 import { GatewayMeteredWorker } from '../gateway/gateway-guards.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
-import type { Redactor } from '../notes/redact.js';
 import { CODEX_HOME_IN_SANDBOX } from '../sandbox/docker-sandbox-provider.js';
 import { ClaudeWorkerAdapter } from '../worker/claude-adapter.js';
 import { CodexWorkerAdapter } from '../worker/codex-adapter.js';
 import { GeminiWorkerAdapter } from '../worker/gemini-adapter.js';
 import { QwenWorkerAdapter } from '../worker/qwen-adapter.js';
 import { OpenCodeWorkerAdapter } from '../worker/opencode-adapter.js';
+import type { CliWorkerOptions } from '../worker/cli-run.js';
+import type { WorkerType } from '../worker/worker-kinds.js';
 import { WorkerSet } from '../worker/worker-set.js';
 import type { WorkerOffer } from '../meta/system-prompt.js';
 import { StateRedactingWorker } from '../worker/state-redacting-worker.js';
@@ -23,48 +24,35 @@ import { taskLayout } from '../workspace/layout.js';
 import type { TaskHost } from './task-host.js';
 import type { TaskSpec } from './task-spec.js';
 
+/** The adapter of every worker CLI beside codex: all take the same wiring (its state below the worker home). */
+const CLI_ADAPTERS: Record<
+  Exclude<WorkerType, 'codex'>,
+  new (runtime: SandboxRuntime, options: CliWorkerOptions) => WorkerAdapter
+> = {
+  claude: ClaudeWorkerAdapter,
+  gemini: GeminiWorkerAdapter,
+  qwen: QwenWorkerAdapter,
+  opencode: OpenCodeWorkerAdapter,
+};
+
 export function taskWorker(
   host: TaskHost,
   spec: Pick<TaskSpec, 'config' | 'repoRoot' | 'taskId'>,
   runtime: SandboxRuntime,
   gateway: TaskGateway,
-  redact: Redactor,
 ): WorkerAdapter {
   const { config } = spec;
-  // One worker home per task (CODEX_HOME; claude's state below it), redacted after every run.
+  // One worker home per task (CODEX_HOME; each other worker's state below it), redacted after every run.
   const codexHomeHostPath = path.join(taskLayout(spec.repoRoot, spec.taskId).runDir, 'codex-home');
   const adapter = (profile: WorkerProfile): WorkerAdapter => {
-    if (profile.type === 'opencode')
-      return new OpenCodeWorkerAdapter(runtime, {
+    if (profile.type !== 'codex')
+      return new CLI_ADAPTERS[profile.type](runtime, {
         model: profile.model,
         baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
         apiKey: gateway.gateway.workerToken,
-        home: path.posix.join(CODEX_HOME_IN_SANDBOX, 'opencode'),
+        home: path.posix.join(CODEX_HOME_IN_SANDBOX, profile.type),
         extraArgs: profile.extraArgs,
-      });
-    if (profile.type === 'qwen')
-      return new QwenWorkerAdapter(runtime, {
-        model: profile.model,
-        baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
-        apiKey: gateway.gateway.workerToken,
-        home: path.posix.join(CODEX_HOME_IN_SANDBOX, 'qwen'),
-        extraArgs: profile.extraArgs,
-      });
-    if (profile.type === 'gemini')
-      return new GeminiWorkerAdapter(runtime, {
-        model: profile.model,
-        baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
-        apiKey: gateway.gateway.workerToken,
-        home: path.posix.join(CODEX_HOME_IN_SANDBOX, 'gemini'),
-        extraArgs: profile.extraArgs,
-      });
-    if (profile.type === 'claude')
-      return new ClaudeWorkerAdapter(runtime, {
-        model: profile.model,
-        baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
-        apiKey: gateway.gateway.workerToken,
-        configDir: path.posix.join(CODEX_HOME_IN_SANDBOX, 'claude'),
-        extraArgs: profile.extraArgs,
+        ...(profile.protocol === 'chat' ? { api: 'chat' as const } : {}),
       });
     return new CodexWorkerAdapter(runtime, {
       model: profile.model,
@@ -81,7 +69,7 @@ export function taskWorker(
       new StateRedactingWorker(
         workers.length === 1 ? (workers[0] as WorkerAdapter) : new WorkerSet(workers),
         codexHomeHostPath,
-        redact,
+        host.redaction,
       ),
     gateway.gateway,
   );

@@ -4,7 +4,7 @@
  */
 import semver from 'semver';
 import { z } from 'zod';
-import { WORKER_KINDS, WORKER_TYPES } from '../worker/worker-kinds.js';
+import { OPENAI_APIS, WORKER_KINDS, WORKER_TYPES, type WorkerType } from '../worker/worker-kinds.js';
 import { parseDuration, parseSize } from './units.js';
 
 const duration = (example: string) =>
@@ -141,7 +141,23 @@ const workerBlockSchema = z.strictObject({
   timeout: duration('20m').optional(),
   /** Flags appended to the CLI's command line (after agent-runner's own). */
   extraArgs: z.array(z.string()).default([]),
+  /** The OpenAI-style API it speaks, for the workers that speak both (qwen, opencode); default `responses`. */
+  api: z.enum(OPENAI_APIS).optional(),
 });
+
+/** A worker's block: `api` only where the worker speaks it. */
+const workerBlockFor = (type: WorkerType) =>
+  workerBlockSchema
+    .superRefine((block, context) => {
+      const protocols: readonly string[] = WORKER_KINDS[type].protocols;
+      if (block.api !== undefined && !protocols.includes(block.api))
+        context.addIssue({
+          code: 'custom',
+          path: ['api'],
+          message: `${type} speaks only ${protocols.join(', ')}; \`api: ${block.api}\` is for qwen and opencode`,
+        });
+    })
+    .optional();
 
 export const configSchema = z
   .strictObject({
@@ -176,9 +192,9 @@ export const configSchema = z
      */
     workers: z
       .strictObject(
-        Object.fromEntries(WORKER_TYPES.map((type) => [type, workerBlockSchema.optional()])) as Record<
-          (typeof WORKER_TYPES)[number],
-          z.ZodOptional<typeof workerBlockSchema>
+        Object.fromEntries(WORKER_TYPES.map((type) => [type, workerBlockFor(type)])) as Record<
+          WorkerType,
+          ReturnType<typeof workerBlockFor>
         >,
       )
       .prefault({}),

@@ -3,13 +3,20 @@
  * (`worker.type`), each `workers.<type>` block adds one the Meta-agent may choose (or refines the default).
  * An unset field falls back to the worker's own default (codex: the Meta-agent's endpoint, key and model).
  */
-import { WORKER_KINDS, type WorkerKind, type WorkerType } from '../worker/worker-kinds.js';
+import {
+  WORKER_KINDS,
+  type WorkerKind,
+  type WorkerProtocol,
+  type WorkerType,
+} from '../worker/worker-kinds.js';
 import type { Config } from './schema.js';
 
 /** One configured worker, every field resolved. */
 export interface WorkerProfile {
   type: WorkerType;
   kind: WorkerKind;
+  /** The protocol it speaks (its kind's default, or `workers.<type>.api`). */
+  protocol: WorkerProtocol;
   model: string;
   /** The provider's base URL as the CLI would use it (codex: with `/v1`; claude: the origin). */
   baseUrl: string;
@@ -42,7 +49,7 @@ export function workerProfile(config: WorkersConfig, type: WorkerType): WorkerPr
   const block = config.workers[type];
   const isDefault = config.worker.type === type;
   const fromWorker = isDefault ? config.worker : undefined;
-  // A worker with no provider of its own (codex, qwen: the Responses API) uses the Meta-agent's.
+  // A worker with no provider of its own (codex, qwen, opencode: an OpenAI-style API) uses the Meta-agent's.
   const metaFallback = kind.defaults.baseUrl === undefined;
   const model =
     block?.model ?? fromWorker?.model ?? kind.defaults.model ?? (metaFallback ? config.meta.model : '');
@@ -59,6 +66,7 @@ export function workerProfile(config: WorkersConfig, type: WorkerType): WorkerPr
   return {
     type,
     kind,
+    protocol: block?.api ?? kind.protocols[0],
     model,
     baseUrl,
     apiKeyEnv,

@@ -66,7 +66,7 @@ const VOLATILE_TEXT: readonly [RegExp, string][] = [
  *   meta (Chat Completions): the model, the system prompt and the first user message (PRD, criteria), and
  *     how many messages there are;
  *   worker (Responses): the model, the instructions and the user messages (the task prompt), not the
- *     function call outputs; (Anthropic Messages, Gemini) the text the user side asks with.
+ *     function call outputs; (Anthropic Messages, Chat Completions, Gemini) the text the user side asks with.
  * A changed PRD, prompt template, criterion or worker instruction diverges; a different clock does not.
  */
 export function requestSignature(kind: ExchangeKind, body: unknown): unknown {

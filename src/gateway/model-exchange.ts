@@ -17,7 +17,7 @@ import {
 import { jsonError } from './gateway-refusals.js';
 import type { GatewayUpstream, GatewayWorker } from './gateway-options.js';
 import { forwardableHeaders, joinUrl, sendUpstream } from './http-forward.js';
-import { usageMeter, type UsageMeter } from './sse-usage.js';
+import { askChatUsage, usageMeter, type UsageMeter } from './sse-usage.js';
 
 /** Every header a worker may carry its key (the per-task token) in; none of them goes upstream as sent. */
 export const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'] as const;
@@ -108,8 +108,10 @@ export async function forwardExchange(
   response: ServerResponse,
   context: ExchangeContext,
 ): Promise<void> {
-  const { kind, index, method, subPath, body } = exchange;
+  const { kind, index, method, subPath } = exchange;
   const url = joinUrl(upstreamConfig.baseUrl, subPath);
+  // Chat Completions states a stream's usage only when asked: the gateway asks, whatever the worker sent.
+  const body = exchange.worker?.protocol === 'chat' ? askChatUsage(exchange.body) : exchange.body;
   const headers = forwardableHeaders(request.headers, [...KEY_HEADERS, 'accept-encoding']);
   // Identity encoding: the meter and the cassette read the bytes that pass.
   headers['accept-encoding'] = 'identity';

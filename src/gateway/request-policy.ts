@@ -16,9 +16,9 @@ export interface GatewayRoute {
   path: string;
 }
 
-/** What codex and claude need from their model (the Responses API; the Messages API): routes with no model. */
+/** What each worker needs from its model in its default protocol, for routes that name no model. */
 export const WORKER_ROUTES: Readonly<Record<string, readonly GatewayRoute[]>> = Object.fromEntries(
-  WORKER_TYPES.map((type) => [type, WORKER_KINDS[type].routes([])]),
+  WORKER_TYPES.map((type) => [type, WORKER_KINDS[type].routes([], WORKER_KINDS[type].protocols[0])]),
 );
 
 /** The Meta-agent's own calls (Chat Completions), on the host's loopback route. */

@@ -109,10 +109,10 @@ export async function startTaskGateway(input: TaskGatewayInput): Promise<TaskGat
     workers: profiles.map((profile) => ({
       type: profile.type,
       prefix: profile.kind.prefix,
-      protocol: profile.kind.protocol,
+      protocol: profile.protocol,
       keyHeader: profile.kind.keyHeader,
       upstream: { baseUrl: profile.baseUrl, apiKey: env[profile.apiKeyEnv] || undefined },
-      routes: profile.kind.routes(profile.allowedModels),
+      routes: profile.kind.routes(profile.allowedModels, profile.protocol),
       // Gemini names its model in the path: the route is its pin, the body has no model to check.
       ...(profile.kind.modelInBody ? { allowedModels: profile.allowedModels } : {}),
       model: profile.model,

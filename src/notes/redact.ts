@@ -41,6 +41,11 @@ export function configSecrets(
   };
 }
 
+/** As many characters as a secret had: `[REDACTED]` padded with `*`, or only `*` when it was shorter. */
+function maskOf(length: number): string {
+  return length < REDACTED.length ? '*'.repeat(length) : REDACTED.padEnd(length, '*');
+}
+
 /** The redaction point: add secrets as they become known; {@link redact} always uses all of them. */
 export class Redaction {
   private values: string[] = [];
@@ -70,6 +75,18 @@ export class Redaction {
     let out = text;
     for (const value of this.values) out = out.split(value).join(REDACTED);
     for (const pattern of this.patterns) out = out.replace(pattern, REDACTED);
+    return out;
+  };
+
+  /**
+   * The text with every secret value and pattern match masked in place by as many characters (`[REDACTED]`
+   * cut or padded with `*`): for binary files, whose layout must not move (a database's pages, its
+   * write-ahead log's frames), so a worker's state stays readable by the worker.
+   */
+  readonly mask: Redactor = (text) => {
+    let out = text;
+    for (const value of this.values) out = out.split(value).join(maskOf(value.length));
+    for (const pattern of this.patterns) out = out.replace(pattern, (match) => maskOf(match.length));
     return out;
   };
 

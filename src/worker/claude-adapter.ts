@@ -17,20 +17,10 @@ import type {
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
 import { ClaudeEventParser } from './claude-events.js';
-import { runSession, runStreamingCli } from './cli-run.js';
+import { runSession, runStreamingCli, type CliWorkerOptions } from './cli-run.js';
 
-export interface ClaudeWorkerOptions {
-  model: string;
-  /** ANTHROPIC_BASE_URL inside the sandbox (the origin, without `/v1`). */
-  baseUrl: string;
-  /** The key claude sends (the per-task gateway token). */
-  apiKey: string;
-  /** CLAUDE_CONFIG_DIR inside the container: per task, kept across runs. */
-  configDir: string;
-  workdir?: string;
-  /** Flags appended after agent-runner's own (`workers.claude.extraArgs`). */
-  extraArgs?: readonly string[];
-}
+/** CLAUDE_CONFIG_DIR is its `home`; ANTHROPIC_BASE_URL its `baseUrl` (the origin, without `/v1`). */
+export type ClaudeWorkerOptions = CliWorkerOptions;
 
 export interface ClaudeArgvInput {
   mode: WorkerMode;
@@ -72,7 +62,7 @@ export function claudeEnv(options: ClaudeWorkerOptions): Record<string, string> 
     // Side calls (titles, summaries) go to the "small fast" model: the same pinned model, or the gateway refuses.
     ANTHROPIC_SMALL_FAST_MODEL: options.model,
     ANTHROPIC_DEFAULT_HAIKU_MODEL: options.model,
-    CLAUDE_CONFIG_DIR: options.configDir,
+    CLAUDE_CONFIG_DIR: options.home,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_AUTOUPDATER: '1',
     // A refused key or a spent quota fails the run in seconds (its default, 10 retries with backoff, takes minutes).

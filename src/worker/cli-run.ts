@@ -1,5 +1,5 @@
 /**
- * One run of a coding-agent CLI that streams JSONL on stdout (claude, gemini): exec in the sandbox with the
+ * One run of a coding-agent CLI that streams JSONL on stdout (claude, gemini, qwen, opencode): exec in the sandbox with the
  * stream parsed line by line, every stray process of the run ended before the host looks at anything, then
  * the stream's summary joined with how the process ended.
  */
@@ -10,6 +10,26 @@ import type { SandboxRuntime, WorkerRunRequest, WorkerRunResult } from '../core/
 import { InternalError } from '../errors.js';
 import { endStrayProcesses } from '../sandbox/stray-processes.js';
 import { toWorkerRunResult, type WorkerStreamSummary } from './codex-events.js';
+import type { OpenAiApi } from './worker-kinds.js';
+
+/**
+ * What every worker CLI beside codex is wired with; one adapter per CLI takes it. Only the environment
+ * variable each value goes into differs (ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, OPENAI_BASE_URL...).
+ */
+export interface CliWorkerOptions {
+  model: string;
+  /** Its base URL inside the sandbox: the relay's origin plus the worker's gateway prefix. */
+  baseUrl: string;
+  /** The key it sends (the per-task gateway token). */
+  apiKey: string;
+  /** Its state directory inside the container (HOME, or CLAUDE_CONFIG_DIR): per task, kept across runs. */
+  home: string;
+  workdir?: string;
+  /** Flags appended after agent-runner's own (`workers.<type>.extraArgs`). */
+  extraArgs?: readonly string[];
+  /** The OpenAI-style API it speaks (qwen, opencode; default `responses`). */
+  api?: OpenAiApi;
+}
 
 /** What a stream parser gives the run: lines in, a summary and (when the CLI states one) a final text out. */
 export interface StreamParser {
@@ -53,13 +73,13 @@ export async function runStreamingCli(
   });
   // Nothing the run started may still run while the host reads the sandbox (as after a codex run).
   await endStrayProcesses(runtime, request.sandboxId, request.graceMs);
-  const summary = run.parser.summary();
-  // A run that died before its first event still belongs to the session it was given.
-  if (summary.threadId === null && request.mode === 'resume') summary.threadId = run.sessionId;
-  return toWorkerRunResult(summary, exec, {
+  const result = toWorkerRunResult(run.parser.summary(), exec, {
     timeoutMs: request.timeoutMs,
     lastMessage: run.parser.finalText?.() ?? null,
     worker: run.worker,
     streamFile: `${run.worker}.jsonl`,
   });
+  // A run that died before its first event still belongs to the session it was given.
+  if (result.threadId === null && request.mode === 'resume') return { ...result, threadId: run.sessionId };
+  return result;
 }

@@ -147,6 +147,18 @@ export function parseCodexJsonl(jsonl: string, onEvent?: (event: WorkerEvent) =>
   return parser.summary();
 }
 
+/** The stream said nothing at all: no session, command, message, notice or finished turn. */
+function noEvent(summary: WorkerStreamSummary): boolean {
+  return (
+    summary.threadId === null &&
+    summary.commands.length === 0 &&
+    summary.agentMessages.length === 0 &&
+    summary.notices.length === 0 &&
+    summary.turnsCompleted === 0 &&
+    summary.turnFailures.length === 0
+  );
+}
+
 /**
  * Joins what the stream said with how the process ended. Failure is `turn.failed`, a non-zero exit, a
  * timeout or an interruption; retry notices alone are not.
@@ -180,6 +192,15 @@ export function toWorkerRunResult(
     errors.push(
       `${worker} could not be started in the sandbox (exit ${exec.exitCode}: its binary is missing from the image or cannot run). ` +
         'Run `agent-runner image build`: the worker image holds every configured worker.',
+    );
+  } else if (exec.exitCode !== 0 && noEvent(summary)) {
+    // It stopped before saying anything: a flag it refuses, a version that cannot run here, a broken config.
+    const stderr = exec.stderrTail.trim();
+    const said = stderr ? `: ${tail(stderr, 1_000)}` : '';
+    errors.push(
+      `${worker} exited with code ${exec.exitCode} before its first event${said}${said.endsWith('.') ? '' : '.'} ` +
+        `Check the flags in workers.${worker}.extraArgs and the CLI's version (workers.${worker}.version); ` +
+        '`agent-runner doctor` runs it in the image.',
     );
   } else if (exec.exitCode !== 0 && summary.turnFailures.length === 0) {
     const stderr = exec.stderrTail.trim();

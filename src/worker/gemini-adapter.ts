@@ -17,23 +17,14 @@ import type {
   WorkerRunResult,
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
-import { runSession, runStreamingCli } from './cli-run.js';
+import { runSession, runStreamingCli, type CliWorkerOptions } from './cli-run.js';
 import { GeminiEventParser } from './gemini-events.js';
 
 /** Where the worker image keeps Gemini CLI's system settings (written at build time, root-owned). */
 export const GEMINI_SYSTEM_SETTINGS = '/etc/agent-runner/gemini-settings.json';
 
-export interface GeminiWorkerOptions {
-  model: string;
-  /** GOOGLE_GEMINI_BASE_URL inside the sandbox (the origin, without `/v1beta`). */
-  baseUrl: string;
-  /** The key gemini sends (the per-task gateway token). */
-  apiKey: string;
-  /** GEMINI_CLI_HOME inside the container: per task, kept across runs. */
-  home: string;
-  workdir?: string;
-  extraArgs?: readonly string[];
-}
+/** GEMINI_CLI_HOME is its `home`; GOOGLE_GEMINI_BASE_URL its `baseUrl` (the origin, without `/v1beta`). */
+export type GeminiWorkerOptions = CliWorkerOptions;
 
 /** The argv of one gemini run; the prompt is one `--prompt=` element, so nothing in it is read as a flag. */
 export function buildGeminiArgv(input: {

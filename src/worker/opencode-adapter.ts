@@ -1,7 +1,8 @@
 /**
  * OpenCode as a worker: one `opencode run --format json --auto --pure` per run in the task's sandbox, every
  * permission auto-approved (the container is the sandbox) and no external plugin. Its configuration is given
- * whole in `OPENCODE_CONFIG_CONTENT`: one provider (`openai`, so the Responses API) whose base URL is the
+ * whole in `OPENCODE_CONFIG_CONTENT`: one provider (`openai`, so the Responses API; with `api: chat` its
+ * bundled OpenAI-compatible provider, so Chat Completions, usage asked for) whose base URL is the
  * relay's origin plus opencode's prefix and whose key is the per-task gateway token, the pinned model as both
  * `model` and `small_model` (its side calls would otherwise ask another model, which the gateway refuses), no
  * auto-update, no sharing. `--title` is given so no title call is made. The model catalogue, default plugins,
@@ -18,7 +19,7 @@ import type {
   WorkerRunResult,
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
-import { runStreamingCli } from './cli-run.js';
+import { runStreamingCli, type CliWorkerOptions } from './cli-run.js';
 import { OpenCodeEventParser } from './opencode-events.js';
 
 /** Where the image keeps OpenCode's config directory with its plugin package pre-installed. */
@@ -30,16 +31,8 @@ const OPENCODE_PREPARE = [
   'exec "$@"',
 ].join(' && ');
 
-export interface OpenCodeWorkerOptions {
-  model: string;
-  /** The provider's base URL inside the sandbox (with `/v1`: opencode posts to `<it>/responses`). */
-  baseUrl: string;
-  apiKey: string;
-  /** HOME of its runs inside the container: per task, kept across runs. */
-  home: string;
-  workdir?: string;
-  extraArgs?: readonly string[];
-}
+/** HOME is its `home`; its provider's base URL its `baseUrl` (with `/v1`). */
+export type OpenCodeWorkerOptions = CliWorkerOptions;
 
 export function buildOpenCodeArgv(input: {
   mode: WorkerMode;
@@ -68,17 +61,29 @@ export function buildOpenCodeArgv(input: {
   ];
 }
 
+/** The one provider opencode is given: its id and its entry in the config's `provider` map. */
+function openCodeProvider(options: OpenCodeWorkerOptions): [string, Record<string, unknown>] {
+  const models = { [options.model]: {} };
+  if (options.api !== 'chat')
+    return ['openai', { options: { baseURL: options.baseUrl, apiKey: options.apiKey }, models }];
+  return [
+    'agent-runner',
+    {
+      npm: '@ai-sdk/openai-compatible',
+      name: 'agent-runner gateway',
+      options: { baseURL: options.baseUrl, apiKey: options.apiKey, includeUsage: true },
+      models,
+    },
+  ];
+}
+
 export function openCodeEnv(options: OpenCodeWorkerOptions): Record<string, string> {
-  const model = `openai/${options.model}`;
+  const [providerId, provider] = openCodeProvider(options);
+  const model = `${providerId}/${options.model}`;
   return {
     HOME: options.home,
     OPENCODE_CONFIG_CONTENT: JSON.stringify({
-      provider: {
-        openai: {
-          options: { baseURL: options.baseUrl, apiKey: options.apiKey },
-          models: { [options.model]: {} },
-        },
-      },
+      provider: { [providerId]: provider },
       model,
       small_model: model,
       autoupdate: false,

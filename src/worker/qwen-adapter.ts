@@ -1,7 +1,8 @@
 /**
  * Qwen Code as a worker: one `qwen --prompt=... --output-format stream-json` per run in the task's sandbox,
  * every approval skipped (`--yolo`: the container is the sandbox). It speaks the Responses API
- * (`--auth-type openai-responses`) to the gateway: `OPENAI_BASE_URL` is the relay's origin plus qwen's
+ * (`--auth-type openai-responses`) or Chat Completions (`api: chat`: `--auth-type openai`) to the gateway:
+ * `OPENAI_BASE_URL` is the relay's origin plus qwen's
  * prefix, its key the per-task gateway token. Its stream has Claude Code's shape (init, assistant tool uses,
  * user tool results with "Exit Code: N", result), read by the same parser. Its state lives under `HOME`, set
  * to a directory of the task's worker home kept between runs, so `--resume` finds the session chosen up front
@@ -17,27 +18,21 @@ import type {
 } from '../core/ports.js';
 import { InternalError } from '../errors.js';
 import { ClaudeEventParser, QWEN_STREAM } from './claude-events.js';
-import { runSession, runStreamingCli } from './cli-run.js';
+import type { OpenAiApi } from './worker-kinds.js';
+import { runSession, runStreamingCli, type CliWorkerOptions } from './cli-run.js';
 
 /** Where the worker image keeps Qwen Code's system settings (written at build time, root-owned). */
 export const QWEN_SYSTEM_SETTINGS = '/etc/agent-runner/qwen-settings.json';
 
-export interface QwenWorkerOptions {
-  model: string;
-  /** OPENAI_BASE_URL inside the sandbox (with `/v1`: qwen posts to `<it>/responses`). */
-  baseUrl: string;
-  apiKey: string;
-  /** HOME of its runs inside the container: per task, kept across runs. */
-  home: string;
-  workdir?: string;
-  extraArgs?: readonly string[];
-}
+/** HOME is its `home`; OPENAI_BASE_URL its `baseUrl` (with `/v1`: qwen posts to `<it>/responses`). */
+export type QwenWorkerOptions = CliWorkerOptions;
 
 export function buildQwenArgv(input: {
   mode: WorkerMode;
   prompt: string;
   sessionId: string;
   model: string;
+  api?: OpenAiApi;
   extraArgs?: readonly string[];
 }): string[] {
   if (input.prompt.trim() === '') {
@@ -47,7 +42,7 @@ export function buildQwenArgv(input: {
     'qwen',
     `--prompt=${input.prompt}`,
     '--auth-type',
-    'openai-responses',
+    input.api === 'chat' ? 'openai' : 'openai-responses',
     '--model',
     input.model,
     '--output-format',
@@ -94,6 +89,7 @@ export class QwenWorkerAdapter implements WorkerAdapter {
           prompt: request.prompt,
           sessionId,
           model: this.options.model,
+          ...(this.options.api ? { api: this.options.api } : {}),
           extraArgs: this.options.extraArgs,
         }),
       ],

@@ -9,8 +9,21 @@
 export const WORKER_TYPES = ['codex', 'claude', 'gemini', 'qwen', 'opencode'] as const;
 export type WorkerType = (typeof WORKER_TYPES)[number];
 
-/** The model API a worker speaks (what the gateway forwards and meters). */
-export type WorkerProtocol = 'responses' | 'anthropic' | 'gemini';
+/** The model API a worker speaks (what the gateway forwards and meters); `chat`: Chat Completions. */
+export type WorkerProtocol = 'responses' | 'chat' | 'anthropic' | 'gemini';
+
+/** The OpenAI-style APIs a `workers.<type>.api` may choose, for the workers that speak both. */
+export const OPENAI_APIS = ['responses', 'chat'] as const;
+export type OpenAiApi = (typeof OPENAI_APIS)[number];
+
+/** The route of each OpenAI-style API below a worker's prefix. */
+const OPENAI_ROUTES: Readonly<Record<OpenAiApi, string>> = {
+  responses: '/responses',
+  chat: '/chat/completions',
+};
+const openAiRoutes = (_models: readonly string[], protocol: WorkerProtocol) => [
+  { method: 'POST', path: OPENAI_ROUTES[protocol === 'chat' ? 'chat' : 'responses'] },
+];
 
 /** How a request carries its key: the gateway takes the per-task token from there and puts the real key back. */
 export type KeyHeader = 'authorization' | 'x-api-key' | 'x-goog-api-key';
@@ -19,7 +32,8 @@ export interface WorkerKind {
   type: WorkerType;
   /** The line the Meta-agent reads about this worker. */
   summary: string;
-  protocol: WorkerProtocol;
+  /** The protocols it can speak, its default first (qwen and opencode: Responses or Chat Completions). */
+  protocols: readonly [WorkerProtocol, ...WorkerProtocol[]];
   keyHeader: KeyHeader;
   /**
    * Where the gateway serves this worker inside the sandbox (under the relay's origin). The worker's base URL
@@ -28,9 +42,10 @@ export interface WorkerKind {
   prefix: string;
   /**
    * Method and path (query string included, compared as sent) of every request the worker needs, for its
-   * allowed models (Gemini names the model in the path: its route is the model pin).
+   * allowed models (Gemini names the model in the path: its route is the model pin) and the protocol it
+   * speaks.
    */
-  routes(models: readonly string[]): { method: string; path: string }[];
+  routes(models: readonly string[], protocol: WorkerProtocol): { method: string; path: string }[];
   /** The request body names the model (pinned by the gateway's body check); false: the route pins it. */
   modelInBody: boolean;
   /** The npm package and pinned version the worker image installs. */
@@ -46,10 +61,10 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
   codex: {
     type: 'codex',
     summary: 'OpenAI Codex CLI: strong at multi-file implementation and running the tests it writes',
-    protocol: 'responses',
+    protocols: ['responses'],
     keyHeader: 'authorization',
     prefix: '/v1',
-    routes: () => [{ method: 'POST', path: '/responses' }],
+    routes: openAiRoutes,
     modelInBody: true,
     npmPackage: '@openai/codex',
     defaultVersion: '0.169.0',
@@ -59,7 +74,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
   claude: {
     type: 'claude',
     summary: "Anthropic's Claude Code: careful edits, reads the repository before it changes it",
-    protocol: 'anthropic',
+    protocols: ['anthropic'],
     keyHeader: 'x-api-key',
     prefix: '/claude',
     routes: () => [{ method: 'POST', path: '/v1/messages?beta=true' }],
@@ -76,7 +91,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
   gemini: {
     type: 'gemini',
     summary: "Google's Gemini CLI: a large context window, quick reads of big codebases",
-    protocol: 'gemini',
+    protocols: ['gemini'],
     keyHeader: 'x-goog-api-key',
     prefix: '/gemini',
     routes: (models) =>
@@ -96,25 +111,25 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
   },
   qwen: {
     type: 'qwen',
-    summary: 'Qwen Code: an open-weights coding agent on any Responses-compatible endpoint',
-    protocol: 'responses',
+    summary: 'Qwen Code: an open-weights coding agent on any OpenAI-compatible endpoint',
+    protocols: ['responses', 'chat'],
     keyHeader: 'authorization',
     prefix: '/qwen/v1',
-    routes: () => [{ method: 'POST', path: '/responses' }],
+    routes: openAiRoutes,
     modelInBody: true,
     npmPackage: '@qwen-code/qwen-code',
     defaultVersion: '0.24.4',
-    // Like codex, it speaks the Responses API: the Meta-agent's endpoint, key and model unless configured.
+    // Like codex, an OpenAI-style API: the Meta-agent's endpoint, key and model unless configured.
     defaults: {},
     binary: 'qwen',
   },
   opencode: {
     type: 'opencode',
     summary: 'OpenCode: an open-source agent that plans in steps and reports exact exit codes',
-    protocol: 'responses',
+    protocols: ['responses', 'chat'],
     keyHeader: 'authorization',
     prefix: '/opencode/v1',
-    routes: () => [{ method: 'POST', path: '/responses' }],
+    routes: openAiRoutes,
     modelInBody: true,
     // The native binary's platform package alone (the wrapper only copies it with an install script).
     npmPackage: 'opencode-linux-x64',

@@ -58,7 +58,7 @@ function claudeSandbox(upstream: ScriptedAnthropicServer, budget?: GatewayBudget
     upstream: { baseUrl: upstream.origin, apiKey: REAL_KEY },
     model: MODEL,
     adapter: ({ baseUrl, token, home }) =>
-      new ClaudeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, configDir: home }),
+      new ClaudeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
   });
 }
 
@@ -230,6 +230,33 @@ describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
     expect(result.providerFailure?.message).not.toContain(REAL_KEY);
   }, 120_000);
 
+  it('a CLI that exits before its first event (a flag it refuses) ends the run naming the worker and the fix', async () => {
+    const upstream = await upstreamOf([]);
+    const { sandbox } = await claudeSandbox(upstream);
+    const refusing = new ClaudeWorkerAdapter(runtime, {
+      model: MODEL,
+      baseUrl: 'http://127.0.0.1:8787/claude',
+      apiKey: 'x',
+      home: `${WORKER_HOME}/claude`,
+      extraArgs: ['--no-such-flag-at-all'],
+    });
+    const result = await refusing.run({
+      sandboxId: sandbox.id,
+      mode: 'exec',
+      prompt: 'anything',
+      runDir: tempDir('claude-run-'),
+      timeoutMs: 30_000,
+      graceMs: 1_000,
+    });
+    expect(result.failed).toBe(true);
+    expect(result.errors).toEqual([
+      expect.stringMatching(
+        /^claude exited with code [1-9]\d* before its first event: .*no-such-flag-at-all.* Check the flags in workers\.claude\.extraArgs/s,
+      ),
+    ]);
+    expect(upstream.requests).toHaveLength(0);
+  }, 120_000);
+
   it('a binary missing from the image ends the run with one message naming the worker and the fix', async () => {
     const upstream = await upstreamOf([]);
     const { sandbox } = await claudeSandbox(upstream);
@@ -247,7 +274,7 @@ describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
       model: MODEL,
       baseUrl: 'http://127.0.0.1:8787/claude',
       apiKey: 'x',
-      configDir: `${WORKER_HOME}/claude`,
+      home: `${WORKER_HOME}/claude`,
     });
     const result = await noClaude.run({
       sandboxId: sandbox.id,

@@ -6,72 +6,24 @@
  * demo as a user with only an Anthropic (or only a Gemini) key runs it: claude (or gemini) as the only worker,
  * its image built on demand.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
+import {
+  ROOT,
+  SLUG_BROKEN,
+  SLUG_FIXED,
+  SLUG_TEST,
+  assessment,
+  demoRepo,
+  heredoc,
+  jsonEvents,
+  nextAction,
+} from '../support/demo-task.js';
 import { git } from '../support/task-repo.js';
 import { taskContainers } from '../support/task-containers.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** The demo's repository as a fresh git repository, with `config` as its agent-runner.yaml. */
-function demoRepo(config: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ar-two-workers-'));
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-  cpSync(path.join(ROOT, 'examples', 'slugify', 'repo'), dir, { recursive: true });
-  writeFileSync(path.join(dir, 'agent-runner.yaml'), config);
-  git(dir, 'init', '-q', '-b', 'main');
-  git(dir, 'add', '-A');
-  git(dir, '-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '-m', 'base');
-  return dir;
-}
-
-function nextAction(workerType: string, reason: string, prompt: string): string {
-  return [
-    'type: next_action',
-    'version: 1',
-    'payload:',
-    '  decision:',
-    '    action: run_worker',
-    `    reason: ${reason}`,
-    '  used_patterns: []',
-    '  worker_call:',
-    `    worker_type: ${workerType}`,
-    '    mode: exec',
-    '    prompt: |',
-    `      ${prompt}`,
-  ].join('\n');
-}
-
-function assessment(done: boolean, summary: string): string {
-  return [
-    'type: completion_assessment',
-    'version: 1',
-    'payload:',
-    `  all_criteria_satisfied: ${done}`,
-    `  summary: ${summary}`,
-    '  by_criterion:',
-    '    - id: AC-1',
-    `      status: ${done ? 'passed' : 'failed'}`,
-    `      comment: ${done ? 'npm test passed in the sandbox.' : 'npm test fails.'}`,
-  ].join('\n');
-}
-
-const SLUG_BROKEN = `exports.slugify = (text) => text.toLowerCase().split(' ').join('-');\n`;
-const SLUG_FIXED = `exports.slugify = (text) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean).join('-');\n`;
-const SLUG_TEST = [
-  "const test = require('node:test');",
-  "const assert = require('node:assert');",
-  "const { slugify } = require('./slug.js');",
-  "test('joins words', () => assert.strictEqual(slugify('Hello Big World'), 'hello-big-world'));",
-  "test('separators', () => assert.strictEqual(slugify('C++ & Rust!'), 'c-rust'));",
-  '',
-].join('\n');
-
-const heredoc = (file: string, content: string) => `cat > ${file} <<'EOF'\n${content}EOF`;
 
 function script(taskId: string): string {
   const meta = [
@@ -109,14 +61,6 @@ function script(taskId: string): string {
     { message: 'Fixed the separators; npm test passes.' },
   ];
   return JSON.stringify({ meta, worker });
-}
-
-function jsonEvents(stdout: string): { type: string; [key: string]: unknown }[] {
-  return stdout
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as { type: string; [key: string]: unknown });
 }
 
 async function noContainerLeft(taskId: string): Promise<void> {
@@ -181,15 +125,18 @@ describe('a task with two workers', () => {
   }, 300_000);
 
   it.each([
-    ['claude', 'claude-sonnet-4-5'],
-    ['gemini', 'gemini-2.5-pro'],
-    ['qwen', 'gpt-5.5'],
-    ['opencode', 'gpt-5.5'],
+    ['claude', 'claude-sonnet-4-5', 'anthropic'],
+    ['gemini', 'gemini-2.5-pro', 'gemini'],
+    ['qwen', 'gpt-5.5', 'responses'],
+    ['opencode', 'gpt-5.5', 'responses'],
+    // Over Chat Completions, the API every OpenAI-compatible endpoint serves.
+    ['qwen', 'gpt-5.5', 'chat'],
+    ['opencode', 'gpt-5.5', 'chat'],
   ])(
-    'the demo with %s as the only worker (AGENT_RUNNER_WORKER) ends COMPLETE',
-    async (worker, model) => {
-      const taskId = `DEMO-${worker.toUpperCase()}`;
-      const repo = demoRepo('');
+    'the demo with %s (%s over %s) as the only worker (AGENT_RUNNER_WORKER) ends COMPLETE',
+    async (worker, model, api) => {
+      const taskId = `DEMO-${worker.toUpperCase()}-${api.toUpperCase()}`;
+      const repo = demoRepo(api === 'chat' ? `workers:\n  ${worker}:\n    api: chat\n` : '');
       onTestFinished(() => noContainerLeft(taskId));
       const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
       delete env.OPENAI_API_KEY;

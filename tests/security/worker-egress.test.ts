@@ -17,7 +17,7 @@ import { ClaudeWorkerAdapter } from '../../src/worker/claude-adapter.js';
 import { GeminiWorkerAdapter } from '../../src/worker/gemini-adapter.js';
 import { OpenCodeWorkerAdapter } from '../../src/worker/opencode-adapter.js';
 import { QwenWorkerAdapter } from '../../src/worker/qwen-adapter.js';
-import type { WorkerType } from '../../src/worker/worker-kinds.js';
+import { OPENAI_APIS, type OpenAiApi, type WorkerType } from '../../src/worker/worker-kinds.js';
 import { ScriptedAnthropicServer } from '../support/scripted-anthropic-server.js';
 import { ScriptedGeminiServer } from '../support/scripted-gemini-server.js';
 import {
@@ -105,7 +105,9 @@ async function readTrace(sandboxId: string): Promise<string> {
 }
 
 interface Case {
+  name: string;
   type: WorkerType;
+  protocol?: OpenAiApi;
   upstream: () => Promise<{ baseUrl: string }>;
   adapter: (wiring: { baseUrl: string; token: string; home: string }, run: SandboxRuntime) => WorkerAdapter;
 }
@@ -117,6 +119,7 @@ const withClose = <T extends { close(): Promise<void> }>(server: T): T => {
 
 const CASES: Case[] = [
   {
+    name: 'claude',
     type: 'claude',
     upstream: async () => {
       const server = withClose(
@@ -125,9 +128,10 @@ const CASES: Case[] = [
       return { baseUrl: server.origin };
     },
     adapter: ({ baseUrl, token, home }, run) =>
-      new ClaudeWorkerAdapter(run, { model: MODEL, baseUrl, apiKey: token, configDir: home }),
+      new ClaudeWorkerAdapter(run, { model: MODEL, baseUrl, apiKey: token, home }),
   },
   {
+    name: 'gemini',
     type: 'gemini',
     upstream: async () => {
       const server = withClose(
@@ -138,34 +142,41 @@ const CASES: Case[] = [
     adapter: ({ baseUrl, token, home }, run) =>
       new GeminiWorkerAdapter(run, { model: MODEL, baseUrl, apiKey: token, home }),
   },
-  {
-    type: 'qwen',
-    upstream: async () => {
-      const server = withClose(
-        await new ScriptedResponsesServer([
-          { kind: 'output', items: [shellCall('echo hi > hi.txt')] },
-          { kind: 'output', items: [assistantMessage('Done.')] },
-        ]).start(),
-      );
-      return { baseUrl: server.baseUrl('127.0.0.1') };
+  // Both OpenAI APIs: over Chat Completions, opencode's provider package must come from the binary, not npm.
+  ...OPENAI_APIS.flatMap((api): Case[] => [
+    {
+      name: `qwen over ${api}`,
+      type: 'qwen',
+      protocol: api,
+      upstream: async () => {
+        const server = withClose(
+          await new ScriptedResponsesServer([
+            { kind: 'output', items: [shellCall('echo hi > hi.txt')] },
+            { kind: 'output', items: [assistantMessage('Done.')] },
+          ]).start(),
+        );
+        return { baseUrl: server.baseUrl('127.0.0.1') };
+      },
+      adapter: ({ baseUrl, token, home }, run) =>
+        new QwenWorkerAdapter(run, { model: MODEL, baseUrl, apiKey: token, home, api }),
     },
-    adapter: ({ baseUrl, token, home }, run) =>
-      new QwenWorkerAdapter(run, { model: MODEL, baseUrl, apiKey: token, home }),
-  },
-  {
-    type: 'opencode',
-    upstream: async () => {
-      const server = withClose(
-        await new ScriptedResponsesServer([
-          { kind: 'output', items: [bashCall('echo hi > hi.txt')] },
-          { kind: 'output', items: [assistantMessage('Done.')] },
-        ]).start(),
-      );
-      return { baseUrl: server.baseUrl('127.0.0.1') };
+    {
+      name: `opencode over ${api}`,
+      type: 'opencode',
+      protocol: api,
+      upstream: async () => {
+        const server = withClose(
+          await new ScriptedResponsesServer([
+            { kind: 'output', items: [bashCall('echo hi > hi.txt')] },
+            { kind: 'output', items: [assistantMessage('Done.')] },
+          ]).start(),
+        );
+        return { baseUrl: server.baseUrl('127.0.0.1') };
+      },
+      adapter: ({ baseUrl, token, home }, run) =>
+        new OpenCodeWorkerAdapter(run, { model: MODEL, baseUrl, apiKey: token, home, api }),
     },
-    adapter: ({ baseUrl, token, home }, run) =>
-      new OpenCodeWorkerAdapter(run, { model: MODEL, baseUrl, apiKey: token, home }),
-  },
+  ]),
 ];
 
 describe('under allowlist, a worker CLI contacts nothing but the gateway', () => {
@@ -179,7 +190,7 @@ describe('under allowlist, a worker CLI contacts nothing but the gateway', () =>
       network: 'allowlist',
       onLog: (line) => log.push(line),
       adapter: ({ baseUrl, token, home }) =>
-        new ClaudeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, configDir: home }),
+        new ClaudeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
     });
     const probe = String.raw`
 const net = require('net'), http = require('http');
@@ -201,13 +212,14 @@ setTimeout(() => process.exit(0), 3000);
   }, 120_000);
 
   it.each(CASES)(
-    '$type',
-    async ({ type, upstream, adapter }) => {
+    '$name',
+    async ({ type, protocol, upstream, adapter }) => {
       const log: string[] = [];
       const run = traced(runtime);
       const { sandbox, worker, request } = await workerSandbox(runtime, {
         image,
         type,
+        ...(protocol ? { protocol } : {}),
         upstream: { ...(await upstream()), apiKey: 'sk-egress-test' },
         model: MODEL,
         network: 'allowlist',

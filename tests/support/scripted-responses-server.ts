@@ -2,7 +2,10 @@
  * A scripted OpenAI Responses API server for running the real codex binary in tests. `POST /v1/responses`
  * answers with the next scripted reply as data-only SSE (what codex 0.169.0 needs: `response.output_item.done`
  * items, then `response.completed`), records every request (headers and JSON body) so tests can assert the
- * history codex sent, and answers 500 "script exhausted" past the end of its script. It listens on 0.0.0.0 so
+ * history codex sent, and answers 500 "script exhausted" past the end of its script. `POST
+ * /v1/chat/completions` takes the same script as streamed Chat Completions, as documented: `chat.completion.chunk`
+ * deltas (the text, or `tool_calls` with each call's id, name and arguments), a `finish_reason`, the usage in a
+ * last chunk with no choices only when `stream_options.include_usage` asks for it, then `data: [DONE]`. It listens on 0.0.0.0 so
  * containers reach it through `host.docker.internal` (ExtraHosts `host.docker.internal:host-gateway`).
  */
 import { createServer } from 'node:http';
@@ -109,6 +112,63 @@ function sse(response: ServerResponse, data: unknown): void {
   response.write(`data: ${JSON.stringify(data)}\n\n`);
 }
 
+const isModelRoute = (path: string) => path.endsWith('/responses') || path.endsWith('/chat/completions');
+
+/** The script's items as one streamed chat completion: text and tool calls as deltas, then the usage if asked. */
+function chatStream(
+  response: ServerResponse,
+  id: string,
+  items: ResponseOutputItem[],
+  usage: ScriptedUsage | undefined,
+  request: unknown,
+): void {
+  const { model, stream_options: options } = (request ?? {}) as {
+    model?: string;
+    stream_options?: { include_usage?: boolean };
+  };
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    sse(response, { id, object: 'chat.completion.chunk', created: 1, model, choices, ...extra });
+  chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+  const calls = items.filter((item) => item.type === 'function_call');
+  for (const item of items.filter((candidate) => candidate.type === 'message'))
+    for (const part of item.content as { text?: unknown }[])
+      if (typeof part.text === 'string')
+        chunk([{ index: 0, delta: { content: part.text }, finish_reason: null }]);
+  calls.forEach((call, index) =>
+    chunk([
+      {
+        index: 0,
+        delta: {
+          tool_calls: [
+            {
+              index,
+              id: call.call_id,
+              type: 'function',
+              function: { name: call.name, arguments: call.arguments },
+            },
+          ],
+        },
+        finish_reason: null,
+      },
+    ]),
+  );
+  chunk([{ index: 0, delta: {}, finish_reason: calls.length > 0 ? 'tool_calls' : 'stop' }]);
+  if (options?.include_usage === true) {
+    const value = usage ?? { inputTokens: 100, outputTokens: 10 };
+    chunk([], {
+      usage: {
+        prompt_tokens: value.inputTokens,
+        completion_tokens: value.outputTokens,
+        total_tokens: value.inputTokens + value.outputTokens,
+        prompt_tokens_details: { cached_tokens: value.cachedTokens ?? 0 },
+        completion_tokens_details: { reasoning_tokens: value.reasoningTokens ?? 0 },
+      },
+    });
+  }
+  response.write('data: [DONE]\n\n');
+  response.end();
+}
+
 export class ScriptedResponsesServer {
   readonly requests: RecordedRequest[] = [];
   private readonly server: Server;
@@ -151,11 +211,9 @@ export class ScriptedResponsesServer {
     this.script.push(...replies);
   }
 
-  /** Requests to `/responses`, in order. */
+  /** Model requests (to `/responses` or `/chat/completions`), in order. */
   responseRequests(): RecordedRequest[] {
-    return this.requests.filter(
-      (request) => request.method === 'POST' && request.path.endsWith('/responses'),
-    );
+    return this.requests.filter((request) => request.method === 'POST' && isModelRoute(request.path));
   }
 
   /** Throws when scripted replies were not consumed. */
@@ -188,7 +246,7 @@ export class ScriptedResponsesServer {
       // kept as text
     }
     const path = url.split('?')[0] ?? url;
-    const isResponses = method === 'POST' && path.endsWith('/responses');
+    const isResponses = method === 'POST' && isModelRoute(path);
     const index = isResponses
       ? this.script.findIndex(
           (candidate, position) =>
@@ -238,6 +296,10 @@ export class ScriptedResponsesServer {
         return;
       case 'output':
         response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        if (path.endsWith('/chat/completions')) {
+          chatStream(response, responseId, reply.items, reply.usage, body);
+          return;
+        }
         sse(response, { type: 'response.created', response: { id: responseId } });
         reply.items.forEach((item, index) => {
           // A message's text streams as the API does (added, delta, done): Qwen Code and OpenCode read those;

@@ -10,11 +10,11 @@ import path from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { WorkerAdapter, WorkerEvent, WorkerRunRequest } from '../../src/core/ports.js';
 import type { GatewayBudget } from '../../src/gateway/gateway-budget.js';
-import type { GatewayWorker } from '../../src/gateway/gateway-options.js';
+import type { GatewayWorker, ModelGatewayOptions } from '../../src/gateway/gateway-options.js';
 import { ModelGateway } from '../../src/gateway/model-gateway.js';
 import { planSandboxNetwork, prepareSandboxNetwork } from '../../src/gateway/sandbox-network.js';
 import type { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
-import { WORKER_KINDS, type WorkerType } from '../../src/worker/worker-kinds.js';
+import { WORKER_KINDS, type WorkerProtocol, type WorkerType } from '../../src/worker/worker-kinds.js';
 import { SANDBOX_UID, startGatewaySandbox } from './gateway-sandbox.js';
 
 /** Where the worker home is mounted in these sandboxes. */
@@ -31,6 +31,8 @@ export async function workerSandbox<A extends WorkerAdapter>(
   input: {
     image: string;
     type: WorkerType;
+    /** The protocol it speaks (default: its kind's first). */
+    protocol?: WorkerProtocol;
     upstream: { baseUrl: string; apiKey: string };
     model: string;
     adapter: (wiring: { baseUrl: string; token: string; home: string }) => A;
@@ -40,16 +42,18 @@ export async function workerSandbox<A extends WorkerAdapter>(
     onLog?: (line: string) => void;
     /** The task's budget as the gateway sees it (default: none). */
     budget?: GatewayBudget;
+    /** The gateway's mode, redaction patterns and caps (default: live, none, the defaults). */
+    gateway?: Partial<Pick<ModelGatewayOptions, 'mode' | 'redactPatterns' | 'limits'>>;
   },
 ) {
   const kind = WORKER_KINDS[input.type];
   const worker: GatewayWorker = {
     type: input.type,
     prefix: kind.prefix,
-    protocol: kind.protocol,
+    protocol: input.protocol ?? kind.protocols[0],
     keyHeader: kind.keyHeader,
     upstream: input.upstream,
-    routes: kind.routes([input.model]),
+    routes: kind.routes([input.model], input.protocol ?? kind.protocols[0]),
     ...(kind.modelInBody ? { allowedModels: [input.model] } : {}),
     model: input.model,
   };
@@ -57,6 +61,7 @@ export async function workerSandbox<A extends WorkerAdapter>(
     workers: [worker],
     ...(input.onLog ? { onLog: input.onLog } : {}),
     ...(input.budget ? { budget: input.budget } : {}),
+    ...input.gateway,
   });
   onTestFinished(() => gateway.close());
   const workspace = tempDir(`${input.type}-ws-`);
@@ -146,6 +151,8 @@ export async function probeRequests(
   sandboxId: string,
   keyHeader: string,
   requests: { target: string; body: unknown; key?: string }[],
+  /** How much of each answer's body is printed. */
+  keep = 60,
 ): Promise<string[]> {
   const script = String.raw`
 const http = require('http');
@@ -158,16 +165,20 @@ const send = ({ target, body, key }) => new Promise((resolve) => {
     headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01',
       [header]: header === 'authorization' ? 'Bearer ' + value : value } }, (response) => {
     let text = ''; response.on('data', (c) => (text += c));
-    response.on('end', () => resolve(target + ' ' + response.statusCode + ' ' + text.slice(0, 60).replace(/\s+/g, ' ')));
+    response.on('end', () => resolve(target + ' ' + response.statusCode + ' ' + text.slice(0, Number(process.argv[3])).replace(/\s+/g, ' ')));
   });
   request.on('error', (e) => resolve(target + ' error ' + e.code));
   request.end(JSON.stringify(body));
 });
 (async () => { const lines = []; for (const r of requests) lines.push(await send(r)); console.log(lines.join('\n')); })();
 `;
-  const result = await runtime.exec(sandboxId, ['node', '-e', script, JSON.stringify(requests), keyHeader], {
-    timeoutMs: 30_000,
-  });
+  const result = await runtime.exec(
+    sandboxId,
+    ['node', '-e', script, JSON.stringify(requests), keyHeader, String(keep)],
+    {
+      timeoutMs: 30_000,
+    },
+  );
   return result.stdoutTail.trim().split('\n');
 }
 

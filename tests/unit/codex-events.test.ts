@@ -183,6 +183,27 @@ describe('CodexEventParser', () => {
     expect(result.errors).toEqual(['unexpected status 500: boom']);
   });
 
+  it('a CLI that said nothing before it exited non-zero is told apart, with the flags and version to check', () => {
+    const silent = parseCodexJsonl('');
+    const result = toWorkerRunResult(
+      silent,
+      exec({ exitCode: 2, stderrTail: "error: unknown option '--bad'\n" }),
+      {
+        timeoutMs: 1000,
+        worker: 'gemini',
+      },
+    );
+    expect(result.errors).toEqual([
+      "gemini exited with code 2 before its first event: error: unknown option '--bad'. Check the flags in " +
+        "workers.gemini.extraArgs and the CLI's version (workers.gemini.version); `agent-runner doctor` runs it in the image.",
+    ]);
+    // Once it said something, a non-zero exit is an ordinary failure.
+    const spoke = parseCodexJsonl(lines({ type: 'thread.started', thread_id: 't' }));
+    expect(toWorkerRunResult(spoke, exec({ exitCode: 2 }), { timeoutMs: 1000 }).errors).toEqual([
+      'codex exited with code 2.',
+    ]);
+  });
+
   it('counts garbage, unknown events and unknown items without failing', () => {
     const summary = parseCodexJsonl(
       [
@@ -266,7 +287,11 @@ describe('toWorkerRunResult', () => {
       },
     );
     expect(result.failed).toBe(true);
-    expect(result.errors).toEqual(['codex exited with code 1: Error finding codex home']);
+    expect(result.errors).toEqual([
+      expect.stringMatching(
+        /^codex exited with code 1 before its first event: Error finding codex home\. Check/,
+      ),
+    ]);
   });
 
   it('reports interruption and OOM', () => {

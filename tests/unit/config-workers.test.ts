@@ -77,3 +77,29 @@ describe('the worker image of a set of workers', () => {
     });
   });
 });
+
+describe('the OpenAI API a worker speaks', () => {
+  it('qwen and opencode speak the Responses API unless `api: chat`; the route follows', () => {
+    const profiles = configuredWorkers(config({ workers: { qwen: { api: 'chat' }, opencode: {} } }));
+    const byType = Object.fromEntries(profiles.map((profile) => [profile.type, profile]));
+    expect(byType.codex?.protocol).toBe('responses');
+    expect(byType.qwen?.protocol).toBe('chat');
+    expect(byType.opencode?.protocol).toBe('responses');
+    const qwen = byType.qwen;
+    expect(qwen?.kind.routes(qwen.allowedModels, qwen.protocol)).toEqual([
+      { method: 'POST', path: '/chat/completions' },
+    ]);
+    const opencode = byType.opencode;
+    expect(opencode?.kind.routes(opencode.allowedModels, opencode.protocol)).toEqual([
+      { method: 'POST', path: '/responses' },
+    ]);
+  });
+
+  it('refuses `api` on a worker that speaks one protocol, and an unknown API', () => {
+    expect(() => config({ workers: { codex: { api: 'chat' } } })).toThrow(
+      /workers\.codex\.api.*codex speaks only responses/s,
+    );
+    expect(() => config({ workers: { claude: { api: 'responses' } } })).toThrow(/workers\.claude\.api/);
+    expect(() => config({ workers: { qwen: { api: 'completions' } } })).toThrow(/workers\.qwen\.api/);
+  });
+});

@@ -63,3 +63,15 @@ describe('the redaction point', () => {
     ).toThrow(/redact\.patterns\[0\]: expected a regular expression/);
   });
 });
+
+describe('masking a binary file in place', () => {
+  it('hides every secret and pattern match by as many characters, so nothing after it moves', () => {
+    const redaction = new Redaction(['sk-live-0123456789abcdef'], ['internal-secret-\\d+']);
+    const binary = 'page\0sk-live-0123456789abcdef\0row internal-secret-42 end\0';
+    const masked = redaction.mask(binary);
+    expect(masked).toBe('page\0[REDACTED]**************\0row [REDACTED]******** end\0');
+    expect(masked.length).toBe(binary.length);
+    // Shorter than the marker: stars only.
+    expect(new Redaction([], ['pw=\\w{3}']).mask('a pw=abc b')).toBe('a ****** b');
+  });
+});

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { WorkerEvent } from '../../src/core/ports.js';
 import { providerFailure } from '../../src/gateway/gateway-guards.js';
 import { matchRoute, WORKER_ROUTES } from '../../src/gateway/request-policy.js';
-import { AnthropicUsageMeter, usageMeter } from '../../src/gateway/sse-usage.js';
+import { AnthropicUsageMeter, askChatUsage, usageMeter } from '../../src/gateway/sse-usage.js';
 import { buildClaudeArgv, claudeEnv } from '../../src/worker/claude-adapter.js';
 import {
   ClaudeEventParser,
@@ -139,7 +139,7 @@ describe('the claude command line and environment', () => {
       model: 'm',
       baseUrl: 'http://127.0.0.1:8787/claude',
       apiKey: 'token',
-      configDir: '/h/claude',
+      home: '/h/claude',
     });
     expect(env).toMatchObject({
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:8787/claude',
@@ -271,7 +271,7 @@ describe('the gemini stream parser (real output) and metering', () => {
   });
 
   it("gemini's route is its model pin: only the configured model's streaming route", () => {
-    const routes = WORKER_KINDS.gemini.routes(['gemini-x']);
+    const routes = WORKER_KINDS.gemini.routes(['gemini-x'], 'gemini');
     expect(
       matchRoute('POST', '/gemini/v1beta/models/gemini-x:streamGenerateContent?alt=sse', '/gemini', routes),
     ).toMatchObject({ allowed: {} });
@@ -352,6 +352,13 @@ describe('the qwen stream (real output: Claude Code’s shape) and command line'
       HOME: '/h/qwen',
       QWEN_USAGE_STATISTICS_ENABLED: 'false',
     });
+    // `api: chat`: Chat Completions, on the same base URL and key.
+    expect(buildQwenArgv({ mode: 'exec', prompt: 'p', sessionId: 'S', model: 'm', api: 'chat' })).toEqual(
+      expect.arrayContaining(['--auth-type', 'openai']),
+    );
+    expect(
+      buildQwenArgv({ mode: 'exec', prompt: 'p', sessionId: 'S', model: 'm', api: 'chat' }),
+    ).not.toContain('openai-responses');
   });
 });
 
@@ -415,5 +422,97 @@ describe('the opencode stream (real output) and command line', () => {
       share: 'disabled',
     });
     expect(env).toMatchObject({ OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_DEFAULT_PLUGINS: '1' });
+    // `api: chat`: its bundled OpenAI-compatible provider, usage asked for, the same pinned model everywhere.
+    const chat = JSON.parse(
+      openCodeEnv({ model: 'm', baseUrl: 'http://r/opencode/v1', apiKey: 't', home: '/h', api: 'chat' })
+        .OPENCODE_CONFIG_CONTENT ?? '{}',
+    ) as Record<string, unknown>;
+    expect(chat).toMatchObject({
+      provider: {
+        'agent-runner': {
+          npm: '@ai-sdk/openai-compatible',
+          options: { baseURL: 'http://r/opencode/v1', apiKey: 't', includeUsage: true },
+          models: { m: {} },
+        },
+      },
+      model: 'agent-runner/m',
+      small_model: 'agent-runner/m',
+    });
+  });
+});
+
+describe('metering Chat Completions and answers that are not streams', () => {
+  it('reads the usage chunk of a stream; the last running total counts', () => {
+    const meter = usageMeter('chat');
+    const chunk = (value: Record<string, unknown>) => `data: ${JSON.stringify(value)}\n\n`;
+    const stream = [
+      chunk({ choices: [{ index: 0, delta: { content: 'hi' } }] }),
+      chunk({ choices: [{ index: 0, delta: {} }], usage: { prompt_tokens: 5, completion_tokens: 1 } }),
+      chunk({
+        choices: [],
+        usage: {
+          prompt_tokens: 50,
+          completion_tokens: 7,
+          prompt_tokens_details: { cached_tokens: 30 },
+          completion_tokens_details: { reasoning_tokens: 3 },
+        },
+      }),
+      'data: [DONE]\n\n',
+    ].join('');
+    meter.push(stream.slice(0, 33));
+    meter.push(stream.slice(33));
+    expect(meter.end()).toEqual({
+      inputTokens: 50,
+      cachedInputTokens: 30,
+      outputTokens: 7,
+      reasoningTokens: 3,
+    });
+    expect(usageMeter('chat').end()).toBeNull();
+  });
+
+  it('a `stream: false` answer is metered from its own usage, in every protocol', () => {
+    const whole = (protocol: Parameters<typeof usageMeter>[0], body: unknown) => {
+      const meter = usageMeter(protocol);
+      const text = JSON.stringify(body, null, 2);
+      meter.push(text.slice(0, 10));
+      meter.push(text.slice(10));
+      return meter.end();
+    };
+    expect(whole('chat', { choices: [], usage: { prompt_tokens: 9, completion_tokens: 4 } })).toMatchObject({
+      inputTokens: 9,
+      outputTokens: 4,
+    });
+    expect(whole('responses', { output: [], usage: { input_tokens: 8, output_tokens: 3 } })).toMatchObject({
+      inputTokens: 8,
+      outputTokens: 3,
+    });
+    expect(whole('anthropic', { content: [], usage: { input_tokens: 7, output_tokens: 2 } })).toMatchObject({
+      inputTokens: 7,
+      outputTokens: 2,
+    });
+    expect(
+      whole('gemini', { candidates: [], usageMetadata: { promptTokenCount: 6, candidatesTokenCount: 1 } }),
+    ).toMatchObject({ inputTokens: 6, outputTokens: 1 });
+    expect(whole('chat', { error: { message: 'no' } })).toBeNull();
+    expect(whole('chat', [1, 2])).toBeNull();
+  });
+
+  it('the gateway asks a streamed chat request for its usage, whatever the worker sent', () => {
+    const asked = (body: unknown) =>
+      JSON.parse(askChatUsage(Buffer.from(JSON.stringify(body))).toString('utf8'));
+    expect(asked({ model: 'm', messages: [], stream: true })).toEqual({
+      model: 'm',
+      messages: [],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    expect(asked({ model: 'm', stream: true, stream_options: { include_usage: false, x: 1 } })).toEqual({
+      model: 'm',
+      stream: true,
+      stream_options: { include_usage: true, x: 1 },
+    });
+    // Not a stream, or not JSON: unchanged (its answer carries its usage, or it is refused upstream).
+    expect(asked({ model: 'm', stream: false })).toEqual({ model: 'm', stream: false });
+    expect(askChatUsage(Buffer.from('not json')).toString('utf8')).toBe('not json');
   });
 });

@@ -1,8 +1,9 @@
 /**
- * The workers beside codex that speak the Responses API: the real Qwen Code (on its own Node 22) and the real
- * OpenCode (its native binary) in the real worker image, on a real Docker engine, each talking to its model
- * only through the gateway (gateway-only), which forwards to a scripted Responses API server on this machine's
- * loopback (the wire protocol codex speaks, at each worker's own prefix with its own key and model).
+ * The workers beside codex that speak OpenAI's APIs, each over both: the real Qwen Code (on its own Node 22)
+ * and the real OpenCode (its native binary) in the real worker image, on a real Docker engine, each talking
+ * to its model only through the gateway (gateway-only), which forwards to a scripted server on this machine's
+ * loopback speaking the Responses API (the wire protocol codex speaks) or streamed Chat Completions
+ * (`workers.<type>.api: chat`), at each worker's own prefix with its own key and model.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { VERSION } from '../../src/version.js';
 import type { WorkerAdapter } from '../../src/core/ports.js';
 import { OpenCodeWorkerAdapter } from '../../src/worker/opencode-adapter.js';
 import { QwenWorkerAdapter } from '../../src/worker/qwen-adapter.js';
+import { OPENAI_APIS, type OpenAiApi } from '../../src/worker/worker-kinds.js';
 import {
   ScriptedResponsesServer,
   assistantMessage,
@@ -39,6 +41,7 @@ const MODEL = 'responses-scripted-test';
 
 interface Case {
   type: 'qwen' | 'opencode';
+  api: OpenAiApi;
   adapter: (wiring: { baseUrl: string; token: string; home: string }) => WorkerAdapter;
   /** The worker's own shell tool call. */
   shell: (command: string) => ResponseOutputItem;
@@ -46,22 +49,27 @@ interface Case {
   session: RegExp;
 }
 
-const CASES: Case[] = [
+const CASES: Case[] = OPENAI_APIS.flatMap((api): Case[] => [
   {
     type: 'qwen',
+    api,
     adapter: ({ baseUrl, token, home }) =>
-      new QwenWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
+      new QwenWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home, api }),
     shell: shellCall,
     session: /^[0-9a-f-]{36}$/,
   },
   {
     type: 'opencode',
+    api,
     adapter: ({ baseUrl, token, home }) =>
-      new OpenCodeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home }),
+      new OpenCodeWorkerAdapter(runtime, { model: MODEL, baseUrl, apiKey: token, home, api }),
     shell: bashCall,
     session: /^ses_[0-9A-Za-z]+$/,
   },
-];
+]);
+/** Each API's route below a worker's `/v1`, and the other one (refused). */
+const ROUTE: Record<OpenAiApi, string> = { responses: '/responses', chat: '/chat/completions' };
+const OTHER: Record<OpenAiApi, OpenAiApi> = { responses: 'chat', chat: 'responses' };
 const docker = createDockerClient();
 const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
 let image = '';
@@ -87,6 +95,7 @@ function sandboxOf(worker: Case, upstream: ScriptedResponsesServer, budget?: Gat
     ...(budget ? { budget } : {}),
     image,
     type: worker.type,
+    protocol: worker.api,
     upstream: { baseUrl: upstream.baseUrl('127.0.0.1'), apiKey: REAL_KEY },
     model: MODEL,
     adapter: worker.adapter,
@@ -103,7 +112,8 @@ const turn = (
   usage: { inputTokens: input, outputTokens: output },
 });
 
-describe.each(CASES)('$type as a worker, through the gateway (gateway-only)', (cli) => {
+describe.each(CASES)('$type over $api as a worker, through the gateway (gateway-only)', (cli) => {
+  const route = `/${cli.type}/v1${ROUTE[cli.api]}`;
   it('writes a file, runs a failing and a passing command, commits; then resume continues the same session', async () => {
     const upstream = await upstreamOf([
       turn([cli.shell('printf "hello\\n" > hello.txt')], 120, 11),
@@ -148,7 +158,7 @@ describe.each(CASES)('$type as a worker, through the gateway (gateway-only)', (c
     });
     expect(calls).toHaveLength(5);
     for (const seen of calls) {
-      expect(seen).toMatchObject({ method: 'POST', path: '/v1/responses' });
+      expect(seen).toMatchObject({ method: 'POST', path: `/v1${ROUTE[cli.api]}` });
       expect(seen.headers.authorization).toBe(`Bearer ${REAL_KEY}`);
       expect((seen.body as { model?: string }).model).toBe(MODEL);
     }
@@ -170,22 +180,33 @@ describe.each(CASES)('$type as a worker, through the gateway (gateway-only)', (c
   it('another model, another route or a query is refused; its own route passes', async () => {
     const upstream = await upstreamOf([turn([assistantMessage('canary answer')], 10, 2)]);
     const budget = switchableBudget();
-    const { sandbox } = await sandboxOf(cli, upstream, budget);
-    const body = (model: string) => ({ model, input: [{ role: 'user', content: 'x' }], stream: true });
+    const { gateway, sandbox } = await sandboxOf(cli, upstream, budget);
+    // No `stream_options`: a Chat Completions stream is metered all the same (the gateway asks for its usage).
+    const message = [{ role: 'user', content: 'x' }];
+    const body = (model: string) =>
+      cli.api === 'chat'
+        ? { model, messages: message, stream: true }
+        : { model, input: message, stream: true };
     const lines = await probeRequests(runtime, sandbox.id, 'authorization', [
-      { target: `/${cli.type}/v1/responses`, body: body('another-model') },
-      { target: `/${cli.type}/v1/chat/completions`, body: body(MODEL) },
-      { target: `/${cli.type}/v1/responses?stream=true`, body: body(MODEL) },
-      { target: '/v1/responses', body: body(MODEL) },
-      { target: `/${cli.type}/v1/responses`, body: body(MODEL), key: 'not-the-token' },
-      { target: `/${cli.type}/v1/responses`, body: body(MODEL) },
+      { target: route, body: body('another-model') },
+      { target: `/${cli.type}/v1${ROUTE[OTHER[cli.api]]}`, body: body(MODEL) },
+      { target: `${route}?stream=true`, body: body(MODEL) },
+      { target: `/v1${ROUTE[cli.api]}`, body: body(MODEL) },
+      { target: route, body: body(MODEL), key: 'not-the-token' },
+      { target: route, body: body(MODEL) },
     ]);
     expect(lines.map((line) => line.split(' ')[1])).toEqual(['403', '403', '403', '403', '401', '200']);
     expect(upstream.responseRequests()).toHaveLength(1);
+    expect(gateway.takeWorkerUsage()).toEqual({
+      inputTokens: 10,
+      cachedInputTokens: 0,
+      outputTokens: 2,
+      reasoningTokens: 0,
+    });
     // Once the budget is spent, the same legitimate request is refused before it leaves.
     budget.spend();
     const [afterBudget] = await probeRequests(runtime, sandbox.id, 'authorization', [
-      { target: `/${cli.type}/v1/responses`, body: body(MODEL) },
+      { target: route, body: body(MODEL) },
     ]);
     expect(afterBudget).toMatch(/ 403 .*budget/);
     expect(upstream.responseRequests()).toHaveLength(1);

@@ -1,0 +1,161 @@
+/**
+ * A redacted value printed by each worker CLI beside codex (Claude Code, Gemini CLI, Qwen Code over Chat
+ * Completions, OpenCode), in its command and in its output, is looked for in everything agent-runner keeps
+ * for the task: the run directory (the journal, the worker logs, the Meta-agent call logs, each worker's own
+ * state: claude's transcripts, gemini's and qwen's chats, opencode's SQLite database), the note and the
+ * `--json` output. A canary printed the same way but matching no pattern is found in each worker's own state
+ * first (the search can see what it looks for). The worker's state survives the redaction: the next run
+ * resumes the same session and the task ends COMPLETE. The real CLI, the real binaries in the real sandbox,
+ * the models scripted by agent-runner's own `--model-script` server.
+ */
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { Cassette } from '../../src/gateway/cassette.js';
+import { runCliCaptured } from '../support/cli.js';
+import {
+  DEMO_PRD,
+  SLUG_FIXED,
+  SLUG_TEST,
+  assessment,
+  demoRepo,
+  heredoc,
+  jsonEvents,
+  nextAction,
+} from '../support/demo-task.js';
+import { taskContainers } from '../support/task-containers.js';
+
+const SECRET = 'SECRET-Q7W3E9R2T5Y8';
+const CANARY = 'CANARY-visible-5b7e';
+
+function script(taskId: string, worker: string): string {
+  const meta = [
+    [
+      'type: plan_task',
+      'version: 1',
+      'payload:',
+      `  task_id: ${taskId}`,
+      '  acceptance_criteria:',
+      '    - id: AC-1',
+      '      description: slugify passes its tests (npm test).',
+      '      type: test',
+      '      critical: true',
+      '      check:',
+      '        kind: command',
+      '        command: npm test',
+    ].join('\n'),
+    nextAction(worker, 'Look at the environment first.', 'Print the build values.'),
+    assessment(false, 'Nothing is implemented yet.'),
+    nextAction(
+      worker,
+      'Continue in the same session.',
+      'Implement slugify with its tests; commit.',
+      'resume',
+    ),
+    assessment(true, 'npm test passes on the committed tree.'),
+  ];
+  const turns = [
+    // The secret in the command itself, and built at run time so that only the output holds it.
+    { run: `echo "${CANARY} ${SECRET}"; printf 'SEC%s %s\\n' 'RET-Q7W3E9R2T5Y8' '${CANARY}'` },
+    { message: `Printed ${CANARY} and ${SECRET}.` },
+    {
+      run: `${heredoc('slug.js', SLUG_FIXED)}\n${heredoc('slug.test.js', SLUG_TEST)}\ngit add -A && git -c user.name=w -c user.email=w@e commit -q -m 'Add slugify'`,
+    },
+    { message: 'Added slugify and its tests.' },
+  ];
+  return JSON.stringify({ meta, worker: turns });
+}
+
+/** Every regular file under `dir`, read byte for byte (latin1: a database's text is found as it is). */
+function filesUnder(dir: string): { file: string; text: string }[] {
+  const out: { file: string; text: string }[] = [];
+  for (const name of readdirSync(dir)) {
+    const full = path.join(dir, name);
+    const stats = statSync(full);
+    if (stats.isDirectory()) out.push(...filesUnder(full));
+    else if (stats.isFile()) out.push({ file: full, text: readFileSync(full, 'latin1') });
+  }
+  return out;
+}
+
+describe.each([
+  ['claude', ''],
+  ['gemini', ''],
+  ['qwen', 'workers:\n  qwen:\n    api: chat\n'],
+  ['opencode', ''],
+])('a redacted value printed by %s', (worker, workers) => {
+  it('is in nothing agent-runner keeps, its state included; the state still resumes', async () => {
+    const taskId = `REDACT-${worker.toUpperCase()}`;
+    const repo = demoRepo(`${workers}redact:\n  patterns:\n    - 'SECRET-[A-Z0-9]{12}'\n`);
+    const scriptFile = `${repo}-script.json`;
+    writeFileSync(scriptFile, script(taskId, worker));
+    onTestFinished(() => rmSync(scriptFile, { force: true }));
+    onTestFinished(async () => expect(await taskContainers(taskId, repo)).toEqual([]));
+    const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
+    delete env.OPENAI_API_KEY;
+    const cassette = `${repo}-cassette.json`;
+    onTestFinished(() => rmSync(cassette, { force: true }));
+    const result = await runCliCaptured(
+      [
+        'run',
+        '--prd',
+        DEMO_PRD,
+        '--task-id',
+        taskId,
+        '--json',
+        '--model-script',
+        scriptFile,
+        '--record',
+        cassette,
+      ],
+      { cwd: repo, env },
+    );
+    const events = jsonEvents(result.stdout);
+    const summary = events.at(-1) as unknown as { state: string; notePath: string };
+    expect(summary.state, result.stderr).toBe('COMPLETE');
+    const started = events.filter((event) => event.type === 'worker_started');
+    expect(started.map((event) => [event.worker, event.mode])).toEqual([
+      [worker, 'exec'],
+      [worker, 'resume'],
+    ]);
+
+    // The second run continued the first one's session, from the state redacted after the first.
+    const records = new Map(
+      events
+        .filter((event) => event.type === 'run_recorded')
+        .map((event) => {
+          const { run, record } = event as unknown as { run: number; record: { threadId?: string } };
+          return [run, record.threadId] as const;
+        }),
+    );
+    expect(records.get(1)).toMatch(/\S{8,}/);
+    expect(records.get(2)).toBe(records.get(1));
+    // ...and with its whole history: the resumed run's first request carries what the first run printed.
+    const { exchanges } = JSON.parse(readFileSync(cassette, 'utf8')) as Cassette;
+    const resumed = exchanges
+      .filter((exchange) => exchange.kind === 'worker')
+      .map((exchange) => JSON.stringify(exchange.request))
+      .find((request) => request.includes('Implement slugify'));
+    expect(resumed).toContain(CANARY);
+    expect(resumed).not.toContain(SECRET);
+    expect(events.filter((event) => event.type === 'worker_finished').map((event) => event.failed)).toEqual([
+      false,
+      false,
+    ]);
+
+    const runDir = path.join(repo, '.agent-runner', 'runs', taskId);
+    // The worker's own state recorded what it printed: the canary is there, so the search sees that state.
+    const state = filesUnder(path.join(runDir, 'codex-home', worker));
+    expect(
+      state.filter((entry) => entry.text.includes(CANARY)).map((entry) => entry.file),
+      `${worker}'s state records the run`,
+    ).not.toEqual([]);
+    const kept = [
+      ...filesUnder(runDir),
+      { file: summary.notePath, text: readFileSync(summary.notePath, 'utf8') },
+      { file: 'stdout', text: result.stdout },
+      { file: 'stderr', text: result.stderr },
+    ];
+    expect(kept.filter((entry) => entry.text.includes(SECRET)).map((entry) => entry.file)).toEqual([]);
+  }, 300_000);
+});

@@ -1,0 +1,84 @@
+/**
+ * The demo task (examples/slugify) as end-to-end tests drive it with a scripted model: its repository as a
+ * fresh git repository, the Meta-agent's replies as the model script writes them, the slug files, the
+ * `--json` events.
+ */
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { onTestFinished } from 'vitest';
+import { git } from './task-repo.js';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const DEMO_PRD = path.join(ROOT, 'examples', 'slugify', 'PRD.md');
+
+/** The demo's repository as a fresh git repository, with `config` as its agent-runner.yaml. */
+export function demoRepo(config: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ar-demo-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(path.join(ROOT, 'examples', 'slugify', 'repo'), dir, { recursive: true });
+  writeFileSync(path.join(dir, 'agent-runner.yaml'), config);
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'add', '-A');
+  git(dir, '-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '-m', 'base');
+  return dir;
+}
+
+export function nextAction(
+  workerType: string,
+  reason: string,
+  prompt: string,
+  mode: 'exec' | 'resume' = 'exec',
+): string {
+  return [
+    'type: next_action',
+    'version: 1',
+    'payload:',
+    '  decision:',
+    '    action: run_worker',
+    `    reason: ${reason}`,
+    '  used_patterns: []',
+    '  worker_call:',
+    `    worker_type: ${workerType}`,
+    `    mode: ${mode}`,
+    '    prompt: |',
+    `      ${prompt}`,
+  ].join('\n');
+}
+
+export function assessment(done: boolean, summary: string): string {
+  return [
+    'type: completion_assessment',
+    'version: 1',
+    'payload:',
+    `  all_criteria_satisfied: ${done}`,
+    `  summary: ${summary}`,
+    '  by_criterion:',
+    '    - id: AC-1',
+    `      status: ${done ? 'passed' : 'failed'}`,
+    `      comment: ${done ? 'npm test passed in the sandbox.' : 'npm test fails.'}`,
+  ].join('\n');
+}
+
+export const SLUG_BROKEN = `exports.slugify = (text) => text.toLowerCase().split(' ').join('-');\n`;
+export const SLUG_FIXED = `exports.slugify = (text) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean).join('-');\n`;
+export const SLUG_TEST = [
+  "const test = require('node:test');",
+  "const assert = require('node:assert');",
+  "const { slugify } = require('./slug.js');",
+  "test('joins words', () => assert.strictEqual(slugify('Hello Big World'), 'hello-big-world'));",
+  "test('separators', () => assert.strictEqual(slugify('C++ & Rust!'), 'c-rust'));",
+  '',
+].join('\n');
+
+export const heredoc = (file: string, content: string) => `cat > ${file} <<'EOF'\n${content}EOF`;
+
+/** The `--json` lines of a run. */
+export function jsonEvents(stdout: string): { type: string; [key: string]: unknown }[] {
+  return stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { type: string; [key: string]: unknown });
+}
