@@ -15,6 +15,8 @@ import { registerRunCommand } from './run-command.js';
 import { registerResumeCommand } from './resume-command.js';
 import { registerStatusCommand } from './status-command.js';
 import { registerGcCommand } from './gc-command.js';
+import { registerServeCommand } from './serve-command.js';
+import { registerClientCommands } from './client-commands.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
@@ -47,6 +49,8 @@ export function createProgram(context: CommandContext): Command {
   registerImageCommand(program, context);
   registerDoctorCommand(program, context);
   registerPlanCommand(program, context);
+  registerServeCommand(program, context);
+  registerClientCommands(program, context);
   return program;
 }
 

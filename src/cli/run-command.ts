@@ -5,10 +5,10 @@
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import type { TaskSpec } from '../compose/task-spec.js';
-import { loadConfig } from '../config/load.js';
-import type { TaskSummary } from '../core/types.js';
+import { newTaskSpec } from '../compose/new-task-spec.js';
 import { loadPrd } from '../prd/load-prd.js';
+import type { TaskSpec } from '../compose/task-spec.js';
+import type { TaskSummary } from '../core/types.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { createProjectProgress } from '../parallel/project-progress.js';
 import type { ProjectHooks, ProjectOptions } from '../parallel/run-project.js';
@@ -33,6 +33,7 @@ export interface RunCommandOptions {
   record?: string;
   replay?: string;
   single?: boolean;
+  detach?: boolean;
 }
 
 /** The config layer of the flags `run` and `resume` share. */
@@ -79,35 +80,29 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
   const { env } = context;
   // Loaded while the PRD, the repository and the config are read (the runner's modules are most of start-up).
   import('../app.js').catch(() => undefined);
+  // The PRD first, then the repository: the errors come in the order a person fixes them.
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);
   const repository = await inspectRepository(context.cwd);
-  const config = await loadConfig({
-    repoRoot: repository.root,
-    env,
-    flags: flagsLayer(options),
-    ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
-  });
-  const { newTaskId } = await import('../app.js');
   const models = {
     ...(options.modelScript ? { script: path.resolve(context.cwd, options.modelScript) } : {}),
     ...(options.record ? { record: path.resolve(context.cwd, options.record) } : {}),
     ...(options.replay ? { replay: path.resolve(context.cwd, options.replay) } : {}),
   };
   return driveTask(
-    {
+    await newTaskSpec({
       repoRoot: repository.root,
-      prd,
       prdPath,
-      taskId: options.taskId ?? newTaskId(prd),
-      ...(options.base !== undefined ? { base: options.base } : {}),
-      config,
+      prd,
       env,
+      overrides: flagsLayer(options),
+      ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
+      ...(options.taskId !== undefined ? { taskId: options.taskId } : {}),
+      ...(options.base !== undefined ? { base: options.base } : {}),
+      models,
       keepSandbox: Boolean(options.keepSandbox),
-      dodSkipped: Boolean(options.skipDod),
-      start: { kind: 'new' },
-      ...(Object.keys(models).length > 0 ? { models } : {}),
-    },
+      skipDod: Boolean(options.skipDod),
+    }),
     options.single ? { single: true } : {},
     options,
     context,
@@ -226,7 +221,16 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       '--replay <file>',
       'answer every model call from this cassette, with no upstream (deterministic re-run)',
     )
+    .option(
+      '--detach',
+      "start the task in the background (in the repository's server) and print its id at once",
+    )
     .action(async (options: RunCommandOptions) => {
+      if (options.detach) {
+        const { detachRun } = await import('./client-commands.js');
+        await detachRun(options, context);
+        return;
+      }
       await runCommand(options, context);
     });
 }

@@ -15,14 +15,21 @@ export const DEMO_PRD = path.join(ROOT, 'examples', 'slugify', 'PRD.md');
 
 /** The demo's repository as a fresh git repository, with `config` as its agent-runner.yaml. */
 export function demoRepo(config: string): string {
+  const { dir, remove } = createDemoRepo(config);
+  onTestFinished(remove);
+  return dir;
+}
+
+/** The same, outside a test (a file's shared repository): the caller removes it. */
+export function createDemoRepo(config: string): { dir: string; remove: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), 'ar-demo-'));
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
   cpSync(path.join(ROOT, 'examples', 'slugify', 'repo'), dir, { recursive: true });
   writeFileSync(path.join(dir, 'agent-runner.yaml'), config);
   git(dir, 'init', '-q', '-b', 'main');
   git(dir, 'add', '-A');
   git(dir, '-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '-m', 'base');
-  return dir;
+  return { dir, remove };
 }
 
 export function nextAction(

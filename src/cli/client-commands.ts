@@ -1,0 +1,180 @@
+/**
+ * The CLI verbs that talk to the repository's server, thin clients of its API: `run --detach` (start a task
+ * and return its id at once; a server is started on demand, detached, when none runs), `wait ID...` (until
+ * every task ended; the highest exit code), `logs [-f] ID` (its progress, as `run` prints it) and
+ * `answer ID TEXT` (its `ask_human` question). They work the same for tasks started from the web page, and
+ * `wait` and `logs` for tasks started by `run` in a terminal (the server reads the same journals).
+ */
+import { spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Command } from 'commander';
+import type { StampedEvent } from '../core/events.js';
+import type { TaskSummary } from '../core/types.js';
+import { EXIT_CODES, UserError } from '../errors.js';
+import { ServeClient, readServeInfo, type ServeInfo } from '../serve/api-client.js';
+import { PACKAGE_ROOT } from '../version.js';
+import { inspectRepository } from '../workspace/inspect-repository.js';
+import { createProgressPrinter, formatSummary } from './progress.js';
+import type { CommandContext } from './program.js';
+import { flagsLayer, summaryObject, type RunCommandOptions } from './run-command.js';
+
+/** How long an idle server started on demand stays (no task of its own running, no request). */
+export const ON_DEMAND_IDLE = '10m';
+const SERVER_START_MS = 20_000;
+
+/** The repository's server: the running one, or one started now, detached, that exits when idle. */
+async function serverFor(repoRoot: string, context: CommandContext): Promise<ServeClient> {
+  let info: ServeInfo | null = await readServeInfo(repoRoot);
+  if (info === null) {
+    const stateDir = path.join(repoRoot, '.agent-runner');
+    await mkdir(stateDir, { recursive: true });
+    const log = openSync(path.join(stateDir, 'serve.log'), 'a');
+    const bin = path.join(PACKAGE_ROOT, 'bin', 'agent-runner.js');
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--idle-exit', ON_DEMAND_IDLE], {
+      cwd: repoRoot,
+      env: context.env,
+      detached: true,
+      stdio: ['ignore', log, log],
+    });
+    child.unref();
+    const deadline = Date.now() + SERVER_START_MS;
+    while (info === null && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      info = await readServeInfo(repoRoot);
+    }
+    if (info === null)
+      throw new UserError(
+        'usage',
+        `The agent-runner server did not start within ${SERVER_START_MS / 1000} s: see ${path.join(stateDir, 'serve.log')}.`,
+      );
+    context.output.err(
+      `agent-runner: started a server for this repository at ${info.url} (it exits when idle)`,
+    );
+  }
+  return new ServeClient(info.url, info.token);
+}
+
+/** `run --detach`: the task is started by the server; its id is printed at once. */
+export async function detachRun(options: RunCommandOptions, context: CommandContext): Promise<void> {
+  for (const [flag, given] of [
+    ['--record', options.record],
+    ['--replay', options.replay],
+    ['--keep-sandbox', options.keepSandbox],
+    ['--config', options.config],
+  ] as const)
+    if (given)
+      throw new UserError(
+        'usage',
+        `${flag} is not available with --detach: run the task in this terminal instead.`,
+      );
+  const repository = await inspectRepository(context.cwd);
+  const client = await serverFor(repository.root, context);
+  const overrides = flagsLayer(options);
+  if (options.single) Object.assign(overrides, { parallel: { split: 'never' } });
+  const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
+    prdPath: path.resolve(context.cwd, options.prd),
+    ...(options.taskId !== undefined ? { taskId: options.taskId } : {}),
+    ...(options.base !== undefined ? { base: options.base } : {}),
+    ...(options.skipDod ? { skipDod: true } : {}),
+    ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
+    config: overrides,
+  });
+  if (options.json) context.output.out(JSON.stringify({ type: 'detached', taskId, server: client.url }));
+  else {
+    context.output.out(taskId);
+    context.output.err(
+      `agent-runner: ${taskId} runs in the background; follow it with \`agent-runner logs -f ${taskId}\`, ` +
+        `wait for it with \`agent-runner wait ${taskId}\`, or watch it at ${client.url}`,
+    );
+  }
+}
+
+async function clientHere(context: CommandContext): Promise<ServeClient> {
+  return ServeClient.forRepository((await inspectRepository(context.cwd)).root);
+}
+
+/** Follows one task to its end; its summary (null: it ended without one, e.g. its runner died). */
+async function waitFor(
+  client: ServeClient,
+  taskId: string,
+): Promise<{ taskId: string; summary: TaskSummary | null }> {
+  for await (const event of client.events(taskId)) void event;
+  const detail = await client.request<{ summary: TaskSummary | null }>('GET', `/api/tasks/${taskId}`);
+  return { taskId, summary: detail.summary };
+}
+
+export async function waitCommand(
+  taskIds: string[],
+  options: { json?: boolean },
+  context: CommandContext,
+): Promise<void> {
+  const client = await clientHere(context);
+  const results = await Promise.all(taskIds.map((taskId) => waitFor(client, taskId)));
+  let worst: number = EXIT_CODES.complete;
+  for (const { taskId, summary } of results) {
+    const code = summary?.exitCode ?? EXIT_CODES.failed;
+    worst = Math.max(worst, code);
+    if (options.json)
+      context.output.out(
+        JSON.stringify(
+          summary
+            ? context.redaction.value(summaryObject(summary))
+            : { type: 'summary', taskId, state: null, exitCode: code },
+        ),
+      );
+    else if (summary) for (const line of formatSummary(summary)) context.output.out(line);
+    else
+      context.output.out(
+        `${taskId}: ended without a summary (its runner stopped): \`agent-runner resume ${taskId}\``,
+      );
+  }
+  context.setExitCode(worst);
+}
+
+export async function logsCommand(
+  taskId: string,
+  options: { follow?: boolean },
+  context: CommandContext,
+): Promise<void> {
+  const client = await clientHere(context);
+  const print = createProgressPrinter((line) => context.output.out(line));
+  for await (const message of client.events(taskId, { follow: Boolean(options.follow) }))
+    if (message.event === 'journal') print(JSON.parse(message.data) as StampedEvent);
+}
+
+export async function answerCommand(taskId: string, text: string, context: CommandContext): Promise<void> {
+  const client = await clientHere(context);
+  await client.request('POST', `/api/tasks/${taskId}/answer`, { text });
+  context.output.err(`agent-runner: answered ${taskId}`);
+}
+
+export function registerClientCommands(program: Command, context: CommandContext): void {
+  program
+    .command('wait')
+    .description(
+      'Wait for tasks (started with --detach, from the web view, or in a terminal) to end; exit with the highest exit code.',
+    )
+    .argument('<id...>', 'task ids')
+    .option('--json', 'one summary object per task on stdout')
+    .action(async (taskIds: string[], options: { json?: boolean }) => {
+      await waitCommand(taskIds, options, context);
+    });
+  program
+    .command('logs')
+    .description("A task's progress, as `run` prints it")
+    .argument('<id>', 'task id')
+    .option('-f, --follow', 'keep following until the task ends')
+    .action(async (taskId: string, options: { follow?: boolean }) => {
+      await logsCommand(taskId, options, context);
+    });
+  program
+    .command('answer')
+    .description("Answer a task's question (ask_human) when it runs in the background")
+    .argument('<id>', 'task id')
+    .argument('<text>', 'the answer')
+    .action(async (taskId: string, text: string) => {
+      await answerCommand(taskId, text, context);
+    });
+}

@@ -1,0 +1,146 @@
+/**
+ * `agent-runner serve`: the second front door. One process serves the HTTP API (and the web view) for the
+ * repository it starts in and runs the tasks it is asked to start, through the same composition as `run`.
+ * It listens on 127.0.0.1:7770 by default; every request needs the random token it prints at start. Another
+ * host only with `--host`, with a warning, and the token still required. Its address and token are written
+ * to `.agent-runner/serve.json` (readable by the user alone), which `run --detach`, `wait`, `logs` and
+ * `answer` read. Ctrl-C stops every task it runs as Ctrl-C stops `run` (the work saved, the notes written).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import { parseDuration } from '../config/units.js';
+import { UserError } from '../errors.js';
+import { SERVE_FILE, type ServeInfo } from '../serve/api-client.js';
+import { inspectRepository } from '../workspace/inspect-repository.js';
+import type { CommandContext } from './program.js';
+
+export const DEFAULT_SERVE_PORT = 7770;
+
+export interface ServeOptions {
+  host?: string;
+  port?: string;
+  /** Exit after this long with no task of its own running and no request (a server started on demand). */
+  idleExit?: string;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
+
+/** Starts the server; resolves once it listens, with a function that stops it (and its tasks). */
+export async function startServer(
+  options: ServeOptions,
+  context: CommandContext,
+): Promise<{ info: ServeInfo; repoRoot: string; idleFor: () => number; close: () => Promise<void> }> {
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port === undefined ? DEFAULT_SERVE_PORT : Number(options.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UserError('usage', `--port ${options.port}: give a port number (0 for any free one).`);
+  const repository = await inspectRepository(context.cwd);
+  // The repository's keys and patterns are hidden from every answer from the start.
+  const config = await loadConfig({ repoRoot: repository.root, env: context.env, flags: {} });
+  const [{ createApp }, { TaskBoard }, { createApi }, { serve }] = await Promise.all([
+    import('../app.js'),
+    import('../serve/task-board.js'),
+    import('../serve/http-api.js'),
+    import('@hono/node-server'),
+  ]);
+  const app = createApp(context.env, {}, context.redaction);
+  app.host.protect(config, context.env);
+  const board = new TaskBoard(repository.root, app, context.env);
+  const token = randomBytes(24).toString('base64url');
+  let lastActivity = Date.now();
+  const api = createApi(board, {
+    token,
+    redaction: context.redaction,
+    onRequest: () => {
+      lastActivity = Date.now();
+    },
+  });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const started = serve({ fetch: api.fetch, hostname: host, port }, () => resolve(started));
+    started.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new UserError(
+              'usage',
+              `Port ${port} on ${host} is in use: another server runs there? Give --port.`,
+            )
+          : error,
+      ),
+    );
+  });
+  const address = server.address();
+  const actualPort = typeof address === 'object' && address !== null ? address.port : port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  const info: ServeInfo = { url: `http://${shown}:${actualPort}`, token, pid: process.pid };
+  const serveFile = path.join(repository.root, '.agent-runner', SERVE_FILE);
+  await mkdir(path.dirname(serveFile), { recursive: true });
+  await writeFile(serveFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  return {
+    info,
+    repoRoot: repository.root,
+    idleFor: () => (board.hasLive() ? 0 : Date.now() - lastActivity),
+    close: async () => {
+      await board.stopAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(serveFile, { force: true });
+    },
+  };
+}
+
+export async function serveCommand(options: ServeOptions, context: CommandContext): Promise<void> {
+  const { output } = context;
+  const host = options.host ?? '127.0.0.1';
+  if (!LOOPBACK.has(host))
+    output.err(
+      `agent-runner serve: warning: listening on ${host}, reachable from other machines; the token is still ` +
+        'required, but it travels in clear text (plain HTTP): put the server behind TLS or an SSH tunnel.',
+    );
+  const idleExitMs = options.idleExit === undefined ? null : (parseDuration(options.idleExit) ?? null);
+  if (idleExitMs === null && options.idleExit !== undefined)
+    throw new UserError('usage', `--idle-exit ${options.idleExit}: give a duration like 10m.`);
+  const server = await startServer(options, context);
+  output.err(`agent-runner serve: ${server.repoRoot}`);
+  output.out(`${server.info.url}/?token=${server.info.token}`);
+  output.err(`Token (every request needs it, as Authorization: Bearer <token>): ${server.info.token}`);
+  output.err('Ctrl-C stops the server and every task it runs (their work saved, their notes written).');
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      output.err(`agent-runner serve: ${signal}: stopping the tasks it runs, saving their work`);
+      void server.close().then(resolve, resolve);
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    if (idleExitMs !== null) {
+      const timer = setInterval(
+        () => {
+          if (server.idleFor() < idleExitMs) return;
+          clearInterval(timer);
+          output.err(`agent-runner serve: idle for ${options.idleExit}: exiting`);
+          stop('SIGTERM');
+        },
+        Math.min(30_000, Math.max(1_000, idleExitMs / 4)),
+      );
+    }
+  });
+}
+
+export function registerServeCommand(program: Command, context: CommandContext): void {
+  program
+    .command('serve')
+    .description('Serve the HTTP API and the web view for this repository, and run the tasks started there.')
+    .option(
+      '--host <address>',
+      'address to listen on (default 127.0.0.1; another one is reachable from outside)',
+    )
+    .option('--port <n>', `port (default ${DEFAULT_SERVE_PORT}; 0: any free one)`)
+    .option('--idle-exit <duration>', 'exit after this long with no task running and no request (e.g. 10m)')
+    .action(async (options: ServeOptions) => {
+      await serveCommand(options, context);
+    });
+}

@@ -1,0 +1,35 @@
+/**
+ * The server's requests, as zod schemas: they validate each request (a bad body gets 400 naming the field)
+ * and the OpenAPI document is generated from them, so the two cannot drift apart.
+ */
+import { z } from 'zod';
+import { TASK_ID_PATTERN } from '../core/task-id.js';
+
+export const startTaskSchema = z
+  .strictObject({
+    prd: z.string().min(1).max(1_000_000).optional().describe('The PRD itself (Markdown)'),
+    prdPath: z.string().min(1).optional().describe('A PRD file, relative to the repository root'),
+    base: z.string().min(1).optional().describe('Base of the task branch (default: HEAD)'),
+    taskId: z.string().regex(TASK_ID_PATTERN).optional().describe('Task id (default: from the PRD title)'),
+    config: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('Configuration overrides, as agent-runner.yaml keys (checked like the file)'),
+    skipDod: z.boolean().optional().describe('Do not run the Definition-of-Done checks'),
+    modelScript: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('A scripted model (YAML, relative to the repository root) instead of a real one: the demo'),
+  })
+  .refine((body) => (body.prd === undefined) !== (body.prdPath === undefined), {
+    message: 'give exactly one of prd (the text) and prdPath (a file)',
+    path: ['prd'],
+  });
+export type StartTaskRequest = z.infer<typeof startTaskSchema>;
+
+export const answerSchema = z.strictObject({
+  text: z.string().min(1).max(100_000).describe("The answer to the task's question"),
+});
+
+export const taskIdParamSchema = z.string().regex(TASK_ID_PATTERN);

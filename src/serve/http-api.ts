@@ -1,0 +1,191 @@
+/**
+ * The server's HTTP API (Hono): every request carries the server's token (`Authorization: Bearer <token>`,
+ * or `?token=` for a browser's EventSource); bodies are checked by the zod schemas the OpenAPI document is
+ * made from; every answer and event passes the process's redaction point. Errors are JSON:
+ * `{"error": {"code", "message", "field"?}}`.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Hono, type Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import type { z } from 'zod';
+import { UserError } from '../errors.js';
+import type { Redaction } from '../notes/redact.js';
+import { answerSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
+import { journalLines } from './journal-follow.js';
+import { openApiDocument } from './openapi.js';
+import { NotServedError, type TaskBoard } from './task-board.js';
+
+/** How often a followed task that this server does not run is asked whether it still runs. */
+const LIVENESS_CHECK_MS = 1_000;
+
+function tokenMatches(given: string | undefined, token: string): boolean {
+  if (given === undefined) return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function apiError(
+  c: Context,
+  status: 400 | 401 | 404 | 409 | 500,
+  code: string,
+  message: string,
+  field?: string,
+) {
+  return c.json({ error: { code, message, ...(field !== undefined ? { field } : {}) } }, status);
+}
+
+/** A body checked by `schema`: the parsed value, or the 400 answer naming the first wrong field. */
+async function body<T>(c: Context, schema: z.ZodType<T>): Promise<{ value: T } | { answer: Response }> {
+  let raw: unknown;
+  try {
+    raw = await c.req.json();
+  } catch {
+    return { answer: apiError(c, 400, 'invalid_json', 'The body is not JSON.') };
+  }
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return { value: parsed.data };
+  const issue = parsed.error.issues[0];
+  const field = issue?.path.map(String).join('.') || undefined;
+  return {
+    answer: apiError(
+      c,
+      400,
+      'invalid_body',
+      `${field ?? 'body'}: ${issue?.message ?? 'invalid'}`,
+      field ?? '',
+    ),
+  };
+}
+
+/** The task named in the path, or the answer when the id is malformed (400) or unknown (404). */
+function named(c: Context): { taskId: string } | { answer: Response } {
+  const parsed = taskIdParamSchema.safeParse(c.req.param('id'));
+  if (!parsed.success) return { answer: apiError(c, 400, 'invalid_task_id', 'Not a task id.', 'id') };
+  return { taskId: parsed.data };
+}
+
+/** A task's journal as Server-Sent Events: from the start or after Last-Event-ID, then live until it ends. */
+function registerEvents(app: Hono, board: TaskBoard, options: { redaction: Redaction }): void {
+  const safe = <T>(value: T): T => options.redaction.value(value);
+  app.get('/api/tasks/:id/events', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const found = await board.get(task.taskId);
+    if (found === null) return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    const after = Number(c.req.header('last-event-id') ?? c.req.query('after') ?? 0);
+    let live = board.isLive(task.taskId, found.status);
+    let checkedAt = Date.now();
+    const ended = () => {
+      if (board.isServed(task.taskId)) return !board.isLive(task.taskId);
+      if (Date.now() - checkedAt > LIVENESS_CHECK_MS) {
+        checkedAt = Date.now();
+        void board.get(task.taskId).then((now) => {
+          live = now !== null && board.isLive(task.taskId, now.status);
+        });
+      }
+      return !live;
+    };
+    return streamSSE(c, async (stream) => {
+      const aborted = new AbortController();
+      stream.onAbort(() => aborted.abort());
+      for await (const line of journalLines(board.journalFile(task.taskId), {
+        afterLine: Number.isInteger(after) && after > 0 ? after : 0,
+        follow: c.req.query('follow') !== '0',
+        signal: aborted.signal,
+        ended,
+      }))
+        await stream.writeSSE({
+          id: String(line.id),
+          event: 'journal',
+          data: options.redaction.redactJsonText(line.text),
+        });
+      if (!aborted.signal.aborted) {
+        const last = await board.get(task.taskId);
+        await stream.writeSSE({
+          event: 'end',
+          data: JSON.stringify(
+            safe({ taskId: task.taskId, state: last?.state ?? null, exitCode: last?.exitCode ?? null }),
+          ),
+        });
+      }
+    });
+  });
+}
+
+export function createApi(
+  board: TaskBoard,
+  options: { token: string; redaction: Redaction; onRequest?: () => void },
+): Hono {
+  const app = new Hono();
+  const safe = <T>(value: T): T => options.redaction.value(value);
+
+  app.use('/api/*', async (c, next) => {
+    options.onRequest?.();
+    const header = c.req.header('authorization');
+    const given = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : c.req.query('token');
+    if (!tokenMatches(given, options.token))
+      return apiError(c, 401, 'unauthorized', 'Missing or wrong token: send Authorization: Bearer <token>.');
+    await next();
+    return undefined;
+  });
+
+  app.onError((error, c) => {
+    if (error instanceof NotServedError) return apiError(c, 409, 'not_served', error.message);
+    if (error instanceof UserError)
+      return apiError(c, 400, error.code, options.redaction.redact(error.message));
+    return apiError(c, 500, 'internal', options.redaction.redact(error.message));
+  });
+
+  app.get('/api/openapi.json', (c) => c.json(openApiDocument()));
+
+  app.get('/api/tasks', async (c) => c.json(safe({ tasks: await board.list() })));
+
+  app.post('/api/tasks', async (c) => {
+    const checked = await body(c, startTaskSchema);
+    if ('answer' in checked) return checked.answer;
+    const taskId = await board.start(checked.value);
+    return c.json({ taskId }, 202);
+  });
+
+  app.get('/api/tasks/:id', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const detail = await board.detail(task.taskId);
+    if (detail === null) return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    return c.json(safe(detail));
+  });
+
+  app.post('/api/tasks/:id/stop', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    if ((await board.get(task.taskId)) === null)
+      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    return c.json({ taskId: task.taskId, stop: board.stop(task.taskId) }, 202);
+  });
+
+  app.post('/api/tasks/:id/answer', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const checked = await body(c, answerSchema);
+    if ('answer' in checked) return checked.answer;
+    if ((await board.get(task.taskId)) === null)
+      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    board.answer(task.taskId, checked.value.text);
+    return c.json({ taskId: task.taskId, answered: true }, 202);
+  });
+
+  registerEvents(app, board, options);
+
+  app.get('/api/tasks/:id/note', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const note = await readFile(board.notePath(task.taskId), 'utf8').catch(() => null);
+    if (note === null) return apiError(c, 404, 'not_found', `Task ${task.taskId} has no note yet.`);
+    return c.text(options.redaction.redact(note), 200, { 'content-type': 'text/markdown; charset=utf-8' });
+  });
+
+  app.all('/api/*', (c) => apiError(c, 404, 'not_found', `No route ${c.req.method} ${c.req.path}.`));
+  return app;
+}

@@ -1,0 +1,312 @@
+/**
+ * The tasks of one repository as the server sees them: every task the journals hold (started here, from a
+ * terminal with `run`, or by an earlier server), and the ones this server runs itself, each through the same
+ * composition as `run` (the App), with a stop switch (as Ctrl-C: the work is saved) and a pending `ask_human`
+ * question that a client answers.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { App } from '../app.js';
+import { newTaskSpec } from '../compose/new-task-spec.js';
+import type { TaskSummary } from '../core/types.js';
+import { UserError } from '../errors.js';
+import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
+import type { JournalTaskState } from '../lifecycle/task-journal-state.js';
+import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
+import type { StartTaskRequest } from './api-schemas.js';
+
+/** What a task's page shows beyond its board line. */
+export interface TaskDetail {
+  plan: JournalTaskState['plan'];
+  runRecords: JournalTaskState['runs'];
+  summary: TaskSummary | null;
+}
+
+/** A task this server runs. */
+interface RunningTask {
+  startedAt: string;
+  stop: AbortController;
+  hurry: AbortController;
+  question: { text: string; answer: (text: string | null) => void } | null;
+  /** The summary, once it ended. */
+  summary: TaskSummary | null;
+  /** An error that ended it before it could write a summary (a bad base, an engine that is down). */
+  error: string | null;
+  done: Promise<void>;
+}
+
+/** What the API says about a task: the inventory's entry, plus what only the running server knows. */
+export interface BoardTask {
+  taskId: string;
+  status: TaskEntry['status'];
+  state: TaskEntry['state'];
+  reason: string | null;
+  title: string | null;
+  branch: string;
+  parent: string | null;
+  subtasks: { id: string; state: string; taskId: string }[];
+  startedAt: string | null;
+  lastEventAt: string | null;
+  elapsedMs: number | null;
+  runs: number;
+  metaCalls: number;
+  tokens: number;
+  costUsd: number;
+  /** Run by this server (it can stop it, and answer its question). */
+  served: boolean;
+  question: string | null;
+  exitCode: number | null;
+  error: string | null;
+}
+
+export class TaskBoard {
+  private readonly running = new Map<string, RunningTask>();
+
+  constructor(
+    readonly repoRoot: string,
+    private readonly app: App,
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** Starts a task; returns its id at once (the task goes on in this process). */
+  async start(request: StartTaskRequest): Promise<string> {
+    if (request.taskId !== undefined) {
+      assertValidTaskId(request.taskId);
+      if (this.running.has(request.taskId))
+        throw new UserError('usage', `Task ${request.taskId} is already running on this server.`);
+    }
+    const prdPath =
+      request.prdPath !== undefined
+        ? path.resolve(this.repoRoot, request.prdPath)
+        : await this.writePrd(request.prd ?? '');
+    const spec = await newTaskSpec({
+      repoRoot: this.repoRoot,
+      prdPath,
+      env: this.env,
+      overrides: request.config ?? {},
+      ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
+      ...(request.base !== undefined ? { base: request.base } : {}),
+      ...(request.modelScript !== undefined
+        ? { models: { script: path.resolve(this.repoRoot, request.modelScript) } }
+        : {}),
+      skipDod: Boolean(request.skipDod),
+    });
+    const task: RunningTask = {
+      startedAt: this.now().toISOString(),
+      stop: new AbortController(),
+      hurry: new AbortController(),
+      question: null,
+      summary: null,
+      error: null,
+      done: Promise.resolve(),
+    };
+    this.running.set(spec.taskId, task);
+    task.done = this.app
+      .run(spec, {
+        signal: task.stop.signal,
+        hurry: task.hurry.signal,
+        human: {
+          ask: (question) =>
+            new Promise<string | null>((resolve) => {
+              task.question = {
+                text: question,
+                answer: (text) => {
+                  task.question = null;
+                  resolve(text);
+                },
+              };
+            }),
+        },
+      })
+      .then(
+        (summary) => {
+          task.summary = summary;
+        },
+        (error: unknown) => {
+          task.error = error instanceof Error ? error.message : String(error);
+        },
+      );
+    return spec.taskId;
+  }
+
+  /** Stops a task this server runs, as Ctrl-C does (its work saved, its note written); a second stop hurries. */
+  stop(taskId: string): 'stopping' | 'hurrying' {
+    const task = this.served(taskId);
+    if (!task.stop.signal.aborted) {
+      task.stop.abort();
+      // Nobody will answer a question now: the task goes on to its note.
+      task.question?.answer(null);
+      return 'stopping';
+    }
+    task.hurry.abort();
+    return 'hurrying';
+  }
+
+  /** Answers the task's pending `ask_human` question. */
+  answer(taskId: string, text: string): void {
+    const task = this.served(taskId);
+    if (task.question === null)
+      throw new UserError('usage', `Task ${taskId} has no question waiting for an answer.`);
+    task.question.answer(text);
+  }
+
+  /** Every task of the repository, most recent first. */
+  async list(): Promise<BoardTask[]> {
+    const { tasks } = await listTasks(this.repoRoot);
+    const listed = new Set(tasks.map((entry) => entry.taskId));
+    const board = tasks.map((entry) => this.describe(entry));
+    // Started here but not journaled yet (it is still preparing).
+    for (const [taskId, task] of this.running)
+      if (!listed.has(taskId)) board.push(this.describePreparing(taskId, task));
+    return board.sort((a, b) =>
+      (b.lastEventAt ?? b.startedAt ?? '').localeCompare(a.lastEventAt ?? a.startedAt ?? ''),
+    );
+  }
+
+  /** One task, or null when the repository has no such task. */
+  async get(taskId: string): Promise<BoardTask | null> {
+    assertValidTaskId(taskId);
+    return (await this.list()).find((task) => task.taskId === taskId) ?? null;
+  }
+
+  /**
+   * One task with what its journal holds: the plan (the acceptance criteria), every worker run's record, the
+   * last attempt's summary (the criteria's evidence, the DoD, the usage); null when there is no such task.
+   */
+  async detail(taskId: string): Promise<(BoardTask & TaskDetail) | null> {
+    assertValidTaskId(taskId);
+    const { tasks } = await listTasks(this.repoRoot);
+    const entry = tasks.find((candidate) => candidate.taskId === taskId);
+    if (entry === undefined) {
+      const preparing = this.running.get(taskId);
+      return preparing
+        ? { ...this.describePreparing(taskId, preparing), plan: null, runRecords: [], summary: null }
+        : null;
+    }
+    const journal = entry.journal;
+    return {
+      ...this.describe(entry),
+      plan: journal?.plan ?? null,
+      runRecords: journal?.runs ?? [],
+      summary: this.running.get(taskId)?.summary ?? journal?.finished ?? null,
+    };
+  }
+
+  /** Whether any task this server runs has not ended. */
+  hasLive(): boolean {
+    return [...this.running.keys()].some((taskId) => this.isLive(taskId));
+  }
+
+  /** Whether this server runs the task. */
+  isServed(taskId: string): boolean {
+    return this.running.has(taskId);
+  }
+
+  /** Where the task's note is. */
+  notePath(taskId: string): string {
+    return path.join(taskLayout(this.repoRoot, taskId).stateDir, `task-${taskId}.md`);
+  }
+
+  /** Whether the task may write more to its journal (this server runs it, or another process holds it). */
+  isLive(taskId: string, status?: TaskEntry['status']): boolean {
+    const task = this.running.get(taskId);
+    if (task) return task.summary === null && task.error === null;
+    return status === 'running' || status === 'unknown';
+  }
+
+  /** The journal file of a task (a split PRD's parent has its project journal instead). */
+  journalFile(taskId: string): string {
+    return path.join(taskLayout(this.repoRoot, taskId).runDir, 'events.jsonl');
+  }
+
+  /** Waits for every task this server runs to end (after a stop of each). */
+  async stopAll(): Promise<void> {
+    for (const [taskId, task] of this.running)
+      if (task.summary === null && task.error === null) this.stop(taskId);
+    await Promise.all([...this.running.values()].map((task) => task.done));
+  }
+
+  private served(taskId: string): RunningTask {
+    assertValidTaskId(taskId);
+    const task = this.running.get(taskId);
+    if (task === undefined) throw new NotServedError(taskId);
+    return task;
+  }
+
+  private async writePrd(text: string): Promise<string> {
+    const dir = path.join(this.repoRoot, '.agent-runner', 'prds');
+    await mkdir(dir, { recursive: true });
+    const file = path.join(
+      dir,
+      `${this.now().toISOString().replace(/[:.]/g, '-')}-${Math.random().toString(16).slice(2, 8)}.md`,
+    );
+    await writeFile(file, text);
+    return file;
+  }
+
+  private describe(entry: TaskEntry): BoardTask {
+    const journal = entry.journal;
+    const served = this.running.get(entry.taskId);
+    const usage = (journal?.metaUsage.costUsd ?? 0) + (journal?.workerUsage.costUsd ?? 0);
+    const tokens = [journal?.metaUsage, journal?.workerUsage].reduce(
+      (sum, part) => sum + (part?.inputTokens ?? 0) + (part?.outputTokens ?? 0),
+      0,
+    );
+    return {
+      taskId: entry.taskId,
+      status: entry.status,
+      state: entry.state,
+      reason: entry.reason,
+      title: journal?.plan?.title ?? null,
+      branch: entry.branch,
+      parent: entry.parent ?? null,
+      subtasks: entry.project?.subtasks ?? [],
+      startedAt: served?.startedAt ?? null,
+      lastEventAt: entry.lastEventAt,
+      elapsedMs: journal?.elapsedMs ?? null,
+      runs: journal?.runs.length ?? 0,
+      metaCalls: journal?.metaCalls ?? 0,
+      tokens,
+      costUsd: usage,
+      served: served !== undefined,
+      question: served?.question?.text ?? null,
+      exitCode: served?.summary?.exitCode ?? journal?.finished?.exitCode ?? null,
+      error: served?.error ?? null,
+    };
+  }
+
+  private describePreparing(taskId: string, task: RunningTask): BoardTask {
+    return {
+      taskId,
+      status: task.error === null ? 'running' : 'finished',
+      state: null,
+      reason: task.error,
+      title: null,
+      branch: `agent-runner/${taskId}`,
+      parent: null,
+      subtasks: [],
+      startedAt: task.startedAt,
+      lastEventAt: null,
+      elapsedMs: null,
+      runs: 0,
+      metaCalls: 0,
+      tokens: 0,
+      costUsd: 0,
+      served: true,
+      question: task.question?.text ?? null,
+      exitCode: task.summary?.exitCode ?? (task.error === null ? null : 2),
+      error: task.error,
+    };
+  }
+}
+
+/** A task this server does not run (it may exist: started from a terminal, or by another server). */
+export class NotServedError extends UserError {
+  constructor(readonly taskId: string) {
+    super(
+      'usage',
+      `Task ${taskId} is not run by this server: stop it where it runs (Ctrl-C), or resume it here.`,
+    );
+  }
+}
