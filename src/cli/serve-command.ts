@@ -84,7 +84,10 @@ export async function startServer(
     idleFor: () => (board.hasLive() ? 0 : Date.now() - lastActivity),
     close: async () => {
       await board.stopAll();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Clients that keep a connection open (a page's event stream) do not hold the exit.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      if ('closeAllConnections' in server) server.closeAllConnections();
+      await closed;
       await rm(serveFile, { force: true });
     },
   };
@@ -108,25 +111,23 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
   output.err('Ctrl-C stops the server and every task it runs (their work saved, their notes written).');
   await new Promise<void>((resolve) => {
     let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
+    let idleTimer: NodeJS.Timeout | undefined;
+    const stop = (reason: string) => {
       if (stopping) return;
       stopping = true;
-      output.err(`agent-runner serve: ${signal}: stopping the tasks it runs, saving their work`);
+      clearInterval(idleTimer);
+      output.err(`agent-runner serve: ${reason}: stopping the tasks it runs, saving their work`);
       void server.close().then(resolve, resolve);
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    if (idleExitMs !== null) {
-      const timer = setInterval(
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    if (idleExitMs !== null)
+      idleTimer = setInterval(
         () => {
-          if (server.idleFor() < idleExitMs) return;
-          clearInterval(timer);
-          output.err(`agent-runner serve: idle for ${options.idleExit}: exiting`);
-          stop('SIGTERM');
+          if (server.idleFor() >= idleExitMs) stop(`idle for ${options.idleExit}`);
         },
         Math.min(30_000, Math.max(1_000, idleExitMs / 4)),
       );
-    }
   });
 }
 

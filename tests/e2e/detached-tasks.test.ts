@@ -17,12 +17,24 @@ const { dir: repo, remove } = createDemoRepo('');
 const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
 delete env.OPENAI_API_KEY;
 
+const running = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 afterAll(async () => {
+  // The server started on demand stops on SIGTERM (as it does when idle), leaving no process behind.
   const info = await readServeInfo(repo);
   if (info !== null) process.kill(info.pid, 'SIGTERM');
-  for (let waited = 0; waited < 100 && (await readServeInfo(repo)) !== null; waited += 1)
+  for (let waited = 0; waited < 100 && info !== null && running(info.pid); waited += 1)
     await new Promise((resolve) => setTimeout(resolve, 100));
   remove();
+  expect(info).not.toBeNull();
+  expect(running(info?.pid ?? 0)).toBe(false);
 });
 
 /** The demo's script with its Meta-agent replies changed by `edit`, written next to the repository. */
