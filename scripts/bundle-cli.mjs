@@ -28,3 +28,14 @@ await build({
   },
   logLevel: 'warning',
 });
+
+// The web view served by `agent-runner serve`: one browser bundle, shipped in the package (no CDN).
+await build({
+  entryPoints: { app: path.join(import.meta.dirname, '..', 'web', 'src', 'app.ts') },
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  outdir: path.join(dist, 'web'),
+  logLevel: 'warning',
+});

@@ -6,15 +6,24 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import type { Redaction } from '../notes/redact.js';
+import { PACKAGE_ROOT } from '../version.js';
 import { answerSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
 import { journalLines } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
 import { NotServedError, type TaskBoard } from './task-board.js';
+
+/** The web view's files: route, file below the package root, content type. */
+const WEB_FILES: readonly (readonly [string, string, string])[] = [
+  ['/', 'web/index.html', 'text/html; charset=utf-8'],
+  ['/app.css', 'web/app.css', 'text/css; charset=utf-8'],
+  ['/app.js', 'dist/web/app.js', 'text/javascript; charset=utf-8'],
+];
 
 /** How often a followed task that this server does not run is asked whether it still runs. */
 const LIVENESS_CHECK_MS = 1_000;
@@ -114,6 +123,16 @@ function registerEvents(app: Hono, board: TaskBoard, options: { redaction: Redac
   });
 }
 
+/** The web view: static files of the package (the page asks for its data with the token). */
+function registerWebView(app: Hono): void {
+  for (const [route, file, type] of WEB_FILES)
+    app.get(route, async (c) => {
+      const content = await readFile(path.join(PACKAGE_ROOT, file)).catch(() => null);
+      if (content === null) return c.text(`${file} is missing: run npm run build`, 500);
+      return c.body(content, 200, { 'content-type': type, 'cache-control': 'no-cache' });
+    });
+}
+
 export function createApi(
   board: TaskBoard,
   options: { token: string; redaction: Redaction; onRequest?: () => void },
@@ -187,5 +206,6 @@ export function createApi(
   });
 
   app.all('/api/*', (c) => apiError(c, 404, 'not_found', `No route ${c.req.method} ${c.req.path}.`));
+  registerWebView(app);
   return app;
 }

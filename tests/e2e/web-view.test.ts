@@ -1,0 +1,120 @@
+/**
+ * The web view in a real browser: headless Chromium from Debian's packages (scripts/ensure-chromium.sh),
+ * driven by playwright-core, against the real server with the real composition behind it (real git, Docker
+ * and codex, agent-runner's scripted model). A task runs: its page shows the states changing live and its
+ * commands arriving with their exit codes; its question appears as a form, is answered there, and the task
+ * goes on to COMPLETE; a second task started from the board's form appears on the board. The screenshots of
+ * the task page and the board are saved in docs/ (the latest run's).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { processRedaction, safeOutput } from '../../src/cli/output.js';
+import { startServer } from '../../src/cli/serve-command.js';
+import { ServeClient } from '../../src/serve/api-client.js';
+import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
+import { taskContainers } from '../support/task-containers.js';
+
+const DEMO_SCRIPT = path.join(ROOT, 'examples', 'slugify', 'model-script.yaml');
+const QUESTION = 'Should slugify keep digits?';
+const { dir: repo, remove } = createDemoRepo('');
+let server: Awaited<ReturnType<typeof startServer>>;
+let browser: Browser;
+
+beforeAll(async () => {
+  const executablePath = execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], {
+    encoding: 'utf8',
+  }).trim();
+  // As root, Chromium's own sandbox cannot start; the page is ours, served from this machine.
+  browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
+  delete env.OPENAI_API_KEY;
+  const redaction = processRedaction(env);
+  server = await startServer(
+    { port: '0' },
+    {
+      output: safeOutput({ out: () => undefined, err: () => undefined, isTTY: false }, redaction),
+      redaction,
+      env,
+      cwd: repo,
+      setExitCode: () => undefined,
+    },
+  );
+}, 600_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  remove();
+});
+
+/** The demo's script with an `ask_human` decision after the plan. */
+function askingScript(): string {
+  const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: unknown[] };
+  const ask = [
+    'type: next_action',
+    'version: 1',
+    'payload:',
+    '  decision:',
+    '    action: ask_human',
+    '    reason: The PRD does not say what happens to digits.',
+    '  used_patterns: []',
+    `  question: ${QUESTION}`,
+  ].join('\n');
+  const file = `${repo}-ask.yaml`;
+  writeFileSync(file, stringify({ ...demo, meta: [demo.meta[0], ask, ...demo.meta.slice(1)] }));
+  return file;
+}
+
+describe('the web view', () => {
+  it('shows a task live, takes its answer, and starts another from the board', async () => {
+    const client = new ServeClient(server.info.url, server.info.token);
+    const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
+      prdPath: DEMO_PRD,
+      modelScript: askingScript(),
+      taskId: 'WEB-ASK',
+    });
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    await page.goto(`${server.info.url}/?token=${server.info.token}#/task/${taskId}`);
+    // The token left the address bar at once.
+    expect(page.url()).not.toContain('token=');
+
+    // The question shows as a form while the states so far are on the timeline.
+    await page.locator('#question').waitFor({ timeout: 120_000 });
+    expect(await page.locator('#question').textContent()).toContain(QUESTION);
+    const before = await page.locator('#timeline li').count();
+    expect(before).toBeGreaterThan(0);
+    await page.locator('#question input[name=answer]').fill('Yes, keep digits.');
+    await page.locator('#question button').click();
+
+    // The worker's commands arrive with their exit codes; the states go on, live, to COMPLETE.
+    await page.locator('li.command .exit').first().waitFor({ timeout: 180_000 });
+    await page.locator('#task-header .state[data-state=COMPLETE]').waitFor({ timeout: 180_000 });
+    expect(await page.locator('#timeline li').count()).toBeGreaterThan(before);
+    expect(await page.locator('#timeline li[data-state=COMPLETE]').count()).toBe(1);
+    expect(await page.locator('li.command').first().textContent()).toContain('cat > slug.js');
+    expect(await page.locator('#criteria li[data-criterion=AC-1]').textContent()).toContain('passed');
+    await page.locator('#note').filter({ hasText: '| **State** | **COMPLETE**' }).waitFor();
+    await page.screenshot({ path: path.join(ROOT, 'docs', 'web-task.png'), fullPage: true });
+
+    // The board: this task, and a second one started from its form (it fails at once: no model key here).
+    await page.goto(`${server.info.url}/#/`);
+    await page.locator(`#board tr[data-task=${taskId}] .state[data-state=COMPLETE]`).waitFor();
+    await page
+      .locator('#start-form textarea')
+      .fill('# Add greet\n\nAdd `greet(name)` in greet.js returning "Hello, <name>!".\n');
+    await page.locator('#start-form button').click();
+    await page.waitForURL(/#\/task\/add-greet-[0-9a-f]{6}$/);
+    const second = decodeURIComponent(page.url().split('#/task/')[1] ?? '');
+    await page.goto(`${server.info.url}/#/`);
+    await page.locator(`#board tr[data-task="${second}"]`).waitFor();
+    await page.screenshot({ path: path.join(ROOT, 'docs', 'web-board.png'), fullPage: true });
+    expect(problems).toEqual([]);
+    expect(await taskContainers(taskId, repo)).toEqual([]);
+  }, 600_000);
+});

@@ -1,0 +1,337 @@
+/**
+ * The web view of `agent-runner serve`: a board of the repository's tasks that updates live, a task's page
+ * (its state timeline, criteria and their evidence, each worker run's commands arriving with their exit
+ * codes, DoD checks, its question as a form, its note), and a form that starts a task. Plain DOM, bundled at
+ * `npm run build` into dist/web/app.js and served by the server itself: nothing is fetched from elsewhere.
+ * Every text from a task (the worker's commands and messages included) is attacker data: it is only ever
+ * set as text, never as HTML.
+ */
+import type { StampedEvent } from '../../src/core/events.js';
+import type { BoardTask, TaskDetail } from '../../src/serve/task-board.js';
+
+const TOKEN_KEY = 'agent-runner-token';
+const BOARD_REFRESH_MS = 1_000;
+
+/** The token: from `?token=` once (then out of the address bar), kept for this tab. */
+function token(): string {
+  const url = new URL(location.href);
+  const given = url.searchParams.get('token');
+  if (given) {
+    sessionStorage.setItem(TOKEN_KEY, given);
+    url.searchParams.delete('token');
+    history.replaceState(null, '', url.toString());
+  }
+  return sessionStorage.getItem(TOKEN_KEY) ?? '';
+}
+
+async function api<T>(method: string, route: string, body?: unknown): Promise<T> {
+  const response = await fetch(route, {
+    method,
+    headers: {
+      authorization: `Bearer ${token()}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    let message = `HTTP ${response.status}`;
+    try {
+      message = (JSON.parse(text) as { error: { message: string } }).error.message;
+    } catch {
+      // Not the API's JSON error.
+    }
+    throw new Error(message);
+  }
+  return (response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text) as T;
+}
+
+/** An element with text content only (never HTML) and optional attributes and children. */
+function el(
+  tag: string,
+  attributes: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElement {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
+  for (const child of children)
+    element.append(typeof child === 'string' ? document.createTextNode(child) : child);
+  return element;
+}
+
+const main = () => document.getElementById('main') as HTMLElement;
+let leave: (() => void) | null = null;
+
+function elapsed(ms: number | null): string {
+  if (ms === null) return '-';
+  const seconds = Math.round(ms / 1000);
+  return seconds < 60
+    ? `${seconds}s`
+    : `${Math.floor(seconds / 60)}m ${String(seconds % 60).padStart(2, '0')}s`;
+}
+
+const stateBadge = (state: string | null, status: string) =>
+  el(
+    'span',
+    { class: `state state-${(state ?? status).toLowerCase()}`, 'data-state': state ?? '' },
+    state ?? status,
+  );
+
+function boardRow(task: BoardTask): HTMLElement {
+  return el(
+    'tr',
+    { 'data-task': task.taskId },
+    el('td', {}, el('a', { href: `#/task/${encodeURIComponent(task.taskId)}` }, task.taskId)),
+    el('td', {}, task.title ?? ''),
+    el('td', {}, stateBadge(task.state, task.status)),
+    el('td', {}, task.status.replace('_', ' ')),
+    el('td', {}, elapsed(task.elapsedMs)),
+    el('td', {}, String(task.runs)),
+    el('td', {}, `$${task.costUsd.toFixed(4)}`),
+    el('td', {}, task.question ? 'question waiting' : ''),
+  );
+}
+
+function startForm(): HTMLElement {
+  const prd = el('textarea', {
+    name: 'prd',
+    rows: '6',
+    placeholder: '# Title\n\nWhat to build, with examples.',
+  });
+  const base = el('input', { name: 'base', placeholder: 'base branch (default: HEAD)' });
+  const error = el('p', { class: 'error' });
+  const form = el(
+    'form',
+    { id: 'start-form' },
+    el('h2', {}, 'Start a task'),
+    prd,
+    base,
+    el('button', { type: 'submit' }, 'Start'),
+    error,
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const text = (prd as HTMLTextAreaElement).value;
+    const baseRef = (base as HTMLInputElement).value.trim();
+    api<{ taskId: string }>('POST', '/api/tasks', { prd: text, ...(baseRef ? { base: baseRef } : {}) }).then(
+      ({ taskId }) => {
+        location.hash = `#/task/${encodeURIComponent(taskId)}`;
+      },
+      (caught: Error) => {
+        error.textContent = caught.message;
+      },
+    );
+  });
+  return form;
+}
+
+function showBoard(): void {
+  const body = el('tbody');
+  const table = el(
+    'table',
+    { id: 'board' },
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...['Task', 'Title', 'State', 'Status', 'Elapsed', 'Runs', 'Cost', ''].map((h) => el('th', {}, h)),
+      ),
+    ),
+    body,
+  );
+  main().replaceChildren(el('h1', {}, 'Tasks'), table, startForm());
+  const refresh = () =>
+    api<{ tasks: BoardTask[] }>('GET', '/api/tasks').then(
+      ({ tasks }) => {
+        body.replaceChildren(...tasks.filter((task) => task.parent === null).map(boardRow));
+      },
+      () => undefined,
+    );
+  void refresh();
+  const timer = setInterval(refresh, BOARD_REFRESH_MS);
+  leave = () => clearInterval(timer);
+}
+
+/** One worker run's block: its commands as they arrive. */
+function runBlock(runs: Map<number, HTMLElement>, run: number, title: string): HTMLElement {
+  let block = runs.get(run);
+  if (!block) {
+    block = el(
+      'section',
+      { class: 'run', 'data-run': String(run) },
+      el('h3', {}, title),
+      el('ol', { class: 'commands' }),
+    );
+    runs.set(run, block);
+    document.getElementById('runs')?.append(block);
+  }
+  return block;
+}
+
+function onJournal(event: StampedEvent, runs: Map<number, HTMLElement>): void {
+  const timeline = document.getElementById('timeline');
+  if (event.type === 'transition')
+    timeline?.append(
+      el(
+        'li',
+        { 'data-state': event.to },
+        `${event.at.slice(11, 19)} ${event.from} → ${event.to}`,
+        event.reason ? ` (${event.reason})` : '',
+      ),
+    );
+  if (event.type === 'worker_started')
+    runBlock(
+      runs,
+      event.run,
+      `Run ${event.run}: ${event.worker ?? 'codex'} ${event.mode}${event.model ? ` with ${event.model}` : ''}`,
+    );
+  if (event.type === 'worker_event') {
+    const commands = runBlock(runs, event.run, `Run ${event.run}`).querySelector('.commands') as HTMLElement;
+    const worker = event.event;
+    if (worker.kind === 'command_started')
+      commands.append(el('li', { class: 'command running' }, el('code', {}, worker.command)));
+    if (worker.kind === 'command_finished') {
+      const open = [...commands.querySelectorAll('li.running')].find(
+        (item) => item.textContent === worker.command,
+      );
+      const line = open ?? commands.appendChild(el('li', {}, el('code', {}, worker.command)));
+      line.className = `command ${worker.status}`;
+      line.append(el('span', { class: 'exit' }, ` exit ${worker.exitCode ?? '?'}`));
+    }
+  }
+  if (event.type === 'dod')
+    runBlock(runs, event.run, `Run ${event.run}`).append(
+      el(
+        'ul',
+        { class: 'dod' },
+        ...event.dod.results.map((check) =>
+          el('li', { class: `check ${check.status}` }, `DoD ${check.name}: ${check.status}`),
+        ),
+      ),
+    );
+}
+
+function criteria(detail: BoardTask & TaskDetail): HTMLElement {
+  const evidence = new Map((detail.summary?.criteria ?? []).map((criterion) => [criterion.id, criterion]));
+  return el(
+    'ul',
+    { id: 'criteria' },
+    ...(detail.plan?.acceptanceCriteria ?? []).map((criterion) => {
+      const found = evidence.get(criterion.id);
+      return el(
+        'li',
+        { 'data-criterion': criterion.id },
+        el('strong', {}, criterion.id),
+        ` ${criterion.description} `,
+        el('em', {}, found ? found.status : 'not assessed'),
+        found?.comment ? ` (${found.comment})` : '',
+      );
+    }),
+  );
+}
+
+function questionForm(taskId: string, question: string): HTMLElement {
+  const answer = el('input', { name: 'answer', placeholder: 'your answer' });
+  const form = el(
+    'form',
+    { id: 'question' },
+    el('p', {}, el('strong', {}, 'The task asks: '), question),
+    answer,
+    el('button', { type: 'submit' }, 'Answer'),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void api('POST', `/api/tasks/${encodeURIComponent(taskId)}/answer`, {
+      text: (answer as HTMLInputElement).value,
+    }).then(() => form.remove());
+  });
+  return form;
+}
+
+function showTask(taskId: string): void {
+  const header = el('div', { id: 'task-header' });
+  const runs = new Map<number, HTMLElement>();
+  main().replaceChildren(
+    el('p', {}, el('a', { href: '#/' }, '← all tasks')),
+    el('h1', {}, taskId),
+    header,
+    el('h2', {}, 'Timeline'),
+    el('ol', { id: 'timeline' }),
+    el('h2', {}, 'Acceptance criteria'),
+    el('div', { id: 'criteria-box' }),
+    el('h2', {}, 'Worker runs'),
+    el('div', { id: 'runs' }),
+    el('h2', {}, 'Note'),
+    el('pre', { id: 'note' }),
+  );
+  const refresh = async () => {
+    const detail = await api<BoardTask & TaskDetail>('GET', `/api/tasks/${encodeURIComponent(taskId)}`);
+    const question = detail.question ? questionForm(taskId, detail.question) : '';
+    const subtasks = detail.subtasks.length
+      ? el(
+          'ul',
+          { id: 'subtasks' },
+          ...detail.subtasks.map((sub) =>
+            el(
+              'li',
+              {},
+              el('a', { href: `#/task/${encodeURIComponent(sub.taskId)}` }, sub.id),
+              ` ${sub.state}`,
+            ),
+          ),
+        )
+      : '';
+    header.replaceChildren(
+      el(
+        'p',
+        {},
+        stateBadge(detail.state, detail.status),
+        ` ${detail.runs} run(s), $${detail.costUsd.toFixed(4)}, ${detail.branch}`,
+      ),
+      question,
+      subtasks,
+    );
+    document.getElementById('criteria-box')?.replaceChildren(criteria(detail));
+    const note = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/note`).catch(() => '');
+    (document.getElementById('note') as HTMLElement).textContent = note;
+  };
+  let pending: ReturnType<typeof setTimeout> | null = null;
+  const soon = () => {
+    pending ??= setTimeout(() => {
+      pending = null;
+      void refresh().catch(() => undefined);
+    }, 300);
+  };
+  void refresh().catch(() => undefined);
+  const source = new EventSource(
+    `/api/tasks/${encodeURIComponent(taskId)}/events?token=${encodeURIComponent(token())}`,
+  );
+  source.addEventListener('journal', (message) => {
+    onJournal(JSON.parse((message as MessageEvent<string>).data) as StampedEvent, runs);
+    soon();
+  });
+  source.addEventListener('end', () => {
+    source.close();
+    soon();
+  });
+  // Nothing is written while a question waits: look now and then.
+  const timer = setInterval(soon, 2_000);
+  leave = () => {
+    source.close();
+    clearInterval(timer);
+  };
+}
+
+function route(): void {
+  leave?.();
+  leave = null;
+  const match = /^#\/task\/(.+)$/.exec(location.hash);
+  if (match) showTask(decodeURIComponent(match[1] as string));
+  else showBoard();
+}
+
+token();
+window.addEventListener('hashchange', route);
+route();
