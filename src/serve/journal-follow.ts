@@ -16,17 +16,18 @@ const CHUNK_BYTES = 64 * 1024;
 /** How often a followed journal is looked at for new lines (the runner appends as events happen). */
 export const FOLLOW_POLL_MS = 25;
 
+/** Waits `ms` or until `signal` aborts; its abort listener goes with it (a follow sleeps thousands of times). */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 
 /**
