@@ -6,19 +6,9 @@
  */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
-import { UserError } from '../errors.js';
-import {
-  assertResumable,
-  journalPath,
-  previousAttempt,
-  readTaskJournal,
-} from '../lifecycle/task-journal-state.js';
-import { loadPrd } from '../prd/load-prd.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
-import { taskLayout } from '../workspace/layout.js';
-import { readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
 import type { CommandContext } from './program.js';
 import { driveTask, flagsLayer } from './run-command.js';
 
@@ -39,113 +29,18 @@ export async function resumeCommand(
   context: CommandContext,
 ): Promise<TaskSummary> {
   const repository = await inspectRepository(context.cwd);
-  const layout = taskLayout(repository.root, taskId);
-  const project = readProjectJournal(layout.runDir);
-  if (project) return resumeProject(taskId, project, options, context, repository.root);
-  const journal = readTaskJournal(layout.runDir, taskId);
-  if (journal === null || journal.attempts === 0) {
-    throw new UserError(
-      'task_not_found',
-      `Task ${taskId} has no journal in ${layout.runDir}, so there is nothing to resume. ` +
-        'See `agent-runner status` for the tasks of this repository, or start it with `agent-runner run --prd FILE`.',
-    );
-  }
-  if (journal.finished?.state === 'COMPLETE') {
-    throw new UserError(
-      'usage',
-      `Task ${taskId} is already COMPLETE (see ${journal.finished.notePath ?? `.agent-runner/task-${taskId}.md`}). ` +
-        'Start a new task for further work: `agent-runner run --prd FILE`.',
-    );
-  }
-  assertResumable(journal, journalPath(layout.runDir));
-  const started = journal.options;
-  let prd = started?.prd;
-  let prdPath = started?.prdPath ?? '';
-  if (!prd) {
-    // Journals of older versions did not record the PRD: read it again from where it was.
-    if (!prdPath)
-      throw new UserError(
-        'task_not_found',
-        `The journal of task ${taskId} does not say which PRD it ran; start it again with \`agent-runner run --prd FILE --task-id ${taskId}\`.`,
-      );
-    prdPath = path.resolve(context.cwd, prdPath);
-    prd = await loadPrd(prdPath);
-  }
-  const config = await loadConfig({
+  const { spec, projectOptions } = await resumeTaskSpec({
     repoRoot: repository.root,
+    taskId,
+    cwd: context.cwd,
     env: context.env,
-    flags: flagsLayer(options),
+    overrides: flagsLayer(options),
     ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
+    newTimeout: options.timeout !== undefined,
+    ...(options.keepSandbox !== undefined ? { keepSandbox: options.keepSandbox } : {}),
+    ...(options.skipDod !== undefined ? { skipDod: options.skipDod } : {}),
   });
-  const previous = previousAttempt(journal);
-  // An explicit --timeout is this attempt's budget; otherwise the task's wall clock covers every attempt.
-  if (previous && options.timeout !== undefined) previous.elapsedMs = 0;
-  return driveTask(
-    {
-      repoRoot: repository.root,
-      prd,
-      prdPath,
-      taskId,
-      ...(started?.base !== undefined ? { base: started.base } : {}),
-      config,
-      env: context.env,
-      // What the task was started with holds for every attempt: a kept sandbox, a recording.
-      keepSandbox: Boolean(options.keepSandbox ?? started?.keepSandbox),
-      dodSkipped: Boolean(options.skipDod ?? started?.dodSkipped),
-      ...(started?.record || started?.replay
-        ? {
-            models: {
-              ...(started.record ? { record: started.record } : {}),
-              ...(started.replay ? { replay: started.replay } : {}),
-            },
-          }
-        : {}),
-      // No plan yet (it died while planning): the task simply starts over from the PRD.
-      start: previous ? { kind: 'resume', previous, attempt: journal.attempts + 1 } : { kind: 'new' },
-    },
-    {},
-    options,
-    context,
-  );
-}
-
-/** A project (a PRD split into subtasks): its graph continues; merged subtasks stay merged. */
-async function resumeProject(
-  taskId: string,
-  project: ProjectResume,
-  options: ResumeCommandOptions,
-  context: CommandContext,
-  repoRoot: string,
-): Promise<TaskSummary> {
-  if (project.finished?.state === 'COMPLETE') {
-    throw new UserError(
-      'usage',
-      `Task ${taskId} is already COMPLETE (see ${project.finished.notePath ?? `.agent-runner/task-${taskId}.md`}). ` +
-        'Start a new task for further work: `agent-runner run --prd FILE`.',
-    );
-  }
-  const config = await loadConfig({
-    repoRoot,
-    env: context.env,
-    flags: flagsLayer(options),
-    ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
-  });
-  return driveTask(
-    {
-      repoRoot,
-      prd: project.prd,
-      prdPath: project.prdPath,
-      taskId,
-      config,
-      env: context.env,
-      keepSandbox: false,
-      dodSkipped: Boolean(options.skipDod),
-      start: { kind: 'new' },
-    },
-    { project },
-    options,
-    context,
-  );
+  return driveTask(spec, projectOptions, options, context);
 }
 
 export function registerResumeCommand(program: Command, context: CommandContext): void {

@@ -24,6 +24,8 @@ export interface ServeOptions {
   port?: string;
   /** Exit after this long with no task of its own running and no request (a server started on demand). */
   idleExit?: string;
+  /** A scripted model for every task that names none (the demo, with no key). */
+  modelScript?: string;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -48,7 +50,9 @@ export async function startServer(
   ]);
   const app = createApp(context.env, {}, context.redaction);
   app.host.protect(config, context.env);
-  const board = new TaskBoard(repository.root, app, context.env);
+  const board = new TaskBoard(repository.root, app, context.env, {
+    ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
+  });
   const token = randomBytes(24).toString('base64url');
   let lastActivity = Date.now();
   const api = createApi(board, {
@@ -140,6 +144,10 @@ export function registerServeCommand(program: Command, context: CommandContext):
       'address to listen on (default 127.0.0.1; another one is reachable from outside)',
     )
     .option('--port <n>', `port (default ${DEFAULT_SERVE_PORT}; 0: any free one)`)
+    .option(
+      '--model-script <file>',
+      'a scripted model for every task that names none (the demo, no key needed)',
+    )
     .option('--idle-exit <duration>', 'exit after this long with no task running and no request (e.g. 10m)')
     .action(async (options: ServeOptions) => {
       await serveCommand(options, context);

@@ -28,6 +28,14 @@ export const startTaskSchema = z
   });
 export type StartTaskRequest = z.infer<typeof startTaskSchema>;
 
+export const resumeSchema = z.strictObject({
+  modelScript: z.string().min(1).optional().describe('A scripted model for this attempt (the demo)'),
+  config: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('Configuration overrides for this attempt, as agent-runner.yaml keys'),
+});
+
 export const answerSchema = z.strictObject({
   text: z.string().min(1).max(100_000).describe("The answer to the task's question"),
 });

@@ -13,7 +13,7 @@ import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import type { Redaction } from '../notes/redact.js';
 import { PACKAGE_ROOT } from '../version.js';
-import { answerSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
+import { answerSchema, resumeSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
 import { journalLines } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
 import { NotServedError, type TaskBoard } from './task-board.js';
@@ -46,10 +46,16 @@ function apiError(
 }
 
 /** A body checked by `schema`: the parsed value, or the 400 answer naming the first wrong field. */
-async function body<T>(c: Context, schema: z.ZodType<T>): Promise<{ value: T } | { answer: Response }> {
+async function body<T>(
+  c: Context,
+  schema: z.ZodType<T>,
+  /** What an empty body stands for (absent: a body is required). */
+  empty?: unknown,
+): Promise<{ value: T } | { answer: Response }> {
   let raw: unknown;
   try {
-    raw = await c.req.json();
+    const text = await c.req.text();
+    raw = text.trim() === '' && empty !== undefined ? empty : JSON.parse(text);
   } catch {
     return { answer: apiError(c, 400, 'invalid_json', 'The body is not JSON.') };
   }
@@ -133,6 +139,39 @@ function registerWebView(app: Hono): void {
     });
 }
 
+/** What a client does to a task: stop it, resume it, answer its question. */
+function registerTaskActions(app: Hono, board: TaskBoard): void {
+  app.post('/api/tasks/:id/stop', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    if ((await board.get(task.taskId)) === null)
+      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    return c.json({ taskId: task.taskId, stop: board.stop(task.taskId) }, 202);
+  });
+
+  app.post('/api/tasks/:id/resume', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const checked = await body(c, resumeSchema, {});
+    if ('answer' in checked) return checked.answer;
+    if ((await board.get(task.taskId)) === null)
+      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    const { config, modelScript } = checked.value;
+    return c.json({ taskId: await board.resume(task.taskId, config ?? {}, modelScript) }, 202);
+  });
+
+  app.post('/api/tasks/:id/answer', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const checked = await body(c, answerSchema);
+    if ('answer' in checked) return checked.answer;
+    if ((await board.get(task.taskId)) === null)
+      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    board.answer(task.taskId, checked.value.text);
+    return c.json({ taskId: task.taskId, answered: true }, 202);
+  });
+}
+
 export function createApi(
   board: TaskBoard,
   options: { token: string; redaction: Redaction; onRequest?: () => void },
@@ -176,26 +215,17 @@ export function createApi(
     return c.json(safe(detail));
   });
 
-  app.post('/api/tasks/:id/stop', async (c) => {
-    const task = named(c);
-    if ('answer' in task) return task.answer;
-    if ((await board.get(task.taskId)) === null)
-      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
-    return c.json({ taskId: task.taskId, stop: board.stop(task.taskId) }, 202);
-  });
-
-  app.post('/api/tasks/:id/answer', async (c) => {
-    const task = named(c);
-    if ('answer' in task) return task.answer;
-    const checked = await body(c, answerSchema);
-    if ('answer' in checked) return checked.answer;
-    if ((await board.get(task.taskId)) === null)
-      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
-    board.answer(task.taskId, checked.value.text);
-    return c.json({ taskId: task.taskId, answered: true }, 202);
-  });
-
+  registerTaskActions(app, board);
   registerEvents(app, board, options);
+
+  app.get('/api/tasks/:id/diff', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const diff = await board.diff(task.taskId);
+    if (diff === null)
+      return apiError(c, 404, 'not_found', `Task ${task.taskId} has no branch to compare yet.`);
+    return c.text(options.redaction.redact(diff), 200, { 'content-type': 'text/plain; charset=utf-8' });
+  });
 
   app.get('/api/tasks/:id/note', async (c) => {
     const task = named(c);

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { VERSION } from '../version.js';
-import { answerSchema, startTaskSchema } from './api-schemas.js';
+import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
 
 const json = (schema: z.ZodType) => ({
   'application/json': { schema: z.toJSONSchema(schema, { io: 'input' }) },
@@ -30,6 +30,73 @@ const errors = {
   '404': { description: 'No such task', content: errorBody },
 };
 
+/** The routes of one task. */
+function taskPaths(): Record<string, unknown> {
+  return {
+    '/api/tasks/{id}': {
+      get: {
+        summary: 'One task: its board line, plan, run records and summary',
+        parameters: [taskId],
+        responses: { '200': { description: 'The task' }, ...errors },
+      },
+    },
+    '/api/tasks/{id}/events': {
+      get: {
+        summary:
+          "The task's journal as Server-Sent Events (`journal` events, id = line), then live; resumes after Last-Event-ID; ends with an `end` event",
+        parameters: [taskId],
+        responses: { '200': { description: 'text/event-stream' }, ...errors },
+      },
+    },
+    '/api/tasks/{id}/diff': {
+      get: {
+        summary: "The task branch's diff since its base (text)",
+        parameters: [taskId],
+        responses: { '200': { description: 'text/plain' }, ...errors },
+      },
+    },
+    '/api/tasks/{id}/note': {
+      get: {
+        summary: "The task's note (Markdown)",
+        parameters: [taskId],
+        responses: { '200': { description: 'text/markdown' }, ...errors },
+      },
+    },
+    '/api/tasks/{id}/answer': {
+      post: {
+        summary: "Answer the task's ask_human question",
+        parameters: [taskId],
+        requestBody: { required: true, content: json(answerSchema) },
+        responses: {
+          '202': { description: 'Answered' },
+          ...errors,
+          '409': { description: 'Not run by this server', content: errorBody },
+        },
+      },
+    },
+    '/api/tasks/{id}/resume': {
+      post: {
+        summary:
+          'Resume the task from its journal (a stale one, or one that ended NEEDS_REVIEW or FAILED), as `agent-runner resume`',
+        parameters: [taskId],
+        requestBody: { required: false, content: json(resumeSchema) },
+        responses: { '202': { description: '{"taskId": ...}' }, ...errors },
+      },
+    },
+    '/api/tasks/{id}/stop': {
+      post: {
+        summary: 'Stop the task as Ctrl-C does (its work saved, its note written); again to hurry',
+        parameters: [taskId],
+        responses: {
+          '202': { description: 'Stopping' },
+          ...errors,
+          '409': { description: 'Not run by this server', content: errorBody },
+        },
+      },
+    },
+  };
+}
+
 export function openApiDocument(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
@@ -48,51 +115,7 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { '202': { description: '{"taskId": ...}' }, ...errors },
         },
       },
-      '/api/tasks/{id}': {
-        get: {
-          summary: 'One task: its board line, plan, run records and summary',
-          parameters: [taskId],
-          responses: { '200': { description: 'The task' }, ...errors },
-        },
-      },
-      '/api/tasks/{id}/events': {
-        get: {
-          summary:
-            "The task's journal as Server-Sent Events (`journal` events, id = line), then live; resumes after Last-Event-ID; ends with an `end` event",
-          parameters: [taskId],
-          responses: { '200': { description: 'text/event-stream' }, ...errors },
-        },
-      },
-      '/api/tasks/{id}/note': {
-        get: {
-          summary: "The task's note (Markdown)",
-          parameters: [taskId],
-          responses: { '200': { description: 'text/markdown' }, ...errors },
-        },
-      },
-      '/api/tasks/{id}/answer': {
-        post: {
-          summary: "Answer the task's ask_human question",
-          parameters: [taskId],
-          requestBody: { required: true, content: json(answerSchema) },
-          responses: {
-            '202': { description: 'Answered' },
-            ...errors,
-            '409': { description: 'Not run by this server', content: errorBody },
-          },
-        },
-      },
-      '/api/tasks/{id}/stop': {
-        post: {
-          summary: 'Stop the task as Ctrl-C does (its work saved, its note written); again to hurry',
-          parameters: [taskId],
-          responses: {
-            '202': { description: 'Stopping' },
-            ...errors,
-            '409': { description: 'Not run by this server', content: errorBody },
-          },
-        },
-      },
+      ...taskPaths(),
       '/api/openapi.json': {
         get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' } } },
       },

@@ -8,10 +8,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from '../app.js';
 import { newTaskSpec } from '../compose/new-task-spec.js';
+import { resumeTaskSpec } from '../compose/resume-task-spec.js';
+import type { TaskSpec } from '../compose/task-spec.js';
+import type { ProjectOptions } from '../parallel/run-project.js';
 import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
 import type { JournalTaskState } from '../lifecycle/task-journal-state.js';
+import { tryGit } from '../workspace/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { StartTaskRequest } from './api-schemas.js';
 
@@ -66,8 +70,16 @@ export class TaskBoard {
     readonly repoRoot: string,
     private readonly app: App,
     private readonly env: NodeJS.ProcessEnv,
-    private readonly now: () => Date = () => new Date(),
+    private readonly options: {
+      /** The scripted model of every task that names none (`serve --model-script`: the demo). */
+      modelScript?: string;
+      now?: () => Date;
+    } = {},
   ) {}
+
+  private now(): Date {
+    return this.options.now?.() ?? new Date();
+  }
 
   /** Starts a task; returns its id at once (the task goes on in this process). */
   async start(request: StartTaskRequest): Promise<string> {
@@ -87,11 +99,42 @@ export class TaskBoard {
       overrides: request.config ?? {},
       ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
       ...(request.base !== undefined ? { base: request.base } : {}),
-      ...(request.modelScript !== undefined
-        ? { models: { script: path.resolve(this.repoRoot, request.modelScript) } }
+      ...(this.scriptOf(request.modelScript)
+        ? { models: { script: this.scriptOf(request.modelScript) as string } }
         : {}),
       skipDod: Boolean(request.skipDod),
     });
+    this.launch(spec, {});
+    return spec.taskId;
+  }
+
+  /**
+   * Resumes a task from its journal (a stale one: its runner, perhaps an earlier server, died; or one that
+   * ended NEEDS_REVIEW or FAILED), as `agent-runner resume` does; returns its id at once.
+   */
+  async resume(
+    taskId: string,
+    overrides: Record<string, unknown> = {},
+    modelScript?: string,
+  ): Promise<string> {
+    assertValidTaskId(taskId);
+    const current = await this.get(taskId);
+    if (current !== null && this.isLive(taskId, current.status))
+      throw new UserError('usage', `Task ${taskId} is running; it can be resumed once it has stopped.`);
+    const { spec, projectOptions } = await resumeTaskSpec({
+      repoRoot: this.repoRoot,
+      taskId,
+      cwd: this.repoRoot,
+      env: this.env,
+      overrides,
+      ...(this.scriptOf(modelScript) ? { modelScript: this.scriptOf(modelScript) as string } : {}),
+    });
+    this.launch(spec, projectOptions);
+    return taskId;
+  }
+
+  /** Runs a task in this process, with its stop switch and its question. */
+  private launch(spec: TaskSpec, projectOptions: ProjectOptions): void {
     const task: RunningTask = {
       startedAt: this.now().toISOString(),
       stop: new AbortController(),
@@ -103,22 +146,26 @@ export class TaskBoard {
     };
     this.running.set(spec.taskId, task);
     task.done = this.app
-      .run(spec, {
-        signal: task.stop.signal,
-        hurry: task.hurry.signal,
-        human: {
-          ask: (question) =>
-            new Promise<string | null>((resolve) => {
-              task.question = {
-                text: question,
-                answer: (text) => {
-                  task.question = null;
-                  resolve(text);
-                },
-              };
-            }),
+      .run(
+        spec,
+        {
+          signal: task.stop.signal,
+          hurry: task.hurry.signal,
+          human: {
+            ask: (question) =>
+              new Promise<string | null>((resolve) => {
+                task.question = {
+                  text: question,
+                  answer: (text) => {
+                    task.question = null;
+                    resolve(text);
+                  },
+                };
+              }),
+          },
         },
-      })
+        projectOptions,
+      )
       .then(
         (summary) => {
           task.summary = summary;
@@ -127,7 +174,6 @@ export class TaskBoard {
           task.error = error instanceof Error ? error.message : String(error);
         },
       );
-    return spec.taskId;
   }
 
   /** Stops a task this server runs, as Ctrl-C does (its work saved, its note written); a second stop hurries. */
@@ -198,6 +244,29 @@ export class TaskBoard {
     return [...this.running.keys()].some((taskId) => this.isLive(taskId));
   }
 
+  /**
+   * The task branch's changes since the task's base (`git diff base...branch`, text); null when the task, its
+   * base or its branch is not there (it ended before it had any).
+   */
+  async diff(taskId: string): Promise<string | null> {
+    assertValidTaskId(taskId);
+    const { tasks } = await listTasks(this.repoRoot);
+    const baseSha = tasks.find((entry) => entry.taskId === taskId)?.journal?.baseSha;
+    if (!baseSha) return null;
+    const result = await tryGit(
+      [
+        'diff',
+        '--no-color',
+        '--no-ext-diff',
+        '--no-textconv',
+        `${baseSha}...${taskLayout(this.repoRoot, taskId).branchRef}`,
+        '--',
+      ],
+      { cwd: this.repoRoot },
+    );
+    return result.exitCode === 0 ? result.stdout : null;
+  }
+
   /** Whether this server runs the task. */
   isServed(taskId: string): boolean {
     return this.running.has(taskId);
@@ -225,6 +294,12 @@ export class TaskBoard {
     for (const [taskId, task] of this.running)
       if (task.summary === null && task.error === null) this.stop(taskId);
     await Promise.all([...this.running.values()].map((task) => task.done));
+  }
+
+  /** The scripted model a task uses: its own, else the server's, else none. */
+  private scriptOf(given: string | undefined): string | undefined {
+    if (given !== undefined) return path.resolve(this.repoRoot, given);
+    return this.options.modelScript;
   }
 
   private served(taskId: string): RunningTask {

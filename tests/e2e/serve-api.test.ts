@@ -187,6 +187,19 @@ describe('a task started over the API', () => {
     expect(JSON.stringify(detail.summary)).toContain('"state":"COMPLETE"');
     const note = await client.request<string>('GET', `/api/tasks/${taskId}/note`);
     expect(note).toContain('| **State** | **COMPLETE**');
+    const diff = await client.request<string>('GET', `/api/tasks/${taskId}/diff`);
+    expect(diff).toContain('+++ b/slug.js');
+    // A COMPLETE task is not resumed: the reason and the fix.
+    await expect(client.request('POST', `/api/tasks/${taskId}/resume`)).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('already COMPLETE'),
+    });
+    await expect(client.request('POST', '/api/tasks/NO-SUCH-TASK/stop')).rejects.toMatchObject({
+      status: 404,
+    });
+    await expect(client.request('POST', '/api/tasks/NO-SUCH-TASK/resume')).rejects.toMatchObject({
+      status: 404,
+    });
     expect(await taskContainers(taskId, repo)).toEqual([]);
   }, 300_000);
 

@@ -6,7 +6,8 @@
  * goes on to COMPLETE; a second task started from the board's form appears on the board. The screenshots of
  * the task page and the board are saved in docs/ (the latest run's).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
@@ -14,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { processRedaction, safeOutput } from '../../src/cli/output.js';
 import { startServer } from '../../src/cli/serve-command.js';
-import { ServeClient } from '../../src/serve/api-client.js';
+import { ServeClient, readServeInfo, type ServeInfo } from '../../src/serve/api-client.js';
 import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
 import { taskContainers } from '../support/task-containers.js';
 
@@ -116,5 +117,75 @@ describe('the web view', () => {
     await page.screenshot({ path: path.join(ROOT, 'docs', 'web-board.png'), fullPage: true });
     expect(problems).toEqual([]);
     expect(await taskContainers(taskId, repo)).toEqual([]);
+  }, 600_000);
+});
+
+/** A server of its own process (as `serve` runs), in the demo repository; resolves once it listens. */
+async function serverProcess(args: string[]): Promise<{ child: ChildProcess; info: ServeInfo }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
+  delete env.OPENAI_API_KEY;
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'agent-runner.js'), 'serve', '--port', '0', ...args],
+    {
+      cwd: repo,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  for (let tries = 0; tries < 200; tries += 1) {
+    const info = await readServeInfo(repo);
+    if (info !== null && info.pid === child.pid) return { child, info };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the server did not start: ${stderr}`);
+}
+
+describe('a server that dies mid-task', () => {
+  it('its task shows as stale on the next server, and is resumed from the page to COMPLETE', async () => {
+    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: unknown[] };
+    const hanging = `${repo}-hang.yaml`;
+    writeFileSync(hanging, stringify({ meta: demo.meta.slice(0, 2), worker: [{ run: 'sleep 600' }] }));
+    const finishing = `${repo}-finish.yaml`;
+    writeFileSync(finishing, stringify({ meta: demo.meta.slice(1), worker: demo.worker }));
+
+    const first = await serverProcess([]);
+    const client = new ServeClient(first.info.url, first.info.token);
+    const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
+      prdPath: DEMO_PRD,
+      modelScript: hanging,
+      taskId: 'WEB-RESTART',
+    });
+    for await (const message of client.events(taskId)) {
+      const event = JSON.parse(message.data) as {
+        type?: string;
+        event?: { kind?: string; command?: string };
+      };
+      if (event.event?.kind === 'command_started' && event.event.command?.includes('sleep 600')) break;
+    }
+    // The server dies at once, its task with it (no note, no stop): as a crash or a killed terminal would.
+    first.child.kill('SIGKILL');
+    await once(first.child, 'exit');
+
+    const second = await serverProcess(['--model-script', finishing]);
+    try {
+      const again = new ServeClient(second.info.url, second.info.token);
+      expect(await again.request('GET', `/api/tasks/${taskId}`)).toMatchObject({
+        status: 'stale',
+        served: false,
+      });
+      const page = await browser.newPage();
+      await page.goto(`${second.info.url}/?token=${second.info.token}#/task/${taskId}`);
+      await page.locator('#resume-task').click();
+      await page.locator('#task-header .state[data-state=COMPLETE]').waitFor({ timeout: 240_000 });
+      await page.locator('#diff').filter({ hasText: 'slug.js' }).waitFor();
+      await page.close();
+      expect(await taskContainers(taskId, repo)).toEqual([]);
+    } finally {
+      second.child.kill('SIGTERM');
+      await once(second.child, 'exit');
+    }
   }, 600_000);
 });

@@ -250,6 +250,24 @@ function questionForm(taskId: string, question: string): HTMLElement {
   return form;
 }
 
+/** Stop (a task this server runs) or resume (a stale one, or one that ended without completing). */
+function actions(detail: BoardTask): HTMLElement | string {
+  const path = `/api/tasks/${encodeURIComponent(detail.taskId)}`;
+  const button = (label: string, action: string, then: () => void) => {
+    const element = el('button', { type: 'button', id: `${action}-task` }, label);
+    element.addEventListener(
+      'click',
+      () => void api('POST', `${path}/${action}`).then(then, (error: Error) => alert(error.message)),
+    );
+    return element;
+  };
+  if (detail.served && detail.status === 'running')
+    return button('Stop (work saved)', 'stop', () => undefined);
+  const resumable =
+    detail.status === 'stale' || (detail.status === 'finished' && detail.state !== 'COMPLETE');
+  return resumable ? button('Resume', 'resume', route) : '';
+}
+
 function showTask(taskId: string): void {
   const header = el('div', { id: 'task-header' });
   const runs = new Map<number, HTMLElement>();
@@ -263,6 +281,8 @@ function showTask(taskId: string): void {
     el('div', { id: 'criteria-box' }),
     el('h2', {}, 'Worker runs'),
     el('div', { id: 'runs' }),
+    el('h2', {}, 'Diff'),
+    el('pre', { id: 'diff' }),
     el('h2', {}, 'Note'),
     el('pre', { id: 'note' }),
   );
@@ -284,6 +304,7 @@ function showTask(taskId: string): void {
         )
       : '';
     header.replaceChildren(
+      actions(detail),
       el(
         'p',
         {},
@@ -296,6 +317,8 @@ function showTask(taskId: string): void {
     document.getElementById('criteria-box')?.replaceChildren(criteria(detail));
     const note = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/note`).catch(() => '');
     (document.getElementById('note') as HTMLElement).textContent = note;
+    const diff = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/diff`).catch(() => '');
+    (document.getElementById('diff') as HTMLElement).textContent = diff;
   };
   let pending: ReturnType<typeof setTimeout> | null = null;
   const soon = () => {
