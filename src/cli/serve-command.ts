@@ -42,15 +42,18 @@ export async function startServer(
   const repository = await inspectRepository(context.cwd);
   // The repository's keys and patterns are hidden from every answer from the start.
   const config = await loadConfig({ repoRoot: repository.root, env: context.env, flags: {} });
-  const [{ createApp }, { TaskBoard }, { createApi }, { serve }] = await Promise.all([
+  const [{ createApp }, { TaskBoard }, { createApi }, { serve }, { parallelMax }] = await Promise.all([
     import('../app.js'),
     import('../serve/task-board.js'),
     import('../serve/http-api.js'),
     import('@hono/node-server'),
+    import('../parallel/parallel-max.js'),
   ]);
   const app = createApp(context.env, {}, context.redaction);
   app.host.protect(config, context.env);
   const board = new TaskBoard(repository.root, app, context.env, {
+    // As many tasks at once as a project's subtasks: parallel.max, or what the machine's cores and memory hold.
+    maxRunning: parallelMax(config),
     ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
   });
   const token = randomBytes(24).toString('base64url');

@@ -11,60 +11,18 @@ import { newTaskSpec } from '../compose/new-task-spec.js';
 import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
-import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
-import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
-import type { JournalTaskState } from '../lifecycle/task-journal-state.js';
+import { listTasks } from '../lifecycle/task-inventory.js';
 import { tryGit } from '../workspace/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { StartTaskRequest } from './api-schemas.js';
-
-/** What a task's page shows beyond its board line. */
-export interface TaskDetail {
-  plan: JournalTaskState['plan'];
-  runRecords: JournalTaskState['runs'];
-  summary: TaskSummary | null;
-}
-
-/** A task this server runs. */
-interface RunningTask {
-  startedAt: string;
-  stop: AbortController;
-  hurry: AbortController;
-  question: { text: string; answer: (text: string | null) => void } | null;
-  /** The summary, once it ended. */
-  summary: TaskSummary | null;
-  /** An error that ended it before it could write a summary (a bad base, an engine that is down). */
-  error: string | null;
-  done: Promise<void>;
-}
-
-/** What the API says about a task: the inventory's entry, plus what only the running server knows. */
-export interface BoardTask {
-  taskId: string;
-  status: TaskEntry['status'];
-  state: TaskEntry['state'];
-  reason: string | null;
-  title: string | null;
-  branch: string;
-  parent: string | null;
-  subtasks: { id: string; state: string; taskId: string }[];
-  startedAt: string | null;
-  lastEventAt: string | null;
-  elapsedMs: number | null;
-  runs: number;
-  metaCalls: number;
-  tokens: number;
-  costUsd: number;
-  /** Run by this server (it can stop it, and answer its question). */
-  served: boolean;
-  question: string | null;
-  exitCode: number | null;
-  error: string | null;
-}
+import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
 
 export class TaskBoard {
   private readonly running = new Map<string, RunningTask>();
+  /** Tasks of this server running now, and the queued ones' wake-ups, oldest first. */
+  private runningNow = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
     readonly repoRoot: string,
@@ -73,6 +31,8 @@ export class TaskBoard {
     private readonly options: {
       /** The scripted model of every task that names none (`serve --model-script`: the demo). */
       modelScript?: string;
+      /** Tasks running at once (`parallel.max`, or what the machine holds); more wait, `queued`. */
+      maxRunning?: number;
       now?: () => Date;
     } = {},
   ) {}
@@ -142,10 +102,29 @@ export class TaskBoard {
       question: null,
       summary: null,
       error: null,
+      queued: true,
       done: Promise.resolve(),
     };
     this.running.set(spec.taskId, task);
-    task.done = this.app
+    task.done = this.slot(task).then(() => this.runNow(spec, projectOptions, task));
+  }
+
+  /** Waits for a free slot (at most `maxRunning` tasks at once, in the order they were started). */
+  private async slot(task: RunningTask): Promise<void> {
+    const max = this.options.maxRunning ?? Number.POSITIVE_INFINITY;
+    while (this.runningNow >= max && !task.stop.signal.aborted)
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.runningNow += 1;
+    task.queued = false;
+  }
+
+  private async runNow(spec: TaskSpec, projectOptions: ProjectOptions, task: RunningTask): Promise<void> {
+    if (task.stop.signal.aborted) {
+      task.error = 'stopped before it started (it was queued)';
+      this.release();
+      return;
+    }
+    await this.app
       .run(
         spec,
         {
@@ -174,6 +153,16 @@ export class TaskBoard {
           task.error = error instanceof Error ? error.message : String(error);
         },
       );
+    this.release();
+  }
+
+  private wakeQueued(): void {
+    for (const wake of this.waiting.splice(0)) wake();
+  }
+
+  private release(): void {
+    this.runningNow -= 1;
+    this.waiting.shift()?.();
   }
 
   /** Stops a task this server runs, as Ctrl-C does (its work saved, its note written); a second stop hurries. */
@@ -181,6 +170,8 @@ export class TaskBoard {
     const task = this.served(taskId);
     if (!task.stop.signal.aborted) {
       task.stop.abort();
+      // A queued task leaves the queue at once (it ends without starting).
+      if (task.queued) this.wakeQueued();
       // Nobody will answer a question now: the task goes on to its note.
       task.question?.answer(null);
       return 'stopping';
@@ -201,10 +192,10 @@ export class TaskBoard {
   async list(): Promise<BoardTask[]> {
     const { tasks } = await listTasks(this.repoRoot);
     const listed = new Set(tasks.map((entry) => entry.taskId));
-    const board = tasks.map((entry) => this.describe(entry));
+    const board = tasks.map((entry) => boardTask(entry, this.running.get(entry.taskId)));
     // Started here but not journaled yet (it is still preparing).
     for (const [taskId, task] of this.running)
-      if (!listed.has(taskId)) board.push(this.describePreparing(taskId, task));
+      if (!listed.has(taskId)) board.push(preparingTask(taskId, task));
     return board.sort((a, b) =>
       (b.lastEventAt ?? b.startedAt ?? '').localeCompare(a.lastEventAt ?? a.startedAt ?? ''),
     );
@@ -227,12 +218,12 @@ export class TaskBoard {
     if (entry === undefined) {
       const preparing = this.running.get(taskId);
       return preparing
-        ? { ...this.describePreparing(taskId, preparing), plan: null, runRecords: [], summary: null }
+        ? { ...preparingTask(taskId, preparing), plan: null, runRecords: [], summary: null }
         : null;
     }
     const journal = entry.journal;
     return {
-      ...this.describe(entry),
+      ...boardTask(entry, this.running.get(entry.taskId)),
       plan: journal?.plan ?? null,
       runRecords: journal?.runs ?? [],
       summary: this.running.get(taskId)?.summary ?? journal?.finished ?? null,
@@ -278,7 +269,7 @@ export class TaskBoard {
   }
 
   /** Whether the task may write more to its journal (this server runs it, or another process holds it). */
-  isLive(taskId: string, status?: TaskEntry['status']): boolean {
+  isLive(taskId: string, status?: BoardTask['status']): boolean {
     const task = this.running.get(taskId);
     if (task) return task.summary === null && task.error === null;
     return status === 'running' || status === 'unknown';
@@ -318,61 +309,6 @@ export class TaskBoard {
     );
     await writeFile(file, text);
     return file;
-  }
-
-  private describe(entry: TaskEntry): BoardTask {
-    const journal = entry.journal;
-    const served = this.running.get(entry.taskId);
-    const usage = (journal?.metaUsage.costUsd ?? 0) + (journal?.workerUsage.costUsd ?? 0);
-    const tokens = [journal?.metaUsage, journal?.workerUsage].reduce(
-      (sum, part) => sum + (part?.inputTokens ?? 0) + (part?.outputTokens ?? 0),
-      0,
-    );
-    return {
-      taskId: entry.taskId,
-      status: entry.status,
-      state: entry.state,
-      reason: entry.reason,
-      title: journal?.plan?.title ?? null,
-      branch: entry.branch,
-      parent: entry.parent ?? null,
-      subtasks: entry.project?.subtasks ?? [],
-      startedAt: served?.startedAt ?? null,
-      lastEventAt: entry.lastEventAt,
-      elapsedMs: journal?.elapsedMs ?? null,
-      runs: journal?.runs.length ?? 0,
-      metaCalls: journal?.metaCalls ?? 0,
-      tokens,
-      costUsd: usage,
-      served: served !== undefined,
-      question: served?.question?.text ?? null,
-      exitCode: served?.summary?.exitCode ?? journal?.finished?.exitCode ?? null,
-      error: served?.error ?? null,
-    };
-  }
-
-  private describePreparing(taskId: string, task: RunningTask): BoardTask {
-    return {
-      taskId,
-      status: task.error === null ? 'running' : 'finished',
-      state: null,
-      reason: task.error,
-      title: null,
-      branch: `agent-runner/${taskId}`,
-      parent: null,
-      subtasks: [],
-      startedAt: task.startedAt,
-      lastEventAt: null,
-      elapsedMs: null,
-      runs: 0,
-      metaCalls: 0,
-      tokens: 0,
-      costUsd: 0,
-      served: true,
-      question: task.question?.text ?? null,
-      exitCode: task.summary?.exitCode ?? (task.error === null ? null : 2),
-      error: task.error,
-    };
   }
 }
 

@@ -7,7 +7,7 @@
  * set as text, never as HTML.
  */
 import type { StampedEvent } from '../../src/core/events.js';
-import type { BoardTask, TaskDetail } from '../../src/serve/task-board.js';
+import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
 
 const TOKEN_KEY = 'agent-runner-token';
 const BOARD_REFRESH_MS = 1_000;
