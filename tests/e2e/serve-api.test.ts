@@ -12,6 +12,7 @@ import { parse, stringify } from 'yaml';
 import { safeOutput, processRedaction } from '../../src/cli/output.js';
 import { startServer } from '../../src/cli/serve-command.js';
 import { ApiError, ServeClient, readServeInfo } from '../../src/serve/api-client.js';
+import { runCliCaptured } from '../support/cli.js';
 import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
 import { taskContainers } from '../support/task-containers.js';
 
@@ -255,5 +256,72 @@ describe('a task started over the API', () => {
     ).rejects.toMatchObject({
       status: 400,
     });
+  }, 300_000);
+
+  it('shows a task run in a terminal live, and nothing of it that is redacted', async () => {
+    const secret = 'SECRET-Q7W3E9R2T5Y8';
+    const canary = 'CANARY-visible-5b7e';
+    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: { run?: string }[] };
+    const scriptFile = `${repo}-terminal.yaml`;
+    // The worker prints the secret (in its command and, built at run time, in its output) before its work.
+    writeFileSync(
+      scriptFile,
+      stringify({
+        ...demo,
+        worker: [
+          { run: `echo "${canary} ${secret}"; printf 'SEC%s %s\\n' 'RET-Q7W3E9R2T5Y8' '${canary}'` },
+          ...demo.worker,
+        ],
+      }),
+    );
+    const configFile = `${repo}-terminal-config.yaml`;
+    writeFileSync(configFile, "redact:\n  patterns:\n    - 'SECRET-[A-Z0-9]{12}'\n");
+    const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
+    delete env.OPENAI_API_KEY;
+    let finished = false;
+    const terminal = runCliCaptured(
+      [
+        'run',
+        '--prd',
+        DEMO_PRD,
+        '--task-id',
+        'TERM-RUN',
+        '--model-script',
+        scriptFile,
+        '--config',
+        configFile,
+      ],
+      { cwd: repo, env },
+    ).then((result) => {
+      finished = true;
+      return result;
+    });
+    // The server finds it as soon as its journal exists, and follows it while its runner holds its lock.
+    for (
+      let tries = 0;
+      tries < 300 && (await client.request('GET', '/api/tasks/TERM-RUN').catch(() => null)) === null;
+      tries += 1
+    )
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    let firstWhileRunning = false;
+    const events: string[] = [];
+    for await (const message of client.events('TERM-RUN')) {
+      if (events.length === 0) firstWhileRunning = !finished;
+      events.push(message.data);
+    }
+    const result = await terminal;
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(firstWhileRunning).toBe(true);
+    expect(JSON.parse(events.at(-1) ?? '{}')).toMatchObject({ state: 'COMPLETE' });
+    const seen = [
+      ...events,
+      JSON.stringify(await client.request('GET', '/api/tasks/TERM-RUN')),
+      JSON.stringify(await client.request('GET', '/api/tasks')),
+      await client.request<string>('GET', '/api/tasks/TERM-RUN/note'),
+    ].join('\n');
+    // The search can see what it looks for: the canary printed beside the secret is there.
+    expect(seen).toContain(canary);
+    expect(seen).not.toContain(secret);
+    expect(seen).toContain('[REDACTED]');
   }, 300_000);
 });

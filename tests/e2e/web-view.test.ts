@@ -52,9 +52,20 @@ afterAll(async () => {
   remove();
 });
 
-/** The demo's script with an `ask_human` decision after the plan. */
+/** Markup a hostile worker writes, hoping a page runs it. */
+const INJECTED = '<img src=x onerror="window.injected=1"><script>window.injected=2</script>';
+
+/**
+ * The demo's script with an `ask_human` decision after the plan, and a worker whose final message (shown in
+ * the note and the page) carries markup.
+ */
 function askingScript(): string {
-  const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: unknown[] };
+  const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as {
+    meta: string[];
+    worker: Record<string, string>[];
+  };
+  const last = demo.worker.at(-1);
+  if (last?.message !== undefined) last.message = `${last.message} ${INJECTED}`;
   const ask = [
     'type: next_action',
     'version: 1',
@@ -100,7 +111,16 @@ describe('the web view', () => {
     expect(await page.locator('#timeline li[data-state=COMPLETE]').count()).toBe(1);
     expect(await page.locator('li.command').first().textContent()).toContain('cat > slug.js');
     expect(await page.locator('#criteria li[data-criterion=AC-1]').textContent()).toContain('passed');
-    await page.locator('#note').filter({ hasText: '| **State** | **COMPLETE**' }).waitFor();
+    // The note is rendered (its table, its headings), the worker's markup in it shown as text and never run.
+    await page.locator('#note table').first().filter({ hasText: 'COMPLETE' }).waitFor();
+    expect(await page.locator('#note h2').allTextContents()).toEqual(
+      expect.arrayContaining(['Decision', 'Acceptance criteria', 'Pick up from here']),
+    );
+    expect(await page.locator('#note').textContent()).toContain('<img src=x onerror=');
+    expect(await page.locator('#note img, #note script').count()).toBe(0);
+    expect(
+      await page.evaluate(() => (globalThis as unknown as { injected?: number }).injected),
+    ).toBeUndefined();
     await page.screenshot({ path: path.join(ROOT, 'docs', 'web-task.png'), fullPage: true });
 
     // The board: this task, and a second one started from its form (it fails at once: no model key here).

@@ -4,8 +4,12 @@
  * codes, DoD checks, its question as a form, its note), and a form that starts a task. Plain DOM, bundled at
  * `npm run build` into dist/web/app.js and served by the server itself: nothing is fetched from elsewhere.
  * Every text from a task (the worker's commands and messages included) is attacker data: it is only ever
- * set as text, never as HTML.
+ * set as text, never as HTML. The one exception is the note, which agent-runner writes so that its Markdown
+ * renders inert (worker text in fenced blocks or escaped): it is rendered with marked, then sanitised with
+ * DOMPurify (no script, no style, no form, no image, no link out of the page's own origin but http(s)).
  */
+import DOMPurify from 'dompurify';
+import { marked } from 'marked';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
 
@@ -268,6 +272,17 @@ function actions(detail: BoardTask): HTMLElement | string {
   return resumable ? button('Resume', 'resume', route) : '';
 }
 
+/** The note's Markdown as sanitised HTML (see the header). */
+function renderNote(markdown: string): string {
+  const html = marked.parse(markdown, { async: false, gfm: true });
+  return DOMPurify.sanitize(html, {
+    USE_PROFILES: { html: true },
+    FORBID_TAGS: ['img', 'style', 'form', 'input', 'button', 'iframe', 'svg', 'math'],
+    FORBID_ATTR: ['style', 'srcset'],
+    ALLOWED_URI_REGEXP: /^(?:https?:|#)/i,
+  });
+}
+
 function showTask(taskId: string): void {
   const header = el('div', { id: 'task-header' });
   const runs = new Map<number, HTMLElement>();
@@ -284,7 +299,7 @@ function showTask(taskId: string): void {
     el('h2', {}, 'Diff'),
     el('pre', { id: 'diff' }),
     el('h2', {}, 'Note'),
-    el('pre', { id: 'note' }),
+    el('article', { id: 'note' }),
   );
   const refresh = async () => {
     const detail = await api<BoardTask & TaskDetail>('GET', `/api/tasks/${encodeURIComponent(taskId)}`);
@@ -316,7 +331,7 @@ function showTask(taskId: string): void {
     );
     document.getElementById('criteria-box')?.replaceChildren(criteria(detail));
     const note = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/note`).catch(() => '');
-    (document.getElementById('note') as HTMLElement).textContent = note;
+    (document.getElementById('note') as HTMLElement).innerHTML = renderNote(note);
     const diff = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/diff`).catch(() => '');
     (document.getElementById('diff') as HTMLElement).textContent = diff;
   };
