@@ -87,18 +87,17 @@ function registerEvents(app: Hono, board: TaskBoard, options: { redaction: Redac
   app.get('/api/tasks/:id/events', async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
-    const found = await board.get(task.taskId);
-    if (found === null) return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    // Only this task's files are looked at (not every journal): a watcher costs the same in a busy repository.
+    if (!board.exists(task.taskId))
+      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
     const after = Number(c.req.header('last-event-id') ?? c.req.query('after') ?? 0);
-    let live = board.isLive(task.taskId, found.status);
+    let live = board.writing(task.taskId);
     let checkedAt = Date.now();
     const ended = () => {
       if (board.isServed(task.taskId)) return !board.isLive(task.taskId);
       if (Date.now() - checkedAt > LIVENESS_CHECK_MS) {
         checkedAt = Date.now();
-        void board.get(task.taskId).then((now) => {
-          live = now !== null && board.isLive(task.taskId, now.status);
-        });
+        live = board.writing(task.taskId);
       }
       return !live;
     };

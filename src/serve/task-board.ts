@@ -4,6 +4,7 @@
  * composition as `run` (the App), with a stop switch (as Ctrl-C: the work is saved) and a pending `ask_human`
  * question that a client answers.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from '../app.js';
@@ -13,6 +14,7 @@ import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { UserError } from '../errors.js';
 import { listTasks } from '../lifecycle/task-inventory.js';
+import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { tryGit } from '../workspace/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { StartTaskRequest } from './api-schemas.js';
@@ -256,6 +258,24 @@ export class TaskBoard {
       { cwd: this.repoRoot },
     );
     return result.exitCode === 0 ? result.stdout : null;
+  }
+
+  /** Whether the repository has the task (its journal, a split PRD's project journal) or this server runs it. */
+  exists(taskId: string): boolean {
+    assertValidTaskId(taskId);
+    const { runDir } = taskLayout(this.repoRoot, taskId);
+    return (
+      this.running.has(taskId) ||
+      existsSync(path.join(runDir, 'events.jsonl')) ||
+      existsSync(path.join(runDir, 'project.jsonl'))
+    );
+  }
+
+  /** Whether the task may still write to its journal: this server runs it, or a live process holds its lock. */
+  writing(taskId: string): boolean {
+    if (this.running.has(taskId)) return this.isLive(taskId);
+    const liveness = inspectTaskLock(taskLayout(this.repoRoot, taskId).runDir)?.liveness;
+    return liveness === 'alive' || liveness === 'unknown';
   }
 
   /** Whether this server runs the task. */

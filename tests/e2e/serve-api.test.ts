@@ -5,7 +5,9 @@
  * over the API and watched to COMPLETE by two clients at once; its events resumed after a dropped
  * connection (Last-Event-ID); an `ask_human` question answered over the API, the task going on to COMPLETE.
  */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -324,4 +326,33 @@ describe('a task started over the API', () => {
     expect(seen).not.toContain(secret);
     expect(seen).toContain('[REDACTED]');
   }, 300_000);
+
+  it("keeps its memory bounded when clients never read a long journal's events", async () => {
+    // 100 MB of journal: served whole into memory, five such watchers would add 500 MB.
+    const runDir = path.join(repo, '.agent-runner', 'runs', 'BIG-JOURNAL');
+    mkdirSync(runDir, { recursive: true });
+    const line = `${JSON.stringify({ type: 'worker_event', run: 1, event: { kind: 'message', text: 'x'.repeat(1000) }, at: '2026-01-01T00:00:00.000Z' })}\n`;
+    writeFileSync(path.join(runDir, 'events.jsonl'), line.repeat(Math.ceil((100 * 1024 ** 2) / line.length)));
+    const { port } = new URL(server.info.url);
+    const before = process.memoryUsage().rss;
+    const sockets = await Promise.all(
+      Array.from({ length: 5 }, async () => {
+        const socket = connect(Number(port), '127.0.0.1');
+        await once(socket, 'connect');
+        // It asks, then never reads a byte: the kernel's buffers fill and the server must wait.
+        socket.pause();
+        socket.write(
+          `GET /api/tasks/BIG-JOURNAL/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${server.info.token}\r\n\r\n`,
+        );
+        return socket;
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const grown = process.memoryUsage().rss - before;
+    // The server still answers meanwhile.
+    expect((await client.request<{ openapi: string }>('GET', '/api/openapi.json')).openapi).toBe('3.1.0');
+    for (const socket of sockets) socket.destroy();
+    rmSync(runDir, { recursive: true, force: true });
+    expect(grown / 1024 ** 2).toBeLessThan(100);
+  }, 60_000);
 });
