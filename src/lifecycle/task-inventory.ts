@@ -40,7 +40,9 @@ export interface TaskEntry {
    * A PRD split into subtasks (its run directory holds `project.jsonl`): each subtask's state and the task id
    * of its last attempt, which is listed as a task of its own. Null for a task that was not split.
    */
-  project?: { subtasks: { id: string; state: SubtaskState; taskId: string }[] } | null;
+  project?: {
+    subtasks: { id: string; title: string; state: SubtaskState; taskId: string; blockedBy: string[] }[];
+  } | null;
   /** A project's subtask (or its combined-DoD check): the project's task id. */
   parent?: string | null;
 }
@@ -128,6 +130,8 @@ export async function listTasks(
         ? {
             subtasks: project.subtasks.map((subtask) => ({
               id: subtask.id,
+              title: subtask.title,
+              blockedBy: subtask.blockedBy,
               state: project.states[subtask.id]?.state ?? 'waiting',
               taskId: project.states[subtask.id]?.taskId ?? `${taskId}--${subtask.id}`,
             })),

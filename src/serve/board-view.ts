@@ -38,7 +38,8 @@ export interface BoardTask {
   title: string | null;
   branch: string;
   parent: string | null;
-  subtasks: { id: string; state: string; taskId: string }[];
+  /** A split PRD's subtasks: the graph (each one's `blockedBy`) and each one's state. */
+  subtasks: NonNullable<TaskEntry['project']>['subtasks'];
   startedAt: string | null;
   lastEventAt: string | null;
   elapsedMs: number | null;

@@ -17,6 +17,7 @@ import {
   SLUG_FIXED,
   SLUG_TEST,
   assessment,
+  npmTestPlan,
   demoRepo,
   heredoc,
   jsonEvents,
@@ -27,20 +28,7 @@ import { taskContainers } from '../support/task-containers.js';
 
 function script(taskId: string): string {
   const meta = [
-    [
-      'type: plan_task',
-      'version: 1',
-      'payload:',
-      `  task_id: ${taskId}`,
-      '  acceptance_criteria:',
-      '    - id: AC-1',
-      '      description: slugify passes its tests (npm test).',
-      '      type: test',
-      '      critical: true',
-      '      check:',
-      '        kind: command',
-      '        command: npm test',
-    ].join('\n'),
+    npmTestPlan(taskId),
     nextAction('codex', 'Implement slugify with its tests.', 'Create slug.js and slug.test.js; commit them.'),
     assessment(false, 'The separators test fails.'),
     nextAction(

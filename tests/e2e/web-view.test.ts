@@ -8,7 +8,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -138,6 +138,54 @@ describe('the web view', () => {
     expect(problems).toEqual([]);
     expect(await taskContainers(taskId, repo)).toEqual([]);
   }, 600_000);
+});
+
+describe('a split task', () => {
+  it('shows its subtask graph: each subtask with its state and what it waits for', async () => {
+    // A project as `run` journals it when the planner split the PRD: b waits for a; a is merged, b running.
+    const runDir = path.join(repo, '.agent-runner', 'runs', 'WEB-SPLIT');
+    mkdirSync(runDir, { recursive: true });
+    const subtask = (id: string, blockedBy: string[]) => ({
+      id,
+      title: `Part ${id}`,
+      prd: `# Part ${id}`,
+      plan: { title: `Part ${id}`, acceptanceCriteria: [] },
+      writeScope: [`src/${id}/**`],
+      readScope: [],
+      blockedBy,
+    });
+    const at = '2026-01-01T00:00:00.000Z';
+    const lines = [
+      {
+        type: 'project_started',
+        taskId: 'WEB-SPLIT',
+        branch: 'agent-runner/WEB-SPLIT',
+        baseSha: 'a'.repeat(40),
+        max: 2,
+        subtasks: [subtask('a', []), subtask('b', ['a'])],
+        prd: '# Split',
+        prdPath: 'PRD.md',
+        at,
+      },
+      { type: 'subtask_state', subtask: 'a', state: 'merged', attempt: 1, taskId: 'WEB-SPLIT--a', at },
+      { type: 'subtask_state', subtask: 'b', state: 'running', attempt: 1, taskId: 'WEB-SPLIT--b', at },
+    ];
+    writeFileSync(
+      path.join(runDir, 'project.jsonl'),
+      lines.map((line) => `${JSON.stringify(line)}\n`).join(''),
+    );
+    const page = await browser.newPage();
+    await page.goto(`${server.info.url}/?token=${server.info.token}#/task/WEB-SPLIT`);
+    await page.locator('#subtasks li[data-subtask=b]').waitFor();
+    expect(await page.locator('#subtasks li[data-subtask=a]').textContent()).toMatch(/^a Part a merged$/);
+    expect(await page.locator('#subtasks li[data-subtask=b]').textContent()).toMatch(
+      /^b Part b running after a$/,
+    );
+    expect(await page.locator('#subtasks li[data-subtask=b] a').getAttribute('href')).toBe(
+      '#/task/WEB-SPLIT--b',
+    );
+    await page.close();
+  }, 120_000);
 });
 
 /** A server of its own process (as `serve` runs), in the demo repository; resolves once it listens. */

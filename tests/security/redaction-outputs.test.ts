@@ -6,7 +6,7 @@
  * stderr are the real streams), with the real codex in the real sandbox. In every place, a canary printed the
  * same way but not matching any pattern is found first: the search can see what it looks for.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import {
   commandCall,
 } from '../support/scripted-responses-server.js';
 import { createNodeRepo, git } from '../support/task-repo.js';
+import { filesUnder } from '../support/files-under.js';
 
 const SECRET = 'SECRET-Q7W3E9R2T5Y8';
 const CANARY = 'CANARY-visible-5b7e';
@@ -115,18 +116,6 @@ async function runPrintingTask(taskId: string, json: boolean): Promise<Outputs> 
     stderr: String(result.stderr),
     cassette,
   };
-}
-
-/** Every regular file under `dir`, read as text. */
-function filesUnder(dir: string): { file: string; text: string }[] {
-  const out: { file: string; text: string }[] = [];
-  for (const name of readdirSync(dir)) {
-    const full = path.join(dir, name);
-    const stats = statSync(full);
-    if (stats.isDirectory()) out.push(...filesUnder(full));
-    else if (stats.isFile()) out.push({ file: full, text: readFileSync(full, 'utf8') });
-  }
-  return out;
 }
 
 /** Finds the canary and not the secret in `text` (`where` names it in the failure). */

@@ -8,7 +8,7 @@
  * resumes the same session and the task ends COMPLETE. The real CLI, the real binaries in the real sandbox,
  * the models scripted by agent-runner's own `--model-script` server.
  */
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Cassette } from '../../src/gateway/cassette.js';
@@ -18,32 +18,21 @@ import {
   SLUG_FIXED,
   SLUG_TEST,
   assessment,
+  npmTestPlan,
   demoRepo,
   heredoc,
   jsonEvents,
   nextAction,
 } from '../support/demo-task.js';
 import { taskContainers } from '../support/task-containers.js';
+import { filesUnder } from '../support/files-under.js';
 
 const SECRET = 'SECRET-Q7W3E9R2T5Y8';
 const CANARY = 'CANARY-visible-5b7e';
 
 function script(taskId: string, worker: string): string {
   const meta = [
-    [
-      'type: plan_task',
-      'version: 1',
-      'payload:',
-      `  task_id: ${taskId}`,
-      '  acceptance_criteria:',
-      '    - id: AC-1',
-      '      description: slugify passes its tests (npm test).',
-      '      type: test',
-      '      critical: true',
-      '      check:',
-      '        kind: command',
-      '        command: npm test',
-    ].join('\n'),
+    npmTestPlan(taskId),
     nextAction(worker, 'Look at the environment first.', 'Print the build values.'),
     assessment(false, 'Nothing is implemented yet.'),
     nextAction(
@@ -64,18 +53,6 @@ function script(taskId: string, worker: string): string {
     { message: 'Added slugify and its tests.' },
   ];
   return JSON.stringify({ meta, worker: turns });
-}
-
-/** Every regular file under `dir`, read byte for byte (latin1: a database's text is found as it is). */
-function filesUnder(dir: string): { file: string; text: string }[] {
-  const out: { file: string; text: string }[] = [];
-  for (const name of readdirSync(dir)) {
-    const full = path.join(dir, name);
-    const stats = statSync(full);
-    if (stats.isDirectory()) out.push(...filesUnder(full));
-    else if (stats.isFile()) out.push({ file: full, text: readFileSync(full, 'latin1') });
-  }
-  return out;
 }
 
 describe.each([
@@ -145,13 +122,13 @@ describe.each([
 
     const runDir = path.join(repo, '.agent-runner', 'runs', taskId);
     // The worker's own state recorded what it printed: the canary is there, so the search sees that state.
-    const state = filesUnder(path.join(runDir, 'codex-home', worker));
+    const state = filesUnder(path.join(runDir, 'codex-home', worker), 'latin1');
     expect(
       state.filter((entry) => entry.text.includes(CANARY)).map((entry) => entry.file),
       `${worker}'s state records the run`,
     ).not.toEqual([]);
     const kept = [
-      ...filesUnder(runDir),
+      ...filesUnder(runDir, 'latin1'),
       { file: summary.notePath, text: readFileSync(summary.notePath, 'utf8') },
       { file: 'stdout', text: result.stdout },
       { file: 'stderr', text: result.stderr },

@@ -54,6 +54,24 @@ export function nextAction(
   ].join('\n');
 }
 
+/** The Meta-agent's plan of the demo: one criterion, `npm test` passes. */
+export function npmTestPlan(taskId: string): string {
+  return [
+    'type: plan_task',
+    'version: 1',
+    'payload:',
+    `  task_id: ${taskId}`,
+    '  acceptance_criteria:',
+    '    - id: AC-1',
+    '      description: slugify passes its tests (npm test).',
+    '      type: test',
+    '      critical: true',
+    '      check:',
+    '        kind: command',
+    '        command: npm test',
+  ].join('\n');
+}
+
 export function assessment(done: boolean, summary: string): string {
   return [
     'type: completion_assessment',

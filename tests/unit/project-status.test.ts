@@ -89,8 +89,8 @@ describe('status of a project (a PRD split into subtasks)', () => {
       branch: 'agent-runner/P-1',
     });
     expect(parent?.project?.subtasks).toEqual([
-      { id: 'a', state: 'merged', taskId: 'P-1--a' },
-      { id: 'b', state: 'failed', taskId: 'P-1--b-r2' },
+      { id: 'a', title: 'Part a', state: 'merged', taskId: 'P-1--a', blockedBy: [] },
+      { id: 'b', title: 'Part b', state: 'failed', taskId: 'P-1--b-r2', blockedBy: [] },
     ]);
     expect(tasks.filter((task) => task.parent === 'P-1').map((task) => task.taskId)).toEqual([
       'P-1--a',

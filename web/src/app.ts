@@ -205,6 +205,20 @@ function onJournal(event: StampedEvent, runs: Map<number, HTMLElement>): void {
       line.append(el('span', { class: 'exit' }, ` exit ${worker.exitCode ?? '?'}`));
     }
   }
+  if (event.type === 'criteria_checks')
+    runBlock(runs, event.run, `Run ${event.run}`).append(
+      el(
+        'ul',
+        { class: 'criteria-checks' },
+        ...event.results.map((check) =>
+          el(
+            'li',
+            { class: `check ${check.status}` },
+            `${check.criterionId} ${check.kind} ${check.target}: ${check.status}`,
+          ),
+        ),
+      ),
+    );
   if (event.type === 'dod')
     runBlock(runs, event.run, `Run ${event.run}`).append(
       el(
@@ -311,9 +325,11 @@ function showTask(taskId: string): void {
           ...detail.subtasks.map((sub) =>
             el(
               'li',
-              {},
+              { 'data-subtask': sub.id },
               el('a', { href: `#/task/${encodeURIComponent(sub.taskId)}` }, sub.id),
-              ` ${sub.state}`,
+              ` ${sub.title} `,
+              el('span', { class: `state state-${sub.state.toLowerCase()}` }, sub.state),
+              sub.blockedBy.length ? ` after ${sub.blockedBy.join(', ')}` : '',
             ),
           ),
         )
