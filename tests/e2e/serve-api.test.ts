@@ -5,6 +5,7 @@
  * over the API and watched to COMPLETE by two clients at once; its events resumed after a dropped
  * connection (Last-Event-ID); an `ask_human` question answered over the API, the task going on to COMPLETE.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { connect } from 'node:net';
@@ -355,4 +356,39 @@ describe('a task started over the API', () => {
     rmSync(runDir, { recursive: true, force: true });
     expect(grown / 1024 ** 2).toBeLessThan(100);
   }, 60_000);
+
+  it('stops a task it runs as Ctrl-C does: the work saved, the note written, exit 130', async () => {
+    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[] };
+    const scriptFile = `${repo}-hang.yaml`;
+    writeFileSync(
+      scriptFile,
+      stringify({ meta: demo.meta.slice(0, 2), worker: [{ run: 'echo draft > draft.txt; sleep 600' }] }),
+    );
+    const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
+      prdPath: DEMO_PRD,
+      modelScript: scriptFile,
+      taskId: 'SERVE-STOP',
+    });
+    const events: { event?: string; data: string }[] = [];
+    for await (const message of client.events(taskId)) {
+      events.push(message);
+      const event = JSON.parse(message.data) as { event?: { kind?: string; command?: string } };
+      if (event.event?.kind === 'command_started' && event.event.command?.includes('sleep 600'))
+        expect(await client.request('POST', `/api/tasks/${taskId}/stop`)).toEqual({
+          taskId,
+          stop: 'stopping',
+        });
+    }
+    expect(JSON.parse(events.at(-1)?.data ?? '{}')).toMatchObject({ state: 'NEEDS_REVIEW', exitCode: 130 });
+    const note = await client.request<string>('GET', `/api/tasks/${taskId}/note`);
+    expect(note).toContain('interrupted');
+    expect(note).toContain(`refs/agent-runner/wip/${taskId}`);
+    expect(
+      execFileSync('git', ['show', `refs/agent-runner/wip/${taskId}:draft.txt`], {
+        cwd: repo,
+        encoding: 'utf8',
+      }),
+    ).toBe('draft\n');
+    expect(await taskContainers(taskId, repo)).toEqual([]);
+  }, 300_000);
 });
