@@ -298,6 +298,10 @@ export const configSchema = z
         split: z.enum(['auto', 'never']).default('auto'),
         // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
         max: positiveInt.max(32).optional(),
+        // Where the combined checks run: reuse (the default): one integration sandbox per project, set up once
+        // and brought to each head in place (a fresh one when the head changed what the set-up reads or the
+        // set-up's outputs changed); fresh: a new sandbox, set-up included, for every combined check.
+        checkSandbox: z.enum(['reuse', 'fresh']).default('reuse'),
       })
       .prefault({}),
     prices: z.record(z.string(), priceSchema).default({}),

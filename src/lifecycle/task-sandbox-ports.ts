@@ -6,7 +6,8 @@
  */
 import type { Config } from '../config/schema.js';
 import type { SetupCommandReport } from '../core/events.js';
-import type { OwnershipEntry, SandboxRuntime } from '../core/ports.js';
+import type { MountSpec, OwnershipEntry, SandboxRuntime } from '../core/ports.js';
+import type { OwnershipApplier } from '../workspace/permissions.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { DockerSandboxProvider } from '../sandbox/docker-sandbox-provider.js';
 import { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
@@ -30,6 +31,10 @@ export interface TaskSandboxInput {
     commands?: readonly string[];
   };
   keep: boolean;
+  /** More mounts (the integration sandbox's read-only inbox). */
+  extraMounts?: MountSpec[];
+  /** No worker runs in it: nothing read-only (the integration sandbox). */
+  noReadOnly?: boolean;
   onKept?: (sandboxId: string, execUser: string) => void;
   labels?: Record<string, string>;
 }
@@ -49,12 +54,8 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     graceMs: config.worker.grace,
     replayCaps: config.sandbox.replay,
     // A runner that is not root cannot chown: a helper container applies the read-only ownership.
-    ...(runtime.applyOwnership
-      ? {
-          applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
-            runtime.applyOwnership!({ taskId, repoPath: repoRoot, image, hostDir, entries }),
-        }
-      : {}),
+    ...ownershipApplier(runtime, { repoRoot, taskId, image }),
+    ...(input.noReadOnly ? { noReadOnly: true } : {}),
   });
   const sandboxes = new DockerSandboxProvider({
     runtime,
@@ -63,7 +64,9 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     repoRoot,
     taskId,
     workspace: () => workspace.mount,
-    access: gateway.access,
+    access: input.extraMounts
+      ? { ...gateway.access, mounts: [...gateway.access.mounts, ...input.extraMounts] }
+      : gateway.access,
     setup: (sandboxId) =>
       gateway.setup(runtime, sandboxId, {
         workdir: SANDBOX_WORKDIR,
@@ -75,4 +78,17 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     ...(input.labels ? { labels: input.labels } : {}),
   });
   return { workspace, sandboxes };
+}
+
+/** The helper container that applies (or gives back) ownership for a runner that is not root, when the runtime has one. */
+export function ownershipApplier(
+  runtime: SandboxRuntime,
+  where: { repoRoot: string; taskId: string; image: string },
+): { applier?: OwnershipApplier } {
+  if (!runtime.applyOwnership) return {};
+  const apply = runtime.applyOwnership.bind(runtime);
+  return {
+    applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
+      apply({ taskId: where.taskId, repoPath: where.repoRoot, image: where.image, hostDir, entries }),
+  };
 }

@@ -1,12 +1,15 @@
 /**
  * The combined check of a project on a commit of the integration branch: the DoD, then every merged subtask's
  * acceptance criteria checks on the same tree (a `test` criterion's framework detected on the combined tree,
- * `file_exists` looked up in its commit), in a sandbox made for it (`<ID>--check-<N>`: its own workspace, the
- * project's gateway) and removed after.
+ * `file_exists` looked up in its commit). Under `parallel.checkSandbox: fresh`, in a sandbox made for it
+ * (`<ID>--check-<N>`: its own workspace, the project's gateway) and removed after; otherwise in the project's
+ * integration sandbox (integration-sandbox.ts), with the same checks.
  */
 import { rm } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import type { SandboxRuntime } from '../core/ports.js';
+import type { TaskFacts } from '../core/types.js';
+import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
 import { git, tryGit } from '../workspace/git-command.js';
@@ -54,23 +57,13 @@ export async function combinedCheck(input: CombinedCheckInput): Promise<Combined
     const session = await startSandboxSession(workspace, sandboxes);
     try {
       const facts = await workspace.observe(session.sandboxId);
-      const bounds = {
+      const check = await runCombinedChecks(workspace, session.sandboxId, facts, {
+        config,
+        label: input.label,
+        criteria: input.criteria,
         ...(input.signal ? { signal: input.signal } : {}),
-        timeoutMs: config.limits.wallClock,
-      };
-      const dod = await workspace.runDod(session.sandboxId, facts, bounds);
-      const criteria: SubtaskCriterionCheck[] = [];
-      for (const group of input.criteria) {
-        const results = await workspace.runCriteriaChecks(
-          session.sandboxId,
-          group.criteria,
-          facts,
-          bounds,
-          dod,
-        );
-        criteria.push(...results.map((result) => ({ ...result, subtask: group.subtask })));
-      }
-      return { subtask: input.label, headSha: facts.headSha, dod, criteria };
+      });
+      return { ...check, sandbox: { reused: false, reason: 'parallel.checkSandbox: fresh' } };
     } finally {
       await session.stop().catch(() => undefined);
     }
@@ -84,4 +77,24 @@ export async function combinedCheck(input: CombinedCheckInput): Promise<Combined
     // folder left behind would show in `status` as a task of its own.
     await rm(layout.runDir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** The DoD, then every group's criteria checks, on the tree the sandbox holds (whose facts are `facts`). */
+export async function runCombinedChecks(
+  workspace: Pick<GitTaskWorkspace, 'runDod' | 'runCriteriaChecks'>,
+  sandboxId: string,
+  facts: TaskFacts,
+  input: Pick<CombinedCheckInput, 'config' | 'label' | 'criteria' | 'signal'>,
+): Promise<CombinedCheck> {
+  const bounds = {
+    ...(input.signal ? { signal: input.signal } : {}),
+    timeoutMs: input.config.limits.wallClock,
+  };
+  const dod = await workspace.runDod(sandboxId, facts, bounds);
+  const criteria: SubtaskCriterionCheck[] = [];
+  for (const group of input.criteria) {
+    const results = await workspace.runCriteriaChecks(sandboxId, group.criteria, facts, bounds, dod);
+    criteria.push(...results.map((result) => ({ ...result, subtask: group.subtask })));
+  }
+  return { subtask: input.label, headSha: facts.headSha, dod, criteria };
 }

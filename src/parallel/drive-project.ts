@@ -1,20 +1,22 @@
 /**
  * Driving a project's subtasks with the real pieces: each subtask is a whole task through `runTask` (its own
  * branch `agent-runner/<ID>--<SUB>`, sandbox, gateway token, worker runs, facts, DoD, note) with its write
- * scope as `scope.write`; the integration branch lives in a host worktree; the combined DoD runs in a
- * sandbox of its own; the project's own Meta-agent calls (reviews, re-plans) go through its gateway.
+ * scope as `scope.write`; the integration branch lives in a host worktree; the combined checks run in the
+ * project's integration sandbox (or one per check under `parallel.checkSandbox: fresh`); the project's own Meta-agent calls (reviews, re-plans) go through its gateway.
  */
 import { startDockerSide } from '../compose/docker-side.js';
 import { runTask } from '../compose/run-task.js';
 import type { TaskHost } from '../compose/task-host.js';
 import type { TaskHooks, TaskSpec } from '../compose/task-spec.js';
 import type { Ledger } from '../core/ledger.js';
+import type { SandboxRuntime } from '../core/ports.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { taskLayout } from '../workspace/layout.js';
 import { resolveCommit } from '../workspace/tree-entries.js';
 import { combinedCheck } from './combined-sandbox.js';
-import { GitIntegrationBranch } from './integration-branch.js';
+import { GitIntegrationBranch, type IntegrationBranchOptions } from './integration-branch.js';
+import { IntegrationSandbox } from './integration-sandbox.js';
 import { ProjectOrchestrator } from './orchestrator.js';
 import type { ProjectOutcome } from './project-outcome.js';
 import type { ParallelMeta } from './parallel-meta.js';
@@ -52,7 +54,7 @@ export interface DriveProjectInput {
 }
 
 export async function driveProject(input: DriveProjectInput): Promise<TaskSummary> {
-  const { host, spec, hooks, subtasks, gateway, emit } = input;
+  const { host, spec, hooks, subtasks, emit } = input;
   const { config, repoRoot, taskId } = spec;
   const startedAt = host.clock.now();
   const baseSha = input.resume?.baseSha ?? (await resolveCommit(repoRoot, spec.base ?? 'HEAD'));
@@ -60,35 +62,8 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
   const engine = await host.docker();
   // The combined DoD's sandboxes run the image a task of this repository runs (its toolchain included).
   const { image, setup } = await startDockerSide(engine.docker, engine.runtime, spec, hooks.onNotice);
-  const dodSkipped = spec.dodSkipped || config.dod.skip;
-  let checks = 0;
-  const integration = await GitIntegrationBranch.open({
-    repoRoot,
-    taskId,
-    baseSha,
-    runCheck: async (headSha, label, criteria, signal) => {
-      const checked = criteria.some((group) => group.criteria.some((criterion) => criterion.check));
-      if (dodSkipped && !checked) {
-        const dod: DodOutcome = { status: 'skipped', results: [], ranOnDirtyTree: false, source: 'skipped' };
-        return { subtask: label, headSha, dod, criteria: [] };
-      }
-      checks += 1;
-      return combinedCheck({
-        config,
-        repoRoot,
-        runtime: engine.runtime,
-        gateway,
-        image,
-        setup,
-        taskId: `${taskId}--check-${checks}`,
-        headSha,
-        label,
-        criteria,
-        dodSkipped,
-        ...(signal ? { signal } : {}),
-      });
-    },
-  });
+  const { sandbox, runCheck } = combinedChecks(input, engine.runtime, image, setup);
+  const integration = await GitIntegrationBranch.open({ repoRoot, taskId, baseSha, runCheck });
   const max = parallelMax(config);
   emit({
     type: 'project_started',
@@ -122,14 +97,73 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
   );
   let outcome: ProjectOutcome;
   try {
+    sandbox?.start(await integration.head(), hooks.signal);
     outcome = await orchestrator.run(hooks.signal);
   } catch (error) {
     emit({ type: 'subtask_waiting', subtask: '*', kind: 'error', reason: (error as Error).message });
     throw error;
+  } finally {
+    await sandbox?.dispose();
   }
   const summary = await recordProject(input, { integration, baseSha, max, startedAt, outcome });
   emit({ type: 'project_finished', summary });
   return summary;
+}
+
+/**
+ * How the project's combined checks run: in its integration sandbox (made when the project starts, when some
+ * check will run), or in a fresh sandbox each under `parallel.checkSandbox: fresh`; recorded as skipped when
+ * nothing would run.
+ */
+function combinedChecks(
+  input: DriveProjectInput,
+  runtime: SandboxRuntime,
+  image: string,
+  setup: string[],
+): { sandbox: IntegrationSandbox | null; runCheck: IntegrationBranchOptions['runCheck'] } {
+  const { spec, subtasks, gateway } = input;
+  const { config, repoRoot, taskId } = spec;
+  const dodSkipped = spec.dodSkipped || config.dod.skip;
+  const willCheck =
+    !dodSkipped || subtasks.some((subtask) => subtask.plan.acceptanceCriteria.some((c) => c.check));
+  const sandbox =
+    config.parallel.checkSandbox === 'reuse' && willCheck
+      ? new IntegrationSandbox({
+          config,
+          repoRoot,
+          projectId: taskId,
+          runtime,
+          gateway,
+          image,
+          setup,
+          dodSkipped,
+        })
+      : null;
+  let checks = 0;
+  const runCheck: IntegrationBranchOptions['runCheck'] = async (headSha, label, criteria, signal) => {
+    const checked = criteria.some((group) => group.criteria.some((criterion) => criterion.check));
+    if (dodSkipped && !checked) {
+      const dod: DodOutcome = { status: 'skipped', results: [], ranOnDirtyTree: false, source: 'skipped' };
+      return { subtask: label, headSha, dod, criteria: [] };
+    }
+    if (sandbox) return sandbox.check(headSha, label, criteria, signal);
+    checks += 1;
+    return combinedCheck({
+      config,
+      repoRoot,
+      runtime,
+      gateway,
+      image,
+      setup,
+      taskId: `${taskId}--check-${checks}`,
+      headSha,
+      label,
+      criteria,
+      dodSkipped,
+      ...(signal ? { signal } : {}),
+    });
+  };
+  return { sandbox, runCheck };
 }
 
 /** The project's note and summary, once its outcome is known. */

@@ -50,6 +50,11 @@ export const combinedCheckSchema = z.object({
   dod: dodOutcomeSchema,
   /** Absent in journals of versions that ran the DoD alone. */
   criteria: z.array(subtaskCriterionCheckSchema).optional(),
+  /**
+   * The sandbox it ran in: the integration sandbox brought to this head (`reused`), or a fresh one and why.
+   * Absent in journals of versions that made one per check.
+   */
+  sandbox: z.object({ reused: z.boolean(), reason: z.string().optional() }).optional(),
 });
 export type CombinedCheck = z.infer<typeof combinedCheckSchema>;
 

@@ -66,6 +66,7 @@ function checkLines(check: CombinedCheck | null): string[] {
   const failed = failedCriteria(check);
   return [
     `**${combinedStatus(check)}** on ${code(check.headSha.slice(0, 12))}, after ${inlineText(check.subtask)}${failed.length ? `: ${failed.map((result) => `${code(result.subtask)} ${inlineText(result.criterionId)}`).join(', ')} failed on the combined tree` : ''}`,
+    ...(check.sandbox ? ['', `Ran in ${sandboxText(check.sandbox)}.`] : []),
     '',
     ...dodLines(check.dod),
     '',
@@ -126,6 +127,13 @@ function reviewLines(outcome: ProjectOutcome): string[] {
       reviewEntry(`${code(entry.fixup)} (after merging ${code(entry.subtask)}) review`, entry.review),
     ),
   ];
+}
+
+/** Where a combined check ran, in words. */
+function sandboxText(sandbox: NonNullable<CombinedCheck['sandbox']>): string {
+  return sandbox.reused
+    ? "the project's integration sandbox, brought to this head"
+    : `a fresh sandbox (${inlineText(sandbox.reason ?? 'made for it')})`;
 }
 
 /** The merge log: each merge, its files on a conflict, the integration head and the combined DoD. */

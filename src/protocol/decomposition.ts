@@ -22,6 +22,12 @@ const subtaskId = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*$/, 'use letters, digits, `_` and single `-`, e.g. api')
   .max(32, 'use at most 32 characters')
+  // The project's own entries share the id space: `<ID>--integration`, `<ID>--check-N`, `<ID>--fixup-N`, and a
+  // subtask's later attempts `<ID>--<SUB>-rN`.
+  .refine(
+    (id) => id !== 'integration' && !/^(?:check|fixup)-\d+$/.test(id) && !/-r\d+$/.test(id),
+    "this id is reserved (integration, check-N, fixup-N and ids ending in -rN name the project's own entries); choose another",
+  )
   .describe('a short id such as api or ui-form');
 
 const text = z.string().refine((value) => value.trim() !== '', 'must not be empty');

@@ -54,6 +54,8 @@ export interface GitTaskWorkspaceOptions {
   replayCaps?: ReplayCaps;
   /** Applies the read-only ownership when the runner is not root (see permissions.ts). */
   applier?: OwnershipApplier;
+  /** No worker runs in it: nothing read-only (see PrepareTaskWorkspaceOptions.noReadOnly). */
+  noReadOnly?: boolean;
 }
 
 // Saves the sandbox's uncommitted work (tracked and untracked, ignored files aside) as a commit on
@@ -105,6 +107,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       base: this.options.base,
       scope: this.options.scope,
       ...(this.options.applier ? { applier: this.options.applier } : {}),
+      ...(this.options.noReadOnly ? { noReadOnly: true } : {}),
       // The worktree is checked out while the sandbox starts and the first worker run goes on; every step
       // that brings commits back (observe, preserveUncommitted) awaits it first.
       deferWorktree: true,

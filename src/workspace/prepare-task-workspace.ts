@@ -38,6 +38,8 @@ export interface PrepareTaskWorkspaceOptions {
   applier?: OwnershipApplier;
   /** Use `applier` even as root (tests of the non-root path). */
   preferApplier?: boolean;
+  /** No worker runs in it (the integration sandbox): nothing read-only, so its tree can be replaced. */
+  noReadOnly?: boolean;
   /** Told how long each preparation step took (the benchmark's breakdown). */
   onStep?: (step: PreparationStep, ms: number) => void;
   /**
@@ -306,7 +308,7 @@ async function prepareSandbox(
   const permissions = await step('permissions', () =>
     applyScopePermissions({
       sandboxRepoPath: layout.sandboxRepoPath,
-      scope: preparation.scope,
+      scope: options.noReadOnly ? { ...preparation.scope, isWritable: () => true } : preparation.scope,
       worker: preparation.workerUser,
       guard: preparation.guardUser,
       ...(options.applier ? { applier: options.applier } : {}),

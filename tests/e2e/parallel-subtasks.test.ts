@@ -210,10 +210,14 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       exitCode: 0,
     });
     expect(result.exitCode).toBe(0);
-    // The combined DoD's throwaway workspaces left nothing behind: no run folder, no branch.
-    expect(
-      readdirSync(path.join(repo.root, '.agent-runner', 'runs')).filter((name) => name.includes('--check-')),
-    ).toEqual([]);
+    // The integration sandbox left nothing behind: no run folder, sandbox, branch or worktree.
+    for (const dir of ['runs', 'sandboxes', 'worktrees'])
+      expect(
+        readdirSync(path.join(repo.root, '.agent-runner', dir)).filter((name) =>
+          /--(check-|integration)/.test(name),
+        ),
+      ).toEqual([]);
+    expect(git(repo.root, 'branch', '--list', `agent-runner/${id}--integration`)).toBe('');
 
     // alpha and beta worked at the same time; gamma waited for both to merge, then started.
     const [alphaStart, alphaEnd] = workerWindow(journal, 'alpha');
@@ -244,6 +248,11 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       combined.map(() => 'passed'),
     );
     expect(combined.at(-1)?.subtask).toBe('gamma');
+    // All in the one integration sandbox, brought to each head (no head changed what the set-up reads).
+    expect(combined.map((event) => event.sandbox)).toEqual(combined.map(() => ({ reused: true })));
+    expect(readFileSync(summary.notePath, 'utf8')).toContain(
+      "Ran in the project's integration sandbox, brought to this head.",
+    );
     expect(
       combined
         .map((event) => String(event.subtask).split(', '))
@@ -476,11 +485,12 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       ...codexTurn(`${id}--fixup-1`, ["git rm -q features/a.js test/a.test.js && git commit -q -m 'Drop a'"]),
     );
     // Ten Meta-agent calls: the plan, three per subtask, three for the fix-up; planning again would be the 11th.
+    // A fresh sandbox for every combined check here (the other tests use the integration sandbox).
     const { repo, summary, journal } = await runProject(
       id,
       '# Features\n\nAdd feature a and feature b, each with a test.\n',
       2,
-      'limits:\n  maxMetaCalls: 10\n',
+      '  checkSandbox: fresh\nlimits:\n  maxMetaCalls: 10\n',
     );
     expect(summary.state).not.toBe('COMPLETE');
     expect(summary.exitCode).not.toBe(0);
@@ -488,7 +498,11 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
       dod: { status: string };
       criteria: { subtask: string; status: string }[];
       headSha: string;
+      sandbox: unknown;
     })[];
+    expect(checks.map((check) => check.sandbox)).toEqual(
+      checks.map(() => ({ reused: false, reason: 'parallel.checkSandbox: fresh' })),
+    );
     // After the fix-up the DoD passed, but alpha's own criterion failed on the combined tree.
     const afterFixup = checks.find((check) => String(check.subtask).endsWith('+ fix-up'));
     expect(afterFixup?.dod.status).toBe('passed');
@@ -520,6 +534,7 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(failed?.reason).toContain('subtask `alpha`, criterion AC-1: `node --test test/a.test.js` failed');
     const note = readFileSync(summary.notePath, 'utf8');
     expect(note).toContain(`**passed** on \`${String(summary.headSha).slice(0, 12)}\``);
+    expect(note).toContain('Ran in a fresh sandbox (parallel.checkSandbox: fresh).');
     expect(note).toMatch(/\| reverted \|/);
     models.responses.assertComplete();
   });

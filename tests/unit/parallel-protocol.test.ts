@@ -78,6 +78,8 @@ describe('plan_task answers', () => {
 
   it('accepts a valid graph', () => {
     expect(issuesOf(plan(subtask('a'), subtask('b'), subtask('c', [], '[a, b]')))).toEqual([]);
+    // Ids near the reserved ones are fine.
+    expect(issuesOf(plan(subtask('integrations'), subtask('check'), subtask('api-rest')))).toEqual([]);
   });
 
   it.each([
@@ -113,6 +115,11 @@ describe('plan_task answers', () => {
       'payload.subtasks[1].write_scope[0]: must stay inside the repository',
     ],
     ['one subtask only', plan(subtask('a')), 'payload.subtasks: a decomposition has at least 2 subtasks'],
+    ...['integration', 'check-2', 'fixup-1', 'api-r2'].map((id) => [
+      `the reserved id ${id}`,
+      plan(subtask('a'), subtask(id)),
+      "payload.subtasks[1].id: this id is reserved (integration, check-N, fixup-N and ids ending in -rN name the project's own entries)",
+    ]),
   ])('refuses %s with a dotted path', (_name, reply, expected) => {
     const issues = issuesOf(reply);
     expect(

@@ -1,0 +1,130 @@
+/**
+ * The integration sandbox on real projects (real Docker, the toolchain image and set-up a task of each
+ * repository gets, detected as `run` detects them): Python with the project installed into a `.venv` by the
+ * set-up, and Go from Debian's packages. For each, three heads in a row are checked in the one sandbox brought
+ * to each in place (no second set-up): a change that keeps the tests green, then one that breaks them (red,
+ * for real), then the repair (green again). The DoD filled the checks' caches on the base.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
+import { startDockerSide } from '../../src/compose/docker-side.js';
+import { loadConfig } from '../../src/config/load.js';
+import { startTaskGateway } from '../../src/gateway/task-gateway.js';
+import { IntegrationSandbox } from '../../src/parallel/integration-sandbox.js';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
+import { createTempRepo } from '../support/git-repo.js';
+import { taskContainers } from '../support/task-containers.js';
+
+const docker = createDockerClient();
+const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
+const ids: string[] = [];
+
+afterAll(async () => {
+  for (const id of ids) expect(await taskContainers(`${id}--integration`)).toEqual([]);
+});
+
+interface Toolchain {
+  name: string;
+  base: Record<string, string>;
+  /** The file each head changes, and its passing, failing and repaired contents. */
+  file: string;
+  heads: [string, string, string];
+  failure: string;
+}
+
+const PYTHON: Toolchain = {
+  name: 'Python in a .venv',
+  base: {
+    '.gitignore': '__pycache__/\n.pytest_cache/\n.venv/\n*.egg-info/\n.agent-runner/\n',
+    'pyproject.toml':
+      '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n' +
+      '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.setuptools]\npy-modules = ["calc"]\n\n' +
+      '[tool.pytest.ini_options]\n',
+    'calc.py': 'def add(a, b):\n    return a + b\n',
+    'tests/test_calc.py': 'from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+    'agent-runner.yaml': [
+      'sandbox:',
+      '  setup:',
+      '    - python3 -m venv --system-site-packages .venv',
+      '    - .venv/bin/pip install --no-index --no-build-isolation -e .',
+      'dod:',
+      '  checks:',
+      '    - name: pytest',
+      '      command: .venv/bin/python -P -m pytest -p no:cacheprovider tests',
+      '',
+    ].join('\n'),
+  },
+  file: 'calc.py',
+  heads: [
+    'def add(a, b):\n    return b + a\n',
+    'def add(a, b):\n    return a - b\n',
+    'def add(a, b):\n    return sum((a, b))\n',
+  ],
+  failure: 'assert -1 == 5',
+};
+
+const GO: Toolchain = {
+  name: "Go from Debian's packages",
+  base: {
+    '.gitignore': '.agent-runner/\n',
+    'go.mod': 'module example.com/calc\n\ngo 1.22\n',
+    'calc.go': 'package calc\n\nfunc Add(a, b int) int { return a + b }\n',
+    'calc_test.go':
+      'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf("Add(2, 3) = %d", got)\n\t}\n}\n',
+  },
+  file: 'calc.go',
+  heads: [
+    'package calc\n\nfunc Add(a, b int) int { return b + a }\n',
+    'package calc\n\nfunc Add(a, b int) int { return a - b }\n',
+    'package calc\n\nfunc Add(a, b int) int { s := a; s += b; return s }\n',
+  ],
+  failure: 'Add(2, 3) = -1',
+};
+
+describe('the integration sandbox on real projects', () => {
+  it.each([PYTHON, GO])(
+    '$name: three heads in one sandbox, green, red for real, green',
+    async (toolchain) => {
+      const repo = await createTempRepo(toolchain.base, { prefix: 'ar-integ-tc-' });
+      const config = await loadConfig({ repoRoot: repo.root, env: {} });
+      const side = await startDockerSide(docker, runtime, { config, env: {}, repoRoot: repo.root });
+      const gateway = await startTaskGateway({
+        config,
+        env: {},
+        repoRoot: repo.root,
+        onLog: () => undefined,
+      });
+      onTestFinished(() => gateway.close());
+      const id = `integ-tc-${randomUUID().slice(0, 8)}`;
+      ids.push(id);
+      const sandbox = new IntegrationSandbox({
+        config,
+        repoRoot: repo.root,
+        projectId: id,
+        runtime,
+        gateway,
+        image: side.image,
+        setup: side.setup,
+        dodSkipped: false,
+      });
+      onTestFinished(() => sandbox.dispose());
+      sandbox.start(repo.git('rev-parse', 'HEAD').trim());
+      const results = [];
+      for (const [index, content] of toolchain.heads.entries()) {
+        const head = await repo.commit(`head ${index + 1}`, { [toolchain.file]: content });
+        results.push(await sandbox.check(head, `head ${index + 1}`, []));
+      }
+      expect(results.map((result) => result.sandbox)).toEqual([
+        { reused: true },
+        { reused: true },
+        { reused: true },
+      ]);
+      expect(results.map((result) => result.dod.status)).toEqual(['passed', 'failed', 'passed']);
+      expect(results[1]?.dod.results[0]?.outputTail).toContain(toolchain.failure);
+      const containers = await taskContainers(`${id}--integration`);
+      expect(containers).toHaveLength(1);
+    },
+    900_000,
+  );
+});
