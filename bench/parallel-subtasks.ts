@@ -28,12 +28,19 @@ import { VERSION } from '../src/version.js';
 import {
   assessmentReply,
   decompositionReply,
+  planReply,
   reviewReply,
   runWorkerReply,
 } from '../tests/support/meta-replies.js';
 import { createNodeRepo } from '../tests/support/task-repo.js';
 import { RssSampler } from './memory.js';
 import { round } from './stats.js';
+
+/**
+ * How a run takes the PRD: `split` (`parallel.split: always`: the planner's subtasks run as subtasks), `auto`
+ * (the default: as subtasks when the split pays, else as one task), `single` (`never`: one task, planned so).
+ */
+type BenchMode = 'split' | 'auto' | 'single';
 
 const subtaskIds = (count: number) => Array.from({ length: count }, (_, index) => `s${index + 1}`);
 
@@ -53,7 +60,14 @@ class RoutedScriptedModel implements MetaModel {
     private readonly parentId: string,
     subtasks: readonly string[],
     private readonly latencyMs = 0,
+    mode: BenchMode = 'split',
   ) {
+    if (mode === 'single') {
+      this.setOneTask(parentId, subtasks, true);
+      return;
+    }
+    // `auto` runs the subtasks as one task when the planner answers at once: the parent's own calls then.
+    if (mode === 'auto') this.setOneTask(parentId, subtasks, false);
     this.queues.set(parentId, [
       decompositionReply(
         parentId,
@@ -68,6 +82,33 @@ class RoutedScriptedModel implements MetaModel {
       this.queues.set(`${taskId} review`, [reviewReply(taskId)]);
     }
   }
+  /**
+   * One task doing the same work: the plan (when it plans criteria itself), then one run_worker and one
+   * assessment per file. Run as one task from the planner's subtasks, its criteria are theirs (`s1.AC-1`).
+   */
+  private setOneTask(parentId: string, subtasks: readonly string[], plans: boolean): void {
+    const ids = subtasks.map((id) => (plans ? `AC-${id.slice(1)}` : `${id}.AC-1`));
+    if (plans)
+      this.queues.set(parentId, [
+        planReply(
+          parentId,
+          subtasks.map((id, index) => ({ id: ids[index]!, description: `${id}.txt is committed.` })),
+        ),
+      ]);
+    this.queues.set(
+      `${parentId} next_action`,
+      subtasks.map((id) => runWorkerReply(`Write ${id}.txt and commit it.`)),
+    );
+    this.queues.set(
+      `${parentId} completion_assessment`,
+      subtasks.map((_, index) =>
+        index === subtasks.length - 1
+          ? assessmentReply(true, ids, 'Committed.')
+          : assessmentReply(false, ids, 'More files to write.'),
+      ),
+    );
+  }
+
   async complete(messages: readonly MetaMessage[]): Promise<MetaCompletion> {
     const head = messages
       .slice(0, 2)
@@ -95,9 +136,12 @@ class RoutedScriptedModel implements MetaModel {
 /** Commits `<subtask>.txt` in the sandbox with one exec: the worker's whole cost is Docker's. */
 class CommitWorker implements WorkerAdapter {
   readonly type = 'codex';
+  private runs = 0;
   constructor(private readonly runtime: SandboxRuntime) {}
   async run(request: WorkerRunRequest): Promise<WorkerRunResult> {
-    const id = /# Task \S+--(s\d):/.exec(request.prompt)?.[1] ?? 'unknown';
+    // A subtask's file is named by its task id; one task doing all the work writes the next file each run.
+    this.runs += 1;
+    const id = /# Task \S+--(s\d+):/.exec(request.prompt)?.[1] ?? `s${this.runs}`;
     const result = await this.runtime.exec(
       request.sandboxId,
       [
@@ -169,12 +213,20 @@ export interface ParallelSubtasksRun {
   load: number;
 }
 
-/** One comparison: the same project with `parallel.max: N` and with `parallel.max: 1`. */
+/**
+ * One comparison: the same project with `parallel.max: N`, with `parallel.max: 1`, and the same work as one task
+ * (`parallel.split: never`: one run_worker and one assessment per file).
+ */
 export interface ParallelSubtasksPair {
   subtasks: number;
   modelLatencyMs: number;
   parallel: ParallelSubtasksRun;
   sequential: ParallelSubtasksRun;
+  single: ParallelSubtasksRun;
+  /** One task's wall time / parallel wall time. */
+  speedupOverSingle: number;
+  /** At zero latency: the default (`split: auto`), which runs the subtasks as one task then. */
+  auto: ParallelSubtasksRun | null;
   /** The model's time on the critical path: CRITICAL_CALLS calls. */
   criticalPathMs: number;
   /** Parallel wall time / critical path model time (null with a zero-latency model). */
@@ -193,19 +245,21 @@ export async function runOnce(
   max: number,
   label: string,
   latencyMs = 0,
+  mode: BenchMode = 'split',
 ): Promise<ParallelSubtasksRun> {
   const subtasks = subtaskIds(count);
   const repo = createNodeRepo();
   const docker = createDockerClient();
   const runtime = new DockerSandboxRuntime(docker, { version: VERSION });
   const taskId = `bench-par-${label}-${Date.now().toString(36)}`;
-  const config = validateConfig([{ source: 'bench', values: { parallel: { split: 'auto', max } } }]);
+  const split = mode === 'single' ? 'never' : mode === 'auto' ? 'auto' : 'always';
+  const config = validateConfig([{ source: 'bench', values: { parallel: { split, max } } }]);
   try {
     const containers = containerPeak(docker, taskId);
     const sampler = new RssSampler(5);
     const startedAt = performance.now();
     const app = createApp(process.env, {
-      metaModel: new RoutedScriptedModel(taskId, subtasks, latencyMs),
+      metaModel: new RoutedScriptedModel(taskId, subtasks, latencyMs, mode),
       worker: new CommitWorker(runtime),
       runtime,
     });
@@ -274,12 +328,18 @@ async function pair(count: number, latencyMs: number): Promise<ParallelSubtasksP
   const tag = `${count}-${latencyMs / 1000}`;
   const parallel = await runOnce(count, count, `p${tag}`, latencyMs);
   const sequential = await runOnce(count, 1, `s${tag}`, latencyMs);
+  const single = await runOnce(count, 1, `o${tag}`, latencyMs, 'single');
+  // With a model that answers at once the default runs the subtasks as one task (a split would not pay).
+  const auto = latencyMs === 0 ? await runOnce(count, count, `a${tag}`, latencyMs, 'auto') : null;
   const criticalPathMs = CRITICAL_CALLS * latencyMs;
   return {
     subtasks: count,
     modelLatencyMs: latencyMs,
     parallel,
     sequential,
+    single,
+    speedupOverSingle: round(single.wallMs / parallel.wallMs, 2),
+    auto,
     criticalPathMs,
     overCriticalPath: criticalPathMs > 0 ? round(parallel.wallMs / criticalPathMs, 2) : null,
     speedup: round(sequential.wallMs / parallel.wallMs, 2),
@@ -299,7 +359,9 @@ export async function measureParallelSubtasks(
     const measured = await pair(count, latency);
     onProgress(
       `   N=${count}, ${latency / 1000} s per call: parallel ${(measured.parallel.wallMs / 1000).toFixed(1)} s, ` +
-        `one after another ${(measured.sequential.wallMs / 1000).toFixed(1)} s (${measured.speedup}x)` +
+        `one after another ${(measured.sequential.wallMs / 1000).toFixed(1)} s (${measured.speedup}x), ` +
+        `one task ${(measured.single.wallMs / 1000).toFixed(1)} s (${measured.speedupOverSingle}x)` +
+        (measured.auto ? `, split: auto ${(measured.auto.wallMs / 1000).toFixed(1)} s` : '') +
         (measured.overCriticalPath === null ? '' : `, ${measured.overCriticalPath}x the critical path`),
     );
     pairs.push(measured);
@@ -311,15 +373,22 @@ export async function measureParallelSubtasks(
 export function renderParallelSubtasks(result: ParallelSubtasksResult): string {
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const row = (entry: ParallelSubtasksPair) =>
-    `| ${entry.subtasks} | ${entry.modelLatencyMs / 1000} s | ${entry.criticalPathMs ? seconds(entry.criticalPathMs) : '-'} | ${seconds(entry.parallel.wallMs)} | ${entry.overCriticalPath ?? '-'}${entry.overCriticalPath === null ? '' : 'x'} | ${seconds(entry.sequential.wallMs)} | ${entry.speedup}x | ${entry.parallel.peakRssMiB} MiB | ${entry.parallel.peakContainers} | ${entry.parallel.leftoverContainers + entry.sequential.leftoverContainers} | ${entry.parallel.load} / ${entry.sequential.load} |`;
+    `| ${entry.subtasks} | ${entry.modelLatencyMs / 1000} s | ${entry.criticalPathMs ? seconds(entry.criticalPathMs) : '-'} | ${seconds(entry.parallel.wallMs)} | ${entry.overCriticalPath ?? '-'}${entry.overCriticalPath === null ? '' : 'x'} | ${seconds(entry.sequential.wallMs)} | ${entry.speedup}x | ${seconds(entry.single.wallMs)} | ${entry.speedupOverSingle}x | ${entry.parallel.peakRssMiB} MiB | ${entry.parallel.peakContainers} | ${entry.parallel.leftoverContainers + entry.sequential.leftoverContainers + entry.single.leftoverContainers} | ${entry.parallel.load} / ${entry.sequential.load} / ${entry.single.load} |`;
   return [
-    `## Parallel subtasks: N independent subtasks, scripted model, ${result.cpus} CPUs`,
+    `## Parallel subtasks: N independent subtasks (\`parallel.split: always\`), scripted model, ${result.cpus} CPUs`,
     '',
-    '| N | model call | critical path (model) | parallel (max N) | parallel / critical path | one after another (max 1) | speed-up | peak RSS | containers at peak | left over | load (par / seq) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| N | model call | critical path (model) | parallel (max N) | parallel / critical path | one after another (max 1) | speed-up | one task (split: never) | speed-up | peak RSS | containers at peak | left over | load (par / seq / one) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...result.pairs.map(row),
     '',
-    `Each run includes planning, N sandboxes with a worker run and a DoD each, N reviews, the merge train and its combined checks (DoD and every merged subtask's criteria). The critical path is ${CRITICAL_CALLS} model calls: the plan, then one subtask's run_worker and assessment (its review is asked beside the assessment, once its checks passed).`,
+    ...result.pairs
+      .filter((entry) => entry.auto)
+      .map(
+        (entry) =>
+          `With the zero-latency model and N = ${entry.subtasks}, the default (\`parallel.split: auto\`) runs the subtasks as one task (the planner answered in under a second): ${seconds(entry.auto!.wallMs)}, against ${seconds(entry.single.wallMs)} for one task planned so and ${seconds(entry.parallel.wallMs)} for the subtasks at once (\`always\`).`,
+      ),
+    '',
+    `Each run includes planning, N sandboxes with a worker run and a DoD each, N reviews, the merge train and its combined checks (DoD and every merged subtask's criteria). The critical path is ${CRITICAL_CALLS} model calls: the plan, then one subtask's run_worker and assessment (its review is asked beside the assessment, once its checks passed). One task doing the same work takes the plan and one run_worker and one assessment per file, in one sandbox.`,
     '',
   ].join('\n');
 }

@@ -6,11 +6,11 @@ export interface SplitOptions {
   single?: boolean;
 }
 
-/** `parallel.split: auto`, no `--single`, a new task, and nothing that needs one task. */
+/** `parallel.split: auto` or `always`, no `--single`, a new task, and nothing that needs one task. */
 export function maySplit(spec: TaskSpec, options: SplitOptions): boolean {
   const models = spec.models ?? {};
   return (
-    spec.config.parallel.split === 'auto' &&
+    spec.config.parallel.split !== 'never' &&
     !options.single &&
     spec.start.kind === 'new' &&
     // One scripted model or one cassette serves one task's calls in order; parallel calls would interleave.

@@ -291,11 +291,13 @@ export const configSchema = z
     limits: limitsSchema.prefault({}),
     parallel: z
       .strictObject({
-        // auto (the default): the Meta-agent may split a PRD into subtasks (it answers either way); never: one
-        // task, always. A run that stays one task starts as fast as with `never` (its workspace and sandbox are
-        // prepared while the planner answers), and a split one is done only when every subtask's criteria hold on
-        // the final tree (the combined check).
-        split: z.enum(['auto', 'never']).default('auto'),
+        // auto (the default): the Meta-agent may split a PRD into subtasks (it answers either way), and a split
+        // runs as subtasks when it pays: a planner that answered in under a second (a model fast enough to leave
+        // parallel work nothing to hide) has the subtasks run as one task with all their criteria. always: run
+        // the subtasks whatever the model's speed. never: one task, always. A run that stays one task starts as
+        // fast as with `never` (its workspace and sandbox are prepared while the planner answers), and a split
+        // one is done only when every subtask's criteria hold on the final tree (the combined check).
+        split: z.enum(['auto', 'always', 'never']).default('auto'),
         // Subtasks running at once; absent: what the machine holds (cores, free memory), at most 4.
         max: positiveInt.max(32).optional(),
         // Where the combined checks run: reuse (the default): one integration sandbox per project, set up once

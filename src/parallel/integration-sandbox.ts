@@ -68,6 +68,8 @@ interface Live {
   roots: string[];
   /** Why this sandbox serves no other head (its set-up's outputs could not be sealed), or null. */
   notReusable: ReuseRefusal;
+  /** A check ran in it since its tree was last made: the next check brings it back, even to the same head. */
+  used: boolean;
 }
 
 export class IntegrationSandbox {
@@ -110,6 +112,7 @@ export class IntegrationSandbox {
     signal?: AbortSignal,
   ): Promise<CombinedCheck> {
     const { live, sandbox } = await this.at(headSha, signal);
+    live.used = true;
     const { runtime } = this.options;
     const status = await sandboxStatus(runtime, live.session.sandboxId, signal);
     const facts: TaskFacts = {
@@ -151,7 +154,7 @@ export class IntegrationSandbox {
     );
     if ('failed' in previous)
       return this.fresh(headSha, `the integration sandbox was not ready: ${previous.failed}`, signal);
-    if (previous.headSha === headSha) return { live: previous, sandbox: { reused: true } };
+    if (previous.headSha === headSha && !previous.used) return { live: previous, sandbox: { reused: true } };
     const refusal =
       previous.notReusable ??
       (await setupInputsChanged(this.options.repoRoot, previous.setupSha, headSha, this.options.setup)) ??
@@ -267,6 +270,7 @@ export class IntegrationSandbox {
         headSha,
         roots: 'paths' in roots ? roots.paths : [],
         notReusable: 'refused' in sealed ? sealed.refused : null,
+        used: false,
       };
     } catch (error) {
       await session.stop().catch(() => undefined);

@@ -71,7 +71,12 @@ export const projectEventSchema = z.discriminatedUnion('type', [
     prd: z.string(),
     prdPath: z.string(),
   }),
-  event('project_plan', { usage: usageSchema, split: z.boolean() }),
+  event('project_plan', {
+    usage: usageSchema,
+    split: z.boolean(),
+    /** The planner answered with subtasks, run as one task: a split would not have paid (see splitPays). */
+    asOneTask: z.object({ subtasks: z.number(), planMs: z.number() }).optional(),
+  }),
   event('subtask_state', {
     subtask: z.string(),
     state: z.enum(SUBTASK_STATES),

@@ -10,7 +10,8 @@ import { lockTask, runLockedTask, withComposedTask } from '../compose/run-task.j
 import type { TaskHost } from '../compose/task-host.js';
 import type { GivenPlan, PlanHandedOff, TaskSpec } from '../compose/task-spec.js';
 import { checkedMetaModel, openGateway } from '../compose/task-services.js';
-import type { TaskSummary } from '../core/types.js';
+import type { AcceptanceCriterion, TaskSummary } from '../core/types.js';
+import type { Subtask } from '../protocol/decomposition.js';
 import { Ledger } from '../core/ledger.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { titleOf } from '../meta/meta-agent-port.js';
@@ -124,7 +125,7 @@ async function planAndRun(
       if (planned.kind === 'subtasks') return { handedOff: true };
       await closeGateway();
       if (planned.kind === 'failed') throw planned.error;
-      emit({ type: 'project_plan', usage: planned.plan.usage, split: false });
+      announcePlan(planned, emit, hooks);
       return planned.plan;
     });
     plan.catch(() => undefined);
@@ -151,14 +152,35 @@ async function planAndRun(
   }
 }
 
+/** The plan of one task in the journal, and a notice when the planner's subtasks run as one task. */
+function announcePlan(
+  planned: Extract<ProjectPlan, { kind: 'task' }>,
+  emit: (event: ProjectEvent) => void,
+  hooks: ProjectHooks,
+): void {
+  if (planned.asOneTask)
+    hooks.onNotice?.(
+      `the planner split the PRD into ${planned.asOneTask.subtasks} subtasks, but answered in ${planned.asOneTask.planMs} ms: ` +
+        'with a model this fast parallel work has nothing to hide, so they run as one task with all their criteria ' +
+        '(parallel.split: always runs them as subtasks anyway)',
+    );
+  emit({
+    type: 'project_plan',
+    usage: planned.plan.usage,
+    split: false,
+    ...(planned.asOneTask ? { asOneTask: planned.asOneTask } : {}),
+  });
+}
+
 type ProjectPlan =
-  | { kind: 'task'; plan: GivenPlan }
+  | { kind: 'task'; plan: GivenPlan; asOneTask?: { subtasks: number; planMs: number } }
   | { kind: 'subtasks'; subtasks: PlannedSubtask[]; usage: GivenPlan['usage'] }
   | { kind: 'failed'; error: unknown };
 
 /** The planner's answer: one task's criteria, or subtasks. */
 async function planProject(meta: ParallelMeta, spec: TaskSpec, signal?: AbortSignal): Promise<ProjectPlan> {
   const layout = taskLayout(spec.repoRoot, spec.taskId);
+  const startedAt = Date.now();
   try {
     const answer = await meta.plan({
       taskId: spec.taskId,
@@ -175,6 +197,15 @@ async function planProject(meta: ParallelMeta, spec: TaskSpec, signal?: AbortSig
       const plan = planOf(titleOf(spec.prd, spec.taskId), payload.acceptance_criteria);
       return { kind: 'task', plan: { plan, usage: answer.usage, metaCalls: 1 } };
     }
+    const planMs = Date.now() - startedAt;
+    if (spec.config.parallel.split === 'auto' && !splitPays(planMs)) {
+      const plan = planOf(titleOf(spec.prd, spec.taskId), criteriaOfAll(payload.subtasks));
+      return {
+        kind: 'task',
+        plan: { plan, usage: answer.usage, metaCalls: 1 },
+        asOneTask: { subtasks: payload.subtasks.length, planMs },
+      };
+    }
     const subtasks = payload.subtasks.map((subtask) => ({
       id: subtask.id,
       title: subtask.title,
@@ -188,6 +219,32 @@ async function planProject(meta: ParallelMeta, spec: TaskSpec, signal?: AbortSig
   } catch (error) {
     return { kind: 'failed', error };
   }
+}
+
+/**
+ * A split pays when the model's calls take longer than what each subtask adds (its own sandbox, set-up and
+ * checks, a review, a merge and a combined check: about a second or more each on a 2-core machine). The planning
+ * call is the one measure there is before deciding: under a second, the subtasks run as one task
+ * (`npm run bench:parallel` measures both sides).
+ */
+export const SPLIT_PAYS_MS = 1000;
+
+export function splitPays(planMs: number): boolean {
+  return planMs >= SPLIT_PAYS_MS;
+}
+
+/** Every subtask's criteria as one task's: ids prefixed with the subtask's (`api.AC-1`), titles in front. */
+function criteriaOfAll(subtasks: readonly Subtask[]): AcceptanceCriterion[] {
+  return subtasks.flatMap((subtask) =>
+    subtask.acceptance_criteria.map((criterion, index) => {
+      const id = `${subtask.id}.${criterion.id}`;
+      return {
+        ...criterion,
+        id: id.length <= 64 ? id : `${subtask.id}.${index + 1}`,
+        description: `${subtask.title}: ${criterion.description}`,
+      };
+    }),
+  );
 }
 
 const JOURNALLED_TASK_EVENTS: ReadonlySet<string> = new Set([

@@ -92,13 +92,13 @@ const fixupMeta = (id: string, instruction: string) => [
 
 type Event = { type: string; at: string; subtask?: string; [key: string]: unknown };
 
-async function runProject(taskId: string, prd: string, max: number, extraConfig = '') {
+async function runProject(taskId: string, prd: string, max: number, extraConfig = '', split = 'always') {
   const repo = createNodeRepo();
   onTestFinished(repo.remove);
   writeFileSync(path.join(repo.root, 'BIG.md'), prd);
   writeFileSync(
     path.join(repo.root, 'agent-runner.yaml'),
-    `parallel:\n  split: auto\n  max: ${max}\n${extraConfig}`,
+    `parallel:\n  split: ${split}\n  max: ${max}\n${extraConfig}`,
   );
   git(repo.root, 'add', '-A');
   git(repo.root, 'commit', '-q', '-m', 'project PRD');
@@ -128,9 +128,11 @@ async function runProject(taskId: string, prd: string, max: number, extraConfig 
     .filter(Boolean)
     .map((line) => JSON.parse(line) as Event);
   const summary = events.at(-1) as Event & { state: string; notePath: string; exitCode: number };
-  const journal = readFileSync(path.join(repo.root, '.agent-runner', 'runs', taskId, 'project.jsonl'), 'utf8')
+  const projectJournal = path.join(repo.root, '.agent-runner', 'runs', taskId, 'project.jsonl');
+  const journal = (existsSync(projectJournal) ? readFileSync(projectJournal, 'utf8') : '')
     .trim()
     .split('\n')
+    .filter(Boolean)
     .map((line) => JSON.parse(line) as Event);
   return { repo, result, events, summary, journal };
 }
@@ -465,6 +467,52 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     const [, alphaEnd] = workerWindow(journal, 'alpha');
     const [betaStart] = workerWindow(journal, 'beta');
     expect(betaStart).toBeGreaterThan(alphaEnd);
+    expect(models.chat.remaining()).toBe(0);
+    models.responses.assertComplete();
+  });
+  it('with a planner that answers at once, `split: auto` runs the subtasks as one task with all their criteria', async () => {
+    const id = 'par-fast';
+    models.chat.push(
+      { reply: decompositionReply(id, [featureSubtask('alpha', 'a'), featureSubtask('beta', 'b')]) },
+      { reply: runWorkerReply('Add both features with their tests, commit.'), match: [id, NEXT_ACTION] },
+      {
+        reply: assessmentReply(true, ['alpha.AC-1', 'beta.AC-1'], 'Both features are there.'),
+        match: [id, ASSESSMENT],
+      },
+    );
+    models.responses.enqueue(
+      ...codexTurn(
+        id,
+        writeAndCommit(
+          {
+            'features/a.js': 'module.exports = 1;\n',
+            'test/a.test.js': hasFeature('a'),
+            'features/b.js': 'module.exports = 2;\n',
+            'test/b.test.js': hasFeature('b'),
+          },
+          'Add a and b',
+        ),
+      ),
+    );
+    const { result, summary, events } = await runProject(
+      id,
+      '# Features\n\nAdd features a and b.\n',
+      2,
+      '',
+      'auto',
+    );
+    expect(summary).toMatchObject({ state: 'COMPLETE', branch: `agent-runner/${id}`, exitCode: 0 });
+    expect(result.stderr).toMatch(/split the PRD into 2 subtasks, but answered in \d+ ms/);
+    // One task: no subtask ran, and both subtasks' criteria were checked in it.
+    expect(events.some((event) => event.type === 'task_started' && String(event.taskId).includes('--'))).toBe(
+      false,
+    );
+    const checks = events.filter((event) => event.type === 'criteria_checks').at(-1) as
+      (Event & { results: { criterionId: string; status: string }[] }) | undefined;
+    expect(checks?.results.map((check) => [check.criterionId, check.status])).toEqual([
+      ['alpha.AC-1', 'passed'],
+      ['beta.AC-1', 'passed'],
+    ]);
     expect(models.chat.remaining()).toBe(0);
     models.responses.assertComplete();
   });

@@ -36,7 +36,7 @@ describe('Ctrl-C on a split project', () => {
     const id = 'FAULT-PAR-SIGINT';
     const { root, env, chat, responses } = await setupFaultTask(
       id,
-      `${SHORT_TIMEOUTS_YAML}parallel:\n  split: auto\n  max: 2\n`,
+      `${SHORT_TIMEOUTS_YAML}parallel:\n  split: always\n  max: 2\n`,
     );
     for (const sub of SUBTASKS) onTestFinished(() => forceRemoveContainers(`${id}--${sub}`));
     chat.push({
