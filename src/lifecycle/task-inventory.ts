@@ -92,58 +92,88 @@ export async function listTasks(
   ]);
   const tasks: TaskEntry[] = [];
   for (const taskId of [...ids].sort()) {
-    let layout;
-    try {
-      layout = taskLayout(repoRoot, taskId);
-    } catch {
-      continue; // not a task directory of ours
-    }
-    // A damaged journal still lists the task (unknown, with the damage as its reason); `resume` refuses it.
-    let journal: JournalTaskState | null = null;
-    let damage: string | null = null;
-    try {
-      journal = readTaskJournal(layout.runDir, taskId);
-    } catch (error) {
-      if (!(error instanceof JournalInvalidError)) throw error;
-      damage = `journal damaged at line ${error.line} ${error.problem}`;
-    }
-    const project = journal ? null : readProjectJournal(layout.runDir);
-    const lock = inspectTaskLock(layout.runDir);
-    const finished = journal?.finished ?? project?.finished ?? null;
-    const status = damage ? 'unknown' : statusOf({ lock, journal }, project);
-    tasks.push({
-      taskId,
-      status,
-      state: finished?.state ?? journal?.lastState ?? (project ? 'RUNNING' : null),
-      reason:
-        finished?.reason ??
-        damage ??
-        (status === 'never_started' ? notStartedReason(layout.runDir, lock !== null) : null),
-      lock,
-      lastEventAt: journal?.lastEventAt ?? project?.lastEventAt ?? null,
-      branch: journal?.branch ?? layout.branch,
-      worktreePath: existsSync(layout.worktreePath) ? layout.worktreePath : null,
-      sandboxRepoPath: existsSync(layout.sandboxDir) ? layout.sandboxDir : null,
-      containers: containers.filter((container) => container.taskId === taskId),
-      journal,
-      project: project
-        ? {
-            subtasks: project.subtasks.map((subtask) => ({
-              id: subtask.id,
-              title: subtask.title,
-              blockedBy: subtask.blockedBy,
-              state: project.states[subtask.id]?.state ?? 'waiting',
-              taskId: project.states[subtask.id]?.taskId ?? `${taskId}--${subtask.id}`,
-            })),
-          }
-        : null,
-      parent: null,
-    });
+    const entry = taskEntry(repoRoot, taskId, containers);
+    if (entry) tasks.push(entry);
   }
-  // A subtask's attempts and the fix-ups (`<ID>--<SUB>`, `<ID>--<SUB>-r2`, `<ID>--fixup-N`); a combined check
-  // (`<ID>--check-N`) removes its run folder, but one cut short by a crash is the project's too.
+  // A subtask's attempts and the fix-ups (`<ID>--<SUB>`, `<ID>--<SUB>-r2`, `<ID>--fixup-N`); the integration
+  // sandbox (`<ID>--integration`) and a combined check (`<ID>--check-N`) remove their run folders, but one cut
+  // short by a crash is the project's too.
   for (const parent of tasks.filter((task) => task.project)) {
     for (const task of tasks) if (task.taskId.startsWith(`${parent.taskId}--`)) task.parent ??= parent.taskId;
   }
   return { tasks, dockerError };
+}
+
+/** The entry of one task id (null when it is not a task directory of ours), its parent not looked up. */
+function taskEntry(repoRoot: string, taskId: string, containers: LabelledSandbox[]): TaskEntry | null {
+  let layout;
+  try {
+    layout = taskLayout(repoRoot, taskId);
+  } catch {
+    return null; // not a task directory of ours
+  }
+  // A damaged journal still lists the task (unknown, with the damage as its reason); `resume` refuses it.
+  let journal: JournalTaskState | null = null;
+  let damage: string | null = null;
+  try {
+    journal = readTaskJournal(layout.runDir, taskId);
+  } catch (error) {
+    if (!(error instanceof JournalInvalidError)) throw error;
+    damage = `journal damaged at line ${error.line} ${error.problem}`;
+  }
+  const project = journal ? null : readProjectJournal(layout.runDir);
+  const lock = inspectTaskLock(layout.runDir);
+  const finished = journal?.finished ?? project?.finished ?? null;
+  const status = damage ? 'unknown' : statusOf({ lock, journal }, project);
+  return {
+    taskId,
+    status,
+    state: finished?.state ?? journal?.lastState ?? (project ? 'RUNNING' : null),
+    reason:
+      finished?.reason ??
+      damage ??
+      (status === 'never_started' ? notStartedReason(layout.runDir, lock !== null) : null),
+    lock,
+    lastEventAt: journal?.lastEventAt ?? project?.lastEventAt ?? null,
+    branch: journal?.branch ?? layout.branch,
+    worktreePath: existsSync(layout.worktreePath) ? layout.worktreePath : null,
+    sandboxRepoPath: existsSync(layout.sandboxDir) ? layout.sandboxDir : null,
+    containers: containers.filter((container) => container.taskId === taskId),
+    journal,
+    project: project
+      ? {
+          subtasks: project.subtasks.map((subtask) => ({
+            id: subtask.id,
+            title: subtask.title,
+            blockedBy: subtask.blockedBy,
+            state: project.states[subtask.id]?.state ?? 'waiting',
+            taskId: project.states[subtask.id]?.taskId ?? `${taskId}--${subtask.id}`,
+          })),
+        }
+      : null,
+    parent: null,
+  };
+}
+
+/**
+ * One task of `repoRoot` as `listTasks` lists it (its parent included: the first id before a `--` that has a
+ * project journal), reading only its own files; null when the repository has no such task. No containers.
+ */
+export function readTask(repoRoot: string, taskId: string): TaskEntry | null {
+  const layout = taskLayout(repoRoot, taskId);
+  if (!existsSync(layout.runDir) && !existsSync(layout.worktreePath)) return null;
+  const entry = taskEntry(repoRoot, taskId, []);
+  if (!entry) return null;
+  const parts = taskId.split('--');
+  for (let end = 1; end < parts.length && entry.parent === null; end += 1) {
+    const candidate = parts.slice(0, end).join('--');
+    let runDir: string;
+    try {
+      runDir = taskLayout(repoRoot, candidate).runDir;
+    } catch {
+      continue; // not a task id
+    }
+    if (readProjectJournal(runDir)) entry.parent = candidate;
+  }
+  return entry;
 }

@@ -13,7 +13,7 @@ import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { UserError } from '../errors.js';
-import { listTasks } from '../lifecycle/task-inventory.js';
+import { listTasks, readTask } from '../lifecycle/task-inventory.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { tryGit } from '../workspace/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
@@ -206,7 +206,10 @@ export class TaskBoard {
   /** One task, or null when the repository has no such task. */
   async get(taskId: string): Promise<BoardTask | null> {
     assertValidTaskId(taskId);
-    return (await this.list()).find((task) => task.taskId === taskId) ?? null;
+    const entry = readTask(this.repoRoot, taskId);
+    const running = this.running.get(taskId);
+    if (entry) return boardTask(entry, running);
+    return running ? preparingTask(taskId, running) : null;
   }
 
   /**
@@ -215,9 +218,9 @@ export class TaskBoard {
    */
   async detail(taskId: string): Promise<(BoardTask & TaskDetail) | null> {
     assertValidTaskId(taskId);
-    const { tasks } = await listTasks(this.repoRoot);
-    const entry = tasks.find((candidate) => candidate.taskId === taskId);
-    if (entry === undefined) {
+    // Only this task's files (not every journal of the repository): the page asks for it on every change.
+    const entry = readTask(this.repoRoot, taskId);
+    if (entry === null) {
       const preparing = this.running.get(taskId);
       return preparing
         ? { ...preparingTask(taskId, preparing), plan: null, runRecords: [], summary: null }
@@ -243,8 +246,7 @@ export class TaskBoard {
    */
   async diff(taskId: string): Promise<string | null> {
     assertValidTaskId(taskId);
-    const { tasks } = await listTasks(this.repoRoot);
-    const baseSha = tasks.find((entry) => entry.taskId === taskId)?.journal?.baseSha;
+    const baseSha = readTask(this.repoRoot, taskId)?.journal?.baseSha;
     if (!baseSha) return null;
     const result = await tryGit(
       [

@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { LOCAL_BASE_IMAGE } from '../../src/sandbox/image-builder.js';
+import { VENV_IGNORE, VENV_PROJECT_FILES } from '../support/python-venv-project.js';
 import { lastDod, realProjectRepo, runRealProject } from '../support/real-project-run.js';
 
 const PYTHON_DOCKERFILE = `FROM ${LOCAL_BASE_IMAGE}
@@ -95,26 +96,10 @@ test('five', () => assert.ok(isNumber(5)));
   }, 900_000);
 
   it("Python in a venv (the README's set-up): the project installed into .venv, pytest run from it, COMPLETE", async () => {
-    // Debian's layer has venv, pip and pytest; --system-site-packages gives the venv Debian's pytest and
-    // setuptools, so the editable install needs no package index (this machine reaches none).
     const root = realProjectRepo('rp-venv', {
-      '.gitignore': `${PYTHON_IGNORE}.venv/\n*.egg-info/\n`,
-      'pyproject.toml':
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n' +
-        '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.setuptools]\npy-modules = ["calc"]\n\n' +
-        '[tool.pytest.ini_options]\n',
+      '.gitignore': `${PYTHON_IGNORE}${VENV_IGNORE}`,
+      ...VENV_PROJECT_FILES,
       'calc.py': PYTHON_FILES['calc.py'],
-      'agent-runner.yaml': [
-        'sandbox:',
-        '  setup:',
-        '    - python3 -m venv --system-site-packages .venv',
-        '    - .venv/bin/pip install --no-index --no-build-isolation -e .',
-        'dod:',
-        '  checks:',
-        '    - name: pytest',
-        '      command: .venv/bin/python -P -m pytest -p no:cacheprovider tests',
-        '',
-      ].join('\n'),
     });
     const run = await runRealProject(root, `rp-venv-${Date.now()}`, {
       // Not beside calc.py, and -P keeps the working directory off sys.path: `import calc` works only through

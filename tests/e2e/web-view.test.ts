@@ -110,7 +110,10 @@ describe('the web view', () => {
     expect(await page.locator('#timeline li').count()).toBeGreaterThan(before);
     expect(await page.locator('#timeline li[data-state=COMPLETE]').count()).toBe(1);
     expect(await page.locator('li.command').first().textContent()).toContain('cat > slug.js');
-    expect(await page.locator('#criteria li[data-criterion=AC-1]').textContent()).toContain('passed');
+    // The state is journaled a moment before the summary that holds the criteria's evidence: wait for it.
+    await page
+      .locator('#criteria li[data-criterion=AC-1]', { hasText: 'passed' })
+      .waitFor({ timeout: 10_000 });
     // The note is rendered (its table, its headings), the worker's markup in it shown as text and never run.
     await page.locator('#note table').first().filter({ hasText: 'COMPLETE' }).waitFor();
     expect(await page.locator('#note h2').allTextContents()).toEqual(

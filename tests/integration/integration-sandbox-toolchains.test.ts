@@ -5,15 +5,14 @@
  * to each in place (no second set-up): a change that keeps the tests green, then one that breaks them (red,
  * for real), then the repair (green again). The DoD filled the checks' caches on the base.
  */
-import { randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { startDockerSide } from '../../src/compose/docker-side.js';
 import { loadConfig } from '../../src/config/load.js';
-import { startTaskGateway } from '../../src/gateway/task-gateway.js';
-import { IntegrationSandbox } from '../../src/parallel/integration-sandbox.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { createTempRepo } from '../support/git-repo.js';
+import { startIntegrationSandbox } from '../support/integration-sandbox.js';
+import { VENV_IGNORE, VENV_PROJECT_FILES } from '../support/python-venv-project.js';
 import { taskContainers } from '../support/task-containers.js';
 
 const docker = createDockerClient();
@@ -36,24 +35,10 @@ interface Toolchain {
 const PYTHON: Toolchain = {
   name: 'Python in a .venv',
   base: {
-    '.gitignore': '__pycache__/\n.pytest_cache/\n.venv/\n*.egg-info/\n.agent-runner/\n',
-    'pyproject.toml':
-      '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n' +
-      '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.setuptools]\npy-modules = ["calc"]\n\n' +
-      '[tool.pytest.ini_options]\n',
+    '.gitignore': `__pycache__/\n.pytest_cache/\n${VENV_IGNORE}.agent-runner/\n`,
+    ...VENV_PROJECT_FILES,
     'calc.py': 'def add(a, b):\n    return a + b\n',
     'tests/test_calc.py': 'from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
-    'agent-runner.yaml': [
-      'sandbox:',
-      '  setup:',
-      '    - python3 -m venv --system-site-packages .venv',
-      '    - .venv/bin/pip install --no-index --no-build-isolation -e .',
-      'dod:',
-      '  checks:',
-      '    - name: pytest',
-      '      command: .venv/bin/python -P -m pytest -p no:cacheprovider tests',
-      '',
-    ].join('\n'),
   },
   file: 'calc.py',
   heads: [
@@ -89,27 +74,15 @@ describe('the integration sandbox on real projects', () => {
       const repo = await createTempRepo(toolchain.base, { prefix: 'ar-integ-tc-' });
       const config = await loadConfig({ repoRoot: repo.root, env: {} });
       const side = await startDockerSide(docker, runtime, { config, env: {}, repoRoot: repo.root });
-      const gateway = await startTaskGateway({
-        config,
-        env: {},
-        repoRoot: repo.root,
-        onLog: () => undefined,
-      });
-      onTestFinished(() => gateway.close());
-      const id = `integ-tc-${randomUUID().slice(0, 8)}`;
-      ids.push(id);
-      const sandbox = new IntegrationSandbox({
-        config,
-        repoRoot: repo.root,
-        projectId: id,
+      const { sandbox, id } = await startIntegrationSandbox({
         runtime,
-        gateway,
+        repoRoot: repo.root,
+        config,
         image: side.image,
         setup: side.setup,
-        dodSkipped: false,
+        prefix: 'integ-tc',
       });
-      onTestFinished(() => sandbox.dispose());
-      sandbox.start(repo.git('rev-parse', 'HEAD').trim());
+      ids.push(id);
       const results = [];
       for (const [index, content] of toolchain.heads.entries()) {
         const head = await repo.commit(`head ${index + 1}`, { [toolchain.file]: content });

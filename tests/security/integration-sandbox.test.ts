@@ -12,19 +12,18 @@
  *   set-up); the cache, the tree's leftovers and `/tmp`'s are gone before the next check.
  * - A head that changes `package.json` gets a fresh sandbox (its set-up reads it).
  */
-import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/load.js';
-import { startTaskGateway } from '../../src/gateway/task-gateway.js';
-import { IntegrationSandbox } from '../../src/parallel/integration-sandbox.js';
+import type { IntegrationSandbox } from '../../src/parallel/integration-sandbox.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { createTempRepo, type TempRepo } from '../support/git-repo.js';
 import { writeNpmProject } from '../support/npm-project.js';
 import { taskContainers } from '../support/task-containers.js';
 import { builtWorkerImage } from '../support/worker-image.js';
+import { startIntegrationSandbox } from '../support/integration-sandbox.js';
 
 const docker = createDockerClient();
 const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
@@ -61,22 +60,15 @@ async function project(): Promise<{ repo: TempRepo; sandbox: IntegrationSandbox;
     dod: { checks: [{ name: 'test', command: 'bash check.sh' }], baseline: 'off' },
   };
   const config = validateConfig([{ source: 'test', values }]);
-  const gateway = await startTaskGateway({ config, env: {}, repoRoot: repo.root, onLog: () => undefined });
-  onTestFinished(() => gateway.close());
-  const id = `integ-${randomUUID().slice(0, 8)}`;
-  projects.push({ id, root: repo.root });
-  const sandbox = new IntegrationSandbox({
-    config,
-    repoRoot: repo.root,
-    projectId: id,
+  const { sandbox, id } = await startIntegrationSandbox({
     runtime,
-    gateway,
+    repoRoot: repo.root,
+    config,
     image,
     setup: ['npm ci --no-audit --no-fund'],
-    dodSkipped: false,
+    prefix: 'integ',
   });
-  onTestFinished(() => sandbox.dispose());
-  sandbox.start(repo.git('rev-parse', 'HEAD').trim());
+  projects.push({ id, root: repo.root });
   return { repo, sandbox, id };
 }
 

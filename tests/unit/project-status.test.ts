@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatStatusTable } from '../../src/cli/status-command.js';
-import { listTasks } from '../../src/lifecycle/task-inventory.js';
+import { listTasks, readTask } from '../../src/lifecycle/task-inventory.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
 
 const roots: string[] = [];
@@ -109,6 +109,14 @@ describe('status of a project (a PRD split into subtasks)', () => {
     expect(row('└ P-1--a')).toBe(row('P-1 ') + 1);
     expect(row('└ P-1--check-1')).toBe(row('P-1 ') + 4);
     expect(row('other-1')).toBeGreaterThan(row('└ P-1--check-1'));
+  });
+
+  it('one task read alone is the same entry as in the list, its parent included (the server reads it so)', async () => {
+    const root = projectRepo(true);
+    const { tasks } = await listTasks(root);
+    for (const taskId of ['P-1', 'P-1--a', 'P-1--b-r2', 'P-1--check-1', 'other-1'])
+      expect(readTask(root, taskId)).toEqual(tasks.find((task) => task.taskId === taskId));
+    expect(readTask(root, 'P-1--missing')).toBeNull();
   });
 
   it('a project whose runner died is stale and resumed as a whole', async () => {

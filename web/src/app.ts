@@ -346,11 +346,17 @@ function showTask(taskId: string): void {
       subtasks,
     );
     document.getElementById('criteria-box')?.replaceChildren(criteria(detail));
+    // The note and the diff change with the state and after a run, not with every event: fetched then only
+    // (the diff is a `git diff` on the server).
+    const version = `${detail.state}|${detail.status}|${detail.runs}`;
+    if (version === shown) return;
+    shown = version;
     const note = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/note`).catch(() => '');
     (document.getElementById('note') as HTMLElement).innerHTML = renderNote(note);
     const diff = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/diff`).catch(() => '');
     (document.getElementById('diff') as HTMLElement).textContent = diff;
   };
+  let shown = '';
   let pending: ReturnType<typeof setTimeout> | null = null;
   const soon = () => {
     pending ??= setTimeout(() => {
@@ -363,11 +369,15 @@ function showTask(taskId: string): void {
     `/api/tasks/${encodeURIComponent(taskId)}/events?token=${encodeURIComponent(token())}`,
   );
   source.addEventListener('journal', (message) => {
-    onJournal(JSON.parse((message as MessageEvent<string>).data) as StampedEvent, runs);
+    const event = JSON.parse((message as MessageEvent<string>).data) as StampedEvent;
+    onJournal(event, runs);
+    // A note written: fetched again whatever the state says.
+    if (event.type === 'note_written') shown = '';
     soon();
   });
   source.addEventListener('end', () => {
     source.close();
+    shown = '';
     soon();
   });
   // Nothing is written while a question waits: look now and then.
