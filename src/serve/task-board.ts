@@ -4,7 +4,6 @@
  * composition as `run` (the App), with a stop switch (as Ctrl-C: the work is saved) and a pending `ask_human`
  * question that a client answers.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from '../app.js';
@@ -262,15 +261,13 @@ export class TaskBoard {
     return result.exitCode === 0 ? result.stdout : null;
   }
 
-  /** Whether the repository has the task (its journal, a split PRD's project journal) or this server runs it. */
+  /**
+   * Whether the repository has the task or this server runs it: the same answer as `get` (a task starting in a
+   * terminal has its run folder a moment before its journal; a watcher that came then waits for the journal).
+   */
   exists(taskId: string): boolean {
     assertValidTaskId(taskId);
-    const { runDir } = taskLayout(this.repoRoot, taskId);
-    return (
-      this.running.has(taskId) ||
-      existsSync(path.join(runDir, 'events.jsonl')) ||
-      existsSync(path.join(runDir, 'project.jsonl'))
-    );
+    return this.running.has(taskId) || readTask(this.repoRoot, taskId) !== null;
   }
 
   /** Whether the task may still write to its journal: this server runs it, or a live process holds its lock. */

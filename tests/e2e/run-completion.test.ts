@@ -301,7 +301,7 @@ describe('completion you can trust (end to end)', () => {
     await waitForJournalEvent(task.root, id, commandStarted('sleep 600'), runner);
     runner.child.kill('SIGKILL');
     expect((await runner.exited).signal).toBe('SIGKILL');
-    expect(await labelledContainers(id)).toHaveLength(1);
+    expect(await labelledContainers(id, task.root)).toHaveLength(1);
 
     const before = task.chat.requests.length;
     task.chat.push(
@@ -327,7 +327,7 @@ describe('completion you can trust (end to end)', () => {
     expect(summary.basis.join('\n')).toMatch(/AC-1 test check/);
     expect(readNote(task.root, id)).toContain('| **State** | **COMPLETE**');
     expect(git(task.root, 'log', '-1', '--format=%s', `agent-runner/${id}`)).toBe('Add slugify');
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, task.root)).toEqual([]);
   });
 });
 
@@ -368,7 +368,7 @@ describe('interrupts and kept sandboxes', () => {
     expect(Date.now() - interruptedAt).toBeLessThan(1000);
     expect((await runner.exited).code).toBe(130);
     expect(readNote(task.root, id)).toContain('| **State** | **NEEDS_REVIEW** (interrupted)');
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, task.root)).toEqual([]);
   });
 
   it('the next run leaves a --keep-sandbox container alone and says so', async () => {
@@ -376,7 +376,7 @@ describe('interrupts and kept sandboxes', () => {
     const next = 'cmp-kept-next';
     const task = await setupFaultTask(id);
     onTestFinished(async () => {
-      for (const container of await labelledContainers(id))
+      for (const container of await labelledContainers(id, task.root))
         await docker.getContainer(container.Id).remove({ force: true });
     });
     task.chat.push(
@@ -388,7 +388,7 @@ describe('interrupts and kept sandboxes', () => {
       env: task.env,
     });
     expect(kept.code).toBe(1);
-    const containers = await labelledContainers(id);
+    const containers = await labelledContainers(id, task.root);
     expect(containers).toHaveLength(1);
     expect(containers[0]?.Labels['agent-runner.keep']).toBe('true');
     // The runner that made it is gone now: an orphan by pid, but kept on purpose.
@@ -404,8 +404,8 @@ describe('interrupts and kept sandboxes', () => {
     expect(second.stderr).toContain(
       `left container ${containers[0]?.Names[0]?.replace(/^\//, '')} of task ${id} alone: it was kept with --keep-sandbox`,
     );
-    expect(await labelledContainers(id)).toHaveLength(1);
-    expect(await labelledContainers(next)).toEqual([]);
+    expect(await labelledContainers(id, task.root)).toHaveLength(1);
+    expect(await labelledContainers(next, task.root)).toEqual([]);
   });
 });
 

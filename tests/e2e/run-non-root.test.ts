@@ -84,7 +84,7 @@ describe.skipIf(!isRoot || !dockerGroup || !userExists)('a runner that is not ro
     chownSync(home, USER, USER);
     onTestFinished(() => rmSync(home, { recursive: true, force: true }));
     onTestFinished(async () => {
-      expect(await taskContainers(id)).toEqual([]);
+      expect(await taskContainers(id, repo.root)).toEqual([]);
     });
 
     models.chat.push(

@@ -51,8 +51,8 @@ function script(taskId: string): string {
   return JSON.stringify({ meta, worker });
 }
 
-async function noContainerLeft(taskId: string): Promise<void> {
-  expect(await taskContainers(taskId)).toEqual([]);
+async function noContainerLeft(taskId: string, repoRoot: string): Promise<void> {
+  expect(await taskContainers(taskId, repoRoot)).toEqual([]);
 }
 
 describe('a task with two workers', () => {
@@ -62,7 +62,7 @@ describe('a task with two workers', () => {
     const scriptFile = path.join(repo, '..', `${path.basename(repo)}-script.json`);
     writeFileSync(scriptFile, script(taskId));
     onTestFinished(() => rmSync(scriptFile, { force: true }));
-    onTestFinished(() => noContainerLeft(taskId));
+    onTestFinished(() => noContainerLeft(taskId, repo));
     const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
     delete env.OPENAI_API_KEY;
     delete env.ANTHROPIC_API_KEY;
@@ -125,7 +125,7 @@ describe('a task with two workers', () => {
     async (worker, model, api) => {
       const taskId = `DEMO-${worker.toUpperCase()}-${api.toUpperCase()}`;
       const repo = demoRepo(api === 'chat' ? `workers:\n  ${worker}:\n    api: chat\n` : '');
-      onTestFinished(() => noContainerLeft(taskId));
+      onTestFinished(() => noContainerLeft(taskId, repo));
       const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
       delete env.OPENAI_API_KEY;
       const result = await runCliCaptured(
@@ -160,11 +160,11 @@ describe('a task with two workers', () => {
       const taskId = `REPLAY-${worker.toUpperCase()}`;
       const cassette = path.join(mkdtempSync(path.join(tmpdir(), 'ar-cassette-')), 'run.json');
       onTestFinished(() => rmSync(path.dirname(cassette), { recursive: true, force: true }));
-      onTestFinished(() => noContainerLeft(taskId));
       const prd = path.join(ROOT, 'examples', 'slugify', 'PRD.md');
       const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
       delete env.OPENAI_API_KEY;
       const recordRepo = demoRepo('');
+      onTestFinished(() => noContainerLeft(taskId, recordRepo));
       const recorded = await runCliCaptured(
         [
           'run',
@@ -183,6 +183,7 @@ describe('a task with two workers', () => {
       expect(recorded.exitCode, recorded.stderr).toBe(0);
       // The replay has no model at all: a closed endpoint, no key; every answer comes from the cassette.
       const replayRepo = demoRepo('');
+      onTestFinished(() => noContainerLeft(taskId, replayRepo));
       const replayed = await runCliCaptured(
         ['run', '--prd', prd, '--task-id', taskId, '--json', '--replay', cassette],
         {
@@ -221,6 +222,6 @@ describe('a task with two workers', () => {
       'The claude worker has no key: ANTHROPIC_API_KEY is not set (https://api.anthropic.com needs one). Export ANTHROPIC_API_KEY=<your key>, or set workers.claude.apiKeyEnv to the variable that holds it.',
     );
     expect(git(repo, 'for-each-ref').trim()).toBe(before);
-    await noContainerLeft('NO-KEY');
+    await noContainerLeft('NO-KEY', repo);
   }, 120_000);
 });

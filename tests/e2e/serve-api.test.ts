@@ -299,10 +299,13 @@ describe('a task started over the API', () => {
       finished = true;
       return result;
     });
-    // The server finds it as soon as its journal exists, and follows it while its runner holds its lock.
+    // The server finds it as soon as its runner holds its lock, and follows it while it does (the journal may
+    // come a moment later: the stream waits for it).
     for (
       let tries = 0;
-      tries < 300 && (await client.request('GET', '/api/tasks/TERM-RUN').catch(() => null)) === null;
+      tries < 300 &&
+      (await client.request<{ status: string }>('GET', '/api/tasks/TERM-RUN').catch(() => null))?.status !==
+        'running';
       tries += 1
     )
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -28,7 +28,7 @@ async function finishedTask(root: string, id: string): Promise<void> {
     },
   });
   expect(result.exitCode, result.stderr).toBe(1);
-  expect(await labelledContainers(id)).toEqual([]);
+  expect(await labelledContainers(id, root)).toEqual([]);
 }
 
 describe('gc and status', () => {

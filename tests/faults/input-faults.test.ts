@@ -85,7 +85,7 @@ describe('bad repository states (exit 2)', () => {
   it('a detached HEAD is a valid base: the task runs on its own branch and HEAD stays detached', async () => {
     const id = 'FAULT-DETACHED';
     const root = repository();
-    onTestFinished(async () => expect(await labelledContainers(id)).toEqual([]));
+    onTestFinished(async () => expect(await labelledContainers(id, root)).toEqual([]));
     const head = git(root, 'rev-parse', 'HEAD');
     git(root, 'checkout', '-q', '--detach', 'HEAD');
     const chat = await startScriptedChatServer([

@@ -55,7 +55,7 @@ describe('interrupts, crashes and resume', () => {
     const killed = await runner.exited;
     expect(killed.signal).toBe('SIGKILL');
     // What a crash leaves: a container whose runner is dead, a stale lock, a journal without an end.
-    const orphaned = await labelledContainers(id);
+    const orphaned = await labelledContainers(id, root);
     expect(orphaned).toHaveLength(1);
     expect(existsSync(path.join(root, '.agent-runner', 'runs', id, 'lock'))).toBe(true);
     expect(journalEvents(root, id).some((event) => event.type === 'task_finished')).toBe(false);
@@ -89,7 +89,7 @@ describe('interrupts, crashes and resume', () => {
     expect(note).toContain('| **State** | **COMPLETE**');
     expect(chat.remaining()).toBe(0);
     expect(existsSync(path.join(root, '.agent-runner', 'runs', id, 'lock'))).toBe(false);
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 
   it('Ctrl-C mid-worker → NEEDS_REVIEW (interrupted), exit 130, uncommitted work on the WIP ref', async () => {
@@ -116,7 +116,7 @@ describe('interrupts, crashes and resume', () => {
     // The user's branch and files are untouched.
     expect(git(root, 'log', '-1', '--format=%s', 'main')).toBe('config');
     expect(git(root, 'status', '--porcelain', '--', '.', ':(exclude).agent-runner')).toBe('');
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 
   it('a second Ctrl-C kills the worker without waiting for its grace, and the note is still written', async () => {
@@ -142,7 +142,7 @@ describe('interrupts, crashes and resume', () => {
     expect(note).toContain('| **State** | **NEEDS_REVIEW**');
     expect(note).toContain(`refs/agent-runner/wip/${id}`);
     expect(git(root, 'show', `refs/agent-runner/wip/${id}:half.txt`)).toBe('half');
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 
   it('a second runner of the same task id is refused (exit 2, naming the holder)', async () => {
@@ -172,6 +172,6 @@ describe('interrupts, crashes and resume', () => {
     expect((await first.exited).code).toBe(130);
     expect(readNote(root, id)).toContain('| **State** | **NEEDS_REVIEW**');
     expect(journalEvents(root, id).filter((event) => event.type === 'task_started')).toHaveLength(1);
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 });

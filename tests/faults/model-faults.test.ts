@@ -26,7 +26,7 @@ function setupRepo(taskId: string) {
   git(repo.root, 'add', 'agent-runner.yaml');
   git(repo.root, 'commit', '-q', '-m', 'config');
   onTestFinished(repo.remove);
-  onTestFinished(() => forceRemoveContainers(taskId));
+  onTestFinished(() => forceRemoveContainers(taskId, repo.root));
   return repo.root;
 }
 
@@ -55,7 +55,7 @@ async function expectModelFailure(
   expect(note).toContain('| **State** | **FAILED**');
   expect(note).toMatch(/`model_(http_error|unreachable|timeout)`/);
   expect(git(root, 'log', '-1', '--format=%s', 'main')).toBe('config');
-  expect(await labelledContainers(taskId)).toEqual([]);
+  expect(await labelledContainers(taskId, root)).toEqual([]);
 }
 
 describe('Meta-agent endpoint faults (exit 5)', () => {
@@ -133,6 +133,6 @@ describe('worker endpoint faults', () => {
     const note = readNote(root, id);
     expect(note).toContain('| **State** | **FAILED**');
     expect(note).toContain('The worker model endpoint is broken.');
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 });

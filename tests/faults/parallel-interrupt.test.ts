@@ -38,7 +38,7 @@ describe('Ctrl-C on a split project', () => {
       id,
       `${SHORT_TIMEOUTS_YAML}parallel:\n  split: always\n  max: 2\n`,
     );
-    for (const sub of SUBTASKS) onTestFinished(() => forceRemoveContainers(`${id}--${sub}`));
+    for (const sub of SUBTASKS) onTestFinished(() => forceRemoveContainers(`${id}--${sub}`, root));
     chat.push({
       reply: decompositionReply(
         id,
@@ -75,13 +75,13 @@ describe('Ctrl-C on a split project', () => {
       expect(note).toContain('interrupted');
       expect(note).toContain(`refs/agent-runner/wip/${taskId}`);
       expect(git(root, 'show', `refs/agent-runner/wip/${taskId}:${sub}.js`)).toBe(`draft-${sub}`);
-      expect(await labelledContainers(taskId)).toEqual([]);
+      expect(await labelledContainers(taskId, root)).toEqual([]);
     }
     // The parent note: the plan with both subtasks, neither merged.
     const parent = readNote(root, id);
     expect(parent).not.toBe('');
     for (const sub of SUBTASKS) expect(parent).toContain(`task-${id}--${sub}.md`);
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
     expect(git(root, 'log', '-1', '--format=%s', 'main')).toBe('config');
     expect(git(root, 'status', '--porcelain', '--', '.', ':(exclude).agent-runner')).toBe('');
     expect(existsSync(path.join(root, '.agent-runner', 'runs', id, 'lock'))).toBe(false);
@@ -120,6 +120,6 @@ describe('Ctrl-C on a split project', () => {
     expect(files).toEqual(expect.arrayContaining(['north.js', 'south.js', 'test/north.test.js']));
     expect(readNote(root, id)).toMatch(/\| `north` \|.*\| merged \|/);
     expect(chat.remaining()).toBe(0);
-    for (const sub of SUBTASKS) expect(await labelledContainers(`${id}--${sub}`)).toEqual([]);
+    for (const sub of SUBTASKS) expect(await labelledContainers(`${id}--${sub}`, root)).toEqual([]);
   });
 });

@@ -67,7 +67,7 @@ describe('sandbox and machine faults', () => {
     const sandboxFile = path.join(root, '.agent-runner', 'sandboxes', id, 'repo', 'kept.txt');
     expect(readFileSync(sandboxFile, 'utf8')).toBe('kept\n');
     expectUserRepositoryUntouched(root);
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 
   it('the Docker engine gone mid-run → exit 4 with the fix; gc removes the container once it is back', async () => {
@@ -96,7 +96,7 @@ describe('sandbox and machine faults', () => {
     expect(existsSync(path.join(root, '.agent-runner', 'sandboxes', id, 'repo', 'kept.txt'))).toBe(true);
     expectUserRepositoryUntouched(root);
     // The runner could not remove its container through the vanished engine; its pid is dead now.
-    expect(await labelledContainers(id)).toHaveLength(1);
+    expect(await labelledContainers(id, root)).toHaveLength(1);
     const status = await runToEnd(['status'], { cwd: root, env });
     expect(status.stdout).toMatch(/FAULT-ENGINE\s+finished\s+FAILED/);
     expect(status.stdout).toContain('(orphan)');
@@ -105,7 +105,7 @@ describe('sandbox and machine faults', () => {
     expect(gc.stdout).toMatch(/removed container agent-runner-FAULT-ENGINE-\w+ \(task FAULT-ENGINE/);
     // The finished task's worktree stays: its commit is on no other branch.
     expect(gc.stdout).toContain(`kept ${id}: 1 commit(s) on agent-runner/${id}`);
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 
   it('a hanging worker is stopped at worker.timeout; the run is recorded as timed out', async () => {
@@ -136,7 +136,7 @@ describe('sandbox and machine faults', () => {
     expect(note).toMatch(/### Run 1 \([^)]*exec[^)]*timed out, /);
     expect(git(root, 'show', `refs/agent-runner/wip/${id}:partial.txt`)).toBe('partial');
     expect(chat.remaining()).toBe(0);
-    expect(await labelledContainers(id)).toEqual([]);
+    expect(await labelledContainers(id, root)).toEqual([]);
   });
 
   it('the disk under .agent-runner/runs fills up mid-run → FAILED (disk_full), exit 4, the note still written', async () => {
@@ -186,7 +186,7 @@ describe('sandbox and machine faults', () => {
         'Add slugify',
       );
       expectUserRepositoryUntouched(root);
-      expect(await labelledContainers(id)).toEqual([]);
+      expect(await labelledContainers(id, root)).toEqual([]);
     } finally {
       execFileSync('umount', [runs]);
     }

@@ -18,7 +18,7 @@ async function expectNothingStarted(root: string, id: string): Promise<void> {
   expect(git(root, 'worktree', 'list', '--porcelain').match(/^worktree /gm)).toHaveLength(1);
   expect(git(root, 'status', '--porcelain', '--', '.', ':(exclude).agent-runner')).toBe('');
   expect(existsSync(path.join(root, '.agent-runner', 'runs', id, 'lock'))).toBe(false);
-  expect(await labelledContainers(id)).toEqual([]);
+  expect(await labelledContainers(id, root)).toEqual([]);
 }
 
 describe('Docker faults at the start of a run', () => {

@@ -17,10 +17,16 @@ import { taskContainers } from '../support/task-containers.js';
 
 const docker = createDockerClient();
 const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
-const ids: string[] = [];
+const ids: { id: string; root: string }[] = [];
+// Kept until afterAll: a container lookup names its repository, which must still be there.
+const repos: { cleanup(): Promise<void> }[] = [];
 
 afterAll(async () => {
-  for (const id of ids) expect(await taskContainers(`${id}--integration`)).toEqual([]);
+  try {
+    for (const { id, root } of ids) expect(await taskContainers(`${id}--integration`, root)).toEqual([]);
+  } finally {
+    for (const repo of repos) await repo.cleanup();
+  }
 });
 
 interface Toolchain {
@@ -71,7 +77,8 @@ describe('the integration sandbox on real projects', () => {
   it.each([PYTHON, GO])(
     '$name: three heads in one sandbox, green, red for real, green',
     async (toolchain) => {
-      const repo = await createTempRepo(toolchain.base, { prefix: 'ar-integ-tc-' });
+      const repo = await createTempRepo(toolchain.base, { prefix: 'ar-integ-tc-', autoCleanup: false });
+      repos.push(repo);
       const config = await loadConfig({ repoRoot: repo.root, env: {} });
       const side = await startDockerSide(docker, runtime, { config, env: {}, repoRoot: repo.root });
       const { sandbox, id } = await startIntegrationSandbox({
@@ -82,7 +89,7 @@ describe('the integration sandbox on real projects', () => {
         setup: side.setup,
         prefix: 'integ-tc',
       });
-      ids.push(id);
+      ids.push({ id, root: repo.root });
       const results = [];
       for (const [index, content] of toolchain.heads.entries()) {
         const head = await repo.commit(`head ${index + 1}`, { [toolchain.file]: content });
@@ -95,7 +102,7 @@ describe('the integration sandbox on real projects', () => {
       ]);
       expect(results.map((result) => result.dod.status)).toEqual(['passed', 'failed', 'passed']);
       expect(results[1]?.dod.results[0]?.outputTail).toContain(toolchain.failure);
-      const containers = await taskContainers(`${id}--integration`);
+      const containers = await taskContainers(`${id}--integration`, repo.root);
       expect(containers).toHaveLength(1);
     },
     900_000,

@@ -156,7 +156,7 @@ describe('filling the host disk through the sandbox mounts', () => {
     // Nothing of the junk was copied into the person's repository as "uncommitted work".
     expect(events.some((event) => event.type === 'preserved')).toBe(false);
     // No container of this task is left.
-    expect(await labelledContainers(attack.taskId)).toEqual([]);
+    expect(await labelledContainers(attack.taskId, attack.task.root)).toEqual([]);
     // The runner itself stayed bounded while the worker wrote.
     expect(attack.seen.readings).toBeGreaterThan(0);
     expect(attack.seen.maxRssKiB).toBeLessThan(MAX_RSS_MIB * 1024);

@@ -119,7 +119,7 @@ describe('git on the host against worker-chosen programs and files', () => {
     );
     const note = readFileSync(path.join(root, '.agent-runner', `task-${taskId}.md`), 'utf8');
     expect(note).toContain('refs/tags/planted is a symlink or a special file (a FIFO)');
-    expect(await labelledContainers(taskId)).toEqual([]);
+    expect(await labelledContainers(taskId, root)).toEqual([]);
     expect(git(root, 'rev-parse', `agent-runner/${taskId}`)).toBe(git(root, 'rev-parse', 'main'));
   });
 });

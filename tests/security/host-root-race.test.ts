@@ -77,7 +77,7 @@ describe.runIf(process.getuid?.() === 0)(
         },
       );
       expect(first.code, first.stderr).toBe(1);
-      const [kept] = await labelledContainers(taskId);
+      const [kept] = await labelledContainers(taskId, task.root);
       expect(kept?.State, 'the container is kept, running').toBe('running');
       const container = kept?.Id as string;
       // The worker's uid, as the container records it: a plain `docker exec` enters as the keeper's uid.
@@ -119,7 +119,7 @@ describe.runIf(process.getuid?.() === 0)(
       expect(resumed.stderr).toContain(
         `stopped container ${kept?.Names[0]?.replace(/^\//, '')} of task ${taskId}`,
       );
-      const after = (await labelledContainers(taskId)).find((c) => c.Id === container);
+      const after = (await labelledContainers(taskId, task.root)).find((c) => c.Id === container);
       expect(after?.State).toBe('exited');
       // The pass ran over the same directory: the worker's setuid bit is gone, the write bit added.
       expect(lstatSync(path.join(sandboxRepo, 'race', 'setuid-tool')).mode & 0o7777).toBe(0o755);

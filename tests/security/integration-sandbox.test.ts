@@ -29,13 +29,20 @@ const docker = createDockerClient();
 const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
 let image: string;
 const projects: { id: string; root: string }[] = [];
+// Kept until afterAll: a container lookup names its repository, which must still be there.
+const repos: { cleanup(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   image = await builtWorkerImage(docker);
 }, 600_000);
 
 afterAll(async () => {
-  for (const project of projects) expect(await taskContainers(`${project.id}--integration`)).toEqual([]);
+  try {
+    for (const project of projects)
+      expect(await taskContainers(`${project.id}--integration`, project.root)).toEqual([]);
+  } finally {
+    for (const repo of repos) await repo.cleanup();
+  }
 });
 
 const CHECK_JS = `const isNumber = require('is-number');
@@ -45,7 +52,8 @@ console.log('a number: ' + value);
 `;
 
 async function project(): Promise<{ repo: TempRepo; sandbox: IntegrationSandbox; id: string }> {
-  const repo = await createTempRepo({}, { prefix: 'ar-integration-' });
+  const repo = await createTempRepo({}, { prefix: 'ar-integration-', autoCleanup: false });
+  repos.push(repo);
   writeNpmProject(repo.root, { devDependencies: { 'is-number': '7.0.0' } });
   await repo.commit('base', {
     '.gitignore': 'node_modules/\n.agent-runner/\n',

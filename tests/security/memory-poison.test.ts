@@ -117,7 +117,7 @@ describe('memory poisoning through .agent-runner/', () => {
 
     // A second task: its Meta-agent is offered the runner's note of the first task, and nothing forged.
     const second = `sec-memory2-${id.slice(0, 6)}`;
-    onTestFinished(() => forceRemoveContainers(second));
+    onTestFinished(() => forceRemoveContainers(second, root));
     const before = run.task.chat.requests.length;
     run.task.chat.push(
       { match: second, reply: planReply(second, [{ id: 'AC-1', description: 'Nothing to do.' }]) },

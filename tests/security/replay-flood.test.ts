@@ -135,7 +135,7 @@ describe('a worker that floods the replay', () => {
     const events = journalEvents(root, taskId);
     expect(between(events, 'worker_finished', 'task_finished')).toBeLessThan(30_000);
     expect(readNote(root, taskId)).toContain('sandbox.replay.maxCommits');
-    expect(await labelledContainers(taskId)).toEqual([]);
+    expect(await labelledContainers(taskId, root)).toEqual([]);
   });
 
   it('a small pack that expands into 200 MiB: the person’s worktree is not filled, sandbox.replay.maxTreeBytes is named', async () => {
@@ -160,7 +160,7 @@ describe('a worker that floods the replay', () => {
     expect(readdirSync(worktree)).not.toContain('zeros.bin');
     expect(git(root, 'rev-parse', branch)).toBe(git(root, 'rev-parse', 'main'));
     expect(readNote(root, taskId)).toContain('sandbox.replay.maxTreeBytes');
-    expect(await labelledContainers(taskId)).toEqual([]);
+    expect(await labelledContainers(taskId, root)).toEqual([]);
   });
 
   it('SIGTERM while a long replay runs: exit 130 within seconds, the note written, memory and descriptors bounded', async () => {
@@ -194,7 +194,7 @@ describe('a worker that floods the replay', () => {
     const summary = JSON.parse(runner.stdout().trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
     expect(summary.state).toBe('NEEDS_REVIEW');
     expect(readNote(task.root, taskId)).toContain('interrupted');
-    expect(await labelledContainers(taskId)).toEqual([]);
+    expect(await labelledContainers(taskId, task.root)).toEqual([]);
     // Bounds of the runner during the attack (docs/threat-model.md).
     expect(samples.count()).toBeGreaterThan(5);
     expect(samples.maxRssBytes()).toBeLessThan(600 * 1024 ** 2);

@@ -105,11 +105,11 @@ export const commandStarted =
 const docker = createDockerClient();
 
 /** This test's containers labelled with this task id, running or not (see task-containers.ts). */
-export const labelledContainers = (taskId: string) => taskContainers(taskId);
+export const labelledContainers = (taskId: string, repoRoot: string) => taskContainers(taskId, repoRoot);
 
 /** Removes what a failed test may have left (never called on the path a test asserts). */
-export async function forceRemoveContainers(taskId: string): Promise<void> {
-  for (const container of await labelledContainers(taskId))
+export async function forceRemoveContainers(taskId: string, repoRoot: string): Promise<void> {
+  for (const container of await labelledContainers(taskId, repoRoot))
     await docker
       .getContainer(container.Id)
       .remove({ force: true })
@@ -166,7 +166,7 @@ export async function setupFaultTask(taskId: string, yaml = SHORT_TIMEOUTS_YAML)
   git(repo.root, 'add', 'agent-runner.yaml');
   git(repo.root, 'commit', '-q', '-m', 'config');
   onTestFinished(repo.remove);
-  onTestFinished(() => forceRemoveContainers(taskId));
+  onTestFinished(() => forceRemoveContainers(taskId, repo.root));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     OPENAI_BASE_URL: chat.url,

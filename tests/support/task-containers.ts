@@ -12,9 +12,9 @@ const docker = createDockerClient();
 /** Docker's `Created` is in whole seconds; one second of slack for the clock's rounding. */
 const FILE_STARTED = Math.floor(Date.now() / 1000) - 1;
 
-export async function taskContainers(taskId: string, repoRoot?: string): Promise<Docker.ContainerInfo[]> {
-  const label = [`agent-runner.task=${taskId}`];
-  if (repoRoot !== undefined) label.push(`agent-runner.repo=${realpathSync(repoRoot)}`);
+export async function taskContainers(taskId: string, repoRoot: string): Promise<Docker.ContainerInfo[]> {
+  // The repository too: test files run side by side, and two may use the same task id.
+  const label = [`agent-runner.task=${taskId}`, `agent-runner.repo=${realpathSync(repoRoot)}`];
   const all = await docker.listContainers({ all: true, filters: { label } });
   return all.filter((container) => container.Created >= FILE_STARTED);
 }
