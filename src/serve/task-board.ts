@@ -4,6 +4,7 @@
  * composition as `run` (the App), with a stop switch (as Ctrl-C: the work is saved) and a pending `ask_human`
  * question that a client answers.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from '../app.js';
@@ -267,7 +268,9 @@ export class TaskBoard {
    */
   exists(taskId: string): boolean {
     assertValidTaskId(taskId);
-    return this.running.has(taskId) || readTask(this.repoRoot, taskId) !== null;
+    // readTask's own first look, without reading the journal (a watcher of a 100 MB journal must not parse it).
+    const layout = taskLayout(this.repoRoot, taskId);
+    return this.running.has(taskId) || existsSync(layout.runDir) || existsSync(layout.worktreePath);
   }
 
   /** Whether the task may still write to its journal: this server runs it, or a live process holds its lock. */
