@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 //
 // Order: the unit files first (all cores), then the Docker files two at a time (a file spends about a third of
 // its time waiting on containers and the engine, so a second file fills the idle cores: the suite's wall time
-// on 2 cores went from 43 to under 30 minutes), then, one at a time, the files whose assertions bound a wall
+// on 2 cores went from 43 to 34-35 minutes), then, one at a time, the files whose assertions bound a wall
 // time or a process's memory (`timed`), so nothing else runs beside them. Files running side by side share the
 // engine only: every test has its own repository, ports and servers, a container's name is random, and a test
 // looks only at containers labelled with its own repository (tests/support/task-containers.ts).
