@@ -155,13 +155,18 @@ function taskEntry(repoRoot: string, taskId: string, containers: LabelledSandbox
   };
 }
 
+/** Whether `taskId` has a run folder or a worktree in `repoRoot`: what `readTask` needs to find it, no file read. */
+export function hasTaskFiles(repoRoot: string, taskId: string): boolean {
+  const layout = taskLayout(repoRoot, taskId);
+  return existsSync(layout.runDir) || existsSync(layout.worktreePath);
+}
+
 /**
  * One task of `repoRoot` as `listTasks` lists it (its parent included: the first id before a `--` that has a
  * project journal), reading only its own files; null when the repository has no such task. No containers.
  */
 export function readTask(repoRoot: string, taskId: string): TaskEntry | null {
-  const layout = taskLayout(repoRoot, taskId);
-  if (!existsSync(layout.runDir) && !existsSync(layout.worktreePath)) return null;
+  if (!hasTaskFiles(repoRoot, taskId)) return null;
   const entry = taskEntry(repoRoot, taskId, []);
   if (!entry) return null;
   const parts = taskId.split('--');

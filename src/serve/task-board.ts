@@ -4,7 +4,6 @@
  * composition as `run` (the App), with a stop switch (as Ctrl-C: the work is saved) and a pending `ask_human`
  * question that a client answers.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from '../app.js';
@@ -13,7 +12,7 @@ import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { UserError } from '../errors.js';
-import { listTasks, readTask } from '../lifecycle/task-inventory.js';
+import { hasTaskFiles, listTasks, readTask } from '../lifecycle/task-inventory.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { tryGit } from '../workspace/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
@@ -268,9 +267,8 @@ export class TaskBoard {
    */
   exists(taskId: string): boolean {
     assertValidTaskId(taskId);
-    // readTask's own first look, without reading the journal (a watcher of a 100 MB journal must not parse it).
-    const layout = taskLayout(this.repoRoot, taskId);
-    return this.running.has(taskId) || existsSync(layout.runDir) || existsSync(layout.worktreePath);
+    // No journal read: a watcher of a 100 MB journal must not parse it.
+    return this.running.has(taskId) || hasTaskFiles(this.repoRoot, taskId);
   }
 
   /** Whether the task may still write to its journal: this server runs it, or a live process holds its lock. */
