@@ -351,12 +351,16 @@ function showTask(taskId: string): void {
     const version = `${detail.state}|${detail.status}|${detail.runs}`;
     if (version === shown) return;
     shown = version;
+    // A slower fetch of an earlier version must not overwrite a later one (it would stay, never fetched again).
+    const fetchNumber = (fetches += 1);
     const note = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/note`).catch(() => '');
-    (document.getElementById('note') as HTMLElement).innerHTML = renderNote(note);
     const diff = await api<string>('GET', `/api/tasks/${encodeURIComponent(taskId)}/diff`).catch(() => '');
+    if (fetchNumber !== fetches) return;
+    (document.getElementById('note') as HTMLElement).innerHTML = renderNote(note);
     (document.getElementById('diff') as HTMLElement).textContent = diff;
   };
   let shown = '';
+  let fetches = 0;
   let pending: ReturnType<typeof setTimeout> | null = null;
   const soon = () => {
     pending ??= setTimeout(() => {
