@@ -2,12 +2,10 @@
  * A task whose Meta-agent uses two workers: codex implements (and leaves a test failing), Claude Code fixes
  * what the checks found. Real CLI, real git, real Docker, the real codex and claude binaries in one sandbox;
  * the models are scripted by agent-runner's own `--model-script` server, which speaks each worker's protocol
- * (Responses for codex, Anthropic Messages for claude, the Gemini API for gemini) behind the gateway. And the
- * demo as a user with only an Anthropic (or only a Gemini) key runs it: claude (or gemini) as the only worker,
- * its image built on demand.
+ * (Responses for codex, Anthropic Messages for claude, the Gemini API for gemini) behind the gateway. (The demo with
+ * one of them as the only worker: tests/e2e/only-worker-*.test.ts.)
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
@@ -24,7 +22,7 @@ import {
   nextAction,
 } from '../support/demo-task.js';
 import { git } from '../support/task-repo.js';
-import { taskContainers } from '../support/task-containers.js';
+import { noContainerLeft } from '../support/only-worker-demo.js';
 
 function script(taskId: string): string {
   const meta = [
@@ -49,10 +47,6 @@ function script(taskId: string): string {
     { message: 'Fixed the separators; npm test passes.' },
   ];
   return JSON.stringify({ meta, worker });
-}
-
-async function noContainerLeft(taskId: string, repoRoot: string): Promise<void> {
-  expect(await taskContainers(taskId, repoRoot)).toEqual([]);
 }
 
 describe('a task with two workers', () => {
@@ -111,97 +105,6 @@ describe('a task with two workers', () => {
     expect(note).toMatch(/### Run 2 \(claude exec with claude-scripted, [^)]*exit 0, \d+ tokens\)/);
     expect(note).toMatch(/\*\*State\*\* \| \*\*COMPLETE\*\*/);
   }, 300_000);
-
-  it.each([
-    ['claude', 'claude-sonnet-4-5', 'anthropic'],
-    ['gemini', 'gemini-2.5-pro', 'gemini'],
-    ['qwen', 'gpt-5.5', 'responses'],
-    ['opencode', 'gpt-5.5', 'responses'],
-    // Over Chat Completions, the API every OpenAI-compatible endpoint serves.
-    ['qwen', 'gpt-5.5', 'chat'],
-    ['opencode', 'gpt-5.5', 'chat'],
-  ])(
-    'the demo with %s (%s over %s) as the only worker (AGENT_RUNNER_WORKER) ends COMPLETE',
-    async (worker, model, api) => {
-      const taskId = `DEMO-${worker.toUpperCase()}-${api.toUpperCase()}`;
-      const repo = demoRepo(api === 'chat' ? `workers:\n  ${worker}:\n    api: chat\n` : '');
-      onTestFinished(() => noContainerLeft(taskId, repo));
-      const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
-      delete env.OPENAI_API_KEY;
-      const result = await runCliCaptured(
-        [
-          'run',
-          '--prd',
-          path.join(ROOT, 'examples', 'slugify', 'PRD.md'),
-          '--task-id',
-          taskId,
-          '--json',
-          '--model-script',
-          path.join(ROOT, 'examples', 'slugify', 'model-script.yaml'),
-        ],
-        { cwd: repo, env },
-      );
-      const events = jsonEvents(result.stdout);
-      const summary = events.at(-1) as unknown as { state: string; notePath: string };
-      expect(summary.state, result.stderr).toBe('COMPLETE');
-      expect(events.filter((event) => event.type === 'worker_started').map((event) => event.worker)).toEqual([
-        worker,
-      ]);
-      const note = readFileSync(summary.notePath, 'utf8');
-      expect(note).toContain(`| Worker | ${worker} (${model}) |`);
-      expect(note).toMatch(/Definition of Done: 1\/1 check\(s\) passed/);
-    },
-    300_000,
-  );
-
-  it.each(['claude', 'gemini'])(
-    'a %s run is recorded and replayed with no upstream: COMPLETE again, the same work',
-    async (worker) => {
-      const taskId = `REPLAY-${worker.toUpperCase()}`;
-      const cassette = path.join(mkdtempSync(path.join(tmpdir(), 'ar-cassette-')), 'run.json');
-      onTestFinished(() => rmSync(path.dirname(cassette), { recursive: true, force: true }));
-      const prd = path.join(ROOT, 'examples', 'slugify', 'PRD.md');
-      const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', AGENT_RUNNER_WORKER: worker };
-      delete env.OPENAI_API_KEY;
-      const recordRepo = demoRepo('');
-      onTestFinished(() => noContainerLeft(taskId, recordRepo));
-      const recorded = await runCliCaptured(
-        [
-          'run',
-          '--prd',
-          prd,
-          '--task-id',
-          taskId,
-          '--json',
-          '--record',
-          cassette,
-          '--model-script',
-          path.join(ROOT, 'examples', 'slugify', 'model-script.yaml'),
-        ],
-        { cwd: recordRepo, env },
-      );
-      expect(recorded.exitCode, recorded.stderr).toBe(0);
-      // The replay has no model at all: a closed endpoint, no key; every answer comes from the cassette.
-      const replayRepo = demoRepo('');
-      onTestFinished(() => noContainerLeft(taskId, replayRepo));
-      const replayed = await runCliCaptured(
-        ['run', '--prd', prd, '--task-id', taskId, '--json', '--replay', cassette],
-        {
-          cwd: replayRepo,
-          env: {
-            ...env,
-            OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
-            ANTHROPIC_API_KEY: '',
-            GEMINI_API_KEY: '',
-          },
-        },
-      );
-      const summary = jsonEvents(replayed.stdout).at(-1) as unknown as { state: string };
-      expect(summary.state, replayed.stderr).toBe('COMPLETE');
-      const slug = (repo: string) => git(repo, 'show', `agent-runner/${taskId}:slug.js`);
-      expect(slug(replayRepo)).toBe(slug(recordRepo));
-    },
-  );
 
   it('a configured worker without its key stops the run before anything starts (exit 2, nothing created)', async () => {
     const repo = demoRepo('workers:\n  claude: {}\n');

@@ -4,6 +4,8 @@ export interface CriterionSpec {
   id: string;
   description: string;
   critical?: boolean;
+  /** The criterion's check, as the model writes it (`kind`, `command`, `file`, ...). */
+  check?: Record<string, string>;
 }
 
 const indent = (text: string, spaces: number) =>
@@ -24,6 +26,14 @@ export function planReply(taskId: string, criteria: CriterionSpec[]): string {
       `      description: ${JSON.stringify(criterion.description)}`,
       '      type: functional',
       `      critical: ${criterion.critical ?? true}`,
+      ...(criterion.check
+        ? [
+            '      check:',
+            ...Object.entries(criterion.check).map(
+              ([key, value]) => `        ${key}: ${JSON.stringify(value)}`,
+            ),
+          ]
+        : []),
     ]),
   ].join('\n');
 }
