@@ -6,14 +6,16 @@
  * `wait` and `logs` for tasks started by `run` in a terminal (the server reads the same journals).
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { openSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { StampedEvent } from '../core/events.js';
 import type { TaskSummary } from '../core/types.js';
 import { EXIT_CODES, UserError } from '../errors.js';
 import { ServeClient, readServeInfo, type ServeInfo } from '../serve/api-client.js';
+import { isInRepository } from '../serve/repository-path.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
@@ -56,6 +58,22 @@ async function serverFor(repoRoot: string, context: CommandContext): Promise<Ser
   return new ServeClient(info.url, info.token);
 }
 
+/**
+ * A file the owner names for a detached task (`--prd`, `--model-script`): the server reads only files of the
+ * repository, so one outside it is copied into `.agent-runner/inputs/` (the owner may read it; the server's
+ * clients may not name it).
+ */
+async function forServer(root: string, file: string, flag: string): Promise<string> {
+  if (await isInRepository(root, file)) return file;
+  const directory = path.join(root, '.agent-runner', 'inputs');
+  await mkdir(directory, { recursive: true });
+  const copy = path.join(directory, `${randomBytes(4).toString('hex')}-${path.basename(file)}`);
+  await copyFile(file, copy).catch((error: unknown) => {
+    throw new UserError('usage', `${flag} ${file}: cannot read it (${(error as Error).message}).`);
+  });
+  return copy;
+}
+
 /** `run --detach`: the task is started by the server; its id is printed at once. */
 export async function detachRun(options: RunCommandOptions, context: CommandContext): Promise<void> {
   for (const [flag, given] of [
@@ -74,11 +92,19 @@ export async function detachRun(options: RunCommandOptions, context: CommandCont
   const overrides = flagsLayer(options);
   if (options.single) Object.assign(overrides, { parallel: { split: 'never' } });
   const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
-    prdPath: path.resolve(context.cwd, options.prd),
+    prdPath: await forServer(repository.root, path.resolve(context.cwd, options.prd), '--prd'),
     ...(options.taskId !== undefined ? { taskId: options.taskId } : {}),
     ...(options.base !== undefined ? { base: options.base } : {}),
     ...(options.skipDod ? { skipDod: true } : {}),
-    ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
+    ...(options.modelScript
+      ? {
+          modelScript: await forServer(
+            repository.root,
+            path.resolve(context.cwd, options.modelScript),
+            '--model-script',
+          ),
+        }
+      : {}),
     config: overrides,
   });
   if (options.json) context.output.out(JSON.stringify({ type: 'detached', taskId, server: client.url }));

@@ -10,6 +10,7 @@ import type { TaskState } from '../core/task-state.js';
 import { taskLayout } from '../workspace/layout.js';
 import { listLabelledSandboxes, type LabelledSandbox } from './orphan-sandboxes.js';
 import type { Liveness } from './process-liveness.js';
+import type { JournalTailCache } from './journal-tail-cache.js';
 import { readTaskJournal, type JournalTaskState } from './task-journal-state.js';
 import { JournalInvalidError } from '../notes/event-journal.js';
 import { notStartedReason } from './never-started.js';
@@ -47,6 +48,11 @@ export interface TaskEntry {
   parent?: string | null;
 }
 
+/** How the inventory reads journals: `journals` (a server's cache) reads an unchanged one once. */
+export interface InventoryOptions {
+  journals?: JournalTailCache;
+}
+
 function subdirectories(directory: string): string[] {
   try {
     return readdirSync(directory, { withFileTypes: true })
@@ -74,6 +80,7 @@ function statusOf(entry: Pick<TaskEntry, 'lock' | 'journal'>, project: ProjectRe
 export async function listTasks(
   repoRoot: string,
   runtime?: SandboxRuntime,
+  options: InventoryOptions = {},
 ): Promise<{ tasks: TaskEntry[]; dockerError: string | null }> {
   const stateDir = path.join(repoRoot, '.agent-runner');
   let containers: LabelledSandbox[] = [];
@@ -92,7 +99,7 @@ export async function listTasks(
   ]);
   const tasks: TaskEntry[] = [];
   for (const taskId of [...ids].sort()) {
-    const entry = taskEntry(repoRoot, taskId, containers);
+    const entry = taskEntry(repoRoot, taskId, containers, options);
     if (entry) tasks.push(entry);
   }
   // A subtask's attempts and the fix-ups (`<ID>--<SUB>`, `<ID>--<SUB>-r2`, `<ID>--fixup-N`); the integration
@@ -105,7 +112,12 @@ export async function listTasks(
 }
 
 /** The entry of one task id (null when it is not a task directory of ours), its parent not looked up. */
-function taskEntry(repoRoot: string, taskId: string, containers: LabelledSandbox[]): TaskEntry | null {
+function taskEntry(
+  repoRoot: string,
+  taskId: string,
+  containers: LabelledSandbox[],
+  options: InventoryOptions,
+): TaskEntry | null {
   let layout;
   try {
     layout = taskLayout(repoRoot, taskId);
@@ -116,7 +128,9 @@ function taskEntry(repoRoot: string, taskId: string, containers: LabelledSandbox
   let journal: JournalTaskState | null = null;
   let damage: string | null = null;
   try {
-    journal = readTaskJournal(layout.runDir, taskId);
+    journal = options.journals
+      ? options.journals.read(layout.runDir, taskId)
+      : readTaskJournal(layout.runDir, taskId);
   } catch (error) {
     if (!(error instanceof JournalInvalidError)) throw error;
     damage = `journal damaged at line ${error.line} ${error.problem}`;
@@ -165,9 +179,9 @@ export function hasTaskFiles(repoRoot: string, taskId: string): boolean {
  * One task of `repoRoot` as `listTasks` lists it (its parent included: the first id before a `--` that has a
  * project journal), reading only its own files; null when the repository has no such task. No containers.
  */
-export function readTask(repoRoot: string, taskId: string): TaskEntry | null {
+export function readTask(repoRoot: string, taskId: string, options: InventoryOptions = {}): TaskEntry | null {
   if (!hasTaskFiles(repoRoot, taskId)) return null;
-  const entry = taskEntry(repoRoot, taskId, []);
+  const entry = taskEntry(repoRoot, taskId, [], options);
   if (!entry) return null;
   const parts = taskId.split('--');
   for (let end = 1; end < parts.length && entry.parent === null; end += 1) {

@@ -47,7 +47,7 @@ export interface JournalTaskState {
 
 /** Folds journal events into the task's state. Pure. */
 export function foldJournal(taskId: string, events: readonly StampedEvent[]): JournalTaskState {
-  const fold = new JournalFold(taskId, events);
+  const fold = new JournalFold(taskId);
   for (const event of events) fold.apply(event);
   return fold.result();
 }
@@ -75,8 +75,11 @@ function unfinishedRecord(
   };
 }
 
-/** The fold's running state: the task's, the runs recorded so far, the run in progress, the attempt's clock. */
-class JournalFold {
+/**
+ * The fold's running state: the task's, the runs recorded so far, the run in progress, the attempt's clock.
+ * Events can be applied after a `result()` (a journal that grew: only its new lines are folded).
+ */
+export class JournalFold {
   private readonly state: JournalTaskState;
   private readonly records = new Map<number, RunRecord>();
   private lastDecision: MetaDecision | null = null;
@@ -85,7 +88,7 @@ class JournalFold {
   private attemptStartedAt: number | null = null;
   private attemptLastAt: number | null = null;
 
-  constructor(taskId: string, events: readonly StampedEvent[]) {
+  constructor(taskId: string) {
     this.state = {
       taskId,
       options: null,
@@ -101,8 +104,8 @@ class JournalFold {
       finished: null,
       unfinishedRun: null,
       attempts: 0,
-      events: events.length,
-      lastEventAt: events.at(-1)?.at ?? null,
+      events: 0,
+      lastEventAt: null,
       elapsedMs: 0,
       answers: [],
       baseline: null,
@@ -111,6 +114,8 @@ class JournalFold {
 
   apply(event: StampedEvent): void {
     const { state } = this;
+    state.events += 1;
+    state.lastEventAt = event.at;
     this.clock(event);
     switch (event.type) {
       case 'task_started':
@@ -222,12 +227,23 @@ class JournalFold {
     this.attemptLastAt = null;
   }
 
+  /** The task's state as the events so far tell (a copy: folding on does not change it). */
   result(): JournalTaskState {
-    this.settlePending();
-    this.settleAttempt();
-    const runs = [...this.records.values()].sort((left, right) => left.index - right.index);
+    const records = new Map(this.records);
+    // A run the runner died in counts, and the attempt's clock runs to its last event (as settled when folded on).
+    if (this.pending && !records.has(this.pending.index)) records.set(this.pending.index, this.pending);
+    const openAttempt =
+      this.attemptStartedAt !== null && this.attemptLastAt !== null
+        ? Math.max(0, this.attemptLastAt - this.attemptStartedAt)
+        : 0;
+    const runs = [...records.values()].sort((left, right) => left.index - right.index);
     const workerUsage = runs.reduce((sum, run) => addUsage(sum, run.usage), ZERO_USAGE);
-    return { ...this.state, runs, workerUsage };
+    return structuredClone({
+      ...this.state,
+      elapsedMs: this.state.elapsedMs + openAttempt,
+      runs,
+      workerUsage,
+    });
   }
 }
 

@@ -59,6 +59,36 @@ export class JournalInvalidError extends UserError {
 }
 
 /**
+ * One line of a journal: its event, or `null` when the line is not JSON (the caller decides: a torn last line
+ * is a crash mid-append, anywhere else it is damage). An event `schema` refuses is damage:
+ * {@link JournalInvalidError}.
+ */
+export function parseJournalLine<T = StampedEvent>(
+  file: string,
+  lineNumber: number,
+  line: string,
+  schema?: z.ZodType<T>,
+): { event: T } | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (!schema) return { event: value as T };
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { event: parsed.data };
+  const type = (value as { type?: unknown } | null)?.type;
+  const issue = parsed.error.issues[0];
+  const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';
+  throw new JournalInvalidError(
+    file,
+    lineNumber,
+    `(${typeof type === 'string' ? type : 'no event type'}) ${where}${issue?.message ?? 'invalid'}`,
+  );
+}
+
+/**
  * Reads a journal back (a task's events, or another JSON-lines journal such as a project's), validating every
  * event against `schema` when one is given. A torn last line is a crash mid-append (the runner appends one
  * line at a time) and is ignored; a line that is not JSON anywhere else, or an event the schema refuses, is
@@ -71,30 +101,9 @@ export function readJournal<T = StampedEvent>(file: string, schema?: z.ZodType<T
   const events: T[] = [];
   lines.forEach((line, index) => {
     if (!line.trim()) return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      if (index === last) return;
-      throw new JournalInvalidError(file, index + 1, '(not a JSON line)');
-    }
-    if (!schema) {
-      events.push(value as T);
-      return;
-    }
-    const parsed = schema.safeParse(value);
-    if (parsed.success) {
-      events.push(parsed.data);
-      return;
-    }
-    const type = (value as { type?: unknown } | null)?.type;
-    const issue = parsed.error.issues[0];
-    const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';
-    throw new JournalInvalidError(
-      file,
-      index + 1,
-      `(${typeof type === 'string' ? type : 'no event type'}) ${where}${issue?.message ?? 'invalid'}`,
-    );
+    const parsed = parseJournalLine(file, index + 1, line, schema);
+    if (parsed) events.push(parsed.event);
+    else if (index !== last) throw new JournalInvalidError(file, index + 1, '(not a JSON line)');
   });
   return events;
 }

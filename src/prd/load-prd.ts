@@ -33,7 +33,11 @@ export async function loadPrd(file: string): Promise<string> {
       `The PRD ${file} is ${Math.round(size / 1024)} KiB; the limit is ${MAX_PRD_BYTES / 1024} KiB. Split it into smaller tasks or link to details instead of inlining them.`,
     );
   }
-  const bytes = await readFile(file);
+  return prdFromBytes(await readFile(file), file);
+}
+
+/** The PRD's text from its bytes (read by the caller, within {@link MAX_PRD_BYTES}): refused when binary or empty. */
+export function prdFromBytes(bytes: Buffer, file: string): string {
   if (bytes.includes(0)) {
     throw new UserError(
       'prd_invalid',

@@ -3,14 +3,18 @@
  * and the OpenAPI document is generated from them, so the two cannot drift apart.
  */
 import { z } from 'zod';
-import { TASK_ID_PATTERN } from '../core/task-id.js';
+import { taskIdSchema } from '../core/task-id.js';
 
 export const startTaskSchema = z
   .strictObject({
     prd: z.string().min(1).max(1_000_000).optional().describe('The PRD itself (Markdown)'),
-    prdPath: z.string().min(1).optional().describe('A PRD file, relative to the repository root'),
+    prdPath: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('A PRD file of the repository, relative to its root (nothing outside it, links included)'),
     base: z.string().min(1).optional().describe('Base of the task branch (default: HEAD)'),
-    taskId: z.string().regex(TASK_ID_PATTERN).optional().describe('Task id (default: from the PRD title)'),
+    taskId: taskIdSchema.optional().describe('Task id (default: from the PRD title)'),
     config: z
       .record(z.string(), z.unknown())
       .optional()
@@ -40,4 +44,5 @@ export const answerSchema = z.strictObject({
   text: z.string().min(1).max(100_000).describe("The answer to the task's question"),
 });
 
-export const taskIdParamSchema = z.string().regex(TASK_ID_PATTERN);
+/** A task id in a route: the one task-id rule, so an id cannot name a path outside `.agent-runner/`. */
+export const taskIdParamSchema = taskIdSchema;

@@ -16,6 +16,7 @@ import { PACKAGE_ROOT } from '../version.js';
 import { answerSchema, resumeSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
 import { journalLines } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
+import { RequestFieldError } from './repository-path.js';
 import { NotServedError, type TaskBoard } from './task-board.js';
 
 /** The web view's files: route, file below the package root, content type. */
@@ -190,6 +191,9 @@ export function createApi(
 
   app.onError((error, c) => {
     if (error instanceof NotServedError) return apiError(c, 409, 'not_served', error.message);
+    // A path or key the client may not name: 400 naming the field, as a bad body is.
+    if (error instanceof RequestFieldError)
+      return apiError(c, 400, 'invalid_field', options.redaction.redact(error.message), error.field);
     if (error instanceof UserError)
       return apiError(c, 400, error.code, options.redaction.redact(error.message));
     return apiError(c, 500, 'internal', options.redaction.redact(error.message));

@@ -12,15 +12,27 @@ import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { UserError } from '../errors.js';
+import { JournalTailCache } from '../lifecycle/journal-tail-cache.js';
 import { hasTaskFiles, listTasks, readTask } from '../lifecycle/task-inventory.js';
+import { checkClientInputs } from './client-inputs.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { tryGit } from '../workspace/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { StartTaskRequest } from './api-schemas.js';
 import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
 
+/** Tasks that ended with an error before their journal held an end: the newest are kept for the board. */
+const MAX_ENDED_WITHOUT_JOURNAL = 100;
+
 export class TaskBoard {
+  /**
+   * The tasks this server runs, and those that ended with an error before their journal said so; a task whose
+   * journal holds its end is dropped from here once it ended (the journal tells the rest), so the map does
+   * not grow with every task a long-lived server ran.
+   */
   private readonly running = new Map<string, RunningTask>();
+  /** Journals folded once and read on from where they stopped (the board asks every second). */
+  private readonly journals = new JournalTailCache();
   /** Tasks of this server running now, and the queued ones' wake-ups, oldest first. */
   private runningNow = 0;
   private readonly waiting: (() => void)[] = [];
@@ -49,20 +61,19 @@ export class TaskBoard {
       if (this.running.has(request.taskId))
         throw new UserError('usage', `Task ${request.taskId} is already running on this server.`);
     }
-    const prdPath =
-      request.prdPath !== undefined
-        ? path.resolve(this.repoRoot, request.prdPath)
-        : await this.writePrd(request.prd ?? '');
+    // Everything the client names is a file of the repository (not one scope.exclude keeps out) before it is read.
+    const { prd: named, modelScript, overrides } = await checkClientInputs(this.repoRoot, this.env, request);
+    // A PRD given as text is written to a file and read back with the CLI's checks (empty, binary, size).
+    const prdPath = named?.path ?? (await this.writePrd(request.prd ?? ''));
     const spec = await newTaskSpec({
       repoRoot: this.repoRoot,
       prdPath,
+      ...(named ? { prd: named.text } : {}),
       env: this.env,
-      overrides: request.config ?? {},
+      overrides,
       ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
       ...(request.base !== undefined ? { base: request.base } : {}),
-      ...(this.scriptOf(request.modelScript)
-        ? { models: { script: this.scriptOf(request.modelScript) as string } }
-        : {}),
+      ...(this.scriptOf(modelScript) ? { models: { script: this.scriptOf(modelScript) as string } } : {}),
       skipDod: Boolean(request.skipDod),
     });
     this.launch(spec, {});
@@ -82,13 +93,18 @@ export class TaskBoard {
     const current = await this.get(taskId);
     if (current !== null && this.isLive(taskId, current.status))
       throw new UserError('usage', `Task ${taskId} is running; it can be resumed once it has stopped.`);
+    const checked = await checkClientInputs(this.repoRoot, this.env, {
+      config: overrides,
+      ...(modelScript !== undefined ? { modelScript } : {}),
+    });
+    const script = this.scriptOf(checked.modelScript);
     const { spec, projectOptions } = await resumeTaskSpec({
       repoRoot: this.repoRoot,
       taskId,
       cwd: this.repoRoot,
       env: this.env,
-      overrides,
-      ...(this.scriptOf(modelScript) ? { modelScript: this.scriptOf(modelScript) as string } : {}),
+      overrides: checked.overrides,
+      ...(script ? { modelScript: script } : {}),
     });
     this.launch(spec, projectOptions);
     return taskId;
@@ -123,6 +139,7 @@ export class TaskBoard {
     if (task.stop.signal.aborted) {
       task.error = 'stopped before it started (it was queued)';
       this.release();
+      this.forget(spec.taskId, task);
       return;
     }
     await this.app
@@ -155,6 +172,35 @@ export class TaskBoard {
         },
       );
     this.release();
+    this.forget(spec.taskId, task);
+  }
+
+  /**
+   * Drops an ended task whose journal holds its end (its summary, state and exit code are read from there);
+   * one that ended with an error before its journal did stays, the newest {@link MAX_ENDED_WITHOUT_JOURNAL}.
+   */
+  private forget(taskId: string, task: RunningTask): void {
+    if (this.running.get(taskId) !== task) return;
+    let entry;
+    try {
+      entry = readTask(this.repoRoot, taskId, { journals: this.journals });
+    } catch {
+      entry = null; // a damaged journal: the entry keeps what the server knows
+    }
+    const journalEnded =
+      (entry?.journal?.finished ?? null) !== null || (entry?.project && entry.status === 'finished');
+    if (journalEnded) {
+      this.running.delete(taskId);
+      return;
+    }
+    const ended = [...this.running].filter(([, other]) => other.summary !== null || other.error !== null);
+    for (const [oldest] of ended.slice(0, Math.max(0, ended.length - MAX_ENDED_WITHOUT_JOURNAL)))
+      this.running.delete(oldest);
+  }
+
+  /** How many tasks the server keeps in memory (running, queued, or ended without a journal end). */
+  trackedTasks(): number {
+    return this.running.size;
   }
 
   private wakeQueued(): void {
@@ -191,7 +237,7 @@ export class TaskBoard {
 
   /** Every task of the repository, most recent first. */
   async list(): Promise<BoardTask[]> {
-    const { tasks } = await listTasks(this.repoRoot);
+    const { tasks } = await listTasks(this.repoRoot, undefined, { journals: this.journals });
     const listed = new Set(tasks.map((entry) => entry.taskId));
     const board = tasks.map((entry) => boardTask(entry, this.running.get(entry.taskId)));
     // Started here but not journaled yet (it is still preparing).
@@ -205,7 +251,7 @@ export class TaskBoard {
   /** One task, or null when the repository has no such task. */
   async get(taskId: string): Promise<BoardTask | null> {
     assertValidTaskId(taskId);
-    const entry = readTask(this.repoRoot, taskId);
+    const entry = readTask(this.repoRoot, taskId, { journals: this.journals });
     const running = this.running.get(taskId);
     if (entry) return boardTask(entry, running);
     return running ? preparingTask(taskId, running) : null;
@@ -218,7 +264,7 @@ export class TaskBoard {
   async detail(taskId: string): Promise<(BoardTask & TaskDetail) | null> {
     assertValidTaskId(taskId);
     // Only this task's files (not every journal of the repository): the page asks for it on every change.
-    const entry = readTask(this.repoRoot, taskId);
+    const entry = readTask(this.repoRoot, taskId, { journals: this.journals });
     if (entry === null) {
       const preparing = this.running.get(taskId);
       return preparing
@@ -245,7 +291,7 @@ export class TaskBoard {
    */
   async diff(taskId: string): Promise<string | null> {
     assertValidTaskId(taskId);
-    const baseSha = readTask(this.repoRoot, taskId)?.journal?.baseSha;
+    const baseSha = readTask(this.repoRoot, taskId, { journals: this.journals })?.journal?.baseSha;
     if (!baseSha) return null;
     const result = await tryGit(
       [
@@ -307,10 +353,9 @@ export class TaskBoard {
     await Promise.all([...this.running.values()].map((task) => task.done));
   }
 
-  /** The scripted model a task uses: its own, else the server's, else none. */
+  /** The scripted model a task uses: its own (checked, real path), else the server's, else none. */
   private scriptOf(given: string | undefined): string | undefined {
-    if (given !== undefined) return path.resolve(this.repoRoot, given);
-    return this.options.modelScript;
+    return given ?? this.options.modelScript;
   }
 
   private served(taskId: string): RunningTask {
