@@ -1,29 +1,39 @@
 import { defineConfig } from 'vitest/config';
+import { DurationSequencer } from './tests/support/duration-sequencer.js';
 
-// Tests by cost: `npm run test:unit` is seconds; `npm test` runs every project, including real git, a real
-// Docker engine and the real worker binaries.
-//
-// Order: the unit files first (all cores), then the Docker files two at a time (a file spends about a third of
-// its time waiting on containers and the engine, so a second file fills the idle cores: the suite's wall time
-// on 2 cores went from 43 to 34-35 minutes), then, one at a time, the files whose assertions bound a wall
-// time or a process's memory (`timed`), so nothing else runs beside them. Files running side by side share the
-// engine only: every test has its own repository, ports and servers, a container's name is random, and a test
-// looks only at containers labelled with its own repository (tests/support/task-containers.ts).
+// Tests by cost. `npm test` is two runs:
+//   1. `unit` (all cores), then `light` (the integration files that need no Docker engine, one at a time, as
+//      two of them bound wall times), with --bail=1: a broken build stops here, in seconds, not after the
+//      Docker files;
+//   2. the Docker files (`integration`, `e2e`, `security`) two at a time, then, one at a time, the few files
+//      whose assertions bound a wall time or a process's memory (`timed`), so nothing else runs beside them.
+// Each group runs its files longest first, whatever their project, from the durations a clean-clone run
+// measured (tests/file-durations.json; tests/support/duration-sequencer.ts says why), so the two workers are
+// busy to the end. Files running side by side share the engine only: every test has its own repository,
+// ports and servers, a container's name is random, and a test looks only at containers labelled with its own
+// repository (tests/support/task-containers.ts).
+const LIGHT = [
+  'tests/integration/gateway-routes.test.ts',
+  'tests/integration/meta-plan-command.test.ts',
+  'tests/integration/meta-openai-chat-model.test.ts', // retry waits to the millisecond
+  'tests/integration/gateway-resources.test.ts', // sockets the process holds
+];
+
+// Keep these files small: each runs alone. A long file with one timed test gives that test a file of its own.
 const TIMED = [
-  'tests/e2e/run-completion.test.ts', // Ctrl-C aborts a model call within a second
+  'tests/e2e/run-interrupt-model-call.test.ts', // Ctrl-C aborts a model call within a second
   'tests/e2e/codex-worker.test.ts', // a hanging command stopped at its timeout, within 15 s
-  'tests/e2e/serve-api.test.ts', // the server's memory growth with clients that never read
+  'tests/e2e/serve-api-memory.test.ts', // the server's memory growth with clients that never read
   'tests/e2e/real-projects-npm.test.ts', // the run ends within 20 s of its last event
   'tests/integration/workspace-isolation.test.ts', // a run's duration within 15 s
   'tests/integration/sandbox-docker-runtime.test.ts', // a timeout's duration within 10 s
-  'tests/integration/meta-openai-chat-model.test.ts', // retry waits to the millisecond
-  'tests/integration/gateway-resources.test.ts', // sockets the process holds
 ];
 
 const DOCKER = { sequence: { groupOrder: 1 }, maxWorkers: 2, fileParallelism: true } as const;
 
 export default defineConfig({
   test: {
+    sequence: { sequencer: DurationSequencer },
     projects: [
       {
         // 30 s: some unit files drive real git many times over.
@@ -31,9 +41,19 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'light',
+          include: LIGHT,
+          testTimeout: 180_000,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 1,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'integration',
           include: ['tests/integration/**/*.test.ts', 'tests/faults/**/*.test.ts'],
-          exclude: TIMED,
+          exclude: [...LIGHT, ...TIMED],
           testTimeout: 180_000,
           hookTimeout: 600_000,
           ...DOCKER,
@@ -53,6 +73,7 @@ export default defineConfig({
         test: {
           name: 'security',
           include: ['tests/security/**/*.test.ts'],
+          exclude: TIMED,
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,
