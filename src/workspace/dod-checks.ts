@@ -7,7 +7,7 @@ import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
 import { stripTerminalSequences } from '../notes/terminal-text.js';
-import { parseFailingTests, parseTestCounts } from './test-counts.js';
+import { parseFailingTests, parseTestCounts, readCheckOutput } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { SEALED_CACHE_DIR, WARM_CACHE_DIR } from './check-caches.js';
@@ -159,10 +159,10 @@ export async function runDodChecks(
     sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
     // Checks are checks: tracked files a check changed are put back, and the check did not check the commit.
     const rewrote = ranOnDirtyTree ? null : await putBackTrackedChanges(runtime, sandboxId, options.signal);
-    // Evidence for the person, passing or failing; the gate decides on the exit code alone.
-    const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
-    const failingTests =
-      result.exitCode === 0 ? null : parseFailingTests(`${result.stdoutTail}\n${result.stderrTail}`);
+    // Evidence for the person, passing or failing; the gate decides on the exit code alone. Read once.
+    const output = readCheckOutput(result);
+    const tests = parseTestCounts(output);
+    const failingTests = result.exitCode === 0 ? null : parseFailingTests(output);
     const outputTail = tailOf(result.stdoutTail, result.stderrTail, tailChars);
     results.push({
       name: check.name,
