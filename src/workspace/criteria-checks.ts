@@ -15,9 +15,10 @@ import type {
   DodOutcome,
   TaskFacts,
 } from '../core/types.js';
+import { tailOf } from '../sandbox/output-tail.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
-import { cleanShellArgv, tailOf } from './dod-checks.js';
+import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
 import { parseTestCounts, passedTestCount, readCheckOutput } from './test-counts.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';

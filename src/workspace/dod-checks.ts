@@ -6,9 +6,9 @@
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
-import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { parseFailingTests, parseTestCounts, readCheckOutput } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
+import { tailOf } from '../sandbox/output-tail.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { SEALED_CACHE_DIR, WARM_CACHE_DIR } from './check-caches.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -75,19 +75,6 @@ export interface RunDodChecksOptions {
   /** Characters of output kept per check (default 4000). */
   tailChars?: number;
   onOutputLine?: (check: string, line: string) => void;
-}
-
-/**
- * The output tail recorded for the journal, the note, the Meta-agent and `--json`: without its terminal
- * sequences (a runner's colours are noise off its terminal, and would cost the Meta-agent tokens). The one
- * place a check's output is made readable; other controls are still shown as escapes wherever it is shown.
- */
-export function tailOf(rawStdout: string, rawStderr: string, limit: number): string {
-  const stdout = stripTerminalSequences(rawStdout);
-  const stderr = stripTerminalSequences(rawStderr);
-  const combined =
-    stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
-  return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
 }
 
 /**
