@@ -93,9 +93,6 @@ export class OpenCodeEventParser extends JsonlStreamParser {
     }
     const change = FILE_TOOLS[tool];
     const filePath = text(input.filePath);
-    if (change !== undefined && filePath !== undefined) {
-      this.keep(this.state.fileChanges, { path: filePath, kind: change });
-      this.emit({ kind: 'file_changed', path: filePath, change });
-    }
+    if (change !== undefined && filePath !== undefined) this.fileChanged(filePath, change);
   }
 }
