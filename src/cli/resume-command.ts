@@ -10,18 +10,13 @@ import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
 import { inspectRepository } from '../workspace/inspect-repository.js';
 import type { CommandContext } from './program.js';
-import { driveTask, flagsLayer } from './run-command.js';
+import { driveTask, flagsLayer, type RunCommandOptions } from './run-command.js';
 
-export interface ResumeCommandOptions {
-  model?: string;
-  maxIterations?: string;
-  timeout?: string;
-  skipDod?: boolean;
-  json?: boolean;
-  headless?: boolean;
-  keepSandbox?: boolean;
-  config?: string;
-}
+/** The flags `resume` shares with `run` (one type: a flag added to both is declared once). */
+export type ResumeCommandOptions = Pick<
+  RunCommandOptions,
+  'model' | 'maxIterations' | 'timeout' | 'skipDod' | 'json' | 'headless' | 'keepSandbox' | 'config'
+>;
 
 export async function resumeCommand(
   taskId: string,

@@ -88,14 +88,18 @@ export interface ExecOptions {
   signal?: AbortSignal;
 }
 
-/** A finished process. A non-zero exit is data, not an exception. */
-export interface ExecResult {
+/** How a process ended, for an exec and a worker run alike. A non-zero exit is data, not an exception. */
+export interface ProcessEnd {
   exitCode: number;
   signal: string | null;
   timedOut: boolean;
   interrupted: boolean;
   oomKilled: boolean;
   durationMs: number;
+}
+
+/** A finished process. A non-zero exit is data, not an exception. */
+export interface ExecResult extends ProcessEnd {
   stdoutTail: string;
   stderrTail: string;
 }
@@ -168,13 +172,7 @@ export interface WorkerRunRequest {
   signal?: AbortSignal;
 }
 
-export interface WorkerRunResult {
-  exitCode: number;
-  signal: string | null;
-  timedOut: boolean;
-  interrupted: boolean;
-  oomKilled: boolean;
-  durationMs: number;
+export interface WorkerRunResult extends ProcessEnd {
   threadId: string | null;
   commands: WorkerCommand[];
   fileChanges: { path: string; kind: string }[];

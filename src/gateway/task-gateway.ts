@@ -10,6 +10,7 @@ import type { MountSpec, SandboxNetwork, SandboxRuntime } from '../core/ports.js
 import { costOf } from '../core/usage.js';
 import { Ledger } from '../core/ledger.js';
 import { EnvironmentError, UserError } from '../errors.js';
+import { tailOf } from '../sandbox/output-tail.js';
 import { describeSetupFailure } from '../sandbox/setup-failure.js';
 import type { Redaction } from '../notes/redact.js';
 import { ModelGateway } from './model-gateway.js';
@@ -23,6 +24,9 @@ import {
   prepareSandboxNetwork,
   type SandboxNetworkPlan,
 } from './sandbox-network.js';
+
+/** Characters of a failed set-up command's output kept for its report and its error. */
+const SETUP_TAIL_CHARS = 1_500;
 
 export interface TaskGatewayInput {
   config: Pick<
@@ -199,8 +203,9 @@ async function runGatewaySetup(
     plan.setup.policy === 'allowlist'
       ? `allowlist (${plan.setup.allowlist.join(', ') || 'no host'})`
       : plan.setup.policy;
-  const tailOf = (result: { stderrTail: string; stdoutTail: string }): string =>
-    gateway.redact(`${result.stderrTail}${result.stdoutTail}`.trim().slice(-1_500));
+  // The same tail as a check's (src/sandbox/output-tail.ts), redacted: set-up output may echo a secret.
+  const redactedTail = (result: { stderrTail: string; stdoutTail: string }): string =>
+    gateway.redact(tailOf(result.stdoutTail, result.stderrTail, SETUP_TAIL_CHARS));
   const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
     setup: options.commands ?? config.sandbox.setup,
     workdir: options.workdir,
@@ -217,13 +222,13 @@ async function runGatewaySetup(
         durationMs: result.durationMs,
         exitCode: result.exitCode,
         timedOut: result.timedOut,
-        ...(result.exitCode === 0 ? {} : { outputTail: tailOf(result) }),
+        ...(result.exitCode === 0 ? {} : { outputTail: redactedTail(result) }),
       }),
   });
   const failed = results.find((entry) => entry.result.exitCode !== 0);
   if (failed === undefined) return;
   const { summary, hint } = describeSetupFailure(failed.command, failed.result, policy);
-  const tail = tailOf(failed.result);
+  const tail = redactedTail(failed.result);
   throw new EnvironmentError(
     'sandbox_failed',
     `${gateway.redact(summary)}. ${hint}${tail === '' ? '' : `\n${tail}`}`,

@@ -1,8 +1,10 @@
 /**
- * Bounded views of a process's output: the last bytes of a stream (for results and notes) and a line splitter
- * (for live callbacks). Both keep memory bounded whatever the output size.
+ * Bounded views of a process's output: the last bytes of a stream (for results and notes), the one text tail
+ * of a finished command's stdout and stderr, and a line splitter (for live callbacks). All keep memory bounded
+ * whatever the output size.
  */
 import { StringDecoder } from 'node:string_decoder';
+import { stripTerminalSequences } from '../notes/terminal-text.js';
 
 /** Keeps the last `limitBytes` bytes written to it. */
 export class OutputTail {
@@ -46,6 +48,21 @@ export class OutputTail {
       .toString('utf8')
       .replace(/^\uFFFD+/, '');
   }
+}
+
+/**
+ * The output tail of a finished command (a DoD or criteria check, a set-up command) recorded for the journal,
+ * the note, the Meta-agent and `--json`: stdout, then stderr under a `--- stderr ---` line, the last `limit`
+ * characters, without terminal sequences (a runner's colours are noise off its terminal, and would cost the
+ * Meta-agent tokens). The one place a command's output is made readable; other controls are still shown as
+ * escapes wherever it is shown.
+ */
+export function tailOf(rawStdout: string, rawStderr: string, limit: number): string {
+  const stdout = stripTerminalSequences(rawStdout);
+  const stderr = stripTerminalSequences(rawStderr);
+  const combined =
+    stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
+  return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
 }
 
 /** Longest line delivered whole (in UTF-16 units); a longer one comes in pieces of this size, so memory stays bounded. */

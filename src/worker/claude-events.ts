@@ -8,16 +8,8 @@
  * error counts as exit 0, an error with that text as N, any other error as unknown (null). Like codex's
  * parser, nothing in the stream is fatal: lines that are not JSON and events it does not know are counted.
  */
-import type { WorkerCommand, WorkerEvent } from '../core/ports.js';
-import {
-  COMMAND_OUTPUT_TAIL_CHARS,
-  count,
-  isObject,
-  JsonlStreamParser,
-  tail,
-  text,
-  type JsonObject,
-} from './stream-parser.js';
+import type { WorkerEvent } from '../core/ports.js';
+import { count, isObject, JsonlStreamParser, text, type JsonObject } from './stream-parser.js';
 
 /** The text of a tool result's `content`: a string, or text blocks. */
 function contentText(content: unknown): string {
@@ -49,7 +41,6 @@ const CLAUDE_STREAM: ClaudeShapedStream = { worker: 'claude', shellTools: ['Bash
 export const QWEN_STREAM: ClaudeShapedStream = { worker: 'qwen', shellTools: ['run_shell_command'] };
 
 export class ClaudeEventParser extends JsonlStreamParser {
-  private readonly commandsById = new Map<string, WorkerCommand>();
   private resultText: string | null = null;
 
   constructor(
@@ -117,16 +108,7 @@ export class ClaudeEventParser extends JsonlStreamParser {
     const input = isObject(block.input) ? block.input : {};
     const name = text(block.name);
     if (name !== undefined && this.stream.shellTools.includes(name)) {
-      const commandText = text(input.command) ?? '';
-      const command: WorkerCommand = {
-        command: commandText,
-        exitCode: null,
-        status: 'in_progress',
-        outputTail: '',
-      };
-      const id = text(block.id);
-      if (this.keep(this.commands, command) && id !== undefined) this.commandsById.set(id, command);
-      this.emit({ kind: 'command_started', command: commandText });
+      this.commandStarted(text(input.command) ?? '', text(block.id));
       return;
     }
     // What the agent says it wrote: shown live; the files changed are read from git after the run.
@@ -136,9 +118,7 @@ export class ClaudeEventParser extends JsonlStreamParser {
       filePath !== undefined &&
       ['Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'write_file', 'edit'].includes(tool)
     ) {
-      const change = tool === 'Write' || tool === 'write_file' ? 'write' : 'edit';
-      this.keep(this.state.fileChanges, { path: filePath, kind: change });
-      this.emit({ kind: 'file_changed', path: filePath, change });
+      this.fileChanged(filePath, tool === 'Write' || tool === 'write_file' ? 'write' : 'edit');
     }
   }
 
@@ -146,10 +126,8 @@ export class ClaudeEventParser extends JsonlStreamParser {
     const blocks = Array.isArray(message.content) ? message.content : [];
     for (const block of blocks) {
       if (!isObject(block) || block.type !== 'tool_result') continue;
-      const id = text(block.tool_use_id);
-      const command = id === undefined ? undefined : this.commandsById.get(id);
+      const command = this.commandOf(text(block.tool_use_id), true);
       if (command === undefined) continue;
-      this.commandsById.delete(id as string);
       const resultText = contentText(block.content);
       const failed = block.is_error === true;
       // A stated code wins; otherwise claude reports every non-zero exit as an error, so no error is exit 0.
@@ -158,13 +136,7 @@ export class ClaudeEventParser extends JsonlStreamParser {
       const output = isObject(toolUseResult)
         ? `${text(toolUseResult.stdout) ?? ''}${text(toolUseResult.stderr) ? `\n${text(toolUseResult.stderr)}` : ''}`
         : resultText;
-      command.outputTail = tail(output, COMMAND_OUTPUT_TAIL_CHARS);
-      this.emit({
-        kind: 'command_finished',
-        command: command.command,
-        exitCode: command.exitCode,
-        status: command.status,
-      });
+      this.commandFinished(command, output);
     }
     return true;
   }

@@ -4,7 +4,7 @@
  * fatal to the parser: lines that are not JSON, events of a type we do not know and items we do not read are
  * counted and skipped, because a newer codex adds event kinds and a crash would lose the whole run.
  */
-import type { ExecResult, WorkerCommand, WorkerEvent, WorkerRunResult } from '../core/ports.js';
+import type { ExecResult, WorkerEvent, WorkerRunResult } from '../core/ports.js';
 import {
   COMMAND_OUTPUT_TAIL_CHARS,
   count,
@@ -23,8 +23,6 @@ export { COMMAND_OUTPUT_TAIL_CHARS, MAX_ITEMS_PER_LIST, type WorkerStreamSummary
  * any time. `onEvent` receives the live WorkerEvents.
  */
 export class CodexEventParser extends JsonlStreamParser {
-  private readonly commandsById = new Map<string, WorkerCommand>();
-
   /** Returns false for an event it does not know (counted as unparsed). */
   protected handle(event: JsonObject): boolean {
     switch (event.type) {
@@ -82,9 +80,7 @@ export class CodexEventParser extends JsonlStreamParser {
           if (!isObject(change)) continue;
           const path = text(change.path);
           if (path === undefined) continue;
-          const kind = text(change.kind) ?? 'unknown';
-          this.keep(this.state.fileChanges, { path, kind });
-          this.emit({ kind: 'file_changed', path, change: kind });
+          this.fileChanged(path, text(change.kind) ?? 'unknown');
         }
         return true;
       }
@@ -117,26 +113,13 @@ export class CodexEventParser extends JsonlStreamParser {
     const id = text(item.id);
     const commandText = text(item.command) ?? '';
     // Item ids restart at item_1 in every process, so they are only unique within one parser.
-    let command = id === undefined ? undefined : this.commandsById.get(id);
-    if (command === undefined) {
-      command = { command: commandText, exitCode: null, status: 'in_progress', outputTail: '' };
-      // A command past the bound is reported live, not kept (nor its id: the map stays bounded too).
-      if (this.keep(this.commands, command) && id !== undefined) this.commandsById.set(id, command);
-      this.emit({ kind: 'command_started', command: commandText });
-    }
+    const command = this.commandOf(id) ?? this.commandStarted(commandText, id);
     if (commandText !== '') command.command = commandText;
     command.status = text(item.status) ?? command.status;
     command.exitCode = typeof item.exit_code === 'number' ? item.exit_code : command.exitCode;
     const output = text(item.aggregated_output);
     if (output !== undefined) command.outputTail = tail(output, COMMAND_OUTPUT_TAIL_CHARS);
-    if (phase === 'item.completed') {
-      this.emit({
-        kind: 'command_finished',
-        command: command.command,
-        exitCode: command.exitCode,
-        status: command.status,
-      });
-    }
+    if (phase === 'item.completed') this.commandFinished(command);
   }
 }
 

@@ -7,13 +7,11 @@
  * "Exit Code: N" when its output says so, and otherwise unknown (null, status `unknown`): the checks
  * agent-runner runs itself decide. Nothing in the stream is fatal.
  */
-import type { WorkerCommand, WorkerEvent } from '../core/ports.js';
+import type { WorkerEvent } from '../core/ports.js';
 import {
-  COMMAND_OUTPUT_TAIL_CHARS,
   count,
   isObject,
   JsonlStreamParser,
-  tail,
   text,
   type JsonObject,
   type WorkerStreamSummary,
@@ -22,7 +20,6 @@ import {
 const FILE_TOOLS: Record<string, string> = { write_file: 'write', replace: 'edit' };
 
 export class GeminiEventParser extends JsonlStreamParser {
-  private readonly commandsById = new Map<string, WorkerCommand>();
   /** The assistant's answer being streamed (chunks since the last tool call). */
   private answer = '';
 
@@ -68,31 +65,17 @@ export class GeminiEventParser extends JsonlStreamParser {
     const name = text(event.tool_name) ?? '';
     const parameters = isObject(event.parameters) ? event.parameters : {};
     if (name === 'run_shell_command') {
-      const commandText = text(parameters.command) ?? '';
-      const command: WorkerCommand = {
-        command: commandText,
-        exitCode: null,
-        status: 'in_progress',
-        outputTail: '',
-      };
-      const id = text(event.tool_id);
-      if (this.keep(this.commands, command) && id !== undefined) this.commandsById.set(id, command);
-      this.emit({ kind: 'command_started', command: commandText });
+      this.commandStarted(text(parameters.command) ?? '', text(event.tool_id));
       return;
     }
     const change = FILE_TOOLS[name];
     const filePath = text(parameters.file_path);
-    if (change !== undefined && filePath !== undefined) {
-      this.keep(this.state.fileChanges, { path: filePath, kind: change });
-      this.emit({ kind: 'file_changed', path: filePath, change });
-    }
+    if (change !== undefined && filePath !== undefined) this.fileChanged(filePath, change);
   }
 
   private handleToolResult(event: JsonObject): void {
-    const id = text(event.tool_id);
-    const command = id === undefined ? undefined : this.commandsById.get(id);
+    const command = this.commandOf(text(event.tool_id), true);
     if (command === undefined) return;
-    this.commandsById.delete(id as string);
     const output = text(event.output) ?? (isObject(event.error) ? (text(event.error.message) ?? '') : '');
     const stated = /Exit Code: (\d{1,3})\b/.exec(output);
     command.exitCode = stated ? Number(stated[1]) : null;
@@ -104,13 +87,7 @@ export class GeminiEventParser extends JsonlStreamParser {
           : command.exitCode === 0
             ? 'completed'
             : 'failed';
-    command.outputTail = tail(output, COMMAND_OUTPUT_TAIL_CHARS);
-    this.emit({
-      kind: 'command_finished',
-      command: command.command,
-      exitCode: command.exitCode,
-      status: command.status,
-    });
+    this.commandFinished(command, output);
   }
 
   private handleResult(event: JsonObject): void {

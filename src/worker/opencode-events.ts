@@ -5,16 +5,7 @@
  * is their sum), `text` (the answer), `error`. Every event carries the session id (`sessionID`). Nothing in
  * the stream is fatal: lines that are not JSON and events it does not know are counted.
  */
-import type { WorkerCommand } from '../core/ports.js';
-import {
-  COMMAND_OUTPUT_TAIL_CHARS,
-  count,
-  isObject,
-  JsonlStreamParser,
-  tail,
-  text,
-  type JsonObject,
-} from './stream-parser.js';
+import { count, isObject, JsonlStreamParser, text, type JsonObject } from './stream-parser.js';
 
 const FILE_TOOLS: Record<string, string> = { write: 'write', edit: 'edit', patch: 'edit' };
 
@@ -80,22 +71,15 @@ export class OpenCodeEventParser extends JsonlStreamParser {
           : state.status === 'completed' && exitCode === null
             ? 'unknown'
             : 'failed';
-      const command: WorkerCommand = {
-        command: commandText,
-        exitCode,
-        status,
-        outputTail: tail(text(metadata.output) ?? text(state.output) ?? '', COMMAND_OUTPUT_TAIL_CHARS),
-      };
-      this.keep(this.commands, command);
-      this.emit({ kind: 'command_started', command: commandText });
-      this.emit({ kind: 'command_finished', command: commandText, exitCode, status });
+      // opencode reports a command once, when it has ended: started and finished at once.
+      const command = this.commandStarted(commandText, undefined);
+      command.exitCode = exitCode;
+      command.status = status;
+      this.commandFinished(command, text(metadata.output) ?? text(state.output) ?? '');
       return;
     }
     const change = FILE_TOOLS[tool];
     const filePath = text(input.filePath);
-    if (change !== undefined && filePath !== undefined) {
-      this.keep(this.state.fileChanges, { path: filePath, kind: change });
-      this.emit({ kind: 'file_changed', path: filePath, change });
-    }
+    if (change !== undefined && filePath !== undefined) this.fileChanged(filePath, change);
   }
 }

@@ -45,6 +45,8 @@ export const tail = (value: string, chars: number): string =>
 export abstract class JsonlStreamParser {
   /** The commands, in the order they started (bounded). */
   protected readonly commands: WorkerCommand[] = [];
+  /** The kept commands still waiting for their result, by the stream's id. */
+  private readonly commandsById = new Map<string, WorkerCommand>();
   protected readonly state: Omit<WorkerStreamSummary, 'commands'> = {
     threadId: null,
     fileChanges: [],
@@ -105,6 +107,44 @@ export abstract class JsonlStreamParser {
     } catch {
       // ignored on purpose
     }
+  }
+
+  /** A shell command the stream says started: kept (with its id, when given) and reported live. */
+  protected commandStarted(commandText: string, id: string | undefined): WorkerCommand {
+    const command: WorkerCommand = {
+      command: commandText,
+      exitCode: null,
+      status: 'in_progress',
+      outputTail: '',
+    };
+    // A command past the bound is reported live, not kept (nor its id: the map stays bounded too).
+    if (this.keep(this.commands, command) && id !== undefined) this.commandsById.set(id, command);
+    this.emit({ kind: 'command_started', command: commandText });
+    return command;
+  }
+
+  /** The kept command the stream started under `id`; `take` forgets the id (its result has come). */
+  protected commandOf(id: string | undefined, take = false): WorkerCommand | undefined {
+    const command = id === undefined ? undefined : this.commandsById.get(id);
+    if (take && id !== undefined) this.commandsById.delete(id);
+    return command;
+  }
+
+  /** A command that ended (its exit code and status set): the tail of `output` kept, the end reported live. */
+  protected commandFinished(command: WorkerCommand, output?: string): void {
+    if (output !== undefined) command.outputTail = tail(output, COMMAND_OUTPUT_TAIL_CHARS);
+    this.emit({
+      kind: 'command_finished',
+      command: command.command,
+      exitCode: command.exitCode,
+      status: command.status,
+    });
+  }
+
+  /** A file the agent says it wrote or edited: shown live; the files changed are read from git after the run. */
+  protected fileChanged(path: string, change: string): void {
+    this.keep(this.state.fileChanges, { path, kind: change });
+    this.emit({ kind: 'file_changed', path, change });
   }
 
   /** The session id, once: the first one the stream names. */

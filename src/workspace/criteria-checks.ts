@@ -15,18 +15,14 @@ import type {
   DodOutcome,
   TaskFacts,
 } from '../core/types.js';
+import { tailOf } from '../sandbox/output-tail.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
-import { cleanShellArgv, tailOf } from './dod-checks.js';
+import { cleanShellArgv } from './dod-checks.js';
 import { splitNul, tryGit } from './git-command.js';
-import { parseTestCounts } from './test-counts.js';
+import { parseTestCounts, passedTestCount, readCheckOutput } from './test-counts.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
-import {
-  FRAMEWORKS_LOOKED_FOR,
-  namedTestCommand,
-  passedTestCount,
-  type TestFramework,
-} from './test-frameworks.js';
+import { FRAMEWORKS_LOOKED_FOR, namedTestCommand, type TestFramework } from './test-frameworks.js';
 import { testLocations, type TestLocation, type TreeReader } from './test-location.js';
 
 /** A check's own timeout when nothing shorter applies (the DoD's default too). */
@@ -294,8 +290,9 @@ async function runInSandbox(
   const rewrote = cleanTree ? await putBackTrackedChanges(runtime, sandboxId, options.signal) : null;
   if (rewrote?.count) return rewroteResult(command, result, rewrote);
   const outputTail = tailOf(result.stdoutTail, result.stderrTail, TAIL_CHARS);
-  // Shown to the person; whether a named test ran is still decided by passedTestCount below.
-  const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
+  // Read once: the counts are shown to the person; whether a named test ran is decided by passedTestCount below.
+  const output = readCheckOutput(result);
+  const tests = parseTestCounts(output);
   const common = { target: command, durationMs: result.durationMs, outputTail, ...(tests ? { tests } : {}) };
   if (result.timedOut)
     return {
@@ -316,7 +313,6 @@ async function runInSandbox(
   if (frameworks.length > 0) {
     // The most any framework's summary says: two parsers may read the same summary line (pytest's and vitest's).
     const named = [...new Set(frameworks)].join(', ');
-    const output = `${result.stdoutTail}\n${result.stderrTail}`;
     const passed = Math.max(0, ...frameworks.map((framework) => passedTestCount(framework, output) ?? 0));
     if (!passed)
       return {

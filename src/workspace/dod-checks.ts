@@ -6,9 +6,9 @@
 import type { SandboxRuntime } from '../core/ports.js';
 import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
 import type { DodCheck } from '../config/schema.js';
-import { stripTerminalSequences } from '../notes/terminal-text.js';
-import { parseFailingTests, parseTestCounts } from './test-counts.js';
+import { parseFailingTests, parseTestCounts, readCheckOutput } from './test-counts.js';
 import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
+import { tailOf } from '../sandbox/output-tail.js';
 import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
 import { SEALED_CACHE_DIR, WARM_CACHE_DIR } from './check-caches.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
@@ -75,19 +75,6 @@ export interface RunDodChecksOptions {
   /** Characters of output kept per check (default 4000). */
   tailChars?: number;
   onOutputLine?: (check: string, line: string) => void;
-}
-
-/**
- * The output tail recorded for the journal, the note, the Meta-agent and `--json`: without its terminal
- * sequences (a runner's colours are noise off its terminal, and would cost the Meta-agent tokens). The one
- * place a check's output is made readable; other controls are still shown as escapes wherever it is shown.
- */
-export function tailOf(rawStdout: string, rawStderr: string, limit: number): string {
-  const stdout = stripTerminalSequences(rawStdout);
-  const stderr = stripTerminalSequences(rawStderr);
-  const combined =
-    stderr.trim().length > 0 ? `${stdout.trimEnd()}\n--- stderr ---\n${stderr.trimEnd()}` : stdout.trimEnd();
-  return combined.length > limit ? `…${combined.slice(combined.length - limit)}` : combined;
 }
 
 /**
@@ -159,10 +146,10 @@ export async function runDodChecks(
     sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
     // Checks are checks: tracked files a check changed are put back, and the check did not check the commit.
     const rewrote = ranOnDirtyTree ? null : await putBackTrackedChanges(runtime, sandboxId, options.signal);
-    // Evidence for the person, passing or failing; the gate decides on the exit code alone.
-    const tests = parseTestCounts(`${result.stdoutTail}\n${result.stderrTail}`);
-    const failingTests =
-      result.exitCode === 0 ? null : parseFailingTests(`${result.stdoutTail}\n${result.stderrTail}`);
+    // Evidence for the person, passing or failing; the gate decides on the exit code alone. Read once.
+    const output = readCheckOutput(result);
+    const tests = parseTestCounts(output);
+    const failingTests = result.exitCode === 0 ? null : parseFailingTests(output);
     const outputTail = tailOf(result.stdoutTail, result.stderrTail, tailChars);
     results.push({
       name: check.name,

@@ -4,11 +4,14 @@
  * The output is the worker's to shape (its tests print what they like), so the counts are evidence shown to
  * a person only: the completion gate never reads them. Parsing is bounded (the last {@link PARSED_CHARS}
  * characters, one line at a time, with patterns that cannot backtrack far) and a count above
- * {@link MAX_COUNT} makes the whole reading void rather than shown. How counts are said: src/core/test-counts.ts.
+ * {@link MAX_COUNT} makes the whole reading void rather than shown. The one parser of test output: a named
+ * test's check reads its framework's passed count here too ({@link passedTestCount}). How counts are said:
+ * src/core/test-counts.ts.
  */
 import type { TestCounts } from '../core/types.js';
 import { stripTerminalSequences } from '../notes/terminal-text.js';
 import { parseDiagnostics } from './diagnostics.js';
+import type { TestFramework } from './test-frameworks.js';
 
 /** Characters of output read, from its end (the summary is at the end). */
 export const PARSED_CHARS = 64 * 1024;
@@ -21,6 +24,8 @@ type Kind = keyof TestCounts;
 
 /** One runner's summary: lines it recognises, and which count each number of such a line is. */
 interface SummaryFormat {
+  /** The runner that prints it. */
+  framework: TestFramework;
   /** Whether a line is this runner's summary line. */
   line: RegExp;
   /** `N word` pairs in the line, and the count each word stands for. */
@@ -33,25 +38,30 @@ const FORMATS: readonly SummaryFormat[] = [
   // vitest: "      Tests  1 failed | 2 passed | 1 skipped (4)" (not "Test Files ..."); one line per run, so a
   // workspace's `pnpm -r test` (one run per package) adds up.
   {
+    framework: 'vitest',
     line: /^\s*Tests\s+\d+ (?:passed|failed|skipped|todo)\b.*\(\d+\)\s*$/,
     words: { passed: 'passed', failed: 'failed', skipped: 'skipped', todo: 'skipped' },
     additive: true,
   },
   // jest: "Tests:       1 failed, 4 skipped, 1 passed, 6 total" (one line per run, as vitest's).
   {
+    framework: 'jest',
     line: /^\s*Tests:\s+\d+ \w+.*\d+ total\s*$/,
     words: { passed: 'passed', failed: 'failed', skipped: 'skipped', todo: 'skipped' },
     additive: true,
   },
   // cargo: "test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.2s".
   {
-    line: /^\s*test result: (?:ok|FAILED)\. \d+ passed; \d+ failed; \d+ ignored;/,
+    framework: 'cargo test',
+    line: /^\s*test result: (?:ok|FAILED)\. \d+ passed; \d+ failed; \d+ ignored\b/,
     words: { passed: 'passed', failed: 'failed', ignored: 'skipped' },
     additive: true,
   },
-  // pytest: "==== 1 failed, 1 passed, 1 skipped in 0.82s ====" (also "no tests ran").
+  // pytest: "==== 1 failed, 1 passed, 1 skipped in 0.82s ====" (also "no tests ran"); with -q undecorated,
+  // "1 passed, 1 deselected in 0.02s", read only when it starts with a word pytest counts.
   {
-    line: /^=+ \d+ [a-z]+(?:, \d+ [a-z]+)* in [\d.]+m?s(?: \([^)]*\))? =+\s*$/,
+    framework: 'pytest',
+    line: /^(?:=+ \d+ [a-z]+(?:, \d+ [a-z]+)* in [\d.]+m?s(?: \([^)]*\))? =+|\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(?:, \d+ [a-z]+)* in [\d.]+m?s(?: \([^)]*\))?)\s*$/,
     words: {
       passed: 'passed',
       failed: 'failed',
@@ -65,12 +75,14 @@ const FORMATS: readonly SummaryFormat[] = [
   },
   // node --test: "ℹ pass 2" (spec reporter) or "# pass 2" (TAP), one count a line.
   {
+    framework: 'node:test',
     line: /^(?:ℹ|#) (?:pass|fail|skipped|todo|cancelled) \d+\s*$/,
     words: { pass: 'passed', fail: 'failed', cancelled: 'failed', skipped: 'skipped', todo: 'skipped' },
     additive: true,
   },
   // mocha: "  2 passing (5ms)", "  1 pending", "  1 failing", one count a line.
   {
+    framework: 'mocha',
     line: /^\s*\d+ (?:passing|pending|failing)(?: \(\d+(?:\.\d+)?m?s\))?\s*$/,
     words: { passing: 'passed', pending: 'skipped', failing: 'failed' },
     additive: true,
@@ -84,12 +96,30 @@ const FORMATS: readonly SummaryFormat[] = [
  */
 const WORKSPACE_PREFIX = /^(?:[\w@.-]+\/[\w@./-]+ [\w:.-]+|[\w@./-]+:(?!\d+: )[\w.-]+): /;
 
-/** The lines parsed: the output's end, without terminal sequences or workspace prefixes, none too long. */
+/**
+ * A check's output as every reading here sees it: its end, without terminal sequences or workspace prefixes,
+ * no line too long. Made once by {@link readCheckOutput} and handed to each reading, so one check's output is
+ * split and stripped once however many things are read from it.
+ */
+export interface CheckOutput {
+  readonly lines: readonly string[];
+}
+
+/** The lines parsed from one text (stdout and stderr already joined). */
 function outputLines(output: string): string[] {
   return stripTerminalSequences(output.slice(-PARSED_CHARS))
     .split(/\r?\n|\r/)
     .filter((line) => line.length <= MAX_LINE)
     .map((line) => line.replace(WORKSPACE_PREFIX, ''));
+}
+
+/** A check's stdout and stderr, read once for the counts, the failing tests and the named test's count. */
+export function readCheckOutput(result: { stdoutTail: string; stderrTail: string }): CheckOutput {
+  return { lines: outputLines(`${result.stdoutTail}\n${result.stderrTail}`) };
+}
+
+function linesOf(output: string | CheckOutput): readonly string[] {
+  return typeof output === 'string' ? outputLines(output) : output.lines;
 }
 
 /** go test -v: one result line per test (subtests indented), no summary of counts. */
@@ -140,8 +170,8 @@ function readGo(lines: readonly string[]): TestCounts | null {
  * The tests an output says passed, failed and were skipped, or null when it holds no summary this knows (or
  * an unbelievable one). The first runner whose summary is found wins: one check runs one runner.
  */
-export function parseTestCounts(output: string): TestCounts | null {
-  const lines = outputLines(output);
+export function parseTestCounts(output: string | CheckOutput): TestCounts | null {
+  const lines = linesOf(output);
   for (const format of FORMATS) {
     const counts = readFormat(lines, format);
     if (counts !== null) return believable(counts);
@@ -153,6 +183,17 @@ function believable(counts: TestCounts | null): TestCounts | null {
   if (counts === null) return null;
   const total = counts.passed + counts.failed + counts.skipped;
   return total > MAX_COUNT ? null : counts;
+}
+
+/**
+ * How many tests the output says passed, read from `framework`'s summary only (null: it holds none, or an
+ * unbelievable one). A named test's check decides on this: zero with exit 0 means the name matched nothing.
+ */
+export function passedTestCount(framework: TestFramework, output: string | CheckOutput): number | null {
+  const lines = linesOf(output);
+  if (framework === 'go test') return believable(readGo(lines))?.passed ?? null;
+  const format = FORMATS.find((candidate) => candidate.framework === framework);
+  return format ? (believable(readFormat(lines, format))?.passed ?? null) : null;
 }
 
 /** Most failing tests kept per check, and the longest name kept. */
@@ -183,8 +224,8 @@ const FAILING_LINES: readonly RegExp[] = [
  * Bounded like the counts: the last {@link PARSED_CHARS} characters, lines of at most 400 characters, at most
  * {@link MAX_FAILING_TESTS} names of at most 200 characters each.
  */
-export function parseFailingTests(output: string): string[] | null {
-  const lines = outputLines(output);
+export function parseFailingTests(output: string | CheckOutput): string[] | null {
+  const lines = linesOf(output);
   const names = new Set<string>();
   lines.forEach((line, index) => {
     if (names.size >= MAX_FAILING_TESTS) return;

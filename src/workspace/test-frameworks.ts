@@ -1,10 +1,8 @@
 /**
  * Running one named test: which framework a repository uses (read from the task branch's files as data,
- * never executed on the host), the command that runs only that test, and how many tests its output says
- * passed. A zero count with exit 0 means the name matched nothing: that is not evidence.
+ * never executed on the host) and the command that runs only that test. How many tests its output says passed
+ * is read by src/workspace/test-counts.ts (`passedTestCount`), the one parser of test output.
  */
-import { stripVTControlCharacters } from 'node:util';
-
 export type TestFramework = 'vitest' | 'jest' | 'mocha' | 'node:test' | 'pytest' | 'go test' | 'cargo test';
 
 /** The files of the tree detection looks at (text of package.json, names of the others). */
@@ -104,30 +102,5 @@ function testCommandAt(
       return `go test ./... -v -run ${shellQuote(`^${exact}$`)}`;
     case 'cargo test':
       return `cargo test ${shellQuote(testName)}`;
-  }
-}
-
-/** How many tests the output says passed (null: the output does not say). Colour codes are read past. */
-export function passedTestCount(framework: TestFramework, coloured: string): number | null {
-  const output = stripVTControlCharacters(coloured);
-  const sum = (pattern: RegExp) => {
-    const matches = [...output.matchAll(pattern)];
-    return matches.length === 0 ? null : matches.reduce((total, match) => total + Number(match[1]), 0);
-  };
-  switch (framework) {
-    case 'vitest':
-      return sum(/Tests\s+(\d+) passed/g);
-    case 'jest':
-      return sum(/Tests:.*?(\d+) passed/g);
-    case 'mocha':
-      return sum(/(\d+) passing/g);
-    case 'node:test':
-      return sum(/^(?:#|ℹ) pass (\d+)/gm);
-    case 'pytest':
-      return sum(/(\d+) passed/g);
-    case 'go test':
-      return (output.match(/^\s*--- PASS:/gm) ?? []).length;
-    case 'cargo test':
-      return sum(/test result: ok\. (\d+) passed/g);
   }
 }

@@ -18,6 +18,7 @@ import { runDodChecks, type CheckCacheMode } from '../../src/workspace/dod-check
 import { keeperIdsFor } from '../../src/workspace/permissions.js';
 import { prepareTaskWorkspace } from '../../src/workspace/prepare-task-workspace.js';
 import { createTempRepo } from '../support/git-repo.js';
+import { bashAsWorker } from '../support/sandbox-exec.js';
 
 const IMAGE = process.env.AGENT_RUNNER_TEST_BASE_IMAGE ?? 'agent-runner-base:bookworm';
 const docker = createDockerClient();
@@ -63,7 +64,7 @@ async function sandbox() {
   const id = created.id;
   const keeper = userField(keeperIdsFor(prepared.workerUser));
   const worker = (script: string): Promise<ExecResult> =>
-    runtime.exec(id, ['bash', '-c', script], { workdir: '/workspace', timeoutMs: 60_000 });
+    bashAsWorker(id, script, { runtime, workdir: '/workspace' });
   const check = async (mode: CheckCacheMode) => {
     const [result] = await runDodChecks(
       runtime,

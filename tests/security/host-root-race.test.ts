@@ -9,7 +9,6 @@
  * the kept container before its pass (the swapper dies with it), the pass must run (a setuid file the worker
  * left loses the bit), and the canary keeps its mode and owner.
  */
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, chownSync, lstatSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,9 +18,8 @@ import { command, labelledContainers, runToEnd, setupFaultTask } from '../suppor
 import { HOSTILE_YAML } from '../support/hostile-worker.js';
 import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { assistantMessage } from '../support/scripted-responses-server.js';
+import { execAsWorker } from '../support/sandbox-exec.js';
 import { listEntries } from '../../src/workspace/permissions.js';
-
-const docker = (...args: string[]) => execFileSync('docker', args, { encoding: 'utf8' }).trim();
 
 /** A root-owned host file, mode 0644, outside every mount. */
 function hostCanary(): string {
@@ -80,26 +78,30 @@ describe.runIf(process.getuid?.() === 0)(
       const [kept] = await labelledContainers(taskId, task.root);
       expect(kept?.State, 'the container is kept, running').toBe('running');
       const container = kept?.Id as string;
-      // The worker's uid, as the container records it: a plain `docker exec` enters as the keeper's uid.
-      const worker = kept?.Labels['agent-runner.user'] as string;
-      expect(worker).toMatch(/^\d+:\d+$/);
+      // The worker's uid, as the container records it (execAsWorker enters as it; a plain `docker exec` would
+      // enter as the keeper's uid).
+      expect(kept?.Labels['agent-runner.user']).toMatch(/^\d+:\d+$/);
       const sandboxRepo = path.join(task.root, '.agent-runner', 'sandboxes', taskId, 'repo');
       expect(lstatSync(path.join(sandboxRepo, 'race', 'setuid-tool')).mode & 0o4000).toBe(0o4000);
 
       // What a process left in the kept container does: swap a setuid file without its write bit (the pass
-      // adds the bit by chmod) for a link to the host canary, as fast as it can.
-      docker(
-        'exec',
-        '-d',
-        '-u',
-        worker,
+      // adds the bit by chmod) for a link to the host canary, as fast as it can. It runs until resume stops
+      // the container (or its time limit).
+      const swapper = execAsWorker(
         container,
-        'bash',
-        '-c',
-        'cd /workspace/race; exec -a swap-loop bash -c \'while :; do echo x > f.new; chmod 4555 f.new; mv -T f.new f; ln -sfn "$0" l.new; mv -T l.new f; done\' "$0"',
-        canary,
+        [
+          'bash',
+          '-c',
+          'cd /workspace/race; exec -a swap-loop bash -c \'while :; do echo x > f.new; chmod 4555 f.new; mv -T f.new f; ln -sfn "$0" l.new; mv -T l.new f; done\' "$0"',
+          canary,
+        ],
+        { timeoutMs: 300_000 },
       );
-      expect(docker('exec', container, 'ps', '-eo', 'args')).toContain('swap-loop');
+      const processes = async () => (await execAsWorker(container, ['ps', '-eo', 'args'])).output;
+      const started = Date.now() + 20_000;
+      while (!(await processes()).includes('swap-loop') && Date.now() < started)
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await processes()).toContain('swap-loop');
 
       // The attack is real: the old path-based pass against this swapper turns the canary setuid-root.
       const deadline = Date.now() + 30_000;
@@ -107,7 +109,7 @@ describe.runIf(process.getuid?.() === 0)(
       expect(modeOf(canary), 'the path-based pass never lost the race in 30 s').toBe(0o4755);
       expect(statSync(canary).uid).toBe(0);
       chmodSync(canary, 0o644);
-      expect(docker('exec', container, 'ps', '-eo', 'args')).toContain('swap-loop');
+      expect(await processes()).toContain('swap-loop');
 
       // The defence: resume stops the kept container before it touches the sandbox repository.
       task.chat.push({ reply: decisionReply('abort', 'Enough for this test.') });
@@ -121,6 +123,8 @@ describe.runIf(process.getuid?.() === 0)(
       );
       const after = (await labelledContainers(taskId, task.root)).find((c) => c.Id === container);
       expect(after?.State).toBe('exited');
+      // The swapper died with the container, well before its time limit.
+      expect((await swapper).timedOut).toBe(false);
       // The pass ran over the same directory: the worker's setuid bit is gone, the write bit added.
       expect(lstatSync(path.join(sandboxRepo, 'race', 'setuid-tool')).mode & 0o7777).toBe(0o755);
       expect(modeOf(canary)).toBe(0o644);

@@ -24,6 +24,7 @@ import { writeNpmProject } from '../support/npm-project.js';
 import { taskContainers } from '../support/task-containers.js';
 import { builtWorkerImage } from '../support/worker-image.js';
 import { startIntegrationSandbox } from '../support/integration-sandbox.js';
+import { bashAsWorker } from '../support/sandbox-exec.js';
 
 const docker = createDockerClient();
 const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
@@ -89,7 +90,7 @@ async function containerOf(id: string, root: string): Promise<string> {
 }
 
 async function inSandbox(containerId: string, script: string) {
-  return runtime.exec(containerId, ['bash', '-c', script], { workdir: '/workspace', timeoutMs: 60_000 });
+  return bashAsWorker(containerId, script, { runtime, workdir: '/workspace' });
 }
 
 describe('the integration sandbox against a hostile check', () => {

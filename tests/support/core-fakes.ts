@@ -5,6 +5,7 @@
 import type {
   Clock,
   ExecResult,
+  ProcessEnd,
   MissingProgram,
   HumanPort,
   MetaAgentPort,
@@ -387,12 +388,7 @@ export class FakeWorker implements WorkerAdapter {
     if (!effect) throw new Error(`FakeWorker: no scripted effect for run ${this.requests.length}`);
     const override = effect(this.repo, request) ?? {};
     return {
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      interrupted: false,
-      oomKilled: false,
-      durationMs: 10,
+      ...processEnded({ durationMs: 10 }),
       threadId: 'thread-1',
       commands: [{ command: 'npm test', exitCode: 0, status: 'completed', outputTail: '' }],
       fileChanges: [],
@@ -494,8 +490,8 @@ export function cleanFacts(headSha: string, overrides: Partial<TaskFacts> = {}):
   };
 }
 
-/** A finished exec as a runtime reports it: exit 0, no output, 5 ms, with `overrides`. */
-export function finishedExec(overrides: Partial<ExecResult> = {}): ExecResult {
+/** A process that ended well: exit 0, no signal, 5 ms, with `overrides` (an exec's and a worker run's end). */
+export function processEnded(overrides: Partial<ProcessEnd> = {}): ProcessEnd {
   return {
     exitCode: 0,
     signal: null,
@@ -503,6 +499,14 @@ export function finishedExec(overrides: Partial<ExecResult> = {}): ExecResult {
     interrupted: false,
     oomKilled: false,
     durationMs: 5,
+    ...overrides,
+  };
+}
+
+/** A finished exec as a runtime reports it: exit 0, no output, 5 ms, with `overrides`. */
+export function finishedExec(overrides: Partial<ExecResult> = {}): ExecResult {
+  return {
+    ...processEnded(),
     stdoutTail: '',
     stderrTail: '',
     ...overrides,

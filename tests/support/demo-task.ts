@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
+import { runWorkerReply } from './meta-replies.js';
 import { git } from './task-repo.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -38,20 +39,7 @@ export function nextAction(
   prompt: string,
   mode: 'exec' | 'resume' = 'exec',
 ): string {
-  return [
-    'type: next_action',
-    'version: 1',
-    'payload:',
-    '  decision:',
-    '    action: run_worker',
-    `    reason: ${reason}`,
-    '  used_patterns: []',
-    '  worker_call:',
-    `    worker_type: ${workerType}`,
-    `    mode: ${mode}`,
-    '    prompt: |',
-    `      ${prompt}`,
-  ].join('\n');
+  return runWorkerReply(prompt, { workerType, reason, mode, patterns: [] });
 }
 
 /** The Meta-agent's plan of the demo: one criterion, `npm test` passes. */

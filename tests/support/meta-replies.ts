@@ -40,8 +40,9 @@ export function planReply(taskId: string, criteria: CriterionSpec[]): string {
 
 export function runWorkerReply(
   prompt: string,
-  options: { mode?: 'exec' | 'resume'; patterns?: string[]; reason?: string } = {},
+  options: { mode?: 'exec' | 'resume'; patterns?: string[]; reason?: string; workerType?: string } = {},
 ): string {
+  const patterns = options.patterns ?? ['implement_feature', 'commit_work'];
   return [
     'type: next_action',
     'version: 1',
@@ -49,10 +50,11 @@ export function runWorkerReply(
     '  decision:',
     '    action: run_worker',
     `    reason: ${JSON.stringify(options.reason ?? 'The work is not done yet.')}`,
-    '  used_patterns:',
-    ...(options.patterns ?? ['implement_feature', 'commit_work']).map((name) => `    - ${name}`),
+    ...(patterns.length === 0
+      ? ['  used_patterns: []']
+      : ['  used_patterns:', ...patterns.map((name) => `    - ${name}`)]),
     '  worker_call:',
-    '    worker_type: codex',
+    `    worker_type: ${options.workerType ?? 'codex'}`,
     `    mode: ${options.mode ?? 'exec'}`,
     '    prompt: |',
     indent(prompt, 6),

@@ -5,8 +5,8 @@
  * next scripted turn: a `Bash` tool call, or a final text. Every request is recorded (method, target,
  * headers, parsed body) for the tests to inspect.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { ScriptedTurnServer, type RecordedTurnRequest } from './scripted-turn-server.js';
 
 export interface AnthropicUsage {
   input: number;
@@ -20,75 +20,33 @@ export type AnthropicTurn =
   | { text: string; usage?: AnthropicUsage }
   | { status: number; error: string };
 
-export interface RecordedAnthropicRequest {
-  method: string;
-  target: string;
-  headers: IncomingHttpHeaders;
-  body: { model?: string; messages?: { role: string; content: unknown }[]; [key: string]: unknown } | null;
-}
+type AnthropicBody = {
+  model?: string;
+  messages?: { role: string; content: unknown }[];
+  [key: string]: unknown;
+};
+
+export type RecordedAnthropicRequest = RecordedTurnRequest<AnthropicBody>;
 
 const DEFAULT_USAGE: AnthropicUsage = { input: 100, output: 20 };
 
-export class ScriptedAnthropicServer {
-  readonly requests: RecordedAnthropicRequest[] = [];
-  private server: Server | null = null;
-  private next = 0;
-
-  constructor(private readonly turns: AnthropicTurn[]) {}
-
-  async start(): Promise<this> {
-    this.server = createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        let body: RecordedAnthropicRequest['body'] = null;
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedAnthropicRequest['body'];
-        } catch {
-          body = null;
-        }
-        this.requests.push({
-          method: request.method ?? '',
-          target: request.url ?? '',
-          headers: request.headers,
-          body,
-        });
-        const turn = this.turns[this.next];
-        this.next += 1;
-        if (turn === undefined || 'status' in turn) {
-          const status = turn?.status ?? 500;
-          response.writeHead(status, { 'content-type': 'application/json' });
-          response.end(
-            JSON.stringify({
-              type: 'error',
-              error: { type: 'api_error', message: turn?.error ?? 'the script ran out of turns' },
-            }),
-          );
-          return;
-        }
-        response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        for (const event of this.events(turn, body?.model ?? 'unknown'))
-          response.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
-        response.end();
-      });
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    return this;
+export class ScriptedAnthropicServer extends ScriptedTurnServer<
+  Exclude<AnthropicTurn, { status: number }>,
+  AnthropicBody
+> {
+  protected errorBody(_status: number, message: string | undefined): unknown {
+    return { type: 'error', error: { type: 'api_error', message: message ?? 'the script ran out of turns' } };
   }
 
-  /** The origin (an Anthropic base URL has no `/v1`). */
-  get origin(): string {
-    return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}`;
-  }
-
-  /** Turns not used yet. */
-  remaining(): number {
-    return this.turns.length - this.next;
-  }
-
-  async close(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  protected answer(
+    turn: Exclude<AnthropicTurn, { status: number }>,
+    body: AnthropicBody | null,
+    response: ServerResponse,
+  ): void {
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    for (const event of this.events(turn, body?.model ?? 'unknown'))
+      response.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    response.end();
   }
 
   private events(turn: Exclude<AnthropicTurn, { status: number }>, model: string): Record<string, unknown>[] {

@@ -6,12 +6,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { ExecOptions, ExecResult, SandboxRuntime } from '../../src/core/ports.js';
 import type { AcceptanceCriterion, TaskFacts } from '../../src/core/types.js';
 import { fileOnBranch, repositoryPath, runCriteriaChecks } from '../../src/workspace/criteria-checks.js';
-import {
-  detectTestFramework,
-  namedTestCommand,
-  passedTestCount,
-  shellQuote,
-} from '../../src/workspace/test-frameworks.js';
+import { detectTestFramework, namedTestCommand, shellQuote } from '../../src/workspace/test-frameworks.js';
 import { git } from '../support/task-repo.js';
 import { cleanFacts, finishedExec } from '../support/core-fakes.js';
 
@@ -318,16 +313,5 @@ describe('test frameworks', () => {
     expect(namedTestCommand('pytest', 'test_adds', 'tests/test_a.py')).toBe(
       "python3 -m pytest 'tests/test_a.py::test_adds'",
     );
-  });
-
-  it('counts passed tests in each framework output', () => {
-    expect(passedTestCount('vitest', ' Tests  2 passed | 3 skipped (5)')).toBe(2);
-    expect(passedTestCount('jest', 'Tests:       4 skipped, 1 passed, 5 total')).toBe(1);
-    expect(passedTestCount('mocha', '  1 passing (3ms)')).toBe(1);
-    expect(passedTestCount('node:test', '# tests 1\n# pass 1\n')).toBe(1);
-    expect(passedTestCount('node:test', 'ℹ tests 1\nℹ pass 0\n')).toBe(0);
-    expect(passedTestCount('pytest', '==== 1 passed, 2 deselected in 0.01s ====')).toBe(1);
-    expect(passedTestCount('go test', '=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\nok  \tx\t0.1s')).toBe(1);
-    expect(passedTestCount('cargo test', 'test result: ok. 1 passed; 0 failed; 0 ignored')).toBe(1);
   });
 });

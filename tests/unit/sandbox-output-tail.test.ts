@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { DEFAULT_MAX_FILE_BYTES, OutputSink } from '../../src/sandbox/exec-output.js';
-import { LineSplitter, OutputTail } from '../../src/sandbox/output-tail.js';
+import { LineSplitter, OutputTail, tailOf } from '../../src/sandbox/output-tail.js';
 
 describe('OutputTail', () => {
   it('keeps only the last bytes, across chunks and for one chunk larger than the limit', () => {
@@ -78,5 +78,13 @@ describe('OutputSink log file cap', () => {
 
   it('has a default cap', () => {
     expect(DEFAULT_MAX_FILE_BYTES).toBe(64 * 1024 ** 2);
+  });
+});
+
+describe('tailOf: the one text tail of a command', () => {
+  it('puts stderr after stdout under its own line, without colours, and keeps the end', () => {
+    expect(tailOf('\u001b[32mok\u001b[39m\n', 'boom\n', 100)).toBe('ok\n--- stderr ---\nboom');
+    expect(tailOf('only stdout\n\n', '  \n', 100)).toBe('only stdout');
+    expect(tailOf('0123456789', '', 4)).toBe('…6789');
   });
 });

@@ -1,7 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { testCountsText } from '../../src/core/test-counts.js';
-import { MAX_COUNT, PARSED_CHARS, parseTestCounts } from '../../src/workspace/test-counts.js';
+import {
+  MAX_COUNT,
+  PARSED_CHARS,
+  parseFailingTests,
+  parseTestCounts,
+  passedTestCount,
+  readCheckOutput,
+} from '../../src/workspace/test-counts.js';
 
 /** Real output of the runners installed here (tests/unit/fixtures/test-output/README.md says how it was made). */
 const sample = (name: string) =>
@@ -148,5 +155,62 @@ describe('testCountsText', () => {
     expect(testCountsText({ passed: 42, failed: 0, skipped: 1 })).toBe('42 passed, 1 skipped');
     expect(testCountsText({ passed: 0, failed: 3, skipped: 0 })).toBe('0 passed, 3 failed');
     expect(testCountsText({ passed: 5, failed: 0, skipped: 0 })).toBe('5 passed');
+  });
+});
+
+describe('parseTestCounts on pytest -q', () => {
+  it('reads the undecorated summary line (real pytest 9 output), and no other line of that shape', () => {
+    const output =
+      '.                                                                        [100%]\n1 passed, 1 deselected in 2.30s\n';
+    expect(parseTestCounts(output)).toEqual({ passed: 1, failed: 0, skipped: 0 });
+    expect(parseTestCounts('3 failed, 2 passed in 0.41s')).toEqual({ passed: 2, failed: 3, skipped: 0 });
+    // A line of that shape whose first word pytest does not count is not its summary.
+    expect(parseTestCounts('12 packages in 1.5s')).toBeNull();
+  });
+});
+
+describe('passedTestCount: the count a named test is decided on', () => {
+  it('counts passed tests in each framework output', () => {
+    expect(passedTestCount('vitest', ' Tests  2 passed | 3 skipped (5)')).toBe(2);
+    expect(passedTestCount('jest', 'Tests:       4 skipped, 1 passed, 5 total')).toBe(1);
+    expect(passedTestCount('mocha', '  1 passing (3ms)')).toBe(1);
+    expect(passedTestCount('node:test', '# tests 1\n# pass 1\n')).toBe(1);
+    expect(passedTestCount('node:test', 'ℹ tests 1\nℹ pass 0\n')).toBe(0);
+    expect(passedTestCount('pytest', '==== 1 passed, 2 deselected in 0.01s ====')).toBe(1);
+    expect(passedTestCount('pytest', '1 passed, 1 deselected in 0.02s')).toBe(1);
+    expect(passedTestCount('go test', '=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\nok  \tx\t0.1s')).toBe(1);
+    expect(passedTestCount('cargo test', 'test result: ok. 1 passed; 0 failed; 0 ignored')).toBe(1);
+  });
+
+  it("reads only the framework's own summary line, coloured or not", () => {
+    expect(passedTestCount('vitest', '==== 3 passed in 0.01s ====')).toBeNull();
+    expect(passedTestCount('pytest', '      Tests  3 passed (3)')).toBeNull();
+    // A test's own output that says "passed" is not a summary.
+    expect(passedTestCount('pytest', 'step 1: 5 passed checks\n')).toBeNull();
+    expect(passedTestCount('vitest', sample('vitest-color.txt'))).toBe(2);
+    expect(passedTestCount('node:test', sample('node-test-spec-color.txt'))).toBe(2);
+  });
+
+  it('drops an absurd count, so an output cannot claim a named test ran by a huge number', () => {
+    expect(passedTestCount('vitest', '      Tests  99999999999999999999 passed (1)')).toBeNull();
+    expect(passedTestCount('go test', '--- PASS: T (0.00s)\n'.repeat(3))).toBe(3);
+  });
+});
+
+describe('readCheckOutput: one reading for every parser', () => {
+  it('reads stdout and stderr as one text, a summary at the start of stderr included', () => {
+    // stdout ends without a newline: the summary on stderr is still a line of its own.
+    const result = {
+      stdoutTail: ' FAIL  a.test.ts > sums > adds',
+      stderrTail: `${ESC}[32m# pass 2${ESC}[39m\n# fail 1\n`,
+    };
+    const output = readCheckOutput(result);
+    expect(parseTestCounts(output)).toEqual({ passed: 2, failed: 1, skipped: 0 });
+    expect(parseFailingTests(output)).toEqual(['a.test.ts > sums > adds']);
+    expect(passedTestCount('node:test', output)).toBe(2);
+    // The same as each parser reading the joined text itself.
+    const joined = `${result.stdoutTail}\n${result.stderrTail}`;
+    expect(parseTestCounts(output)).toEqual(parseTestCounts(joined));
+    expect(parseFailingTests(output)).toEqual(parseFailingTests(joined));
   });
 });

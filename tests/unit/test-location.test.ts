@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { locatedTestCommand } from '../../src/workspace/criteria-checks.js';
-import { passedTestCount } from '../../src/workspace/test-frameworks.js';
+import { passedTestCount } from '../../src/workspace/test-counts.js';
 import { testLocations, workspacePackages, type TreeReader } from '../../src/workspace/test-location.js';
 
 /** A tree held in memory: the reader detection uses, over plain file texts. */
