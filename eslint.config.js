@@ -79,5 +79,8 @@ export default tseslint.config(
       ],
     },
   },
-  { files: ['**/*.js', 'bin/*'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+  {
+    files: ['**/*.js', '**/*.mjs', 'bin/*'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+  },
 );

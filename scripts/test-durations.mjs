@@ -13,7 +13,13 @@ if (!reportPath) {
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const report = JSON.parse(readFileSync(reportPath, 'utf8'));
 const rows = report.testResults
-  .map((file) => [/(tests\/.*)$/.exec(file.name)?.[1] ?? file.name, Math.round((file.endTime - file.startTime) / 100) / 10])
+  .map((file) => [
+    /(tests\/.*)$/.exec(file.name)?.[1] ?? file.name,
+    Math.round((file.endTime - file.startTime) / 100) / 10,
+  ])
   .sort((a, b) => b[1] - a[1]);
-writeFileSync(path.join(root, 'tests', 'file-durations.json'), JSON.stringify(Object.fromEntries(rows), null, 2) + '\n');
+writeFileSync(
+  path.join(root, 'tests', 'file-durations.json'),
+  JSON.stringify(Object.fromEntries(rows), null, 2) + '\n',
+);
 for (const [file, seconds] of rows) console.log(`${String(seconds).padStart(7)} s  ${file}`);
