@@ -41,13 +41,18 @@ export class ConnectionGate {
 
   /** A gate that hands what it admits to `server` (which then does not listen itself), with the gateway's limits. */
   static serving(server: net.Server, limits: GatewayLimits, log: (line: string) => void): ConnectionGate {
-    return new ConnectionGate({
+    const gate = new ConnectionGate({
       maxConnections: limits.maxConnections,
       queueSize: limits.connectionQueue,
       queueWaitMs: limits.connectionQueueWait,
       serve: (socket) => server.emit('connection', socket),
       log,
     });
+    // An HTTP server starts enforcing headersTimeout and requestTimeout (a slowly sent request must not hold a
+    // slot) when it starts listening, and stops when it closes: it follows the gate's listening and closing.
+    gate.server.on('listening', () => server.emit('listening'));
+    gate.server.on('close', () => server.close());
+    return gate;
   }
 
   constructor(private readonly options: ConnectionGateOptions) {

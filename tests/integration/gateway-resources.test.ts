@@ -6,14 +6,17 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net, { type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { ModelGateway, type GatewayLimits } from '../../src/gateway/model-gateway.js';
+import { ConnectionGate } from '../../src/gateway/connection-gate.js';
+import { DEFAULT_GATEWAY_LIMITS, ModelGateway, type GatewayLimits } from '../../src/gateway/model-gateway.js';
 
 const openDescriptors = () => readdirSync('/proc/self/fd').length;
 const FLOOD_SCRIPT = fileURLToPath(new URL('../fixtures/flood/connection-flood.mjs', import.meta.url));
@@ -182,6 +185,43 @@ describe('gateway resources', () => {
     const answered = await request(gateway.socketPath, gateway.workerToken, { read: true });
     expect(answered.status).toBe(200);
   }, 120_000);
+
+  it("a request sent too slowly is still cut by the HTTP server's request timeouts behind the gate", async () => {
+    const server = http.createServer(
+      { headersTimeout: 1_000, requestTimeout: 1_000, connectionsCheckingInterval: 200 },
+      (_request, response) => response.end('ok'),
+    );
+    const gate = ConnectionGate.serving(
+      server,
+      { ...DEFAULT_GATEWAY_LIMITS, maxConnections: 2 },
+      () => undefined,
+    );
+    const dir = mkdtempSync(path.join(tmpdir(), 'gate-'));
+    const socketPath = path.join(dir, 'gate.sock');
+    await new Promise<void>((resolve) => gate.server.listen(socketPath, resolve));
+    onTestFinished(() => {
+      rmSync(dir, { recursive: true, force: true });
+      return new Promise<void>((resolve) => gate.server.close(() => resolve()));
+    });
+    const slow = await connect(socketPath);
+    onTestFinished(() => {
+      slow.destroy();
+    });
+    let answer = '';
+    slow.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    slow.write('GET / HTTP/1.1\r\nhost: x\r\n');
+    const closed = await Promise.race([once(slow, 'close').then(() => true), sleep(5_000).then(() => false)]);
+    expect(closed, 'the slow request was not cut within 5 s').toBe(true);
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    // The probe: a whole request on the same gate is answered.
+    const whole = await connect(socketPath);
+    onTestFinished(() => {
+      whole.destroy();
+    });
+    whole.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n');
+    const [reply] = (await once(whole, 'data')) as [Buffer];
+    expect(reply.toString()).toMatch(/^HTTP\/1\.1 200 /);
+  });
 
   it('an idle CONNECT tunnel is closed after gateway.idleTimeout, freeing its slot; a busy one stays', async () => {
     const echo = net.createServer((socket) => socket.pipe(socket));
