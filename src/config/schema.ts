@@ -263,10 +263,16 @@ export const configSchema = z
         /** Model requests per minute the worker may make (every request on the model route counts). */
         requestsPerMinute: positiveInt.default(120),
         /**
-         * Connections the sandbox may hold open on the gateway's socket at once (model requests, the set-up's
-         * proxy and registry route); more are dropped as they come, so the runner's descriptors stay bounded.
+         * Connections the gateway serves at once on the sandbox's socket (model requests, the set-up's proxy
+         * and registry route); more wait in the queue below, so the runner's descriptors stay bounded.
          */
         maxConnections: positiveInt.default(64),
+        /** Connections that may wait for a slot; past it they are dropped as they come. */
+        connectionQueue: positiveInt.default(1024),
+        /** How long a connection waits for a slot before it is dropped. */
+        connectionQueueWait: duration('2m').default(120_000),
+        /** A CONNECT tunnel with no data either way for this long is closed (its slot freed). */
+        idleTimeout: duration('2m').default(120_000),
       })
       .prefault({}),
     scope: z

@@ -92,6 +92,8 @@ export interface EgressProxyContext {
   log(line: string): void;
   /** The largest request body forwarded (`gateway.maxRequestBytes`); 413 above. */
   maxBodyBytes: number;
+  /** A tunnel with no data either way for this long is closed (`gateway.idleTimeout`), freeing its slot. */
+  tunnelIdleMs: number;
 }
 
 /**
@@ -195,6 +197,13 @@ export function handleConnect(
   });
   client.on('error', close);
   client.on('close', () => upstream.destroy());
+  // An idle tunnel must not hold one of gateway.maxConnections' slots forever; the client socket sees both
+  // directions' data, so its inactivity is the tunnel's.
+  if (client instanceof net.Socket)
+    client.setTimeout(context.tunnelIdleMs, () => {
+      context.log(`proxy CONNECT ${target.host}:${target.port} closed: idle for ${context.tunnelIdleMs} ms`);
+      close();
+    });
 }
 
 /** Handles an absolute-form request (`GET http://host/path`) through the proxy. */

@@ -21,8 +21,14 @@ export interface GatewayLimits {
   maxRequestBytes: number;
   maxHeaderBytes: number;
   requestsPerMinute: number;
-  /** Connections open at once on the sandbox's socket; more are dropped as they come (`gateway.maxConnections`). */
+  /** Connections served at once on the sandbox's socket (`gateway.maxConnections`); more wait in the queue. */
   maxConnections: number;
+  /** Connections that may wait for a slot (`gateway.connectionQueue`); more are dropped as they come. */
+  connectionQueue: number;
+  /** How long a connection waits for a slot before it is dropped, ms (`gateway.connectionQueueWait`). */
+  connectionQueueWait: number;
+  /** A CONNECT tunnel with no data either way for this long is closed, ms (`gateway.idleTimeout`). */
+  idleTimeout: number;
 }
 
 export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
@@ -30,6 +36,9 @@ export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
   maxHeaderBytes: 16 * 1024,
   requestsPerMinute: 120,
   maxConnections: 64,
+  connectionQueue: 1024,
+  connectionQueueWait: 120_000,
+  idleTimeout: 120_000,
 };
 
 export interface GatewayUpstream {

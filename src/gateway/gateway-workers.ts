@@ -1,8 +1,7 @@
 /**
  * The workers a gateway serves, and how it starts listening: helpers of model-gateway.ts.
  */
-import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import type { GatewayBudget } from './gateway-budget.js';
 import {
   WORKER_PREFIX,

@@ -13,8 +13,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TokenUsage } from '../core/ports.js';
@@ -28,6 +28,7 @@ import {
   type ExchangeKind,
   type ReplayDivergenceError,
 } from './cassette.js';
+import { ConnectionGate } from './connection-gate.js';
 import { normalizeAllowlist } from './domain-allowlist.js';
 import {
   handleConnect,
@@ -87,6 +88,7 @@ export class ModelGateway {
   /** Aborted by close(): every upstream request still in flight ends with it. */
   private readonly closing = new AbortController();
   private readonly servers: Server[] = [];
+  private gate: ConnectionGate | null = null;
   private allowlist: EgressAllowlist = null;
   private workerUsage: TokenUsage = ZERO_TOKEN_USAGE;
   private counters: Record<ExchangeKind, number> = { worker: 0, meta: 0 };
@@ -232,10 +234,16 @@ export class ModelGateway {
     return this.player?.remaining() ?? null;
   }
 
+  /** The most sandbox connections served at once and waiting at once since the start (see ConnectionGate). */
+  get connectionPeak(): { active: number; waiting: number } {
+    return { ...(this.gate?.peak ?? { active: 0, waiting: 0 }) };
+  }
+
   /** Stops listening, cuts open connections, writes the cassette, removes the directory. */
   async close(): Promise<void> {
     // In-flight upstream requests (a hanging model) must not keep the process alive after the task.
     this.closing.abort();
+    this.gate?.closeWaiting();
     for (const socket of this.sockets) socket.destroy();
     await Promise.all(
       this.servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
@@ -260,28 +268,21 @@ export class ModelGateway {
   private async listen(): Promise<void> {
     await writeFile(path.join(this.hostDir, RELAY_SCRIPT_NAME), RELAY_SCRIPT, { mode: 0o644 });
     const serverOptions = { noDelay: true, maxHeaderSize: this.limits.maxHeaderBytes };
-    const sandboxSide = this.track(
-      http.createServer(serverOptions, (request, response) => {
+    const sandboxSide = http.createServer(
+      { ...serverOptions, keepAliveTimeout: 5_000 },
+      (request, response) => {
         this.onSandboxRequest(request, response).catch((error: unknown) =>
           this.fail(response, 'sandbox request', error),
         );
-      }),
+      },
     );
     const proxyContext = this.proxyContext;
     sandboxSide.on('connect', (request: IncomingMessage, client, head: Buffer) =>
       handleConnect(proxyContext, request, client, head),
     );
-    // Held-open connections cost the runner a descriptor each: past the cap new ones are dropped at once.
-    sandboxSide.maxConnections = this.limits.maxConnections;
-    let dropped = 0;
-    sandboxSide.on('drop', () => {
-      dropped += 1;
-      if (dropped === 1 || dropped % 1000 === 0)
-        this.log(
-          `worker connections over gateway.maxConnections (${this.limits.maxConnections}): ${dropped} dropped`,
-        );
-    });
-    await listen(sandboxSide, this.socketPath);
+    // Held-open connections cost the runner a descriptor each: past the cap they wait in a bounded queue.
+    this.gate = ConnectionGate.serving(sandboxSide, this.limits, (line) => this.log(line));
+    await listen(this.track(this.gate.server), this.socketPath);
     // The worker's uid differs from ours: it must traverse the directory and connect to the socket.
     await chmod(this.hostDir, 0o755);
     await chmod(this.socketPath, 0o666);
@@ -309,6 +310,7 @@ export class ModelGateway {
       allowlist: () => this.allowlist,
       log: (line: string) => this.log(line),
       maxBodyBytes: this.limits.maxRequestBytes,
+      tunnelIdleMs: this.limits.idleTimeout,
     };
   }
 
