@@ -18,6 +18,7 @@ const TIMED = [
   'tests/integration/sandbox-docker-runtime.test.ts', // a timeout's duration within 10 s
   'tests/integration/meta-openai-chat-model.test.ts', // retry waits to the millisecond
   'tests/integration/gateway-resources.test.ts', // sockets the process holds
+  'tests/security/hang-paths.test.ts', // each hostile task ends within its --timeout + 30 s
 ];
 
 const DOCKER = { sequence: { groupOrder: 1 }, maxWorkers: 2, fileParallelism: true } as const;
@@ -53,6 +54,7 @@ export default defineConfig({
         test: {
           name: 'security',
           include: ['tests/security/**/*.test.ts'],
+          exclude: TIMED,
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,

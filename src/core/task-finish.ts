@@ -92,7 +92,7 @@ function terminalEvent(loop: TaskLoop, state: TaskRecord['state'], reason: strin
 /** The longest the finish spends bringing back the commits of a run cut short. */
 export const FINISH_OBSERVE_MS = 10_000;
 /** The longest the finish spends saving uncommitted work to the WIP ref (the sandbox's git, then the fetch). */
-export const FINISH_PRESERVE_MS = 20_000;
+export const FINISH_PRESERVE_MS = 15_000;
 
 /**
  * A run cut short (interrupt, error) was never observed: its commits come to the task branch now, so the note
