@@ -163,13 +163,16 @@ export async function capture(
   const stdout = await OutputSink.open({ tailBytes: 64 * 1024 });
   const stderr = await OutputSink.open({ tailBytes: 64 * 1024 });
   const started = await startExec(docker, sandboxId, argv, {}, user, '/');
+  // The limit's timer is cancelled when the command ends: a pending one would keep the runner's process alive.
+  const cancel = new AbortController();
   const ended = await Promise.race([
     pumpDockerStream(started.stream, stdout, stderr).then(
       () => true,
       () => true,
     ),
-    delay(timeoutMs, false),
+    delay(timeoutMs, false, { signal: cancel.signal, ref: false }).catch(() => true),
   ]);
+  cancel.abort();
   if (!ended) started.stream.destroy();
   await Promise.all([stdout.close(), stderr.close()]);
   return {

@@ -59,7 +59,8 @@ export interface UncommittedChange {
 export async function sandboxStatus(
   runtime: SandboxRuntime,
   sandboxId: string,
-  signal?: AbortSignal,
+  // Required: a caller must say which stop ends it (undefined only where nothing can stop the step).
+  signal: AbortSignal | undefined,
 ): Promise<{ changes: UncommittedChange[]; error: string | null }> {
   const result = await sandboxGit(
     runtime,
@@ -91,7 +92,7 @@ export async function sandboxIgnoredFiles(
   runtime: SandboxRuntime,
   sandboxId: string,
   pathspec: string,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
 ): Promise<{ paths: string[]; error: string | null }> {
   const result = await sandboxGit(
     runtime,

@@ -246,7 +246,10 @@ describe('a worker that plants what blocks a reader cannot keep the task from en
     });
     await expectBlockingFifo(run, '.git/config', PLAIN_HEAD_READ);
     expect(signalledAt).toBeGreaterThan(0);
-    expect(run.endedAt - signalledAt, run.stderr.slice(-3000)).toBeLessThan(SLACK_MS);
+    const timeline = journalEvents(run.task.root, run.taskId)
+      .map((event) => `${Date.parse(String(event.at)) - signalledAt} ${event.type} ${String(event.to ?? '')}`)
+      .join('\n');
+    expect(run.endedAt - signalledAt, `${timeline}\n${run.stderr.slice(-2000)}`).toBeLessThan(SLACK_MS);
     await expectEndedWithNote(run, 130, Number.POSITIVE_INFINITY);
   });
 });
