@@ -84,7 +84,7 @@ export class ExecWorkspace implements TaskWorkspacePort {
   }
 
   async observe(sandboxId: string): Promise<TaskFacts> {
-    const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace' });
+    const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace', timeoutMs: 30_000 });
     if (result.exitCode !== 0) throw execFailure('observe', result.exitCode);
     const index = this.commits.length + 1;
     this.commits.push({ sha: index.toString(16).padStart(40, 'a'), subject: `Run ${index}: slugify` });
@@ -109,7 +109,7 @@ export class ExecWorkspace implements TaskWorkspacePort {
 
   /** One exec, as the real read of the sandbox's HEAD; the checkout is the latest commit. */
   async checkedOutHead(sandboxId: string): Promise<string | null> {
-    const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace' });
+    const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace', timeoutMs: 30_000 });
     if (result.exitCode !== 0) throw execFailure('checkedOutHead', result.exitCode);
     return this.commits.at(-1)?.sha ?? this.task.baseSha;
   }
@@ -123,7 +123,7 @@ export class ExecWorkspace implements TaskWorkspacePort {
   }
 
   async runDod(sandboxId: string): Promise<DodOutcome> {
-    const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace' });
+    const result = await this.runtime.exec(sandboxId, ['true'], { workdir: '/workspace', timeoutMs: 30_000 });
     if (result.exitCode !== 0) throw execFailure('runDod', result.exitCode);
     const passed = this.commits.length >= this.passFromRun;
     return {

@@ -99,7 +99,7 @@ export async function compareExec(
     const { a, b } = await alternate(
       repetitions,
       async () => {
-        const { ms, value } = await timed(() => runtime.exec(sandbox.id, ['true']));
+        const { ms, value } = await timed(() => runtime.exec(sandbox.id, ['true'], { timeoutMs: 30_000 }));
         if (value.exitCode !== 0) throw new Error(`true exited ${value.exitCode} through the runtime`);
         return ms;
       },
@@ -221,7 +221,7 @@ export async function compareExecRawApi(
     const { a, b } = await alternate(
       repetitions,
       async () => {
-        const { ms, value } = await timed(() => runtime.exec(sandbox.id, ['true']));
+        const { ms, value } = await timed(() => runtime.exec(sandbox.id, ['true'], { timeoutMs: 30_000 }));
         if (value.exitCode !== 0) throw new Error(`true exited ${value.exitCode} through the runtime`);
         return ms;
       },

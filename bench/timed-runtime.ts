@@ -41,7 +41,7 @@ export class TimedRuntime implements SandboxRuntime {
   create(spec: SandboxSpec): Promise<SandboxInfo> {
     return this.measure('create', () => this.inner.create(spec));
   }
-  exec(sandboxId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult> {
+  exec(sandboxId: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
     return this.measure('exec', () => this.inner.exec(sandboxId, argv, options));
   }
   remove(sandboxId: string): Promise<void> {

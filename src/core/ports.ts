@@ -74,8 +74,8 @@ export interface ExecOptions {
    * limit (the reaper after a fork bomb): when its exec cannot start, the limit is raised while it runs.
    */
   roomInFullPidsLimit?: boolean;
-  /** Wall clock; after it: SIGTERM to the whole process group, `graceMs`, then SIGKILL. Exit code 124. */
-  timeoutMs?: number;
+  /** Required (worker files can block any exec: a FIFO at `.git/config`). Then SIGTERM, `graceMs`, SIGKILL; 124. */
+  timeoutMs: number;
   graceMs?: number;
   /** Full output goes to these files; only tails are kept in memory. */
   stdoutPath?: string;
@@ -117,7 +117,7 @@ export interface SandboxRuntime {
   /** Engine reachable? Returns its version; throws EnvironmentError('docker_unavailable') with the fix. */
   ping(): Promise<{ version: string }>;
   create(spec: SandboxSpec): Promise<SandboxInfo>;
-  exec(sandboxId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  exec(sandboxId: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult>;
   /** Stops and removes; no error when it is already gone. */
   remove(sandboxId: string): Promise<void>;
   /**
@@ -326,11 +326,11 @@ export interface TaskWorkspacePort {
   ): Promise<CriterionCheckResult[]>;
   /**
    * The commit the sandbox has checked out now (its HEAD), as the replayed commit of the task it is: what a
-   * check run there now runs on. Null when it is no commit the runner brought back, or cannot be read.
+   * check run there now runs on. Null when it is no commit the runner brought back, or not read in time.
    */
-  checkedOutHead(sandboxId: string): Promise<string | null>;
-  /** Saves uncommitted worker changes somewhere they survive (a WIP ref); returns where, or null if clean. */
-  preserveUncommitted(sandboxId: string): Promise<string | null>;
+  checkedOutHead(sandboxId: string, signal?: AbortSignal): Promise<string | null>;
+  /** Saves uncommitted worker changes to a WIP ref within `bounds`; returns where, or null (clean, not saved). */
+  preserveUncommitted(sandboxId: string, bounds: CheckBounds): Promise<string | null>;
 }
 
 export interface SandboxProviderPort {

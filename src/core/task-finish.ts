@@ -91,6 +91,8 @@ function terminalEvent(loop: TaskLoop, state: TaskRecord['state'], reason: strin
 
 /** The longest the finish spends bringing back the commits of a run cut short. */
 export const FINISH_OBSERVE_MS = 10_000;
+/** The longest the finish spends saving uncommitted work to the WIP ref (the sandbox's git, then the fetch). */
+export const FINISH_PRESERVE_MS = 15_000;
 
 /**
  * A run cut short (interrupt, error) was never observed: its commits come to the task branch now, so the note
@@ -116,6 +118,13 @@ async function saveWork(loop: TaskLoop, leaveUncommitted: boolean): Promise<void
     }
   }
   if (leaveUncommitted) return;
-  loop.preservedRef = await loop.deps.workspace.preserveUncommitted(sandboxId).catch(() => null);
+  // Bounded like the replay above: after a stop the worker's git files (a FIFO at .git/config) may block git in
+  // the sandbox and the host's fetch; the note is written all the same.
+  loop.preservedRef = await loop.deps.workspace
+    .preserveUncommitted(sandboxId, {
+      timeoutMs: FINISH_PRESERVE_MS,
+      signal: timeoutSignal(FINISH_PRESERVE_MS),
+    })
+    .catch(() => null);
   if (loop.preservedRef) loop.emit({ type: 'preserved', ref: loop.preservedRef });
 }

@@ -61,9 +61,12 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
     ? previous
     : { dod: undefined, criteriaChecks: [] as AssessmentEvidence['criteriaChecks'], checkedHead: null };
   if (!reuse) {
+    // A stop that came during the observation ends the step here: no check runs after Ctrl-C or SIGTERM.
+    const stopped = loop.limitReached(signal);
+    if (stopped) return stop(stopped);
     // The checks run the repository's own scripts, which can move the sandbox's checkout: what they ran on is
     // read before and after them, and counts only when it is one commit.
-    const before = await loop.deps.workspace.checkedOutHead(sandboxId);
+    const before = await loop.deps.workspace.checkedOutHead(sandboxId, loop.callSignal(signal));
     if (!loop.options.dodSkipped) {
       // Each check compared with the same check on the base, when the baseline ran (src/core/baseline.ts).
       dod = withBaseline(
@@ -82,7 +85,7 @@ export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Pro
       dod,
     );
     loop.emit({ type: 'criteria_checks', run, results: [...criteriaChecks] });
-    const after = await loop.deps.workspace.checkedOutHead(sandboxId);
+    const after = await loop.deps.workspace.checkedOutHead(sandboxId, loop.callSignal(signal));
     checkedHead = before === after ? before : null;
   }
   const limit = (!reuse ? await loop.diskLimit() : null) ?? loop.limitReached(signal);

@@ -50,7 +50,7 @@ export class EngineWatchRuntime implements SandboxRuntime {
     return this.watch(() => this.inner.create(spec), null);
   }
 
-  exec(sandboxId: string, argv: readonly string[], options?: ExecOptions): Promise<ExecResult> {
+  exec(sandboxId: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
     return this.watch(() => this.inner.exec(sandboxId, argv, options), sandboxId);
   }
 

@@ -34,7 +34,7 @@ import { inspectRepository } from '../workspace/inspect-repository.js';
 import { taskLayout } from '../workspace/layout.js';
 import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
 import { keeperIdsFor } from '../workspace/permissions.js';
-import { sandboxGit, sandboxStatus } from '../workspace/sandbox-git.js';
+import { SANDBOX_GIT_TIMEOUT_MS, sandboxGit, sandboxStatus } from '../workspace/sandbox-git.js';
 import { fillSandboxRepository, initSandboxRepository } from '../workspace/sandbox-repository.js';
 import { compileScope, defaultScope, mergeScope } from '../workspace/scope.js';
 import { createSnapshot } from '../workspace/snapshot.js';
@@ -335,7 +335,7 @@ async function setupRoots(
     runtime,
     sandboxId,
     ['status', '--porcelain=v1', '-z', '--ignored=traditional', '--untracked-files=normal', '--no-renames'],
-    { signal },
+    { timeoutMs: SANDBOX_GIT_TIMEOUT_MS, signal },
   );
   if (result.exitCode !== 0)
     return { refused: `git status after the set-up failed (exit ${result.exitCode})` };

@@ -13,6 +13,8 @@ import { OutputSink, pumpDockerStream } from './exec-output.js';
 
 /** After the killer is done, how long the output stream may take to close before it is cut. */
 const STREAM_CLOSE_AFTER_KILL_MS = 5_000;
+/** What the killer may take beyond its grace (SIGKILL, waiting for the pids to be free) before it is cut. */
+const KILLER_REAP_MS = 30_000;
 /** How often the killer is retried when its own exec cannot start (a full pids limit, a busy engine). */
 const KILLER_ATTEMPTS = 5;
 /** Pids added to a full limit while the killer runs (it needs one or two; a retrying bomb may take some). */
@@ -114,10 +116,7 @@ export async function pumpUntilEnd(
       if (!closed) started.stream.destroy();
     })();
   };
-  const timer =
-    options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => stop('timeout'), Math.max(0, options.timeoutMs));
+  const timer = setTimeout(() => stop('timeout'), Math.max(0, options.timeoutMs));
   const onAbort = (): void => stop('interrupt');
   options.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -149,20 +148,35 @@ export async function exitCodeOf(exec: Docker.Exec, attempts: number): Promise<n
   return null;
 }
 
-/** Runs a small internal command to completion and keeps its output (bounded). */
+/**
+ * Runs a small internal command to completion and keeps its output (bounded). It has no killer of its own (it
+ * is the killer's exec), so after `timeoutMs` its stream is cut and its exit code is unknown (null): nothing
+ * the runner waits on is without a limit.
+ */
 export async function capture(
   docker: Docker,
   sandboxId: string,
   argv: readonly string[],
+  timeoutMs: number,
   user?: string,
 ): Promise<CapturedExec> {
   const stdout = await OutputSink.open({ tailBytes: 64 * 1024 });
   const stderr = await OutputSink.open({ tailBytes: 64 * 1024 });
   const started = await startExec(docker, sandboxId, argv, {}, user, '/');
-  await pumpDockerStream(started.stream, stdout, stderr);
+  // The limit's timer is cancelled when the command ends: a pending one would keep the runner's process alive.
+  const cancel = new AbortController();
+  const ended = await Promise.race([
+    pumpDockerStream(started.stream, stdout, stderr).then(
+      () => true,
+      () => true,
+    ),
+    delay(timeoutMs, false, { signal: cancel.signal, ref: false }).catch(() => true),
+  ]);
+  cancel.abort();
+  if (!ended) started.stream.destroy();
   await Promise.all([stdout.close(), stderr.close()]);
   return {
-    exitCode: await exitCodeOf(started.exec, 100),
+    exitCode: ended ? await exitCodeOf(started.exec, 100) : null,
     stdout: stdout.tail.toString(),
     stderr: stderr.tail.toString(),
   };
@@ -185,7 +199,13 @@ export async function killMarked(
   try {
     for (let attempt = 0; attempt < KILLER_ATTEMPTS; attempt += 1) {
       try {
-        const result = await capture(docker, sandboxId, killerArgv(interpreter, marker, graceMs), user);
+        const result = await capture(
+          docker,
+          sandboxId,
+          killerArgv(interpreter, marker, graceMs),
+          graceMs + KILLER_REAP_MS,
+          user,
+        );
         if (result.exitCode === 0 || result.exitCode === 3) return;
         if (result.exitCode === 126 && restoreLimit === null) {
           // The exec could not start: a full pids limit (a fork bomb) leaves no pid for the killer. The limit

@@ -148,7 +148,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
     return { id: container.id, name };
   }
 
-  async exec(sandboxId: string, argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  async exec(sandboxId: string, argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
     if (argv.length === 0) throw new InternalError('SandboxRuntime.exec needs a command (argv is empty).');
     // The container's own user is the keeper's: an exec that names none runs as the sandbox's worker.
     const resolved = { ...options, user: options.user ?? (await this.execUser(sandboxId)) };
@@ -353,11 +353,16 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   private async sawNewOomKill(sandboxId: string): Promise<boolean> {
     let count: number | null = null;
     try {
-      const read = await capture(this.docker, sandboxId, [
-        '/bin/sh',
-        '-c',
-        'cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control',
-      ]);
+      const read = await capture(
+        this.docker,
+        sandboxId,
+        [
+          '/bin/sh',
+          '-c',
+          'cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control',
+        ],
+        10_000,
+      );
       const match = /^oom_kill (\d+)$/m.exec(read.stdout);
       if (match?.[1] !== undefined) count = Number(match[1]);
     } catch {

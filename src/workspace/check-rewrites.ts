@@ -6,7 +6,7 @@
  * with them. Untracked files a check leaves (build outputs, caches) are not touched.
  */
 import type { SandboxRuntime } from '../core/ports.js';
-import { sandboxGit } from './sandbox-git.js';
+import { SANDBOX_GIT_TIMEOUT_MS, sandboxGit } from './sandbox-git.js';
 
 /** At most this many of the changed paths are named in the result. */
 export const MAX_REWRITTEN_PATHS = 20;
@@ -25,13 +25,14 @@ export async function putBackTrackedChanges(
     runtime,
     sandboxId,
     ['diff', '--name-only', '-z', '--no-renames', 'HEAD', '--'],
-    {
-      signal,
-    },
+    { timeoutMs: SANDBOX_GIT_TIMEOUT_MS, signal },
   );
   const changed = diff.exitCode === 0 ? diff.stdoutTail.split('\0').filter(Boolean) : [];
   if (changed.length === 0) return { paths: [], count: 0 };
-  await sandboxGit(runtime, sandboxId, ['reset', '-q', '--hard', 'HEAD'], { signal });
+  await sandboxGit(runtime, sandboxId, ['reset', '-q', '--hard', 'HEAD'], {
+    timeoutMs: SANDBOX_GIT_TIMEOUT_MS,
+    signal,
+  });
   return { paths: changed.slice(0, MAX_REWRITTEN_PATHS), count: changed.length };
 }
 

@@ -116,7 +116,7 @@ export async function runDodChecks(
   const graceMs = options.graceMs ?? 5_000;
   // The status too is read with nothing of the worker's alive.
   let sweep = await endStrayProcesses(runtime, sandboxId, graceMs);
-  const status = await sandboxStatus(runtime, sandboxId);
+  const status = await sandboxStatus(runtime, sandboxId, options.signal);
   // An unreadable status counts as dirty: the run cannot be shown to test committed work.
   const ranOnDirtyTree = status.error !== null || status.changes.length > 0;
   const tailChars = options.tailChars ?? 4000;

@@ -18,7 +18,7 @@ import { resolveDodChecks } from './detect-dod-checks.js';
 import { runDodChecks } from './dod-checks.js';
 import { git, tryGit } from './git-command.js';
 import { removeTaskSandbox } from './remove-task-sandbox.js';
-import { sandboxGit } from './sandbox-git.js';
+import { SANDBOX_GIT_LOOKUP_MS, sandboxGit } from './sandbox-git.js';
 import { taskLayout } from './layout.js';
 import type { OwnershipApplier } from './permissions.js';
 import {
@@ -277,23 +277,29 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     });
   }
 
-  async checkedOutHead(sandboxId: string): Promise<string | null> {
+  async checkedOutHead(sandboxId: string, signal?: AbortSignal): Promise<string | null> {
     // git inside the sandbox (its repository is the worker's); the answer is only looked up, never trusted.
-    const result = await sandboxGit(this.runtime, sandboxId, [
-      'rev-parse',
-      '--verify',
-      '-q',
-      'HEAD^{commit}',
-    ]);
+    // A FIFO at .git/config or .git/HEAD blocks it: a short limit, and the task's stop ends it at once.
+    const result = await sandboxGit(
+      this.runtime,
+      sandboxId,
+      ['rev-parse', '--verify', '-q', 'HEAD^{commit}'],
+      { timeoutMs: SANDBOX_GIT_LOOKUP_MS, signal },
+    );
     const sandboxSha = result.stdoutTail.trim();
     if (result.exitCode !== 0 || !COMMIT_ID.test(sandboxSha)) return null;
     const commitMap = await readCommitMap(this.layout().commitMapPath);
     return commitMap.map[sandboxSha] ?? null;
   }
 
-  async preserveUncommitted(sandboxId: string): Promise<string | null> {
+  async preserveUncommitted(sandboxId: string, bounds: CheckBounds): Promise<string | null> {
     const workspace = this.workspace;
-    const result = await this.runtime.exec(sandboxId, ['bash', '-c', PRESERVE_SCRIPT], { timeoutMs: 60_000 });
+    // The worker's git files can block git in the sandbox and the host's fetch alike: both within the bounds.
+    const result = await this.runtime.exec(sandboxId, ['bash', '-c', PRESERVE_SCRIPT], {
+      timeoutMs: bounds.timeoutMs,
+      graceMs: 1_000,
+      ...(bounds.signal ? { signal: bounds.signal } : {}),
+    });
     if (result.exitCode === 3) return null;
     if (result.exitCode !== 0) return null;
     const ref = `refs/agent-runner/wip/${workspace.taskId}`;
@@ -303,6 +309,8 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       taskId: workspace.taskId,
       sourceRef: 'refs/agent-runner/wip',
       targetRef: ref,
+      timeoutMs: bounds.timeoutMs,
+      ...(bounds.signal ? { signal: bounds.signal } : {}),
     });
     return fetched.problem === null ? ref : null;
   }

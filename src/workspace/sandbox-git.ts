@@ -21,17 +21,28 @@ const HARDENING = [
   'status.showUntrackedFiles=all',
 ];
 
-/** Runs `git <args>` in /workspace inside the sandbox with a large output tail (the answers are parsed). */
+/**
+ * The limit of a git call that reads the whole tree (status, diff) in the sandbox. The worker owns every file
+ * git reads there: a FIFO at `.git/config` or `.git/HEAD` blocks git until this limit or the task's signal.
+ */
+export const SANDBOX_GIT_TIMEOUT_MS = 120_000;
+/** The limit of a git call that reads one ref (`rev-parse HEAD`): a blocked one says "unknown" soon. */
+export const SANDBOX_GIT_LOOKUP_MS = 20_000;
+
+/**
+ * Runs `git <args>` in /workspace inside the sandbox with a large output tail (the answers are parsed). The
+ * limit is required (the worker's files can block git for good); `signal` is Ctrl-C, SIGTERM, the wall clock.
+ */
 export function sandboxGit(
   runtime: SandboxRuntime,
   sandboxId: string,
   args: readonly string[],
-  options: { timeoutMs?: number; signal?: AbortSignal | undefined } = {},
+  options: { timeoutMs: number; signal?: AbortSignal | undefined },
 ): Promise<ExecResult> {
   return runtime.exec(sandboxId, ['git', ...HARDENING, '-C', SANDBOX_WORKDIR, ...args], {
     workdir: SANDBOX_WORKDIR,
     env: { ...sandboxGitEnvironment(), GIT_NO_REPLACE_OBJECTS: '1', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' },
-    timeoutMs: options.timeoutMs ?? 120_000,
+    timeoutMs: options.timeoutMs,
     tailBytes: 4 * 1024 * 1024,
     // Ctrl-C, SIGTERM, the wall clock: the facts' git calls in the sandbox stop with the task.
     ...(options.signal ? { signal: options.signal } : {}),
@@ -48,13 +59,14 @@ export interface UncommittedChange {
 export async function sandboxStatus(
   runtime: SandboxRuntime,
   sandboxId: string,
-  signal?: AbortSignal,
+  // Required: a caller must say which stop ends it (undefined only where nothing can stop the step).
+  signal: AbortSignal | undefined,
 ): Promise<{ changes: UncommittedChange[]; error: string | null }> {
   const result = await sandboxGit(
     runtime,
     sandboxId,
     ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames'],
-    { signal },
+    { timeoutMs: SANDBOX_GIT_TIMEOUT_MS, signal },
   );
   if (result.exitCode !== 0) {
     return {
@@ -80,7 +92,7 @@ export async function sandboxIgnoredFiles(
   runtime: SandboxRuntime,
   sandboxId: string,
   pathspec: string,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
 ): Promise<{ paths: string[]; error: string | null }> {
   const result = await sandboxGit(
     runtime,
@@ -95,7 +107,7 @@ export async function sandboxIgnoredFiles(
       '--',
       pathspec,
     ],
-    { signal },
+    { timeoutMs: SANDBOX_GIT_TIMEOUT_MS, signal },
   );
   if (result.exitCode !== 0) {
     return {

@@ -116,6 +116,8 @@ export async function fetchFromSandbox(options: {
   sourceRef: string;
   targetRef: string;
   signal?: AbortSignal;
+  /** The fetch's own limit (default: host git's); the finish after a stop gives a short one. */
+  timeoutMs?: number;
 }): Promise<{ problem: string | null }> {
   const layout = taskLayout(options.repoRoot, options.taskId);
   const checked = await sandboxGitDir(layout.sandboxRepoPath);
@@ -146,6 +148,7 @@ export async function fetchFromSandbox(options: {
         env: { GIT_CONFIG_SYSTEM: fetchConfig },
         config: { 'transfer.fsckObjects': 'true', 'protocol.file.allow': 'always', 'gc.auto': '0' },
         ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       },
     );
     return fetched.exitCode === 0 ? { problem: null } : failed(fetched.stderr.trim());

@@ -8,7 +8,13 @@ import { git, splitNul } from './git-command.js';
 import { STATE_DIR_NAME, taskLayout } from './layout.js';
 import type { DodResult } from './dod-checks.js';
 import { dodIsEvidenceOfDone } from './dod-checks.js';
-import { sandboxGit, sandboxIgnoredFiles, sandboxStatus, type UncommittedChange } from './sandbox-git.js';
+import {
+  SANDBOX_GIT_TIMEOUT_MS,
+  sandboxGit,
+  sandboxIgnoredFiles,
+  sandboxStatus,
+  type UncommittedChange,
+} from './sandbox-git.js';
 import { compileScope, type PathAccess, type Scope, type ScopeMatcher } from './scope.js';
 import type { SyncBackResult } from './sync-back.js';
 import { readCommitMap } from './workspace-state.js';
@@ -167,7 +173,7 @@ async function uncommittedNumstat(
     runtime,
     sandboxId,
     ['diff', '--numstat', '-z', '--no-renames', '--no-ext-diff', '--no-textconv', 'HEAD'],
-    { signal },
+    { timeoutMs: SANDBOX_GIT_TIMEOUT_MS, signal },
   );
   if (numstat.exitCode !== 0) return [];
   return splitNul(numstat.stdoutTail).map((line) => {

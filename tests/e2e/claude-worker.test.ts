@@ -265,7 +265,7 @@ describe('Claude Code as a worker, through the gateway (gateway-only)', () => {
       get(target, property, receiver) {
         if (property === 'exec')
           return (...[id, argv, options]: Parameters<DockerSandboxRuntime['exec']>) =>
-            target.exec(id, argv, { ...options, env: { ...options?.env, PATH: '/usr/bin:/bin' } });
+            target.exec(id, argv, { ...options, env: { ...options.env, PATH: '/usr/bin:/bin' } });
         const value: unknown = Reflect.get(target, property, receiver);
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },

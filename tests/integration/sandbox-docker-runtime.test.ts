@@ -80,44 +80,52 @@ describe('DockerSandboxRuntime', () => {
       'agent-runner.test': 'sandbox-docker-runtime',
     });
 
-    const id = await runtime.exec(sandbox.id, ['id', '-u']);
+    const id = await runtime.exec(sandbox.id, ['id', '-u'], { timeoutMs: 30_000 });
     expect(id.exitCode).toBe(0);
     expect(id.stdoutTail.trim()).toBe(String(UID));
 
-    const caps = await runtime.exec(sandbox.id, ['grep', '^CapEff:', '/proc/self/status']);
+    const caps = await runtime.exec(sandbox.id, ['grep', '^CapEff:', '/proc/self/status'], {
+      timeoutMs: 30_000,
+    });
     expect(caps.stdoutTail).toMatch(/^CapEff:\s+0+$/m);
 
-    const usr = await runtime.exec(sandbox.id, ['touch', '/usr/agent-runner-probe']);
+    const usr = await runtime.exec(sandbox.id, ['touch', '/usr/agent-runner-probe'], { timeoutMs: 30_000 });
     expect(usr.exitCode).not.toBe(0);
     expect(usr.stderrTail).toMatch(/Read-only file system|Permission denied/);
 
-    const socket = await runtime.exec(sandbox.id, ['ls', '/var/run/docker.sock', '/run/docker.sock']);
+    const socket = await runtime.exec(sandbox.id, ['ls', '/var/run/docker.sock', '/run/docker.sock'], {
+      timeoutMs: 30_000,
+    });
     expect(socket.exitCode).not.toBe(0);
     expect(socket.stderrTail).toMatch(/No such file or directory/);
 
-    const home = await runtime.exec(sandbox.id, [
-      'bash',
-      '-c',
-      'echo ok > "$HOME/probe" && echo ok > /tmp/probe && echo $HOME',
-    ]);
+    const home = await runtime.exec(
+      sandbox.id,
+      ['bash', '-c', 'echo ok > "$HOME/probe" && echo ok > /tmp/probe && echo $HOME'],
+      { timeoutMs: 30_000 },
+    );
     expect(home).toMatchObject({ exitCode: 0, stdoutTail: '/home/agent\n' });
 
     // Toolchains execute what they build under the temp dir (go test's test binaries): /tmp is not noexec, and
     // it is bounded (half the container's memory).
-    const tmpExec = await runtime.exec(sandbox.id, [
-      'bash',
-      '-c',
-      'printf "#!/bin/sh\\necho ran\\n" > /tmp/tool && chmod +x /tmp/tool && /tmp/tool && grep " /tmp " /proc/mounts',
-    ]);
+    const tmpExec = await runtime.exec(
+      sandbox.id,
+      [
+        'bash',
+        '-c',
+        'printf "#!/bin/sh\\necho ran\\n" > /tmp/tool && chmod +x /tmp/tool && /tmp/tool && grep " /tmp " /proc/mounts',
+      ],
+      { timeoutMs: 30_000 },
+    );
     expect(tmpExec.exitCode, tmpExec.stderrTail).toBe(0);
     expect(tmpExec.stdoutTail).toMatch(/^ran\n/);
     expect(tmpExec.stdoutTail).not.toMatch(/noexec/);
     expect(tmpExec.stdoutTail).toMatch(/size=\d+k/);
 
-    const init = await runtime.exec(sandbox.id, ['cat', '/proc/1/comm']);
+    const init = await runtime.exec(sandbox.id, ['cat', '/proc/1/comm'], { timeoutMs: 30_000 });
     expect(init.stdoutTail.trim()).toMatch(/docker-init|tini/);
 
-    const network = await runtime.exec(sandbox.id, ['cat', '/proc/net/dev']);
+    const network = await runtime.exec(sandbox.id, ['cat', '/proc/net/dev'], { timeoutMs: 30_000 });
     expect(network.stdoutTail).not.toMatch(/eth0/);
   });
 
@@ -151,7 +159,9 @@ describe('DockerSandboxRuntime', () => {
 
   it('writes files in /workspace owned by the sandbox user on the host', async () => {
     const { sandbox, workspace } = await startSandbox();
-    const result = await runtime.exec(sandbox.id, ['bash', '-c', 'echo hello > made-inside.txt']);
+    const result = await runtime.exec(sandbox.id, ['bash', '-c', 'echo hello > made-inside.txt'], {
+      timeoutMs: 30_000,
+    });
     expect(result.exitCode).toBe(0);
     const file = path.join(workspace, 'made-inside.txt');
     expect(await readFile(file, 'utf8')).toBe('hello\n');
@@ -174,6 +184,7 @@ describe('DockerSandboxRuntime', () => {
         '$(not run) ;',
       ],
       {
+        timeoutMs: 30_000,
         env: { GREETING: 'hi there' },
         workdir: '/tmp',
         stdoutPath,
@@ -196,7 +207,7 @@ describe('DockerSandboxRuntime', () => {
     expect(await readFile(stderrPath, 'utf8')).toBe('$(not run) ; hi there /tmp\n');
     expect(result.durationMs).toBeGreaterThan(0);
 
-    const failing = await runtime.exec(sandbox.id, ['bash', '-c', 'exit 7']);
+    const failing = await runtime.exec(sandbox.id, ['bash', '-c', 'exit 7'], { timeoutMs: 30_000 });
     expect(failing).toMatchObject({ exitCode: 7, oomKilled: false });
   });
 
@@ -208,7 +219,7 @@ describe('DockerSandboxRuntime', () => {
     const result = await runtime.exec(
       sandbox.id,
       ['bash', '-c', 'yes "$(printf "%099d" 0)" | head -n 500000; printf END'],
-      { stdoutPath, tailBytes: 4096, onStdoutLine: () => (lines += 1) },
+      { timeoutMs: 30_000, stdoutPath, tailBytes: 4096, onStdoutLine: () => (lines += 1) },
     );
     expect(result.exitCode).toBe(0);
     expect((await stat(stdoutPath)).size).toBe(50_000_003);
@@ -226,7 +237,7 @@ describe('DockerSandboxRuntime', () => {
     expect(result).toMatchObject({ exitCode: 124, timedOut: true, interrupted: false });
     expect(result.durationMs).toBeGreaterThanOrEqual(2000);
     expect(result.durationMs).toBeLessThan(10_000);
-    const ps = await runtime.exec(sandbox.id, ['ps', '-eo', 'pid,args']);
+    const ps = await runtime.exec(sandbox.id, ['ps', '-eo', 'pid,args'], { timeoutMs: 30_000 });
     expect(ps.exitCode).toBe(0);
     expect(ps.stdoutTail).not.toMatch(/sleep 300/);
     expect(ps.stdoutTail).toMatch(/sleep infinity/);
@@ -244,23 +255,27 @@ describe('DockerSandboxRuntime', () => {
     );
     expect(result).toMatchObject({ exitCode: 124, timedOut: true });
     expect(result.durationMs).toBeGreaterThanOrEqual(2000);
-    const ps = await runtime.exec(sandbox.id, ['ps', '-eo', 'pid,args']);
+    const ps = await runtime.exec(sandbox.id, ['ps', '-eo', 'pid,args'], { timeoutMs: 30_000 });
     expect(ps.stdoutTail).not.toMatch(/sleep 301/);
   });
 
   it('stops marked processes with the sh version of the killer too (images without bash)', async () => {
     const { sandbox } = await startSandbox();
     const marker = randomUUID();
-    const started = await runtime.exec(sandbox.id, [
-      'bash',
-      '-c',
-      `${EXEC_MARKER_VARIABLE}=${marker} setsid sleep 303 >/dev/null 2>&1 &`,
-    ]);
+    const started = await runtime.exec(
+      sandbox.id,
+      ['bash', '-c', `${EXEC_MARKER_VARIABLE}=${marker} setsid sleep 303 >/dev/null 2>&1 &`],
+      { timeoutMs: 30_000 },
+    );
     expect(started.exitCode).toBe(0);
-    expect((await runtime.exec(sandbox.id, ['ps', '-eo', 'args'])).stdoutTail).toMatch(/sleep 303/);
-    const killer = await runtime.exec(sandbox.id, killerArgv('/bin/sh', marker, 1000));
+    expect((await runtime.exec(sandbox.id, ['ps', '-eo', 'args'], { timeoutMs: 30_000 })).stdoutTail).toMatch(
+      /sleep 303/,
+    );
+    const killer = await runtime.exec(sandbox.id, killerArgv('/bin/sh', marker, 1000), { timeoutMs: 30_000 });
     expect(killer.exitCode).toBe(0);
-    expect((await runtime.exec(sandbox.id, ['ps', '-eo', 'args'])).stdoutTail).not.toMatch(/sleep 303/);
+    expect(
+      (await runtime.exec(sandbox.id, ['ps', '-eo', 'args'], { timeoutMs: 30_000 })).stdoutTail,
+    ).not.toMatch(/sleep 303/);
   });
 
   it('stops a command on abort and reports it interrupted', async () => {
@@ -268,10 +283,11 @@ describe('DockerSandboxRuntime', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 500);
     const result = await runtime.exec(sandbox.id, ['bash', '-c', 'setsid sleep 302 & sleep 302'], {
+      timeoutMs: 30_000,
       signal: controller.signal,
     });
     expect(result).toMatchObject({ exitCode: 130, interrupted: true, timedOut: false });
-    const ps = await runtime.exec(sandbox.id, ['ps', '-eo', 'pid,args']);
+    const ps = await runtime.exec(sandbox.id, ['ps', '-eo', 'pid,args'], { timeoutMs: 30_000 });
     expect(ps.stdoutTail).not.toMatch(/sleep 302/);
   });
 
@@ -287,7 +303,9 @@ describe('DockerSandboxRuntime', () => {
     );
     expect(bomb.timedOut).toBe(true);
     expect(bomb.stderrTail).toMatch(/fork: (retry: )?Resource temporarily unavailable/);
-    const after = await runtime.exec(sandbox.id, ['bash', '-c', 'echo alive; ps -e --no-headers | wc -l']);
+    const after = await runtime.exec(sandbox.id, ['bash', '-c', 'echo alive; ps -e --no-headers | wc -l'], {
+      timeoutMs: 30_000,
+    });
     expect(after.exitCode).toBe(0);
     expect(after.stdoutTail).toMatch(/^alive\n/);
     // The keeper, its init, ps, wc and bash: every sleep of the bomb is gone.
@@ -300,17 +318,21 @@ describe('DockerSandboxRuntime', () => {
     const { sandbox } = await startSandbox({ limits: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 64 } });
     // Hidden ways to stay: a stopped process named like the keeper, a non-dumpable one (its /proc entry is
     // root's), and a fork bomb without the exec marker (env -i) that takes every pid of the limit.
-    const planted = await runtime.exec(sandbox.id, [
-      'bash',
-      '-c',
+    const planted = await runtime.exec(
+      sandbox.id,
       [
-        `setsid bash -c 'exec -a "sleep infinity" sleep 401' >/dev/null 2>&1 &`,
-        'stopped=$!; sleep 0.2; kill -STOP $stopped',
-        `setsid python3 -c 'import ctypes,time; ctypes.CDLL(None).prctl(4,0,0,0,0); time.sleep(402)' >/dev/null 2>&1 &`,
-        `env -i /usr/bin/setsid /bin/bash -c 'while :; do sleep 403 & done' >/dev/null 2>&1 &`,
-        'sleep 2',
-      ].join('\n'),
-    ]);
+        'bash',
+        '-c',
+        [
+          `setsid bash -c 'exec -a "sleep infinity" sleep 401' >/dev/null 2>&1 &`,
+          'stopped=$!; sleep 0.2; kill -STOP $stopped',
+          `setsid python3 -c 'import ctypes,time; ctypes.CDLL(None).prctl(4,0,0,0,0); time.sleep(402)' >/dev/null 2>&1 &`,
+          `env -i /usr/bin/setsid /bin/bash -c 'while :; do sleep 403 & done' >/dev/null 2>&1 &`,
+          'sleep 2',
+        ].join('\n'),
+      ],
+      { timeoutMs: 30_000 },
+    );
     expect(planted.exitCode).toBe(0);
     // The attack ran: the bomb holds (nearly) every pid of the limit, as the engine counts them.
     const stats = (await docker.getContainer(sandbox.id).stats({ stream: false })) as {
@@ -319,7 +341,9 @@ describe('DockerSandboxRuntime', () => {
     expect(stats.pids_stats?.current ?? 0).toBeGreaterThanOrEqual(60);
     expect(await endStrayProcesses(runtime, sandbox.id, 500)).toBe('clean');
     // Every pid is free again: the next exec starts, and only the init and the keeper are left.
-    const after = await runtime.exec(sandbox.id, ['ps', '-eo', 'user:12,stat,args', '--no-headers']);
+    const after = await runtime.exec(sandbox.id, ['ps', '-eo', 'user:12,stat,args', '--no-headers'], {
+      timeoutMs: 30_000,
+    });
     expect(after.exitCode).toBe(0);
     const lines = after.stdoutTail.trim().split('\n');
     expect(after.stdoutTail).not.toMatch(/sleep 40[13]|python3/);
@@ -333,10 +357,12 @@ describe('DockerSandboxRuntime', () => {
 
   it('reports a command killed for exceeding the memory limit as oomKilled', async () => {
     const { sandbox } = await startSandbox({ limits: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 64 } });
-    const result = await runtime.exec(sandbox.id, ['bash', '-c', 'head -c 200m /dev/zero | tail']);
+    const result = await runtime.exec(sandbox.id, ['bash', '-c', 'head -c 200m /dev/zero | tail'], {
+      timeoutMs: 30_000,
+    });
     expect(result).toMatchObject({ exitCode: 137, oomKilled: true, signal: 'SIGKILL' });
     // A SIGKILL that is not an OOM is not reported as one, even though the container has seen an OOM.
-    const killed = await runtime.exec(sandbox.id, ['bash', '-c', 'kill -KILL $$']);
+    const killed = await runtime.exec(sandbox.id, ['bash', '-c', 'kill -KILL $$'], { timeoutMs: 30_000 });
     expect(killed).toMatchObject({ exitCode: 137, oomKilled: false });
   });
 
@@ -345,6 +371,8 @@ describe('DockerSandboxRuntime', () => {
     await runtime.remove(sandbox.id);
     expect(await runtime.list({ 'agent-runner.task': taskId })).toEqual([]);
     await runtime.remove(sandbox.id);
-    await expect(runtime.exec(sandbox.id, ['true'])).rejects.toThrow(/gone or not running/);
+    await expect(runtime.exec(sandbox.id, ['true'], { timeoutMs: 30_000 })).rejects.toThrow(
+      /gone or not running/,
+    );
   });
 });

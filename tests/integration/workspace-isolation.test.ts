@@ -128,6 +128,7 @@ describe('workspace isolation in a Docker sandbox', () => {
         'grep -rlaF -D skip --exclude-dir=proc --exclude-dir=sys -e "console.log(\\"app\\")" / 2>/dev/null; git cat-file --batch-all-objects --batch | grep -caF "console.log(\\"app\\")"',
       ],
       {
+        timeoutMs: 30_000,
         workdir: '/workspace',
         user: '0:0',
         tailBytes: 65536,
@@ -146,6 +147,7 @@ describe('workspace isolation in a Docker sandbox', () => {
           'grep -rlaF -D skip --exclude-dir=proc --exclude-dir=sys -e "$NEEDLE" / 2>/dev/null; echo objects=$(git cat-file --batch-all-objects --batch | grep -caF -e "$NEEDLE")',
         ],
         {
+          timeoutMs: 30_000,
           workdir: '/workspace',
           user: '0:0',
           tailBytes: 65536,

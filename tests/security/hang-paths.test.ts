@@ -1,0 +1,255 @@
+/**
+ * No phase without a time limit (real CLI, real codex, real container, scripted models). The worker plants what
+ * blocks a reader for good where the runner reads from the sandbox, and each task must still end within its
+ * `--timeout` + 30 s with its note, the documented exit code and no container:
+ * - a FIFO at `.git/config` (every git call in the sandbox, the facts first, blocks on it);
+ * - a FIFO at `.git/HEAD`, planted by the worker's own criterion check, so the read of the sandbox's head after
+ *   the checks (`git rev-parse --verify -q HEAD^{commit}`, which had no limit a stop could cut) blocks;
+ * - a FIFO at the file a criterion's check reads;
+ * - a DoD check that prints without end;
+ * - SIGTERM while the validation is blocked on the `.git/config` FIFO (exit 130, the note written).
+ * Each first shows its probe: the FIFO is there after the run and a plain read of it blocks.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { lstatSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  journalEvents,
+  labelledContainers,
+  readNote,
+  setupFaultTask,
+  startRunner,
+  command,
+  waitForJournalEvent,
+  type FaultTask,
+} from '../support/faults-harness.js';
+import { assessmentReply, runWorkerReply } from '../support/meta-replies.js';
+import { assistantMessage, type ScriptedReply } from '../support/scripted-responses-server.js';
+import { writeFileCommand } from '../support/task-repo.js';
+
+/** The task's wall clock in the tests that end on it, and what the task may take beyond it. */
+const TIMEOUT_S = 30;
+const SLACK_MS = 30_000;
+
+function yaml(dodCommand: string): string {
+  return [
+    'meta:',
+    '  requestTimeout: 10s',
+    '  maxRetries: 1',
+    'worker:',
+    '  timeout: 90s',
+    '  grace: 2s',
+    'limits:',
+    '  maxIterations: 1',
+    'dod:',
+    '  baseline: off',
+    '  checks:',
+    '    - name: check',
+    `      command: ${JSON.stringify(dodCommand)}`,
+    '',
+  ].join('\n');
+}
+
+/** plan_task with one criterion, checked by `check` (a command in the sandbox) when given. */
+function planReply(taskId: string, check?: string): string {
+  return [
+    'type: plan_task',
+    'version: 1',
+    'payload:',
+    `  task_id: ${taskId}`,
+    '  acceptance_criteria:',
+    '    - id: AC-1',
+    '      description: "The requested change is committed."',
+    '      type: functional',
+    '      critical: true',
+    ...(check ? ['      check:', '        kind: command', `        command: ${JSON.stringify(check)}`] : []),
+  ].join('\n');
+}
+
+interface HangRun {
+  task: FaultTask;
+  taskId: string;
+  code: number | null;
+  elapsedMs: number;
+  endedAt: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Starts `agent-runner run --json --timeout <timeout>` with a worker that runs `commands` (one codex turn
+ * each); `whileRunning` may act on the runner (SIGTERM) before it ends.
+ */
+async function runHangTask(options: {
+  name: string;
+  dod: string;
+  check?: string;
+  commands: string[];
+  timeout: string;
+  whileRunning?: (runner: ReturnType<typeof startRunner>, task: FaultTask, taskId: string) => Promise<void>;
+}): Promise<HangRun> {
+  const taskId = `sec-hang-${options.name}-${randomUUID().slice(0, 6)}`;
+  const task = await setupFaultTask(taskId, yaml(options.dod));
+  // The default network policy (gateway-only), as the rest of the security suite attacks.
+  delete task.env.AGENT_RUNNER_NETWORK;
+  task.chat.push(
+    { reply: planReply(taskId, options.check) },
+    { reply: runWorkerReply('Do the requested change and commit it.') },
+    { reply: assessmentReply(true, ['AC-1'], 'Checked the facts.') },
+  );
+  const replies: ScriptedReply[] = options.commands.map((cmd) => command(cmd));
+  replies.push({ kind: 'output', items: [assistantMessage('Done.')] });
+  task.responses.enqueue(...replies);
+  const started = Date.now();
+  const runner = startRunner(
+    ['run', '--prd', 'PRD.md', '--task-id', taskId, '--json', '--timeout', options.timeout],
+    { cwd: task.root, env: task.env },
+  );
+  await options.whileRunning?.(runner, task, taskId);
+  const { code } = await runner.exited;
+  return {
+    task,
+    taskId,
+    code,
+    elapsedMs: Date.now() - started,
+    endedAt: Date.now(),
+    stdout: runner.stdout(),
+    stderr: runner.stderr(),
+  };
+}
+
+/** The sandbox repository on the host (mounted at /workspace), where the worker's plants are. */
+const sandboxRepo = (run: HangRun) =>
+  path.join(run.task.root, '.agent-runner', 'sandboxes', run.taskId, 'repo');
+
+/** Whether `argv` is still running after `ms` (then it is killed): a plain reader blocked on a FIFO is. */
+async function stillRunningAfter(argv: string[], cwd: string, ms: number): Promise<boolean> {
+  const child = spawn(argv[0] as string, argv.slice(1), { cwd, detached: true, stdio: 'ignore' });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const result = await Promise.race([exited.then(() => false), delay(ms).then(() => true)]);
+  if (result) process.kill(-(child.pid as number), 'SIGKILL');
+  return result;
+}
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The FIFO is where the worker put it, and a plain read of it blocks. */
+async function expectBlockingFifo(run: HangRun, relative: string, reader: string[]): Promise<void> {
+  const planted = path.join(sandboxRepo(run), relative);
+  expect(lstatSync(planted, { throwIfNoEntry: false })?.isFIFO(), run.stderr.slice(-3000)).toBe(true);
+  expect(await stillRunningAfter(reader, sandboxRepo(run), 1500)).toBe(true);
+}
+
+/** Ended in time, NEEDS_REVIEW with the documented exit code, its note written, nothing left running. */
+async function expectEndedWithNote(run: HangRun, exitCode: number, withinMs: number): Promise<void> {
+  const summary = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
+  const events = journalEvents(run.task.root, run.taskId);
+  const startedAt = Date.parse(String(events[0]?.at));
+  const timeline = events
+    .map((event) => `${Date.parse(String(event.at)) - startedAt} ${event.type} ${String(event.to ?? '')}`)
+    .join('\n');
+  // From the task's start (its first event) to the runner's exit, as --timeout counts.
+  expect(run.endedAt - startedAt, timeline).toBeLessThan(withinMs);
+  expect(run.code, run.stderr.slice(-3000)).toBe(exitCode);
+  expect(summary.type).toBe('summary');
+  expect(summary.state).toBe('NEEDS_REVIEW');
+  const note = readNote(run.task.root, run.taskId);
+  expect(note).toContain('NEEDS_REVIEW');
+  expect(events.some((event) => event.type === 'note_written')).toBe(true);
+  expect(await labelledContainers(run.taskId, run.task.root)).toEqual([]);
+}
+
+/** The sandbox's head read as the runner reads it in the sandbox (the repository is the worker uid's here). */
+const PLAIN_HEAD_READ = ['git', '-c', 'safe.directory=*', 'rev-parse', '--verify', '-q', 'HEAD^{commit}'];
+const COMMIT_WORK = 'echo work > work.txt && git add -A && git commit -q -m "work"';
+const WALL_CLOCK_BOUND_MS = TIMEOUT_S * 1000 + SLACK_MS;
+
+describe('a worker that plants what blocks a reader cannot keep the task from ending', () => {
+  it('a FIFO at .git/config: the task ends at its --timeout with its note', async () => {
+    const run = await runHangTask({
+      name: 'config',
+      dod: 'true',
+      commands: [`${COMMIT_WORK} && rm .git/config && mkfifo .git/config && ls -l .git/config`],
+      timeout: `${TIMEOUT_S}s`,
+    });
+    await expectBlockingFifo(run, '.git/config', PLAIN_HEAD_READ);
+    await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
+  });
+
+  it("a FIFO at .git/HEAD planted by the worker's criterion check: the head read after the checks ends too", async () => {
+    const run = await runHangTask({
+      name: 'head',
+      dod: 'true',
+      check: 'bash check.sh',
+      commands: [`${writeFileCommand('check.sh', 'rm -f .git/HEAD && mkfifo .git/HEAD\n')}\n${COMMIT_WORK}`],
+      timeout: `${TIMEOUT_S}s`,
+    });
+    await expectBlockingFifo(run, '.git/HEAD', PLAIN_HEAD_READ);
+    // The check did run (it planted the FIFO from inside the checks, after the head was first read).
+    const checks = journalEvents(run.task.root, run.taskId).filter(
+      (event) => event.type === 'criteria_checks',
+    );
+    expect(checks.length, run.stderr.slice(-3000)).toBeGreaterThan(0);
+    await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
+  });
+
+  it('a FIFO at the file a criterion check reads: the check is cut at the wall clock', async () => {
+    const run = await runHangTask({
+      name: 'criterion',
+      dod: 'true',
+      check: 'cat data/input.txt',
+      commands: [`${COMMIT_WORK} && mkdir -p data && mkfifo data/input.txt`],
+      timeout: `${TIMEOUT_S}s`,
+    });
+    await expectBlockingFifo(run, 'data/input.txt', ['cat', 'data/input.txt']);
+    await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
+  });
+
+  it('a DoD check that prints without end: cut at the wall clock, its output bounded', async () => {
+    const run = await runHangTask({
+      name: 'dod',
+      dod: 'bash check.sh',
+      commands: [`${writeFileCommand('check.sh', 'yes endless-output\n')}\n${COMMIT_WORK}`],
+      timeout: `${TIMEOUT_S}s`,
+    });
+    // The probe: the check ran and printed what the worker wrote.
+    const dod = journalEvents(run.task.root, run.taskId).find((event) => event.type === 'dod') as
+      { dod: { results: { outputTail: string }[] } } | undefined;
+    expect(dod?.dod.results[0]?.outputTail, run.stderr.slice(-3000)).toContain('endless-output');
+    expect(dod?.dod.results[0]?.outputTail.length).toBeLessThan(100_000);
+    await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
+  });
+
+  it('SIGTERM while the validation is blocked on a FIFO at .git/config: exit 130 with the note', async () => {
+    let signalledAt = 0;
+    const run = await runHangTask({
+      name: 'sigterm',
+      dod: 'true',
+      commands: [`${COMMIT_WORK} && rm .git/config && mkfifo .git/config`],
+      timeout: '10m',
+      whileRunning: async (runner, task, taskId) => {
+        await waitForJournalEvent(
+          task.root,
+          taskId,
+          (event) => event.type === 'transition' && event.to === 'VALIDATING',
+          runner,
+          120_000,
+        );
+        // Blocked: nothing of the validation has finished a few seconds later.
+        await delay(3_000);
+        expect(journalEvents(task.root, taskId).some((event) => event.type === 'facts')).toBe(false);
+        signalledAt = Date.now();
+        runner.child.kill('SIGTERM');
+      },
+    });
+    await expectBlockingFifo(run, '.git/config', PLAIN_HEAD_READ);
+    expect(signalledAt).toBeGreaterThan(0);
+    const timeline = journalEvents(run.task.root, run.taskId)
+      .map((event) => `${Date.parse(String(event.at)) - signalledAt} ${event.type} ${String(event.to ?? '')}`)
+      .join('\n');
+    expect(run.endedAt - signalledAt, `${timeline}\n${run.stderr.slice(-2000)}`).toBeLessThan(SLACK_MS);
+    await expectEndedWithNote(run, 130, Number.POSITIVE_INFINITY);
+  });
+});
