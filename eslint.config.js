@@ -80,7 +80,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js', '**/*.mjs', 'bin/*'],
+    files: ['**/*.js', 'scripts/*.mjs', 'bin/*'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },
 );

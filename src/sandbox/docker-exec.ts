@@ -119,6 +119,9 @@ export async function pumpUntilEnd(
   const timer = setTimeout(() => stop('timeout'), Math.max(0, options.timeoutMs));
   const onAbort = (): void => stop('interrupt');
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  // A signal that fired while the exec was being created (the task's deadline passing during that round trip
+  // to the engine) sends no event any more: without this look the exec ran to its own limit.
+  if (options.signal?.aborted) onAbort();
 
   let pumpError: unknown = null;
   try {
