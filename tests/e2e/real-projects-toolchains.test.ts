@@ -3,9 +3,9 @@
  * through corepack (packageManager), a Python project whose pytest comes from a sandbox.dockerfile (Debian's
  * python3-pytest), and the same toolchain from a .devcontainer/devcontainer.json with a postCreateCommand.
  * Each ends COMPLETE with its DoD detected and passed. The two Python projects share one Dockerfile, so the
- * project image (and the worker layered on it) is built once and reused by the second. A project with go.mod,
- * pyproject.toml and Cargo.toml and no Dockerfile gets Go, Python and Rust from Debian's packages (the same
- * layer as tests/integration/toolchain-image.test.ts, so it is built once for both).
+ * project image (and the worker layered on it) is built once and reused by the second. (Go, Python and Rust
+ * from Debian's packages: tests/e2e/real-projects-debian-toolchains.test.ts, a file of its own so the two run
+ * side by side.)
  */
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -64,36 +64,6 @@ test('five', () => assert.ok(isNumber(5)));
     });
     expect(run.stderr).toContain('sandbox toolchain: pnpm 9.15.9 (packageManager, corepack)');
   });
-
-  it("Go, Python and Rust from Debian's packages (no Dockerfile): COMPLETE with go test, cargo test and pytest passed", async () => {
-    const root = realProjectRepo('rp-debian', {
-      '.gitignore': `${PYTHON_IGNORE}target/\nCargo.lock\n`,
-      'go.mod': 'module example.com/calc\n\ngo 1.22\n',
-      'calc.go': 'package calc\n\nfunc Add(a, b int) int { return a + b }\n',
-      'pyproject.toml': '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.pytest.ini_options]\n',
-      'calc.py': PYTHON_FILES['calc.py'],
-      'Cargo.toml': '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
-      'src/lib.rs':
-        'pub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n}\n',
-    });
-    const run = await runRealProject(root, `rp-debian-${Date.now()}`, {
-      'calc_test.go':
-        'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal("sum")\n\t}\n}\n',
-      'test_calc.py': PYTHON_FILES['test_calc.py'],
-    });
-    expect(run.summary?.state, run.stderr).toBe('COMPLETE');
-    expect(lastDod(run)).toMatchObject({
-      status: 'passed',
-      results: [
-        { command: 'go test ./...', status: 'passed' },
-        { command: 'cargo test', status: 'passed' },
-        { command: 'python3 -m pytest', status: 'passed' },
-      ],
-    });
-    expect(run.stderr).toContain('Go 1.22 (go.mod: 1.22; Debian bookworm-backports)');
-    expect(run.stderr).toContain('Rust with cargo (Cargo.toml; Debian rustc-web)');
-    // The layer's first build downloads Debian's packages: minutes, once per machine.
-  }, 900_000);
 
   it("Python in a venv (the README's set-up): the project installed into .venv, pytest run from it, COMPLETE", async () => {
     const root = realProjectRepo('rp-venv', {

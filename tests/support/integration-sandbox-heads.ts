@@ -1,5 +1,6 @@
 /**
- * The integration sandbox on real projects (real Docker, the toolchain image and set-up a task of each
+ * The cases of tests/integration/integration-sandbox-{python,go}.test.ts (one file each, so they run side by
+ * side). The integration sandbox on real projects (real Docker, the toolchain image and set-up a task of each
  * repository gets, detected as `run` detects them): Python with the project installed into a `.venv` by the
  * set-up, and Go from Debian's packages. For each, three heads in a row are checked in the one sandbox brought
  * to each in place (no second set-up): a change that keeps the tests green, then one that breaks them (red,
@@ -10,26 +11,12 @@ import { startDockerSide } from '../../src/compose/docker-side.js';
 import { loadConfig } from '../../src/config/load.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
-import { createTempRepo } from '../support/git-repo.js';
-import { startIntegrationSandbox } from '../support/integration-sandbox.js';
-import { VENV_IGNORE, VENV_PROJECT_FILES } from '../support/python-venv-project.js';
-import { taskContainers } from '../support/task-containers.js';
+import { createTempRepo } from './git-repo.js';
+import { startIntegrationSandbox } from './integration-sandbox.js';
+import { VENV_IGNORE, VENV_PROJECT_FILES } from './python-venv-project.js';
+import { taskContainers } from './task-containers.js';
 
-const docker = createDockerClient();
-const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
-const ids: { id: string; root: string }[] = [];
-// Kept until afterAll: a container lookup names its repository, which must still be there.
-const repos: { cleanup(): Promise<void> }[] = [];
-
-afterAll(async () => {
-  try {
-    for (const { id, root } of ids) expect(await taskContainers(`${id}--integration`, root)).toEqual([]);
-  } finally {
-    for (const repo of repos) await repo.cleanup();
-  }
-});
-
-interface Toolchain {
+export interface Toolchain {
   name: string;
   base: Record<string, string>;
   /** The file each head changes, and its passing, failing and repaired contents. */
@@ -38,7 +25,7 @@ interface Toolchain {
   failure: string;
 }
 
-const PYTHON: Toolchain = {
+export const PYTHON: Toolchain = {
   name: 'Python in a .venv',
   base: {
     '.gitignore': `__pycache__/\n.pytest_cache/\n${VENV_IGNORE}.agent-runner/\n`,
@@ -55,7 +42,7 @@ const PYTHON: Toolchain = {
   failure: 'assert -1 == 5',
 };
 
-const GO: Toolchain = {
+export const GO: Toolchain = {
   name: "Go from Debian's packages",
   base: {
     '.gitignore': '.agent-runner/\n',
@@ -73,10 +60,24 @@ const GO: Toolchain = {
   failure: 'Add(2, 3) = -1',
 };
 
-describe('the integration sandbox on real projects', () => {
-  it.each([PYTHON, GO])(
-    '$name: three heads in one sandbox, green, red for real, green',
-    async (toolchain) => {
+/** Registers the test of one toolchain: three heads checked in one integration sandbox. */
+export function describeHeadsInOneSandbox(toolchain: Toolchain): void {
+  const docker = createDockerClient();
+  const runtime = new DockerSandboxRuntime(docker, { version: '0.0.0-test' });
+  const ids: { id: string; root: string }[] = [];
+  // Kept until afterAll: a container lookup names its repository, which must still be there.
+  const repos: { cleanup(): Promise<void> }[] = [];
+
+  afterAll(async () => {
+    try {
+      for (const { id, root } of ids) expect(await taskContainers(`${id}--integration`, root)).toEqual([]);
+    } finally {
+      for (const repo of repos) await repo.cleanup();
+    }
+  });
+
+  describe('the integration sandbox on real projects', () => {
+    it(`${toolchain.name}: three heads in one sandbox, green, red for real, green`, async () => {
       const repo = await createTempRepo(toolchain.base, { prefix: 'ar-integ-tc-', autoCleanup: false });
       repos.push(repo);
       const config = await loadConfig({ repoRoot: repo.root, env: {} });
@@ -104,7 +105,6 @@ describe('the integration sandbox on real projects', () => {
       expect(results[1]?.dod.results[0]?.outputTail).toContain(toolchain.failure);
       const containers = await taskContainers(`${id}--integration`, repo.root);
       expect(containers).toHaveLength(1);
-    },
-    900_000,
-  );
-});
+    }, 900_000);
+  });
+}
