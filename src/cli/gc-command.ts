@@ -13,6 +13,7 @@ import { existsSync } from 'node:fs';
 import { removeNotStarted } from '../lifecycle/never-started.js';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
 import { taskLayout } from '../workspace/layout.js';
+import { capVolumesUnder, unmountCapVolume } from '../sandbox/cap-volume.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
 import { loadConfig } from '../config/load.js';
 import { runnerIsRoot, type OwnershipApplier } from '../workspace/permissions.js';
@@ -62,6 +63,7 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
   const applier = runnerIsRoot() ? undefined : await ownershipApplier(runtime, repository.root, env);
   const { tasks } = await listTasks(repository.root);
   const statusOf = new Map(tasks.map((task) => [task.taskId, task.status]));
+  await releaseStaleMounts(repository.root, tasks, dryRun, output);
   for (const task of tasks) {
     if (task.status === 'never_started') {
       sweepNotStarted(repository.root, task, options, output);
@@ -88,6 +90,30 @@ export async function gcCommand(options: GcCommandOptions, context: CommandConte
       output.out(
         `${verb} the worktree and sandbox of ${task.taskId} (${task.state}); branch ${task.branch} kept`,
       );
+  }
+}
+
+/**
+ * The capped file systems (hard disk caps) a runner that died left mounted: unmounted for every task whose
+ * runner is not alive; their images stay (a resume mounts them again, the sandbox's removal deletes them).
+ */
+async function releaseStaleMounts(
+  repoRoot: string,
+  tasks: readonly TaskEntry[],
+  dryRun: boolean,
+  output: CommandContext['output'],
+): Promise<void> {
+  for (const task of tasks) {
+    if (task.status === 'running' || task.status === 'unknown') continue;
+    const layout = taskLayout(repoRoot, task.taskId);
+    const mounted = [
+      ...(await capVolumesUnder(layout.sandboxDir)),
+      ...(await capVolumesUnder(layout.runDir)),
+    ];
+    for (const mountPath of mounted) {
+      if (!dryRun) await unmountCapVolume(mountPath);
+      output.out(`${dryRun ? 'would unmount' : 'unmounted'} ${mountPath} (task ${task.taskId}, runner gone)`);
+    }
   }
 }
 

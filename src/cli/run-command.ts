@@ -73,6 +73,7 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
     basis: summary.basis,
     criteria: summary.criteria,
     rootCause: summary.rootCause ?? null,
+    diskCaps: summary.diskCaps ?? null,
   };
 }
 

@@ -42,6 +42,7 @@ export class TaskTracker {
           if (this.sandboxId === args[0]) this.sandboxId = null;
         },
         checkDisk: async () => (await sandboxes.checkDisk?.()) ?? null,
+        diskCaps: () => sandboxes.diskCaps?.() ?? null,
       },
       worker: {
         type: worker.type,

@@ -207,12 +207,15 @@ export const configSchema = z
         pids: positiveInt.default(512),
         /**
          * How much the task's sandbox repository (work tree and .git) and its CODEX_HOME may grow while the
-         * sandbox runs (beyond their size when it was set up); watched, and the task ends NEEDS_REVIEW above.
+         * sandbox runs (beyond their size when it was set up); the task ends NEEDS_REVIEW when one is reached.
+         * `hard`: each lives on a file system of its own of that size (src/sandbox/cap-volume.ts) when the
+         * machine can make one; false (or a machine that cannot) watches the growth from the host instead.
          */
         disk: z
           .strictObject({
             repository: size('4g').default(4 * 1024 ** 3),
             codexHome: size('1g').default(1024 ** 3),
+            hard: z.boolean().default(true),
           })
           .prefault({}),
         network: networkPolicySchema.default('gateway-only'),

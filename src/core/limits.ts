@@ -9,6 +9,7 @@ import type { ReplayCap, Usage } from './types.js';
 import { totalTokens } from './usage.js';
 
 export type { Limits } from '../config/schema.js';
+export type { DiskCapKind, DiskCapKinds } from './records.js';
 
 /** What a project watches and hands its subtasks what is left of. */
 export type SpendingLimits = Pick<Limits, 'wallClock' | 'maxMetaCalls' | 'maxTokens' | 'maxCostUsd'>;
@@ -41,6 +42,8 @@ export interface DiskCapReached {
   limitBytes: number;
   grewBytes: number;
   path: string;
+  /** A hard cap: the directory's own file system filled up (writes past it failed in the sandbox). */
+  hard?: true;
 }
 
 const DISK_CAP_WORDS: Record<DiskCap, string> = {
@@ -132,10 +135,13 @@ export function usageReached(
 
 /** The disk cap in words, with its figures and the fix. */
 export function diskCapMessage(reason: DiskCapReached): string {
+  const how = reason.hard
+    ? ` and filled its file system, sized for its cap of ${formatSize(reason.limitBytes)} (writes past it failed in the sandbox), so the sandbox's processes were stopped`
+    : `, over its cap of ${formatSize(reason.limitBytes)}, so the sandbox's processes were stopped at once`;
   return (
-    `disk cap sandbox.disk.${reason.cap} reached: ${DISK_CAP_WORDS[reason.cap]} grew by ${formatSize(reason.grewBytes)}, ` +
-    `over its cap of ${formatSize(reason.limitBytes)}, so the sandbox's processes were stopped at once ` +
-    `(uncommitted files stay in ${reason.path}, not copied to your repository). ` +
+    `disk cap sandbox.disk.${reason.cap} reached: ${DISK_CAP_WORDS[reason.cap]} grew by ${formatSize(reason.grewBytes)}` +
+    `${how} ` +
+    `(uncommitted files stay in ${reason.hard ? `${reason.path}.img, the file system mounted at ${reason.path} while the task runs` : reason.path}, not copied to your repository). ` +
     `Find what wrote so much there, or raise sandbox.disk.${reason.cap} in agent-runner.yaml`
   );
 }

@@ -3,7 +3,7 @@
  * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
  */
 import type { AgentRunnerError } from '../errors.js';
-import type { DiskCapReached } from './limits.js';
+import type { DiskCapKinds, DiskCapReached } from './limits.js';
 import type { z } from 'zod';
 import type { Pattern } from '../patterns/pattern-library.js';
 import type {
@@ -343,12 +343,10 @@ export interface SandboxProviderPort {
   setUp(sandboxId: string): Promise<void>;
   /** Removes the sandbox (or keeps it, under --keep-sandbox). */
   stop(sandboxId: string): Promise<void>;
-  /**
-   * The disk cap the sandbox went over (its processes were then stopped at once): the one its watch saw, or,
-   * measured now, the one a run that ended before the watch's next look left behind. The task ends on it.
-   * Absent, or null: no cap reached (a provider without a disk watch).
-   */
+  /** The disk cap the sandbox went over (its processes stopped), seen by its watch or measured now; or null. */
   checkDisk?(): Promise<DiskCapReached | null>;
+  /** Each disk cap's kind (hard, or watched and why); null before the sandbox was created. */
+  diskCaps?(): DiskCapKinds | null;
 }
 
 /** An earlier task's note offered to the Meta-agent as memory: its title, its summary and where it is. */

@@ -248,6 +248,20 @@ export const rootCauseSchema = z.object({
   tests: testCountsSchema.optional(),
 });
 
+/**
+ * The kind of one disk cap a task got: `hard` (the directory is a file system of the cap's size: no write
+ * passes it) or `watched` (measured from the host, the sandbox stopped once past it) with the reason.
+ */
+export const diskCapKindSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('hard') }),
+  z.object({ kind: z.literal('watched'), reason: z.string() }),
+]);
+export type DiskCapKind = z.infer<typeof diskCapKindSchema>;
+
+/** The kind of each disk cap (`sandbox.disk.<cap>`) of a task's sandbox. */
+export const diskCapKindsSchema = z.object({ repository: diskCapKindSchema, codexHome: diskCapKindSchema });
+export type DiskCapKinds = z.infer<typeof diskCapKindsSchema>;
+
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export const taskSummarySchema = z.object({
   taskId: z.string(),
@@ -271,6 +285,8 @@ export const taskSummarySchema = z.object({
   criteria: z.array(criterionEvidenceSchema),
   /** Set when the task did not complete and a check failed (absent in journals of older versions). */
   rootCause: rootCauseSchema.nullable().optional(),
+  /** Which kind each disk cap was (absent: no sandbox was made, or a journal of an older version). */
+  diskCaps: diskCapKindsSchema.nullable().optional(),
 });
 
 /** What the worker reported while it ran (parsed from its event stream: attacker data, shown, never trusted). */

@@ -59,6 +59,7 @@ export async function finishTask(
     criteria: criteriaEvidence(loop.plan, latest, assessment),
     rootCause: state === 'COMPLETE' ? null : rootCauseOf(latest?.dod, latest?.criteriaChecks),
     baseline: loop.baseline,
+    diskCaps: loop.deps.sandboxes.diskCaps?.() ?? null,
   };
   let notePath: string | null = null;
   try {

@@ -3,6 +3,7 @@
  * from the loop's state by pure functions.
  */
 import type { AssessmentEvidence, PreparedTask } from './ports.js';
+import type { DiskCapKinds } from './records.js';
 import type { TaskState } from './task-state.js';
 import type {
   Assessment,
@@ -41,6 +42,8 @@ export interface TaskRecord {
   rootCause?: RootCause | null;
   /** The DoD on the base before any change (src/core/baseline.ts), when it ran. */
   baseline?: Baseline | null;
+  /** Which kind each disk cap of the sandbox was (absent: no sandbox was made). */
+  diskCaps?: DiskCapKinds | null;
 }
 
 /** The latest evidence the runs hold (a task that ended before validating in this attempt). */
@@ -108,5 +111,6 @@ export function summaryOf(
     basis: record.basis,
     criteria: record.criteria,
     rootCause: record.rootCause ?? null,
+    diskCaps: record.diskCaps ?? null,
   };
 }

@@ -7,6 +7,7 @@ import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { createDockerClient } from '../sandbox/docker-client.js';
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
+import { checkDiskCaps } from './disk-cap-check.js';
 import { checkDockerEngine, checkWorkerImage } from './docker-checks.js';
 import { failed, passed, type DoctorCheck } from './doctor-check.js';
 import { runInImage } from '../toolchain/run-in-image.js';
@@ -56,6 +57,7 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorCheck[]
 
   if (config)
     checks.push(await checkToolchain(config, repoRoot), await checkDefinitionOfDone(config, repoRoot));
+  checks.push(await checkDiskCaps(config));
   if (config) checks.push(...(await checkEndpoints(config, input)));
   return checks;
 }

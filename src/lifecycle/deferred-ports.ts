@@ -15,6 +15,9 @@ export interface DockerSidePorts {
 
 /** Ports that forward to the side once `ready` resolves; `workerType` is known before (it is config). */
 export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: string): DockerSidePorts {
+  // diskCaps() answers at once: from the side once it is there (a sandbox is created only then).
+  let side: DockerSidePorts | null = null;
+  ready.then((value) => (side = value)).catch(() => undefined);
   return {
     workspace: {
       prepare: () => {
@@ -37,6 +40,7 @@ export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: strin
       setUp: async (...args) => (await ready).sandboxes.setUp(...args),
       stop: async (...args) => (await ready).sandboxes.stop(...args),
       checkDisk: async () => (await ready).sandboxes.checkDisk?.() ?? null,
+      diskCaps: () => side?.sandboxes.diskCaps?.() ?? null,
     },
     worker: {
       type: workerType,

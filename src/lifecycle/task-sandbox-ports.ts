@@ -56,6 +56,7 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     // A runner that is not root cannot chown: a helper container applies the read-only ownership.
     ...ownershipApplier(runtime, { repoRoot, taskId, image }),
     ...(input.noReadOnly ? { noReadOnly: true } : {}),
+    diskCap: { capBytes: config.sandbox.disk.repository, hard: config.sandbox.disk.hard },
   });
   const sandboxes = new DockerSandboxProvider({
     runtime,

@@ -12,6 +12,7 @@ import { checkDetailText } from '../core/test-counts.js';
 import type { TaskRecord } from '../core/task-runner.js';
 import type { Baseline, CriterionEvidence, DodCheckResult, RunRecord, TaskFacts } from '../core/types.js';
 import { comparisonText } from '../core/baseline.js';
+import { diskCapsView } from './disk-caps-view.js';
 import { totalTokens } from '../core/usage.js';
 import {
   NOTE_LIMITS,
@@ -377,6 +378,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     startedAt: new Date(record.startedAt).toISOString(),
     finishedAt: new Date(record.finishedAt).toISOString(),
     runDir: code(record.runDir),
+    ...diskCapsView(record.diskCaps),
     question: record.question ? inlineText(record.question, NOTE_LIMITS.longLine) : '',
     error: errorView(record.error),
     preservedRef: record.preservedRef ? code(record.preservedRef) : '',

@@ -10,6 +10,9 @@
  * the free space fell by half of the smallest headroom left since the last walk, and at least every
  * `intervalMs` (2 s) otherwise. A walk of a huge tree takes time: the next periodic one waits at least four
  * times as long as the last took, so the watch spends at most about a fifth of one core on it.
+ *
+ * A hard cap (cap-volume.ts: the directory is a file system of the cap's size) needs no walk: no write passes
+ * it, and the watch only tells the task it was reached, when `statfs` finds less than {@link FULL_BYTES} free.
  */
 import { statfs } from 'node:fs/promises';
 import type { DiskCap, DiskCapReached } from '../core/limits.js';
@@ -19,6 +22,21 @@ export interface WatchedDirectory {
   cap: DiskCap;
   path: string;
   limitBytes: number;
+  /** The directory is a file system of its own, sized for the cap (a hard cap). */
+  hard?: boolean;
+}
+
+/** A hard-capped file system with less than this free is full: the cap was reached. */
+export const FULL_BYTES = 1024 ** 2;
+
+/** Used and free bytes of the file system holding `dir` (free as an unprivileged writer sees it). */
+async function fileSystemUse(dir: string): Promise<{ used: number; free: number } | null> {
+  try {
+    const info = await statfs(dir);
+    return { used: (info.blocks - info.bfree) * info.bsize, free: info.bavail * info.bsize };
+  } catch {
+    return null;
+  }
 }
 
 export interface DiskWatchOptions {
@@ -43,6 +61,7 @@ async function freeBytes(dir: string): Promise<number | null> {
 export class DiskWatch {
   private readonly baseline = new Map<DiskCap, number>();
   private watched: readonly WatchedDirectory[] = [];
+  private hardCapped: readonly WatchedDirectory[] = [];
   private readonly grew = new Map<DiskCap, number>();
   private freeAtLastWalk: (number | null)[] = [];
   private lastWalkEnded = 0;
@@ -67,12 +86,18 @@ export class DiskWatch {
    */
   async start(): Promise<void> {
     for (const dir of this.options.directories) {
+      if (dir.hard) {
+        const use = await fileSystemUse(dir.path);
+        if (use) this.baseline.set(dir.cap, use.used);
+        continue;
+      }
       const usage = await measureDiskUsage(dir.path, { ...this.bounds, budgetMs: 60_000 });
       if (!usage.complete) continue;
       this.baseline.set(dir.cap, usage.bytes);
       this.grew.set(dir.cap, 0);
     }
-    this.watched = this.options.directories.filter((dir) => this.baseline.has(dir.cap));
+    this.hardCapped = this.options.directories.filter((dir) => dir.hard && this.baseline.has(dir.cap));
+    this.watched = this.options.directories.filter((dir) => !dir.hard && this.baseline.has(dir.cap));
     this.freeAtLastWalk = await this.freeSpace();
     this.lastWalkEnded = Date.now();
     this.schedule();
@@ -94,12 +119,30 @@ export class DiskWatch {
    * caught here): the cap exceeded, if any.
    */
   async check(): Promise<DiskCapReached | null> {
-    if (!this.reached && this.baseline.size > 0) await this.walk();
+    if (!this.reached) await this.checkFull();
+    if (!this.reached && this.watched.length > 0) await this.walk();
     return this.reached;
   }
 
+  /** A hard-capped file system that is full: its cap was reached. */
+  private async checkFull(): Promise<void> {
+    for (const dir of this.hardCapped) {
+      if (this.reached) return;
+      const use = await fileSystemUse(dir.path);
+      if (!use || use.free >= FULL_BYTES) continue;
+      await this.exceeded({
+        code: 'disk',
+        cap: dir.cap,
+        limitBytes: dir.limitBytes,
+        grewBytes: Math.max(0, use.used - (this.baseline.get(dir.cap) ?? 0)),
+        path: dir.path,
+        hard: true,
+      });
+    }
+  }
+
   private schedule(): void {
-    if (this.stopped || this.watched.length === 0) return;
+    if (this.stopped || this.watched.length + this.hardCapped.length === 0) return;
     this.timer = setTimeout(() => void this.tick(), this.pollMs);
     // The watch never keeps the runner alive on its own.
     this.timer.unref();
@@ -116,6 +159,8 @@ export class DiskWatch {
 
   private async tick(): Promise<void> {
     if (this.stopped) return;
+    await this.checkFull();
+    if (this.stopped || this.watched.length === 0) return this.schedule();
     const sinceWalk = Date.now() - this.lastWalkEnded;
     let due = sinceWalk >= Math.max(this.intervalMs, 4 * this.lastWalkMs);
     if (!due && sinceWalk >= this.lastWalkMs) {

@@ -8,14 +8,22 @@ import { chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { DiskCapReached } from '../core/limits.js';
+import type { DiskCapKind, DiskCapKinds } from '../core/records.js';
 import type { MountSpec, SandboxNetwork, SandboxProviderPort, SandboxRuntime } from '../core/ports.js';
 import { AgentRunnerError } from '../errors.js';
 import { SANDBOX_WORKDIR } from '../workspace/layout.js';
 import type { WorkspaceMount } from '../workspace/prepare-task-workspace.js';
+import { mountCapVolume, unmountCapVolume } from './cap-volume.js';
 import { DiskWatch, type DiskWatchOptions } from './disk-watch.js';
 import { endStrayProcesses } from './stray-processes.js';
 
 export const CODEX_HOME_IN_SANDBOX = '/codex-home';
+
+/** The kind of a cap under `sandbox.disk.hard: false`. */
+export const DISABLED: DiskCapKind = {
+  kind: 'watched',
+  reason: 'sandbox.disk.hard is false in the configuration',
+};
 
 /** What the gateway (or, without it, the direct route) adds to the sandbox. */
 export interface SandboxModelAccess {
@@ -49,6 +57,7 @@ export interface DockerSandboxProviderOptions {
 
 export class DockerSandboxProvider implements SandboxProviderPort {
   private watch: DiskWatch | null = null;
+  private codexHomeCap: DiskCapKind | null = null;
 
   constructor(private readonly options: DockerSandboxProviderOptions) {}
 
@@ -62,6 +71,15 @@ export class DockerSandboxProvider implements SandboxProviderPort {
     const workspace = this.options.workspace();
     const codexHome = this.codexHomeHostPath();
     await mkdir(codexHome, { recursive: true });
+    this.codexHomeCap = config.sandbox.disk.hard
+      ? await mountCapVolume({
+          mountPath: codexHome,
+          capBytes: config.sandbox.disk.codexHome,
+          startBytes: 0,
+          startFiles: 0,
+          owner: workspace.workerUser,
+        })
+      : DISABLED;
     await chown(codexHome, workspace.workerUser.uid, workspace.workerUser.gid).catch(() => undefined);
     const info = await this.options.runtime.create({
       taskId: this.options.taskId,
@@ -119,10 +137,16 @@ export class DockerSandboxProvider implements SandboxProviderPort {
                 cap: 'repository' as const,
                 path: repository.hostPath,
                 limitBytes: config.sandbox.disk.repository,
+                hard: this.options.workspace().repositoryCap?.kind === 'hard',
               },
             ]
           : []),
-        { cap: 'codexHome', path: this.codexHomeHostPath(), limitBytes: config.sandbox.disk.codexHome },
+        {
+          cap: 'codexHome',
+          path: this.codexHomeHostPath(),
+          limitBytes: config.sandbox.disk.codexHome,
+          hard: this.codexHomeCap?.kind === 'hard',
+        },
       ],
       // Every process but the sandbox's init and keeper, at once: no grace for a writer.
       onExceeded: async () => void (await endStrayProcesses(runtime, sandboxId, 0)),
@@ -136,6 +160,15 @@ export class DockerSandboxProvider implements SandboxProviderPort {
     return (await this.watch?.check()) ?? null;
   }
 
+  /** Which kind each disk cap of the sandbox is; null before the sandbox was created. */
+  diskCaps(): DiskCapKinds | null {
+    if (!this.codexHomeCap) return null;
+    return {
+      repository: this.options.workspace().repositoryCap ?? DISABLED,
+      codexHome: this.codexHomeCap,
+    };
+  }
+
   async stop(sandboxId: string): Promise<void> {
     this.watch?.stop();
     if (this.options.keep) {
@@ -144,5 +177,14 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       return;
     }
     await this.options.runtime.remove(sandboxId);
+    // The images stay (resume mounts them again); the mounts go with the sandbox.
+    await this.releaseDisk();
+  }
+
+  /** Unmounts the capped file systems of the task (their images stay for a later run). */
+  async releaseDisk(): Promise<void> {
+    const repository = this.options.workspace().mounts.find((m) => m.containerPath === SANDBOX_WORKDIR);
+    await unmountCapVolume(this.codexHomeHostPath()).catch(() => undefined);
+    if (repository) await unmountCapVolume(repository.hostPath).catch(() => undefined);
   }
 }

@@ -56,6 +56,8 @@ export interface GitTaskWorkspaceOptions {
   applier?: OwnershipApplier;
   /** No worker runs in it: nothing read-only (see PrepareTaskWorkspaceOptions.noReadOnly). */
   noReadOnly?: boolean;
+  /** The sandbox repository's disk cap (see PrepareTaskWorkspaceOptions.diskCap). */
+  diskCap?: { capBytes: number; hard: boolean };
 }
 
 // Saves the sandbox's uncommitted work (tracked and untracked, ignored files aside) as a commit on
@@ -108,6 +110,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
       scope: this.options.scope,
       ...(this.options.applier ? { applier: this.options.applier } : {}),
       ...(this.options.noReadOnly ? { noReadOnly: true } : {}),
+      ...(this.options.diskCap ? { diskCap: this.options.diskCap } : {}),
       // The worktree is checked out while the sandbox starts and the first worker run goes on; every step
       // that brings commits back (observe, preserveUncommitted) awaits it first.
       deferWorktree: true,

@@ -8,12 +8,15 @@ import { existsSync } from 'node:fs';
 import { appendFile, readFile, stat, writeFile, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { MountSpec } from '../core/ports.js';
+import type { DiskCapKind } from '../core/records.js';
+import { removeCapVolume } from '../sandbox/cap-volume.js';
 import { UserError } from '../errors.js';
 import { git, splitNul, tryGit } from './git-command.js';
 import { inspectRepository } from './inspect-repository.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment, taskLayout, type TaskLayout } from './layout.js';
+import { mountRepositoryVolume, sandboxReusable } from './repository-volume.js';
 import { applyScopePermissions, guardIdsFor, type OwnershipApplier, type UserIds } from './permissions.js';
-import { fillSandboxRepository, initSandboxRepository, sandboxGitDir } from './sandbox-repository.js';
+import { fillSandboxRepository, initSandboxRepository } from './sandbox-repository.js';
 import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
 import { createSnapshot, type Snapshot } from './snapshot.js';
 import { addWorktree, worktreeNeeded } from './task-worktree.js';
@@ -53,6 +56,8 @@ export interface PrepareTaskWorkspaceOptions {
    * the worker's user is known), before the files are checked out into it: the container starts meanwhile.
    */
   onMountable?: (mount: WorkspaceMount) => void;
+  /** `sandbox.disk.repository` and `.hard`: the sandbox repository's capped file system (repository-volume.ts). */
+  diskCap?: { capBytes: number; hard: boolean };
 }
 
 /** The steps of a preparation, as the benchmark reports them. */
@@ -68,6 +73,8 @@ export interface WorkspaceMount {
   workdir: string;
   /** For SandboxSpec.env: lets git inside trust /workspace, which belongs to the guard uid. */
   env: Record<string, string>;
+  /** The kind of the sandbox repository's disk cap (absent: no cap was asked for). */
+  repositoryCap?: DiskCapKind;
 }
 
 /** Everything the runner needs to start the sandbox and, later, to sync and gather facts. */
@@ -201,44 +208,19 @@ async function ensureTaskBranch(
       : existingBranchHead;
 }
 
-/**
- * Whether the sandbox repository of an earlier run is reused. Refuses one made under other exclude rules, and a
- * directory there that this runner does not know.
- */
-async function sandboxReusable(
-  layout: TaskLayout,
-  previous: WorkspaceState | null,
-  options: PrepareTaskWorkspaceOptions,
-): Promise<boolean> {
-  const sandboxExists = existsSync(layout.sandboxRepoPath);
-  const reusable =
-    sandboxExists && previous !== null && (await sandboxGitDir(layout.sandboxRepoPath)).gitDir !== null;
-  if (reusable) {
-    if (JSON.stringify([...previous.exclude].sort()) !== JSON.stringify([...options.scope.exclude].sort())) {
-      throw new UserError(
-        'config_invalid',
-        `The exclude rules changed since the sandbox of task ${options.taskId} was made, so it may still hold files that are excluded now. ` +
-          `Its commits are already on ${layout.branch}; remove ${layout.sandboxDir} (uncommitted sandbox files are lost) and run again.`,
-      );
-    }
-  } else if (sandboxExists) {
-    throw new UserError(
-      'repository_invalid',
-      `${layout.sandboxRepoPath} exists but is not a sandbox this runner knows (no usable state in ${layout.runDir}). ` +
-        'Look at it, move it away and run again.',
-    );
-  }
-  return reusable;
-}
-
 /** What a sandbox is created with over the workspace: the sandbox repository at /workspace and git's settings. */
-function workspaceMount(layout: TaskLayout, workerUser: UserIds): WorkspaceMount {
+function workspaceMount(
+  layout: TaskLayout,
+  workerUser: UserIds,
+  repositoryCap?: DiskCapKind,
+): WorkspaceMount {
   return {
     runDir: layout.runDir,
     workerUser,
     mounts: [{ hostPath: layout.sandboxRepoPath, containerPath: SANDBOX_WORKDIR, readOnly: false }],
     workdir: SANDBOX_WORKDIR,
     env: sandboxGitEnvironment(),
+    ...(repositoryCap ? { repositoryCap } : {}),
   };
 }
 
@@ -264,6 +246,7 @@ async function makeSandboxRepository(preparation: SandboxPreparation): Promise<W
   // The directory was made by this call (and may be mounted already): when the snapshot or the sandbox
   // repository fails, it goes, so the next run does not find a directory it does not know.
   const removeMadeDirectory = async (error: unknown): Promise<never> => {
+    await removeCapVolume(layout.sandboxRepoPath).catch(() => undefined);
     await rm(layout.sandboxRepoPath, { recursive: true, force: true }).catch(() => undefined);
     throw error;
   };
@@ -336,10 +319,13 @@ export async function prepareTaskWorkspace(options: PrepareTaskWorkspaceOptions)
   const makeWorktree = await worktreeNeeded(repoRoot, layout);
   const branchHead = existingBranchHead ?? baseSha;
 
+  // An earlier run's capped file system holds its sandbox repository: mounted before it is looked at.
+  const earlierCap = await mountRepositoryVolume(layout, options, null);
   const reusable = await sandboxReusable(layout, previous, options);
   const workerUser = options.workerUser ?? (await workerUserFor(repoRoot));
   const guardUser = guardIdsFor(workerUser);
-  const mount = workspaceMount(layout, workerUser);
+  const made = earlierCap ?? (await mountRepositoryVolume(layout, options, { sha: branchHead }));
+  const mount = workspaceMount(layout, workerUser, made);
   if (!reusable) await mkdir(layout.sandboxRepoPath, { recursive: true });
   options.onMountable?.(mount);
 

@@ -6,6 +6,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { AgentRunnerError } from '../errors.js';
+import { capVolumesUnder, removeCapVolume } from '../sandbox/cap-volume.js';
 import { tryGit } from './git-command.js';
 import { taskLayout } from './layout.js';
 import { giveBackPlan, type OwnershipApplier } from './permissions.js';
@@ -21,6 +22,9 @@ export async function removeTaskSandbox(
   options: { applier?: OwnershipApplier } = {},
 ): Promise<void> {
   const layout = taskLayout(repoRoot, taskId);
+  // A capped file system (still mounted after a crash) goes first, image and all: the walk below never
+  // enters a mount, and the image is the sandbox repository's files.
+  for (const mounted of await capVolumesUnder(layout.sandboxDir)) await removeCapVolume(mounted);
   try {
     await rm(layout.sandboxDir, { recursive: true, force: true });
   } catch (error) {

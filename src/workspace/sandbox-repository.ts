@@ -3,7 +3,7 @@
  * container, whose history starts at the snapshot. After the worker has run, its `.git` is worker-controlled
  * data: the host only ever reads its task branch back with `git fetch` (see sync-back.ts).
  */
-import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentRunnerError } from '../errors.js';
 import { git, tryGit } from './git-command.js';
@@ -57,6 +57,11 @@ export async function fillSandboxRepository(options: {
 }): Promise<void> {
   const { sandboxRepoPath } = options;
   const cwd = sandboxRepoPath;
+  // On a file system of its own (a hard disk cap), pack-objects runs in the sandbox repository, reading the
+  // person's objects through the borrowing: it writes its temporary pack beside the objects of the repository
+  // it runs in, and a rename cannot cross file systems. Nothing has run in the new repository yet.
+  const packIn =
+    (await stat(options.repoRoot)).dev === (await stat(sandboxRepoPath)).dev ? options.repoRoot : cwd;
   await Promise.all([
     // Host git in the user's repository (trusted), writing into the fresh sandbox repository the host just
     // made: no worker has touched it yet. `--revs` with only the parentless snapshot: its commit, its trees
@@ -70,7 +75,7 @@ export async function fillSandboxRepository(options: {
         '--depth=0',
         path.join(sandboxRepoPath, '.git', 'objects', 'pack', 'pack'),
       ],
-      { cwd: options.repoRoot, input: `${options.snapshotSha}\n` },
+      { cwd: packIn, input: `${options.snapshotSha}\n` },
     ),
     // The person's own tree, before any worker ran: hooks and filters stay off (git-command), links stay links.
     git(['checkout', '-q', '-B', options.branch, options.snapshotSha], {

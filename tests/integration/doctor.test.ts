@@ -92,6 +92,7 @@ describe('agent-runner doctor', () => {
       'Git repository',
       'Toolchain',
       'Definition of Done',
+      'Disk caps',
       'Meta endpoint',
       'Worker endpoint (codex)',
     ]);

@@ -34,7 +34,8 @@ const FILE_MIB = 4;
 const MAX_RSS_MIB = 400;
 const MAX_FDS = 256;
 
-const YAML = `${HOSTILE_YAML}sandbox:\n  disk:\n    repository: ${CAP_MIB}m\n    codexHome: ${CAP_MIB}m\n`;
+/** The watched caps (the fallback where hard ones cannot be made), forced by `hard: false`. */
+const YAML = `${HOSTILE_YAML}sandbox:\n  disk:\n    repository: ${CAP_MIB}m\n    codexHome: ${CAP_MIB}m\n    hard: false\n`;
 
 /** Allocated bytes under `dir` as plain `du` counts them (0 when it does not exist yet). */
 async function du(dir: string): Promise<number> {
@@ -106,6 +107,7 @@ async function fillAttack(label: string, target: string, watched: (root: string,
     reason?: string;
     exitCode?: number;
     notePath?: string;
+    diskCaps?: unknown;
   };
   console.log(
     `disk-fill ${label}: ${Math.round((Date.now() - started) / 1000)} s, peak ${(seen.maxBytes / MiB).toFixed(1)} MiB, ` +
@@ -145,6 +147,9 @@ describe('filling the host disk through the sandbox mounts', () => {
     expect(attack.summary.reason).toContain(`disk cap sandbox.disk.${cap} reached`);
     expect(attack.summary.reason).toContain(`over its cap of ${CAP_MIB} MiB`);
     expect(attack.summary.reason).toContain(`raise sandbox.disk.${cap}`);
+    // The fallback is said: both caps watched, and why.
+    const fallback = { kind: 'watched', reason: 'sandbox.disk.hard is false in the configuration' };
+    expect(attack.summary.diskCaps).toEqual({ repository: fallback, codexHome: fallback });
     // The runner's bookkeeping: journal to the end, and the note, which says why.
     expect(events.at(-1)?.type).toBe('task_finished');
     expect(events.some((event) => event.type === 'note_written')).toBe(true);

@@ -1,0 +1,171 @@
+/**
+ * Hard disk caps against one big write: the worker runs `fallocate -l 1G` into the sandbox repository's `.git`
+ * (and `fallocate -l 512M` into CODEX_HOME) under caps of 64 MiB each. A watched cap cannot stop that: the
+ * blocks are taken in one system call. With hard caps each directory is a loop-mounted file system of its own,
+ * so the write fails in the sandbox (ENOSPC) and the host's disk holds no more than the cap and a few MiB.
+ *
+ * The probe is `du -x` of the repository's `.agent-runner` (allocated blocks: the image files, never the
+ * file systems mounted in it), sampled while the runner runs; it first proves it sees a `fallocate` on a plain
+ * host directory. After the task: NEEDS_REVIEW naming the cap, `--json` and the note say the cap was hard, no
+ * container, no mount and no loop device of the task is left.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import {
+  command,
+  journalEvents,
+  labelledContainers,
+  setupFaultTask,
+  startRunner,
+} from '../support/faults-harness.js';
+import { HOSTILE_YAML } from '../support/hostile-worker.js';
+import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
+import { assistantMessage } from '../support/scripted-responses-server.js';
+
+const run = promisify(execFile);
+const MiB = 1024 ** 2;
+const CAP_MIB = 64;
+/** What the task may add to the host's disk beyond its caps: its files, logs, the file systems' own metadata. */
+const SLACK_MIB = 8;
+
+const YAML = `${HOSTILE_YAML}sandbox:\n  disk:\n    repository: ${CAP_MIB}m\n    codexHome: ${CAP_MIB}m\n`;
+
+/** Allocated bytes under `dir` on its own file system only (`du -x`): a file system mounted below is not counted. */
+async function du(dir: string): Promise<number> {
+  const { stdout } = await run('du', ['-s', '-x', '-B1', dir]).catch((error: { stdout?: string }) => ({
+    stdout: error.stdout ?? '0',
+  }));
+  return Number(stdout.split(/\s/)[0]) || 0;
+}
+
+/** Every mount point and loop device backing file that names `fragment`. */
+async function leftovers(fragment: string): Promise<string[]> {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter((line) => line.includes(fragment));
+  const loops = (await run('losetup', ['-a'])).stdout.split('\n').filter((line) => line.includes(fragment));
+  return [...mounts, ...loops];
+}
+
+const root = (task: { root: string }) => path.join(task.root, '.agent-runner');
+
+interface Layout {
+  sandbox: string;
+  run: string;
+}
+
+/** Mounts a task's image read-only (the runner has unmounted it), reads it, unmounts it. */
+async function readImage<T>(image: string, read: (dir: string) => T): Promise<T> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ar-image-'));
+  await run('mount', ['-o', 'loop,ro,noexec,nosuid,nodev', image, dir]);
+  try {
+    return read(dir);
+  } finally {
+    await run('umount', [dir]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+const hardSupported = process.getuid?.() === 0;
+
+describe.skipIf(!hardSupported)('a hard disk cap against one fallocate far past it', () => {
+  it('the probe sees a fallocate on a plain host directory', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ar-probe-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const before = await du(dir);
+    await run('fallocate', ['-l', `${4 * CAP_MIB}M`, path.join(dir, 'x')]);
+    expect((await du(dir)) - before).toBeGreaterThanOrEqual(4 * CAP_MIB * MiB);
+  });
+
+  it.each([
+    {
+      cap: 'repository',
+      writer: 'fallocate -l 1G /workspace/.git/fill',
+      marker: '"$CODEX_HOME/exit"',
+      image: (layout: Layout) => `${layout.sandbox}/repo.img`,
+      other: (layout: Layout) => `${layout.run}/codex-home.img`,
+      file: '.git/fill',
+    },
+    {
+      cap: 'codexHome',
+      writer: 'fallocate -l 512M "$CODEX_HOME/fill"',
+      marker: '/workspace/exit',
+      image: (layout: Layout) => `${layout.run}/codex-home.img`,
+      other: (layout: Layout) => `${layout.sandbox}/repo.img`,
+      file: 'fill',
+    },
+    {
+      cap: 'repository',
+      writer: 'head -c 1G /dev/zero > /workspace/.git/fill',
+      marker: null,
+      image: (layout: Layout) => `${layout.sandbox}/repo.img`,
+      other: null,
+      file: '.git/fill',
+    },
+  ])('$writer fails in the sandbox and takes no more than the cap', async (attack) => {
+    const { cap, writer, marker, image, other, file } = attack;
+    const taskId = `sec-hardcap-${cap.toLowerCase()}-${randomUUID().slice(0, 6)}`;
+    const task = await setupFaultTask(taskId, YAML);
+    delete task.env.AGENT_RUNNER_NETWORK;
+    task.chat.push(
+      { reply: planReply(taskId, [{ id: 'AC-1', description: 'The requested change is committed.' }]) },
+      { reply: runWorkerReply('Do the requested change and commit it.') },
+      { reply: assessmentReply(true, ['AC-1'], 'Checked the facts.') },
+    );
+    // The exit status is kept in the other capped directory right after the one call (the sandbox's
+    // processes are stopped once the cap is seen, before the worker could report it); the sleep waits for that.
+    const script = `${writer}; echo "exit-$?" > ${marker ?? '/dev/null'}; sleep 30`;
+    task.responses.enqueue(command(script), { kind: 'output', items: [assistantMessage('Done.')] });
+    const runner = startRunner(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {
+      cwd: task.root,
+      env: task.env,
+    });
+    let peak = 0;
+    let gone = false;
+    void runner.exited.then(() => (gone = true));
+    while (!gone) {
+      peak = Math.max(peak, await du(root(task)));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const { code } = await runner.exited;
+    const final = await du(root(task));
+    console.log(
+      `hard cap ${cap}: host disk use of .agent-runner peak ${(peak / MiB).toFixed(1)} MiB, final ${(final / MiB).toFixed(1)} MiB`,
+    );
+    // Both caps at most, and a few MiB: the fallocate took no more of the host's disk.
+    expect(Math.max(peak, final), runner.stderr()).toBeLessThan((2 * CAP_MIB + SLACK_MIB) * MiB);
+    // The write failed inside the sandbox: what it left is under the cap, and its exit status was not 0.
+    const layout = {
+      sandbox: path.join(root(task), 'sandboxes', taskId),
+      run: path.join(root(task), 'runs', taskId),
+    };
+    const written = await readImage(image(layout), (dir) => statSync(path.join(dir, file)).size);
+    expect(written).toBeLessThan((CAP_MIB + SLACK_MIB) * MiB);
+    if (other && marker) {
+      const status = await readImage(other(layout), (dir) => readFileSync(path.join(dir, 'exit'), 'utf8'));
+      expect(status.trim()).toMatch(/^exit-[1-9]/);
+    }
+    expect(journalEvents(task.root, taskId).at(-1)?.type).toBe('task_finished');
+    // The task ended NEEDS_REVIEW on that cap, saying it was a hard one.
+    const summary = JSON.parse(runner.stdout().trim().split('\n').at(-1) ?? '{}') as {
+      state?: string;
+      reason?: string;
+      diskCaps?: Record<string, { kind: string }>;
+    };
+    expect(code, runner.stderr()).toBe(3);
+    expect(summary.state).toBe('NEEDS_REVIEW');
+    expect(summary.reason).toContain(`disk cap sandbox.disk.${cap} reached`);
+    expect(summary.reason).toContain('filled its file system');
+    expect(summary.diskCaps).toEqual({ repository: { kind: 'hard' }, codexHome: { kind: 'hard' } });
+    const note = readFileSync(path.join(root(task), `task-${taskId}.md`), 'utf8');
+    expect(note).toContain(`sandbox.disk.${cap}`);
+    expect(note).toMatch(/\| Disk caps \| repository: hard .*CODEX_HOME: hard/);
+    // Nothing of the task is left running or mounted.
+    expect(await labelledContainers(taskId, task.root)).toEqual([]);
+    expect(await leftovers(taskId)).toEqual([]);
+  });
+});
