@@ -39,7 +39,13 @@ export default tseslint.config(
               message: 'src/core imports ports, not adapters.',
             },
             {
-              group: ['../sandbox/*', '../meta/openai-*', '../workspace/git-*', '../worker/codex-*'],
+              group: [
+                '../sandbox/*',
+                '../meta/openai-*',
+                '../workspace/git-*',
+                '../workspace/git/*',
+                '../worker/codex-*',
+              ],
               message: 'src/core imports ports, not adapters.',
             },
             {

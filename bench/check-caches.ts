@@ -1,6 +1,6 @@
 /**
  * `npm run bench:check-caches`: repeated checks with and without the checks' sealed caches
- * (src/workspace/check-caches.ts), on a generated Go module (30 files with tests) in the hardened sandbox with
+ * (src/workspace/checks/check-caches.ts), on a generated Go module (30 files with tests) in the hardened sandbox with
  * Debian's Go layer. "Before": every `go test ./...` starts with an empty cache (a fresh HOME), as checks did.
  * "After": the baseline's run fills the warm cache, the keeper seals it, and each later check starts from a copy.
  * Three checks each, on the same tree (a check after a worker run that changed one file is shown too). Writes
@@ -16,9 +16,9 @@ import { createDockerClient } from '../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../src/sandbox/docker-runtime.js';
 import { resolveTaskImage } from '../src/toolchain/toolchain-image.js';
 import { VERSION } from '../src/version.js';
-import { sealCheckCaches } from '../src/workspace/check-caches.js';
-import { runDodChecks, type CheckCacheMode } from '../src/workspace/dod-checks.js';
-import { keeperIdsFor } from '../src/workspace/permissions.js';
+import { sealCheckCaches } from '../src/workspace/checks/check-caches.js';
+import { runDodChecks, type CheckCacheMode } from '../src/workspace/checks/dod-checks.js';
+import { keeperIdsFor } from '../src/workspace/scope/permissions.js';
 import { prepareTaskWorkspace } from '../src/workspace/prepare-task-workspace.js';
 import { git } from '../tests/support/task-repo.js';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { SandboxRuntime } from '../src/core/ports.js';
-import { defaultScope } from '../src/workspace/scope.js';
+import { defaultScope } from '../src/workspace/scope/scope.js';
 import {
   prepareTaskWorkspace,
   type PreparationStep,

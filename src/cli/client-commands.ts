@@ -17,7 +17,7 @@ import { EXIT_CODES, UserError } from '../errors.js';
 import { ServeClient, readServeInfo, type ServeInfo } from '../serve/api-client.js';
 import { isInRepository } from '../serve/repository-path.js';
 import { PACKAGE_ROOT } from '../version.js';
-import { inspectRepository } from '../workspace/inspect-repository.js';
+import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
 import { flagsLayer, summaryObject, type RunCommandOptions } from './run-command.js';

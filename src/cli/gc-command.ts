@@ -16,10 +16,10 @@ import { taskLayout } from '../workspace/layout.js';
 import { capVolumesUnder, unmountCapVolume } from '../sandbox/cap-volume.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
 import { loadConfig } from '../config/load.js';
-import { runnerIsRoot, type OwnershipApplier } from '../workspace/permissions.js';
+import { runnerIsRoot, type OwnershipApplier } from '../workspace/scope/permissions.js';
 import type { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
 import { VERSION } from '../version.js';
-import { inspectRepository } from '../workspace/inspect-repository.js';
+import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CommandContext } from './program.js';
 
 export interface GcCommandOptions {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
-import { inspectRepository } from '../workspace/inspect-repository.js';
+import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CommandContext } from './program.js';
 import { driveTask, flagsLayer, type RunCommandOptions } from './run-command.js';
 

@@ -9,7 +9,7 @@ import { newTaskSpec } from '../compose/new-task-spec.js';
 import { loadPrd } from '../prd/load-prd.js';
 import type { TaskSpec } from '../compose/task-spec.js';
 import type { TaskSummary } from '../core/types.js';
-import { inspectRepository } from '../workspace/inspect-repository.js';
+import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import { createProjectProgress } from '../parallel/project-progress.js';
 import type { ProjectHooks, ProjectOptions } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';

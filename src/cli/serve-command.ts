@@ -14,7 +14,7 @@ import { loadConfig } from '../config/load.js';
 import { parseDuration } from '../config/units.js';
 import { UserError } from '../errors.js';
 import { SERVE_FILE, type ServeInfo } from '../serve/api-client.js';
-import { inspectRepository } from '../workspace/inspect-repository.js';
+import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CommandContext } from './program.js';
 
 export const DEFAULT_SERVE_PORT = 7770;

@@ -7,7 +7,7 @@ import { cutAtWord } from '../core/failure-hints.js';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
 import { showControls } from '../notes/terminal-text.js';
 import { VERSION } from '../version.js';
-import { inspectRepository } from '../workspace/inspect-repository.js';
+import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CommandContext } from './program.js';
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The shapes of an ownership pass (src/workspace/ownership-pass.ts), which the sandbox runtime's port carries:
+ * The shapes of an ownership pass (src/workspace/scope/ownership-pass.ts), which the sandbox runtime's port carries:
  * the plan's steps and what a pass did.
  */
 /**

@@ -295,7 +295,7 @@ export interface TaskWorkspacePort {
    * wall clock) cuts the replay at once: it then rejects, and nothing after the cut reaches the branch.
    */
   observe(sandboxId: string, signal?: AbortSignal): Promise<TaskFacts>;
-  /** `warmCaches`: a trusted run (the baseline) that fills the checks' caches (src/workspace/check-caches.ts). */
+  /** `warmCaches`: a trusted run (the baseline) that fills the checks' caches (src/workspace/checks/check-caches.ts). */
   runDod(
     sandboxId: string,
     facts: Pick<TaskFacts, 'dirty'>,

@@ -1,6 +1,6 @@
 /**
  * Test counts in words, as the note, the progress and the summary show them. The counts are read from a
- * check's output by src/workspace/test-counts.ts; they are evidence for a person, never gated on.
+ * check's output by src/workspace/checks/test-counts.ts; they are evidence for a person, never gated on.
  */
 import type { TestCounts } from './types.js';
 

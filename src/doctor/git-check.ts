@@ -2,7 +2,7 @@
  * The repository check: agent-runner works on a git repository that has at least one commit (the task branch
  * starts from HEAD).
  */
-import { tryGit } from '../workspace/git-command.js';
+import { tryGit } from '../workspace/git/git-command.js';
 import { failed, passed, type DoctorCheck } from './doctor-check.js';
 
 const NAME = 'Git repository';

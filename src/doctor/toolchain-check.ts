@@ -7,7 +7,7 @@
  */
 import type { Config } from '../config/schema.js';
 import { detectSystemToolchains, systemLayerPlan } from '../toolchain/system-toolchains.js';
-import { resolveDodChecks } from '../workspace/detect-dod-checks.js';
+import { resolveDodChecks } from '../workspace/checks/detect-dod-checks.js';
 import { failed, passed, type DoctorCheck } from './doctor-check.js';
 
 export async function checkToolchain(config: Config, repoRoot: string): Promise<DoctorCheck> {

@@ -7,12 +7,12 @@
 import type { Config } from '../config/schema.js';
 import type { SetupCommandReport } from '../core/events.js';
 import type { MountSpec, OwnershipEntry, SandboxRuntime } from '../core/ports.js';
-import type { OwnershipApplier } from '../workspace/permissions.js';
+import type { OwnershipApplier } from '../workspace/scope/permissions.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { DockerSandboxProvider } from '../sandbox/docker-sandbox-provider.js';
 import { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { SANDBOX_WORKDIR, taskLayout } from '../workspace/layout.js';
-import { defaultScope, mergeScope } from '../workspace/scope.js';
+import { defaultScope, mergeScope } from '../workspace/scope/scope.js';
 
 export interface TaskSandboxInput {
   runtime: SandboxRuntime;

@@ -5,10 +5,10 @@
  * worktree when the last observation found it clean (the runner never runs git inside it on the host).
  */
 import { rm } from 'node:fs/promises';
-import { tryGit } from '../workspace/git-command.js';
+import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
-import type { OwnershipApplier } from '../workspace/permissions.js';
-import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
+import type { OwnershipApplier } from '../workspace/scope/permissions.js';
+import { removeTaskSandbox } from '../workspace/sandbox-repo/remove-task-sandbox.js';
 import type { TaskEntry } from './task-inventory.js';
 
 export interface WorktreeVerdict {

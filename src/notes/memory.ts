@@ -13,7 +13,7 @@ import { lstat, open, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { MemoryEntry } from '../core/ports.js';
 import { isValidTaskId } from '../core/task-id.js';
-import { splitNul, tryGit } from '../workspace/git-command.js';
+import { splitNul, tryGit } from '../workspace/git/git-command.js';
 import { STATE_DIR_NAME, taskLayout } from '../workspace/layout.js';
 import { noteDigest, recordedNoteDigests } from './note-digest.js';
 

@@ -12,7 +12,7 @@ import type { TaskFacts } from '../core/types.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
-import { git, tryGit } from '../workspace/git-command.js';
+import { git, tryGit } from '../workspace/git/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
 import { startSandboxSession } from '../core/sandbox-session.js';
 import type { SubtaskCriteria } from './ports.js';

@@ -13,7 +13,7 @@ import type { SandboxRuntime } from '../core/ports.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { previousAttempt, readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { taskLayout } from '../workspace/layout.js';
-import { resolveCommit } from '../workspace/tree-entries.js';
+import { resolveCommit } from '../workspace/git/tree-entries.js';
 import { combinedCheck } from './combined-sandbox.js';
 import { GitIntegrationBranch, type IntegrationBranchOptions } from './integration-branch.js';
 import { IntegrationSandbox } from './integration-sandbox.js';

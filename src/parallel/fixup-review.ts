@@ -5,7 +5,7 @@
  */
 import type { DodOutcome, TaskSummary } from '../core/types.js';
 import type { FactsForAssessment } from '../meta/meta-context.js';
-import { compileGlobs } from '../workspace/glob.js';
+import { compileGlobs } from '../workspace/scope/glob.js';
 import type { FileChange } from './ports.js';
 import type { PlannedSubtask } from './project-events.js';
 

@@ -8,9 +8,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors.js';
-import { git, splitNul, tryGit, type GitCommandOptions } from '../workspace/git-command.js';
+import { git, splitNul, tryGit, type GitCommandOptions } from '../workspace/git/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
-import { resolveCommit } from '../workspace/tree-entries.js';
+import { resolveCommit } from '../workspace/git/tree-entries.js';
 import type { CombinedCheck } from './project-events.js';
 import type { FileChange, IntegrationPort, MergeResult, SubtaskCriteria } from './ports.js';
 

@@ -29,15 +29,18 @@ import {
   sealSetupOutputs,
   type ReuseRefusal,
 } from '../sandbox/setup-outputs.js';
-import { git, tryGit } from '../workspace/git-command.js';
-import { inspectRepository } from '../workspace/inspect-repository.js';
+import { git, tryGit } from '../workspace/git/git-command.js';
+import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import { taskLayout } from '../workspace/layout.js';
-import { removeTaskSandbox } from '../workspace/remove-task-sandbox.js';
-import { keeperIdsFor } from '../workspace/permissions.js';
-import { SANDBOX_GIT_TIMEOUT_MS, sandboxGit, sandboxStatus } from '../workspace/sandbox-git.js';
-import { fillSandboxRepository, initSandboxRepository } from '../workspace/sandbox-repository.js';
-import { compileScope, defaultScope, mergeScope } from '../workspace/scope.js';
-import { createSnapshot } from '../workspace/snapshot.js';
+import { removeTaskSandbox } from '../workspace/sandbox-repo/remove-task-sandbox.js';
+import { keeperIdsFor } from '../workspace/scope/permissions.js';
+import { SANDBOX_GIT_TIMEOUT_MS, sandboxGit, sandboxStatus } from '../workspace/sandbox-repo/sandbox-git.js';
+import {
+  fillSandboxRepository,
+  initSandboxRepository,
+} from '../workspace/sandbox-repo/sandbox-repository.js';
+import { compileScope, defaultScope, mergeScope } from '../workspace/scope/scope.js';
+import { createSnapshot } from '../workspace/sandbox-repo/snapshot.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { runCombinedChecks } from './combined-sandbox.js';
 import type { SubtaskCriteria } from './ports.js';
@@ -280,7 +283,7 @@ export class IntegrationSandbox {
 
   /**
    * On the project's base only (the person's code, before any subtask's), the DoD fills the checks' caches and
-   * they are sealed, as a task's baseline does (src/workspace/check-caches.ts): every later check starts from a
+   * they are sealed, as a task's baseline does (src/workspace/checks/check-caches.ts): every later check starts from a
    * copy (Go's build cache, pip's). Its result is not evidence of anything and is not kept.
    */
   private async warmCaches(

@@ -5,8 +5,8 @@
  * never run (or wait to merge) at the same time, so a merge never meets a conflict the plan could have
  * avoided.
  */
-import { patternsOverlap } from '../workspace/glob-overlap.js';
-import { compileScope, type ScopeMatcher } from '../workspace/scope.js';
+import { patternsOverlap } from '../workspace/scope/glob-overlap.js';
+import { compileScope, type ScopeMatcher } from '../workspace/scope/scope.js';
 
 /** Where a subtask is in its life. `reviewing` and `merging`: its gate passed, its branch is not merged yet. */
 export const SUBTASK_STATES = [
@@ -53,7 +53,7 @@ function writeMatcher(scope: readonly string[]): ScopeMatcher {
 
 /**
  * A path both scopes may write, or null: a file of the base tree both match (the fast path), else a path
- * some pattern of each could match (src/workspace/glob-overlap.ts: judged on the patterns, so files that do not
+ * some pattern of each could match (src/workspace/scope/glob-overlap.ts: judged on the patterns, so files that do not
  * exist yet count). A witness the real matchers refuse (a `!pattern` took it away) is still an overlap: the
  * scheduler would rather run two subtasks one after the other than let their merge conflict.
  */

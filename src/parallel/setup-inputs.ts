@@ -5,7 +5,7 @@
  * reads other files (a script that reads a list of its own) is not seen: `parallel.checkSandbox: fresh` makes a
  * fresh sandbox, set-up included, for every combined check.
  */
-import { git } from '../workspace/git-command.js';
+import { git } from '../workspace/git/git-command.js';
 
 /** File names the toolchains' set-ups read (npm, pnpm, yarn, bun, Go, Python, Rust, Ruby, Java, PHP). */
 const SETUP_INPUT_NAMES = new Set([

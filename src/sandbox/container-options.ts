@@ -8,7 +8,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { MountSpec, SandboxNetwork, SandboxSpec } from '../core/ports.js';
 import { InternalError } from '../errors.js';
-import { keeperIdsFor } from '../workspace/permissions.js';
+import { keeperIdsFor } from '../workspace/scope/permissions.js';
 
 /** Label keys every sandbox carries; `task` and `pid`/`hostname` let a later run find orphans. */
 export const SANDBOX_LABELS = {

@@ -1,7 +1,7 @@
 /**
  * Applies an ownership plan to a host directory from a short-lived helper container, for a runner that is not
  * root and so cannot chown on the host. The helper runs a fixed script (the descriptor pass of
- * src/workspace/ownership-pass.ts, with the image's own node) over a manifest: no model or worker text is
+ * src/workspace/scope/ownership-pass.ts, with the image's own node) over a manifest: no model or worker text is
  * ever executed. It runs as root with only CAP_CHOWN, CAP_FOWNER and CAP_DAC_OVERRIDE, no network, a
  * read-only root filesystem, and only two mounts: the directory to fix and the manifest (read-only). Like on
  * the host, no link is followed and a step whose entry changed since the listing is skipped and reported.
@@ -12,7 +12,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import type { OwnershipEntry, OwnershipPassReport } from '../core/ports.js';
 import { EnvironmentError } from '../errors.js';
-import { ownershipPassScript } from '../workspace/ownership-pass.js';
+import { ownershipPassScript } from '../workspace/scope/ownership-pass.js';
 import type { SandboxOwner } from './container-options.js';
 import { runOneShotContainer } from './one-shot-container.js';
 

@@ -5,7 +5,7 @@
  */
 import { loadConfig } from '../config/load.js';
 import { MAX_PRD_BYTES, prdFromBytes } from '../prd/load-prd.js';
-import { compileGlobs } from '../workspace/glob.js';
+import { compileGlobs } from '../workspace/scope/glob.js';
 import { checkApiOverrides } from './api-config-overrides.js';
 import { readRepositoryFile } from './repository-path.js';
 

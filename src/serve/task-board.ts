@@ -16,7 +16,7 @@ import { JournalTailCache } from '../lifecycle/journal-tail-cache.js';
 import { hasTaskFiles, listTasks, readTask } from '../lifecycle/task-inventory.js';
 import { checkClientInputs } from './client-inputs.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
-import { tryGit } from '../workspace/git-command.js';
+import { tryGit } from '../workspace/git/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { StartTaskRequest } from './api-schemas.js';
 import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';

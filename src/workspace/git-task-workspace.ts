@@ -13,27 +13,27 @@ import type {
   MissingProgram,
 } from '../core/ports.js';
 import type { AcceptanceCriterion, CriterionCheckResult, DodOutcome, TaskFacts } from '../core/types.js';
-import { runCriteriaChecks } from './criteria-checks.js';
-import { resolveDodChecks } from './detect-dod-checks.js';
-import { runDodChecks } from './dod-checks.js';
-import { git, tryGit } from './git-command.js';
-import { removeTaskSandbox } from './remove-task-sandbox.js';
-import { SANDBOX_GIT_LOOKUP_MS, sandboxGit } from './sandbox-git.js';
+import { runCriteriaChecks } from './checks/criteria-checks.js';
+import { resolveDodChecks } from './checks/detect-dod-checks.js';
+import { runDodChecks } from './checks/dod-checks.js';
+import { git, tryGit } from './git/git-command.js';
+import { removeTaskSandbox } from './sandbox-repo/remove-task-sandbox.js';
+import { SANDBOX_GIT_LOOKUP_MS, sandboxGit } from './sandbox-repo/sandbox-git.js';
 import { taskLayout } from './layout.js';
-import type { OwnershipApplier } from './permissions.js';
+import type { OwnershipApplier } from './scope/permissions.js';
 import {
   prepareTaskWorkspace,
   type PreparedWorkspace,
   type WorkspaceMount,
 } from './prepare-task-workspace.js';
-import { scopeStatement } from './scope-statement.js';
-import type { Scope } from './scope.js';
-import { fetchFromSandbox, syncBack } from './sync-back.js';
+import { scopeStatement } from './scope/scope-statement.js';
+import type { Scope } from './scope/scope.js';
+import { fetchFromSandbox, syncBack } from './sandbox-repo/sync-back.js';
 import { collectFacts } from './task-facts.js';
 import { readCommitMap } from './workspace-state.js';
-import { missingPrograms } from './preflight.js';
-import { sealCheckCaches } from './check-caches.js';
-import { keeperIdsFor } from './permissions.js';
+import { missingPrograms } from './checks/preflight.js';
+import { sealCheckCaches } from './checks/check-caches.js';
+import { keeperIdsFor } from './scope/permissions.js';
 import { userField } from '../sandbox/container-options.js';
 
 /** A full commit id (SHA-1 or SHA-256). */

@@ -2,7 +2,7 @@
  * The workspace adapter: task branch and worktree, the sandbox repository with scope applied, bringing
  * commits back, facts and DoD checks. See docs/isolation.md for what is guaranteed and what it costs.
  */
-export { inspectRepository, type RepositoryInfo } from './inspect-repository.js';
+export { inspectRepository, type RepositoryInfo } from './git/inspect-repository.js';
 export {
   prepareTaskWorkspace,
   type PrepareTaskWorkspaceOptions,
@@ -14,7 +14,7 @@ export {
   type SyncBackOptions,
   type SyncBackResult,
   type ReplayedCommit,
-} from './sync-back.js';
+} from './sandbox-repo/sync-back.js';
 export {
   collectFacts,
   type CollectFactsOptions,
@@ -29,14 +29,14 @@ export {
   type DodResult,
   type DodStatus,
   type RunDodChecksOptions,
-} from './dod-checks.js';
+} from './checks/dod-checks.js';
 export {
   detectDodChecks,
   resolveDodChecks,
   type DetectedDodChecks,
   type ResolvedDodChecks,
-} from './detect-dod-checks.js';
-export { scopeStatement } from './scope-statement.js';
+} from './checks/detect-dod-checks.js';
+export { scopeStatement } from './scope/scope-statement.js';
 export {
   compileScope,
   defaultScope,
@@ -44,7 +44,7 @@ export {
   type Scope,
   type ScopeMatcher,
   type PathAccess,
-} from './scope.js';
+} from './scope/scope.js';
 export { taskLayout, SANDBOX_WORKDIR, sandboxGitEnvironment, type TaskLayout } from './layout.js';
-export type { UserIds } from './permissions.js';
-export { removeTaskSandbox } from './remove-task-sandbox.js';
+export type { UserIds } from './scope/permissions.js';
+export { removeTaskSandbox } from './sandbox-repo/remove-task-sandbox.js';

@@ -11,16 +11,21 @@ import type { MountSpec } from '../core/ports.js';
 import type { DiskCapKind } from '../core/records.js';
 import { removeCapVolume } from '../sandbox/cap-volume.js';
 import { UserError } from '../errors.js';
-import { git, splitNul, tryGit } from './git-command.js';
-import { inspectRepository } from './inspect-repository.js';
+import { git, splitNul, tryGit } from './git/git-command.js';
+import { inspectRepository } from './git/inspect-repository.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment, taskLayout, type TaskLayout } from './layout.js';
-import { mountRepositoryVolume, sandboxReusable } from './repository-volume.js';
-import { applyScopePermissions, guardIdsFor, type OwnershipApplier, type UserIds } from './permissions.js';
-import { fillSandboxRepository, initSandboxRepository } from './sandbox-repository.js';
-import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
-import { createSnapshot, type Snapshot } from './snapshot.js';
-import { addWorktree, worktreeNeeded } from './task-worktree.js';
-import { resolveCommit } from './tree-entries.js';
+import { mountRepositoryVolume, sandboxReusable } from './sandbox-repo/repository-volume.js';
+import {
+  applyScopePermissions,
+  guardIdsFor,
+  type OwnershipApplier,
+  type UserIds,
+} from './scope/permissions.js';
+import { fillSandboxRepository, initSandboxRepository } from './sandbox-repo/sandbox-repository.js';
+import { compileScope, type Scope, type ScopeMatcher } from './scope/scope.js';
+import { createSnapshot, type Snapshot } from './sandbox-repo/snapshot.js';
+import { addWorktree, worktreeNeeded } from './git/task-worktree.js';
+import { resolveCommit } from './git/tree-entries.js';
 import {
   readCommitMap,
   readWorkspaceState,

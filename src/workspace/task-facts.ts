@@ -4,19 +4,19 @@
  * violations, DoD results and the worker's exit. These decide completion, not the worker's words.
  */
 import type { SandboxRuntime } from '../core/ports.js';
-import { git, splitNul } from './git-command.js';
+import { git, splitNul } from './git/git-command.js';
 import { STATE_DIR_NAME, taskLayout } from './layout.js';
-import type { DodResult } from './dod-checks.js';
-import { dodIsEvidenceOfDone } from './dod-checks.js';
+import type { DodResult } from './checks/dod-checks.js';
+import { dodIsEvidenceOfDone } from './checks/dod-checks.js';
 import {
   SANDBOX_GIT_TIMEOUT_MS,
   sandboxGit,
   sandboxIgnoredFiles,
   sandboxStatus,
   type UncommittedChange,
-} from './sandbox-git.js';
-import { compileScope, type PathAccess, type Scope, type ScopeMatcher } from './scope.js';
-import type { SyncBackResult } from './sync-back.js';
+} from './sandbox-repo/sandbox-git.js';
+import { compileScope, type PathAccess, type Scope, type ScopeMatcher } from './scope/scope.js';
+import type { SyncBackResult } from './sandbox-repo/sync-back.js';
 import { readCommitMap } from './workspace-state.js';
 
 /** How the worker's run ended; passed in by the caller (from WorkerRunResult). */

@@ -19,7 +19,7 @@ import { HOSTILE_YAML } from '../support/hostile-worker.js';
 import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { assistantMessage } from '../support/scripted-responses-server.js';
 import { execAsWorker } from '../support/sandbox-exec.js';
-import { listEntries } from '../../src/workspace/permissions.js';
+import { listEntries } from '../../src/workspace/scope/permissions.js';
 
 /** A root-owned host file, mode 0644, outside every mount. */
 function hostCanary(): string {

@@ -10,7 +10,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { journalEvents } from '../support/faults-harness.js';
-import { fetchFromSandbox } from '../../src/workspace/sync-back.js';
+import { fetchFromSandbox } from '../../src/workspace/sandbox-repo/sync-back.js';
 import { hostSecretFile, runHostileTask } from '../support/hostile-worker.js';
 import { git } from '../support/task-repo.js';
 

@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ExecOptions, ExecResult, SandboxRuntime } from '../../src/core/ports.js';
 import type { AcceptanceCriterion, TaskFacts } from '../../src/core/types.js';
-import { runCriteriaChecks } from '../../src/workspace/criteria-checks.js';
-import { dodIsEvidenceOfDone, runDodChecks } from '../../src/workspace/dod-checks.js';
+import { runCriteriaChecks } from '../../src/workspace/checks/criteria-checks.js';
+import { dodIsEvidenceOfDone, runDodChecks } from '../../src/workspace/checks/dod-checks.js';
 import { cleanFacts, finishedExec } from '../support/core-fakes.js';
 
 /** Records every exec in order (`sweep`, `git`, or the check's command) and answers each sweep from a queue. */

@@ -5,8 +5,16 @@ import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { ExecOptions, ExecResult, SandboxRuntime } from '../../src/core/ports.js';
 import type { AcceptanceCriterion, TaskFacts } from '../../src/core/types.js';
-import { fileOnBranch, repositoryPath, runCriteriaChecks } from '../../src/workspace/criteria-checks.js';
-import { detectTestFramework, namedTestCommand, shellQuote } from '../../src/workspace/test-frameworks.js';
+import {
+  fileOnBranch,
+  repositoryPath,
+  runCriteriaChecks,
+} from '../../src/workspace/checks/criteria-checks.js';
+import {
+  detectTestFramework,
+  namedTestCommand,
+  shellQuote,
+} from '../../src/workspace/checks/test-frameworks.js';
 import { git } from '../support/task-repo.js';
 import { cleanFacts, finishedExec } from '../support/core-fakes.js';
 

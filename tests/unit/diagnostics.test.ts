@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { compareWithBase } from '../../src/core/baseline.js';
 import type { DodCheckResult } from '../../src/core/types.js';
-import { parseFailingTests } from '../../src/workspace/test-counts.js';
+import { parseFailingTests } from '../../src/workspace/checks/test-counts.js';
 
 const ESLINT = [
   '',

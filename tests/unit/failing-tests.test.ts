@@ -4,7 +4,7 @@
  * their runners' documented formats.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_FAILING_TESTS, parseFailingTests } from '../../src/workspace/test-counts.js';
+import { MAX_FAILING_TESTS, parseFailingTests } from '../../src/workspace/checks/test-counts.js';
 
 const ESC = '\u001b';
 

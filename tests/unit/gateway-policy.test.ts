@@ -1,4 +1,4 @@
-import { guardIdsFor, keeperIdsFor } from '../../src/workspace/permissions.js';
+import { guardIdsFor, keeperIdsFor } from '../../src/workspace/scope/permissions.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

@@ -3,8 +3,8 @@
  * use (glob.ts), so a witness is a path both patterns really match, not only what the search believes.
  */
 import { describe, expect, it } from 'vitest';
-import { compileGlob } from '../../src/workspace/glob.js';
-import { patternsOverlap } from '../../src/workspace/glob-overlap.js';
+import { compileGlob } from '../../src/workspace/scope/glob.js';
+import { patternsOverlap } from '../../src/workspace/scope/glob-overlap.js';
 
 function expectOverlap(left: string, right: string): string {
   const witness = patternsOverlap(left, right);

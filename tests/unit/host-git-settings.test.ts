@@ -22,15 +22,15 @@ import path from 'node:path';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { DEFAULT_EXCLUDE } from '../../src/config/schema.js';
 import { AgentRunnerError } from '../../src/errors.js';
-import { git, tryGit } from '../../src/workspace/git-command.js';
+import { git, tryGit } from '../../src/workspace/git/git-command.js';
 import {
   NO_DIFF_PROGRAMS,
   configuredPrograms,
   mayApplyAttributes,
   withoutDiffPrograms,
-} from '../../src/workspace/host-git-settings.js';
+} from '../../src/workspace/git/host-git-settings.js';
 import { prepareTaskWorkspace } from '../../src/workspace/prepare-task-workspace.js';
-import { syncBack } from '../../src/workspace/sync-back.js';
+import { syncBack } from '../../src/workspace/sandbox-repo/sync-back.js';
 import { createTempRepo, runGit, type TempRepo } from '../support/git-repo.js';
 
 const IDENTITY = {

@@ -1,5 +1,5 @@
 /**
- * The descriptor pass that applies ownership plans (src/workspace/ownership-pass.ts): a step is applied to the
+ * The descriptor pass that applies ownership plans (src/workspace/scope/ownership-pass.ts): a step is applied to the
  * entry the listing saw or not at all. A file swapped for a symlink to a host file, or a directory swapped for
  * a link to a host directory, between the listing and the pass is skipped and reported, and never followed;
  * no mode the pass sets has a setuid or setgid bit. The live race is shown first against a plain path-based
@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { OwnershipEntry } from '../../src/core/ports.js';
-import { applyOwnershipPass, ownershipPassScript } from '../../src/workspace/ownership-pass.js';
+import { applyOwnershipPass, ownershipPassScript } from '../../src/workspace/scope/ownership-pass.js';
 import { taskLayout } from '../../src/workspace/layout.js';
-import { giveBackPlan, listEntries, planOwnership } from '../../src/workspace/permissions.js';
-import { removeTaskSandbox } from '../../src/workspace/remove-task-sandbox.js';
-import { compileScope } from '../../src/workspace/scope.js';
+import { giveBackPlan, listEntries, planOwnership } from '../../src/workspace/scope/permissions.js';
+import { removeTaskSandbox } from '../../src/workspace/sandbox-repo/remove-task-sandbox.js';
+import { compileScope } from '../../src/workspace/scope/scope.js';
 
 const isRoot = process.getuid?.() === 0;
 

@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, symlink, writeFile, chmod } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { listEntries, planOwnership, type ListedEntry } from '../../src/workspace/permissions.js';
-import { compileScope } from '../../src/workspace/scope.js';
+import { listEntries, planOwnership, type ListedEntry } from '../../src/workspace/scope/permissions.js';
+import { compileScope } from '../../src/workspace/scope/scope.js';
 
 const worker = { uid: 10001, gid: 10001 };
 const guard = { uid: 10002, gid: 10002 };

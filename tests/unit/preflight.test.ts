@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner } from '../../src/core/task-runner.js';
-import { firstProgram } from '../../src/workspace/preflight.js';
+import { firstProgram } from '../../src/workspace/checks/preflight.js';
 import {
   FakeWorker,
   ScriptedMetaAgent,

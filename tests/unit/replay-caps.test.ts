@@ -7,11 +7,11 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_EXCLUDE, configSchema } from '../../src/config/schema.js';
 import { AgentRunnerError } from '../../src/errors.js';
-import { git as hostGit } from '../../src/workspace/git-command.js';
+import { git as hostGit } from '../../src/workspace/git/git-command.js';
 import { prepareTaskWorkspace } from '../../src/workspace/prepare-task-workspace.js';
-import { treeBytes } from '../../src/workspace/replay-caps.js';
-import type { Scope } from '../../src/workspace/scope.js';
-import { syncBack } from '../../src/workspace/sync-back.js';
+import { treeBytes } from '../../src/workspace/sandbox-repo/replay-caps.js';
+import type { Scope } from '../../src/workspace/scope/scope.js';
+import { syncBack } from '../../src/workspace/sandbox-repo/sync-back.js';
 import { limitMessage } from '../../src/core/limits.js';
 import { createTempRepo, runGit } from '../support/git-repo.js';
 

@@ -11,9 +11,9 @@ import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { DEFAULT_EXCLUDE } from '../../src/config/schema.js';
 import { prepareTaskWorkspace } from '../../src/workspace/prepare-task-workspace.js';
-import { sandboxReadProblem, withoutControls } from '../../src/workspace/sandbox-git-files.js';
-import type { Scope } from '../../src/workspace/scope.js';
-import { syncBack } from '../../src/workspace/sync-back.js';
+import { sandboxReadProblem, withoutControls } from '../../src/workspace/sandbox-repo/sandbox-git-files.js';
+import type { Scope } from '../../src/workspace/scope/scope.js';
+import { syncBack } from '../../src/workspace/sandbox-repo/sync-back.js';
 import { createTempRepo, runGit } from '../support/git-repo.js';
 
 const SCOPE: Scope = { exclude: [...DEFAULT_EXCLUDE], read: [], write: [] };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../../src/config/schema.js';
-import { compileGlob } from '../../src/workspace/glob.js';
-import { compileScope, defaultScope, mergeScope } from '../../src/workspace/scope.js';
-import { scopeStatement } from '../../src/workspace/scope-statement.js';
+import { compileGlob } from '../../src/workspace/scope/glob.js';
+import { compileScope, defaultScope, mergeScope } from '../../src/workspace/scope/scope.js';
+import { scopeStatement } from '../../src/workspace/scope/scope-statement.js';
 import { scopeViolationsOf } from '../../src/workspace/task-facts.js';
 
 describe('scope globs', () => {

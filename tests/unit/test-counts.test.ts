@@ -8,7 +8,7 @@ import {
   parseTestCounts,
   passedTestCount,
   readCheckOutput,
-} from '../../src/workspace/test-counts.js';
+} from '../../src/workspace/checks/test-counts.js';
 
 /** Real output of the runners installed here (tests/unit/fixtures/test-output/README.md says how it was made). */
 const sample = (name: string) =>

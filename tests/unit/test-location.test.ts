@@ -3,9 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { locatedTestCommand } from '../../src/workspace/criteria-checks.js';
-import { passedTestCount } from '../../src/workspace/test-counts.js';
-import { testLocations, workspacePackages, type TreeReader } from '../../src/workspace/test-location.js';
+import { locatedTestCommand } from '../../src/workspace/checks/criteria-checks.js';
+import { passedTestCount } from '../../src/workspace/checks/test-counts.js';
+import {
+  testLocations,
+  workspacePackages,
+  type TreeReader,
+} from '../../src/workspace/checks/test-location.js';
 
 /** A tree held in memory: the reader detection uses, over plain file texts. */
 function tree(files: Record<string, string>): TreeReader {

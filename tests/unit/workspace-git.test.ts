@@ -9,12 +9,12 @@ import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { DEFAULT_EXCLUDE } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
-import { detectDodChecks, resolveDodChecks } from '../../src/workspace/detect-dod-checks.js';
-import { inspectRepository } from '../../src/workspace/inspect-repository.js';
+import { detectDodChecks, resolveDodChecks } from '../../src/workspace/checks/detect-dod-checks.js';
+import { inspectRepository } from '../../src/workspace/git/inspect-repository.js';
 import { prepareTaskWorkspace, type WorkspaceMount } from '../../src/workspace/prepare-task-workspace.js';
-import { removeTaskSandbox } from '../../src/workspace/remove-task-sandbox.js';
-import type { Scope } from '../../src/workspace/scope.js';
-import { syncBack } from '../../src/workspace/sync-back.js';
+import { removeTaskSandbox } from '../../src/workspace/sandbox-repo/remove-task-sandbox.js';
+import type { Scope } from '../../src/workspace/scope/scope.js';
+import { syncBack } from '../../src/workspace/sandbox-repo/sync-back.js';
 import { pendingReasonWords, shortGitMessage } from '../../src/workspace/task-facts.js';
 import { createTempRepo, runGit } from '../support/git-repo.js';
 

@@ -6,7 +6,7 @@
  * `playwright`...) is kept as written and recorded as not executed, for the assessor to judge.
  */
 import path from 'node:path';
-import type { ExecResult, SandboxRuntime } from '../core/ports.js';
+import type { ExecResult, SandboxRuntime } from '../../core/ports.js';
 import type {
   AcceptanceCriterion,
   CriterionCheckResult,
@@ -14,14 +14,14 @@ import type {
   DodCheckStatus,
   DodOutcome,
   TaskFacts,
-} from '../core/types.js';
-import { tailOf } from '../sandbox/output-tail.js';
-import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
+} from '../../core/types.js';
+import { tailOf } from '../../sandbox/output-tail.js';
+import { endStrayProcesses, sweepRefusal } from '../../sandbox/stray-processes.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
 import { cleanShellArgv } from './dod-checks.js';
-import { splitNul, tryGit } from './git-command.js';
+import { splitNul, tryGit } from '../git/git-command.js';
 import { parseTestCounts, passedTestCount, readCheckOutput } from './test-counts.js';
-import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
+import { SANDBOX_WORKDIR, sandboxGitEnvironment } from '../layout.js';
 import { FRAMEWORKS_LOOKED_FOR, namedTestCommand, type TestFramework } from './test-frameworks.js';
 import { testLocations, type TestLocation, type TreeReader } from './test-location.js';
 
@@ -286,7 +286,7 @@ async function runInSandbox(
     signal: options.signal,
   });
   await endStrayProcesses(runtime, sandboxId, options.graceMs ?? 5_000);
-  // Checks are checks (src/workspace/check-rewrites.ts): tracked files it changed are put back, and it failed.
+  // Checks are checks (src/workspace/checks/check-rewrites.ts): tracked files it changed are put back, and it failed.
   const rewrote = cleanTree ? await putBackTrackedChanges(runtime, sandboxId, options.signal) : null;
   if (rewrote?.count) return rewroteResult(command, result, rewrote);
   const outputTail = tailOf(result.stdoutTail, result.stderrTail, TAIL_CHARS);

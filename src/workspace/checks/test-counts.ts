@@ -8,8 +8,8 @@
  * test's check reads its framework's passed count here too ({@link passedTestCount}). How counts are said:
  * src/core/test-counts.ts.
  */
-import type { TestCounts } from '../core/types.js';
-import { stripTerminalSequences } from '../notes/terminal-text.js';
+import type { TestCounts } from '../../core/types.js';
+import { stripTerminalSequences } from '../../notes/terminal-text.js';
 import { parseDiagnostics } from './diagnostics.js';
 import type { TestFramework } from './test-frameworks.js';
 
@@ -219,7 +219,7 @@ const FAILING_LINES: readonly RegExp[] = [
 
 /**
  * The failing tests an output names, or, when it names none, the problems a linter or type checker names
- * (src/workspace/diagnostics.ts); null when it names neither (then only the counts can compare a run with the
+ * (src/workspace/checks/diagnostics.ts); null when it names neither (then only the counts can compare a run with the
  * base). Mocha names a failure on two lines ("  1) suite" then "       name:"), read as one.
  * Bounded like the counts: the last {@link PARSED_CHARS} characters, lines of at most 400 characters, at most
  * {@link MAX_FAILING_TESTS} names of at most 200 characters each.

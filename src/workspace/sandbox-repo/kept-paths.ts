@@ -2,8 +2,8 @@
  * What the replay of the worker's commits keeps from the base, whatever the worker committed: the excluded
  * paths (absent from the sandbox) and the runner's own `.agent-runner/` (present, never the worker's to change).
  */
-import type { ScopeMatcher } from './scope.js';
-import { listTree, type TreeEntry } from './tree-entries.js';
+import type { ScopeMatcher } from '../scope/scope.js';
+import { listTree, type TreeEntry } from '../git/tree-entries.js';
 
 /** The entries of `commit` whose version the replay keeps. */
 export async function keptEntriesOf(

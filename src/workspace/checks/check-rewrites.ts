@@ -5,8 +5,8 @@
  * (inside the sandbox, with the worker's own git, as every working-tree fact is), and the check is reported
  * with them. Untracked files a check leaves (build outputs, caches) are not touched.
  */
-import type { SandboxRuntime } from '../core/ports.js';
-import { SANDBOX_GIT_TIMEOUT_MS, sandboxGit } from './sandbox-git.js';
+import type { SandboxRuntime } from '../../core/ports.js';
+import { SANDBOX_GIT_TIMEOUT_MS, sandboxGit } from '../sandbox-repo/sandbox-git.js';
 
 /** At most this many of the changed paths are named in the result. */
 export const MAX_REWRITTEN_PATHS = 20;

@@ -16,8 +16,8 @@
  * Without a baseline (`dod.baseline: off`, a resumed task) the seal holds what set-up filled. Measured in
  * bench/check-caches.ts; the decision is in docs/threat-model.md.
  */
-import type { SandboxRuntime } from '../core/ports.js';
-import { SANDBOX_HOME } from '../sandbox/container-options.js';
+import type { SandboxRuntime } from '../../core/ports.js';
+import { SANDBOX_HOME } from '../../sandbox/container-options.js';
 
 /** Where the baseline's checks keep their caches (the worker's uid; before any worker run). */
 export const WARM_CACHE_DIR = '/tmp/agent-runner-warm-cache';

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { DodCheck } from '../config/schema.js';
+import type { DodCheck } from '../../config/schema.js';
 
 export interface DetectedDodChecks {
   checks: DodCheck[];

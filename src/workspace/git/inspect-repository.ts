@@ -3,7 +3,7 @@
  * to fix what is wrong.
  */
 import path from 'node:path';
-import { UserError } from '../errors.js';
+import { UserError } from '../../errors.js';
 import { tryGit } from './git-command.js';
 
 export interface RepositoryInfo {

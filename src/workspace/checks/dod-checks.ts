@@ -3,17 +3,17 @@
  * in order after every worker run. Each one is recorded; a failing check does not stop the next one, so the
  * evidence is complete.
  */
-import type { SandboxRuntime } from '../core/ports.js';
-import type { DodCheckResult, DodCheckStatus } from '../core/types.js';
-import type { DodCheck } from '../config/schema.js';
+import type { SandboxRuntime } from '../../core/ports.js';
+import type { DodCheckResult, DodCheckStatus } from '../../core/types.js';
+import type { DodCheck } from '../../config/schema.js';
 import { parseFailingTests, parseTestCounts, readCheckOutput } from './test-counts.js';
-import { BASH_WITHOUT_STARTUP_FILES } from '../sandbox/no-startup-files.js';
-import { tailOf } from '../sandbox/output-tail.js';
-import { endStrayProcesses, sweepRefusal } from '../sandbox/stray-processes.js';
+import { BASH_WITHOUT_STARTUP_FILES } from '../../sandbox/no-startup-files.js';
+import { tailOf } from '../../sandbox/output-tail.js';
+import { endStrayProcesses, sweepRefusal } from '../../sandbox/stray-processes.js';
 import { SEALED_CACHE_DIR, WARM_CACHE_DIR } from './check-caches.js';
-import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
+import { SANDBOX_WORKDIR, sandboxGitEnvironment } from '../layout.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
-import { sandboxStatus } from './sandbox-git.js';
+import { sandboxStatus } from '../sandbox-repo/sandbox-git.js';
 
 /**
  * How a check runs: no startup file the worker can write is read. Not a login shell (`-l` would read
@@ -21,7 +21,7 @@ import { sandboxStatus } from './sandbox-git.js';
  * before bash starts, since bash reads BASH_ENV before its script), and a fresh empty HOME made with
  * `mktemp -d` for each check, so ~/.npmrc, ~/.gitconfig and the like that the worker planted are not seen.
  * The command is the script's `$3` (the last argument), never spliced into shell text; `$1` says how the
- * checks' caches are used (src/workspace/check-caches.ts), `$2` is the directory.
+ * checks' caches are used (src/workspace/checks/check-caches.ts), `$2` is the directory.
  */
 const CLEAN_SHELL_SCRIPT = [
   // The homes of earlier checks go first (one check at a time runs; each leaves its home, caches included, for the
@@ -29,7 +29,7 @@ const CLEAN_SHELL_SCRIPT = [
   'rm -rf /tmp/agent-runner-home.* 2>/dev/null',
   'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
   'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
-  // The checks' caches (src/workspace/check-caches.ts): filled by a trusted run, or copied from the sealed ones.
+  // The checks' caches (src/workspace/checks/check-caches.ts): filled by a trusted run, or copied from the sealed ones.
   `case "$1" in`,
   `  warm) mkdir -p ${WARM_CACHE_DIR} && export XDG_CACHE_HOME=${WARM_CACHE_DIR} ;;`,
   `  use) if [ -d ${SEALED_CACHE_DIR} ] && [ ! -O ${SEALED_CACHE_DIR} ] && [ ! -w ${SEALED_CACHE_DIR} ]; then`,
@@ -65,7 +65,7 @@ export interface DodResult extends DodCheckResult {
 }
 
 export interface RunDodChecksOptions {
-  /** How the checks use the caches (src/workspace/check-caches.ts); default: not at all. */
+  /** How the checks use the caches (src/workspace/checks/check-caches.ts); default: not at all. */
   cache?: CheckCacheMode;
   /** `dod.skip`: every check is recorded as `skipped` and nothing runs. */
   skip?: boolean;

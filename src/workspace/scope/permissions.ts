@@ -17,8 +17,8 @@ import * as fs from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
-import type { OwnershipEntry, OwnershipPassReport } from '../core/ports.js';
-import { AgentRunnerError } from '../errors.js';
+import type { OwnershipEntry, OwnershipPassReport } from '../../core/ports.js';
+import { AgentRunnerError } from '../../errors.js';
 import { applyOwnershipPassInSlices } from './ownership-pass.js';
 import type { ScopeMatcher } from './scope.js';
 

@@ -8,9 +8,9 @@
  * command that starts with shell syntax (`(`, `{`, `$VAR`, quotes). Leading `VAR=value` assignments and an
  * `env` with its options and assignments are read past.
  */
-import type { MissingProgram, SandboxRuntime } from '../core/ports.js';
+import type { MissingProgram, SandboxRuntime } from '../../core/ports.js';
 import { cleanShellArgv } from './dod-checks.js';
-import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
+import { SANDBOX_WORKDIR, sandboxGitEnvironment } from '../layout.js';
 import { shellQuote } from './test-frameworks.js';
 
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=\S*$/;

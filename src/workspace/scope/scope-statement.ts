@@ -2,7 +2,7 @@
  * The scope as words for the worker's prompt. It describes limits the sandbox already enforces; the text
  * is a courtesy so the worker does not waste turns discovering them.
  */
-import { STATE_DIR_NAME } from './layout.js';
+import { STATE_DIR_NAME } from '../layout.js';
 import type { Scope } from './scope.js';
 
 function list(patterns: readonly string[]): string {

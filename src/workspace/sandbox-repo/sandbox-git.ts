@@ -5,8 +5,8 @@
  * The flags below stop the same settings from bending the answers inside; the worker can still lie about
  * uncommitted state (they never leave the sandbox), while committed facts come from the host (facts.ts).
  */
-import type { ExecResult, SandboxRuntime } from '../core/ports.js';
-import { SANDBOX_WORKDIR, sandboxGitEnvironment } from './layout.js';
+import type { ExecResult, SandboxRuntime } from '../../core/ports.js';
+import { SANDBOX_WORKDIR, sandboxGitEnvironment } from '../layout.js';
 
 const HARDENING = [
   '-c',

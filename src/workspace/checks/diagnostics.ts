@@ -7,7 +7,7 @@
  * rule`), the `path:line:col: message` form of ESLint's unix format, ruff, flake8, mypy, go vet, golangci-lint,
  * shellcheck's gcc format and compilers, and `prettier --check` (`[warn] src/a.ts`). Lines that start with
  * space (stack traces, a test's own output) are not read as `path:line` problems. Pure and bounded by the lines
- * the caller gives (src/workspace/test-counts.ts).
+ * the caller gives (src/workspace/checks/test-counts.ts).
  */
 
 const MAX_ITEM = 200;

@@ -1,7 +1,7 @@
 /**
  * Running one named test: which framework a repository uses (read from the task branch's files as data,
  * never executed on the host) and the command that runs only that test. How many tests its output says passed
- * is read by src/workspace/test-counts.ts (`passedTestCount`), the one parser of test output.
+ * is read by src/workspace/checks/test-counts.ts (`passedTestCount`), the one parser of test output.
  */
 export type TestFramework = 'vitest' | 'jest' | 'mocha' | 'node:test' | 'pytest' | 'go test' | 'cargo test';
 

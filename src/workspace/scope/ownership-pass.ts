@@ -20,7 +20,7 @@
  * globals. Linux only (/proc is required, as for src/sandbox/worker-files.ts).
  */
 import type * as NodeFs from 'node:fs';
-import type { OwnershipEntry, OwnershipPassReport, OwnershipSkipReason } from '../core/ports.js';
+import type { OwnershipEntry, OwnershipPassReport, OwnershipSkipReason } from '../../core/ports.js';
 
 export type { OwnershipPassReport };
 

@@ -3,9 +3,9 @@
  * thing the sandbox repository ever receives from the user's repository, so excluded content never enters
  * the sandbox, git objects included (unless identical bytes exist at a path that is not excluded).
  */
-import { git } from './git-command.js';
-import type { ScopeMatcher } from './scope.js';
-import { buildTree, listTree, type TreeEntry } from './tree-entries.js';
+import { git } from '../git/git-command.js';
+import type { ScopeMatcher } from '../scope/scope.js';
+import { buildTree, listTree, type TreeEntry } from '../git/tree-entries.js';
 
 export interface Snapshot {
   sha: string;

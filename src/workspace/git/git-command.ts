@@ -7,7 +7,7 @@
  * a `workspace_failed` error that says so.
  */
 import { execa } from 'execa';
-import { AgentRunnerError } from '../errors.js';
+import { AgentRunnerError } from '../../errors.js';
 import {
   CONFIGURED_PROGRAMS_PATTERN,
   HOST_GIT_SETTINGS,

@@ -2,9 +2,9 @@
  * Task scope: which paths are absent from the sandbox (exclude), present but read-only (read), and writable
  * (write). The rules come from `scope` in agent-runner.yaml and may be narrowed per task.
  */
-import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../config/schema.js';
+import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../../config/schema.js';
 import { compileGlob, compileGlobs } from './glob.js';
-import { STATE_DIR_NAME } from './layout.js';
+import { STATE_DIR_NAME } from '../layout.js';
 
 /** The scope rules as written in config (`.gitignore` patterns, see glob.ts for their meaning). */
 export interface Scope {

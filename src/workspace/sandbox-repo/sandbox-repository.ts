@@ -5,8 +5,8 @@
  */
 import { lstat, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { AgentRunnerError } from '../errors.js';
-import { git, tryGit } from './git-command.js';
+import { AgentRunnerError } from '../../errors.js';
+import { git, tryGit } from '../git/git-command.js';
 
 /** The identity the worker commits with (set in the sandbox repository's config). */
 export const WORKER_IDENTITY = { name: 'agent-runner worker', email: 'worker@agent-runner.invalid' };

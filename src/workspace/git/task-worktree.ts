@@ -4,9 +4,9 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { UserError } from '../errors.js';
+import { UserError } from '../../errors.js';
 import { git, splitNul, tryGit } from './git-command.js';
-import type { TaskLayout } from './layout.js';
+import type { TaskLayout } from '../layout.js';
 
 /** Registered worktrees of the repository: their paths and the branch each has checked out. */
 async function worktreeList(repoRoot: string): Promise<Array<{ path: string; branch: string | null }>> {

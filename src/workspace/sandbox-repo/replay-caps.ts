@@ -4,11 +4,11 @@
  * small pack that expands into gigabytes, is refused as a whole instead of keeping the runner replaying past its
  * wall clock or filling the person's worktree.
  */
-import type { ReplayCaps } from '../config/schema.js';
-import type { ReplayCap } from '../core/types.js';
-import { git } from './git-command.js';
+import type { ReplayCaps } from '../../config/schema.js';
+import type { ReplayCap } from '../../core/types.js';
+import { git } from '../git/git-command.js';
 
-export type { ReplayCaps } from '../config/schema.js';
+export type { ReplayCaps } from '../../config/schema.js';
 
 /**
  * Sum of the blob sizes of `treeish`'s whole tree: what a checkout of it writes. Read with plumbing from the

@@ -3,7 +3,7 @@
  * replay: a malformed identity falls back to the worker's, never to the person's.
  */
 import { git } from './git-command.js';
-import { WORKER_IDENTITY } from './sandbox-repository.js';
+import { WORKER_IDENTITY } from '../sandbox-repo/sandbox-repository.js';
 
 export interface ParsedCommit {
   tree: string;

@@ -4,14 +4,14 @@
  * so the cap stays what the worker may add, as the watched cap measures it.
  */
 import { existsSync } from 'node:fs';
-import type { DiskCapKind } from '../core/records.js';
-import { capImagePath, mountCapVolume } from '../sandbox/cap-volume.js';
-import { UserError } from '../errors.js';
-import { splitNul, tryGit } from './git-command.js';
-import type { TaskLayout } from './layout.js';
-import type { PrepareTaskWorkspaceOptions } from './prepare-task-workspace.js';
+import type { DiskCapKind } from '../../core/records.js';
+import { capImagePath, mountCapVolume } from '../../sandbox/cap-volume.js';
+import { UserError } from '../../errors.js';
+import { splitNul, tryGit } from '../git/git-command.js';
+import type { TaskLayout } from '../layout.js';
+import type { PrepareTaskWorkspaceOptions } from '../prepare-task-workspace.js';
 import { sandboxGitDir } from './sandbox-repository.js';
-import type { WorkspaceState } from './workspace-state.js';
+import type { WorkspaceState } from '../workspace-state.js';
 
 /**
  * What the sandbox repository of `sha` takes at most before the worker runs: every blob checked out (in 4 KiB

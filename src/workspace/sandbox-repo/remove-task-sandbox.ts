@@ -5,11 +5,11 @@
  * once no container mounts the directory, so nothing swaps a directory for a link while it walks.
  */
 import { rm } from 'node:fs/promises';
-import { AgentRunnerError } from '../errors.js';
-import { capVolumesUnder, removeCapVolume } from '../sandbox/cap-volume.js';
-import { tryGit } from './git-command.js';
-import { taskLayout } from './layout.js';
-import { giveBackPlan, type OwnershipApplier } from './permissions.js';
+import { AgentRunnerError } from '../../errors.js';
+import { capVolumesUnder, removeCapVolume } from '../../sandbox/cap-volume.js';
+import { tryGit } from '../git/git-command.js';
+import { taskLayout } from '../layout.js';
+import { giveBackPlan, type OwnershipApplier } from '../scope/permissions.js';
 
 /**
  * Deletes `.agent-runner/sandboxes/<TASK-ID>` and the runner's snapshot/sandbox refs. Uncommitted files in the

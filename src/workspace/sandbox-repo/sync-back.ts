@@ -7,19 +7,19 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { AgentRunnerError } from '../errors.js';
-import { git, tryGit } from './git-command.js';
+import { AgentRunnerError } from '../../errors.js';
+import { git, tryGit } from '../git/git-command.js';
 import { keptEntriesOf, keptPathsTouched } from './kept-paths.js';
-import { taskLayout, type TaskLayout } from './layout.js';
+import { taskLayout, type TaskLayout } from '../layout.js';
 import { sandboxReadProblem } from './sandbox-git-files.js';
-import { readCommit, type ParsedCommit } from './commit-object.js';
+import { readCommit, type ParsedCommit } from '../git/commit-object.js';
 import { sandboxGitDir } from './sandbox-repository.js';
-import { DEFAULT_REPLAY_CAPS } from '../config/schema.js';
-import type { ReplayCap } from '../core/types.js';
+import { DEFAULT_REPLAY_CAPS } from '../../config/schema.js';
+import type { ReplayCap } from '../../core/types.js';
 import { replayCapOver, type ReplayCaps } from './replay-caps.js';
-import { compileScope, type Scope, type ScopeMatcher } from './scope.js';
-import { buildTree, listTree, resolveCommit, type IndexEdit, type TreeEntry } from './tree-entries.js';
-import { readCommitMap, readWorkspaceState, writeJsonAtomic, type CommitMap } from './workspace-state.js';
+import { compileScope, type Scope, type ScopeMatcher } from '../scope/scope.js';
+import { buildTree, listTree, resolveCommit, type IndexEdit, type TreeEntry } from '../git/tree-entries.js';
+import { readCommitMap, readWorkspaceState, writeJsonAtomic, type CommitMap } from '../workspace-state.js';
 
 export interface SyncBackOptions {
   repoRoot: string;
