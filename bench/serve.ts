@@ -26,9 +26,16 @@ const DEMO = path.join(ROOT, 'examples', 'slugify');
 const progress = (message: string) =>
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 
+/** The PRD and the scripted model as a client names them: the API reads only files of the served repository. */
+const PRD = 'specs/PRD.md';
+const MODEL_SCRIPT = 'specs/model-script.yaml';
+
 function demoRepository(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-runner-bench-serve-'));
   cpSync(path.join(DEMO, 'repo'), dir, { recursive: true });
+  mkdirSync(path.join(dir, 'specs'));
+  cpSync(path.join(DEMO, 'PRD.md'), path.join(dir, PRD));
+  cpSync(path.join(DEMO, 'model-script.yaml'), path.join(dir, MODEL_SCRIPT));
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, stdio: 'ignore' });
   git('init', '-q', '-b', 'main');
   git('add', '-A');
@@ -71,8 +78,8 @@ async function main(): Promise<void> {
     // One real task: its journal is the template of the 200.
     progress('one demo task, for a real journal');
     const { taskId } = await running.client.request<{ taskId: string }>('POST', '/api/tasks', {
-      prdPath: path.join(DEMO, 'PRD.md'),
-      modelScript: path.join(DEMO, 'model-script.yaml'),
+      prdPath: PRD,
+      modelScript: MODEL_SCRIPT,
       taskId: 'BENCH-TEMPLATE',
     });
     await watchToEnd(running.client, taskId);
@@ -148,8 +155,8 @@ async function main(): Promise<void> {
       Array.from({ length: 8 }, (_, index) =>
         running.client
           .request<{ taskId: string }>('POST', '/api/tasks', {
-            prdPath: path.join(DEMO, 'PRD.md'),
-            modelScript: path.join(DEMO, 'model-script.yaml'),
+            prdPath: PRD,
+            modelScript: MODEL_SCRIPT,
             taskId: `BENCH-MEM-${index}`,
           })
           .then((answer) => answer.taskId),

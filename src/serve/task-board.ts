@@ -361,8 +361,15 @@ export class TaskBoard {
   private served(taskId: string): RunningTask {
     assertValidTaskId(taskId);
     const task = this.running.get(taskId);
-    if (task === undefined) throw new NotServedError(taskId);
-    return task;
+    if (task !== undefined) return task;
+    // An ended task is dropped from the map (its journal holds the end): say it ended, not that it runs elsewhere.
+    const entry = readTask(this.repoRoot, taskId, { journals: this.journals });
+    if (entry?.status === 'finished')
+      throw new UserError(
+        'usage',
+        `Task ${taskId} has ended (${entry.state ?? 'finished'}): it has no question waiting for an answer and nothing to stop.`,
+      );
+    throw new NotServedError(taskId);
   }
 
   private async writePrd(text: string): Promise<string> {

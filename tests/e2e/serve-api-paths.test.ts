@@ -7,66 +7,32 @@
  * git, a real Docker sandbox, the real codex binary, the scripted model).
  */
 import { execFileSync } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processRedaction, safeOutput } from '../../src/cli/output.js';
-import { startServer } from '../../src/cli/serve-command.js';
-import { ApiError, ServeClient } from '../../src/serve/api-client.js';
-import { ROOT, createDemoRepo } from '../support/demo-task.js';
-import { git } from '../support/task-repo.js';
+import { ApiError, type ServeClient } from '../../src/serve/api-client.js';
+import { serveDemoRepo, type ServedRepo } from '../support/serve-repo.js';
 import { taskContainers } from '../support/task-containers.js';
-
-const DEMO = path.join(ROOT, 'examples', 'slugify');
 
 let repo = '';
 let outside = '';
-let removeRepo = () => undefined as void;
-let server: Awaited<ReturnType<typeof startServer>>;
+let served: ServedRepo;
 let client: ServeClient;
 
 beforeAll(async () => {
-  ({ dir: repo, remove: removeRepo } = createDemoRepo(''));
   outside = mkdtempSync(path.join(tmpdir(), 'ar-outside-'));
   writeFileSync(path.join(outside, 'secret.md'), '# Outside\n\nOUTSIDE-THE-REPOSITORY\n');
-  // The PRD and the scripted model, committed in the repository; links and a FIFO beside them.
-  mkdirSync(path.join(repo, 'specs'));
-  cpSync(path.join(DEMO, 'PRD.md'), path.join(repo, 'specs', 'PRD.md'));
-  cpSync(path.join(DEMO, 'model-script.yaml'), path.join(repo, 'specs', 'model-script.yaml'));
-  git(repo, 'add', 'specs');
-  git(repo, '-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '-m', 'specs');
+  // The PRD and the scripted model, committed in the repository (specs/); links and a FIFO beside them.
+  served = await serveDemoRepo();
+  ({ repo, client } = served);
   symlinkSync('/etc/hostname', path.join(repo, 'specs', 'hostname.md'));
   symlinkSync(outside, path.join(repo, 'specs', 'elsewhere'));
   execFileSync('mkfifo', [path.join(repo, 'specs', 'pipe.md')]);
-  const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
-  delete env.OPENAI_API_KEY;
-  const redaction = processRedaction(env);
-  server = await startServer(
-    { port: '0' },
-    {
-      output: safeOutput({ out: () => undefined, err: () => undefined, isTTY: false }, redaction),
-      redaction,
-      env,
-      cwd: repo,
-      setExitCode: () => undefined,
-    },
-  );
-  client = new ServeClient(server.info.url, server.info.token);
 }, 60_000);
 
 afterAll(async () => {
-  await server?.close();
-  removeRepo();
+  await served?.close();
   rmSync(outside, { recursive: true, force: true });
 });
 

@@ -4,53 +4,76 @@
  * the token missing or wrong (401), bad bodies (400 naming the field), an unknown task (404); a task started
  * over the API and watched to COMPLETE by two clients at once; its events resumed after a dropped
  * connection (Last-Event-ID); an `ask_human` question answered over the API, the task going on to COMPLETE.
+ * The PRD and the scripted models are files of the served repository (the API reads no other). The server's
+ * memory with clients that never read is bounded in serve-api-memory.test.ts (timed: it runs alone).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { once } from 'node:events';
-import { connect } from 'node:net';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { safeOutput, processRedaction } from '../../src/cli/output.js';
-import { startServer } from '../../src/cli/serve-command.js';
 import { ApiError, ServeClient, readServeInfo } from '../../src/serve/api-client.js';
 import { runCliCaptured } from '../support/cli.js';
-import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
+import {
+  DEMO_SCRIPT,
+  SERVED_PRD,
+  SERVED_SCRIPT,
+  serveDemoRepo,
+  type ServedRepo,
+} from '../support/serve-repo.js';
 import { taskContainers } from '../support/task-containers.js';
 
-const DEMO_SCRIPT = path.join(ROOT, 'examples', 'slugify', 'model-script.yaml');
+const QUESTION = 'Should slugify keep digits?';
+const SECRET = 'SECRET-Q7W3E9R2T5Y8';
+const CANARY = 'CANARY-visible-5b7e';
+const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: { run?: string }[] };
+
+/** The demo's script with an `ask_human` decision after the plan. */
+const askScript = {
+  ...demo,
+  meta: [
+    demo.meta[0],
+    [
+      'type: next_action',
+      'version: 1',
+      'payload:',
+      '  decision:',
+      '    action: ask_human',
+      '    reason: The PRD does not say what happens to digits.',
+      '  used_patterns: []',
+      `  question: ${QUESTION}`,
+    ].join('\n'),
+    ...demo.meta.slice(1),
+  ],
+};
+/** The worker prints the secret (in its command and, built at run time, in its output) before its work. */
+const terminalScript = {
+  ...demo,
+  worker: [
+    { run: `echo "${CANARY} ${SECRET}"; printf 'SEC%s %s\\n' 'RET-Q7W3E9R2T5Y8' '${CANARY}'` },
+    ...demo.worker,
+  ],
+};
+/** The worker starts its work, then hangs. */
+const hangScript = { meta: demo.meta.slice(0, 2), worker: [{ run: 'echo draft > draft.txt; sleep 600' }] };
 
 let repo = '';
-let removeRepo = () => undefined as void;
-let server: Awaited<ReturnType<typeof startServer>>;
+let served: ServedRepo;
+let server: ServedRepo['server'];
 let client: ServeClient;
 
 beforeAll(async () => {
-  ({ dir: repo, remove: removeRepo } = createDemoRepo(''));
-  const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
-  delete env.OPENAI_API_KEY;
-  const redaction = processRedaction(env);
-  const lines: string[] = [];
-  server = await startServer(
-    { port: '0' },
-    {
-      output: safeOutput(
-        { out: (text) => lines.push(text), err: (text) => lines.push(text), isTTY: false },
-        redaction,
-      ),
-      redaction,
-      env,
-      cwd: repo,
-      setExitCode: () => undefined,
-    },
-  );
-  client = new ServeClient(server.info.url, server.info.token);
+  served = await serveDemoRepo({
+    'specs/ask.yaml': stringify(askScript),
+    'specs/terminal.yaml': stringify(terminalScript),
+    'specs/terminal-config.yaml': "redact:\n  patterns:\n    - 'SECRET-[A-Z0-9]{12}'\n",
+    'specs/hang.yaml': stringify(hangScript),
+  });
+  ({ repo, server, client } = served);
 }, 60_000);
 
 afterAll(async () => {
-  await server?.close();
-  removeRepo();
+  await served?.close();
 });
 
 /** Every event of a task until its end, as [event, id, data]. */
@@ -155,8 +178,8 @@ describe('the server API: access and bad input', () => {
 describe('a task started over the API', () => {
   it('runs to COMPLETE; two clients watch it live; a dropped connection resumes after its last event', async () => {
     const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
-      prdPath: DEMO_PRD,
-      modelScript: DEMO_SCRIPT,
+      prdPath: SERVED_PRD,
+      modelScript: SERVED_SCRIPT,
       taskId: 'SERVE-DEMO',
     });
     expect(taskId).toBe('SERVE-DEMO');
@@ -186,7 +209,8 @@ describe('a task started over the API', () => {
       status: 'finished',
     });
     const detail = await client.request<Record<string, unknown>>('GET', `/api/tasks/${taskId}`);
-    expect(detail).toMatchObject({ taskId, state: 'COMPLETE', exitCode: 0, served: true });
+    // An ended task is the journal's: the server no longer holds it (it cannot stop it or answer for it).
+    expect(detail).toMatchObject({ taskId, state: 'COMPLETE', exitCode: 0, served: false });
     expect(JSON.stringify(detail.plan)).toContain('AC-1');
     expect(JSON.stringify(detail.summary)).toContain('"state":"COMPLETE"');
     const note = await client.request<string>('GET', `/api/tasks/${taskId}/note`);
@@ -208,27 +232,9 @@ describe('a task started over the API', () => {
   }, 300_000);
 
   it('asks its question over the API; the answer sent there lets it go on to COMPLETE', async () => {
-    const script = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: unknown[] };
-    const question = 'Should slugify keep digits?';
-    script.meta.splice(
-      1,
-      0,
-      [
-        'type: next_action',
-        'version: 1',
-        'payload:',
-        '  decision:',
-        '    action: ask_human',
-        '    reason: The PRD does not say what happens to digits.',
-        '  used_patterns: []',
-        `  question: ${question}`,
-      ].join('\n'),
-    );
-    const scriptFile = `${repo}-ask.yaml`;
-    writeFileSync(scriptFile, stringify(script));
     const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
-      prdPath: DEMO_PRD,
-      modelScript: scriptFile,
+      prdPath: SERVED_PRD,
+      modelScript: 'specs/ask.yaml',
       taskId: 'SERVE-ASK',
     });
     // A person looking at the task now and then: the question shows, and is answered there.
@@ -247,38 +253,26 @@ describe('a task started over the API', () => {
       }
     })();
     const events = (await watch(taskId)).map((event) => event.data);
-    expect(await answering).toBe(question);
+    expect(await answering).toBe(QUESTION);
     expect(JSON.parse(events.at(-1) ?? '{}')).toMatchObject({ state: 'COMPLETE' });
     const human = events
       .map((data) => JSON.parse(data) as { type?: string; answer?: string })
       .find((event) => event.type === 'human');
-    expect(human).toMatchObject({ question, answer: 'Yes, keep digits.' });
-    // Nothing is waiting any more: a second answer is refused.
+    expect(human).toMatchObject({ question: QUESTION, answer: 'Yes, keep digits.' });
+    // Nothing is waiting any more: a second answer is refused, saying the task ended (not that it runs elsewhere).
     await expect(
       client.request('POST', `/api/tasks/${taskId}/answer`, { text: 'again' }),
     ).rejects.toMatchObject({
       status: 400,
+      message: expect.stringContaining('has ended (COMPLETE): it has no question waiting'),
+    });
+    await expect(client.request('POST', `/api/tasks/${taskId}/stop`)).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('nothing to stop'),
     });
   }, 300_000);
 
   it('shows a task run in a terminal live, and nothing of it that is redacted', async () => {
-    const secret = 'SECRET-Q7W3E9R2T5Y8';
-    const canary = 'CANARY-visible-5b7e';
-    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: { run?: string }[] };
-    const scriptFile = `${repo}-terminal.yaml`;
-    // The worker prints the secret (in its command and, built at run time, in its output) before its work.
-    writeFileSync(
-      scriptFile,
-      stringify({
-        ...demo,
-        worker: [
-          { run: `echo "${canary} ${secret}"; printf 'SEC%s %s\\n' 'RET-Q7W3E9R2T5Y8' '${canary}'` },
-          ...demo.worker,
-        ],
-      }),
-    );
-    const configFile = `${repo}-terminal-config.yaml`;
-    writeFileSync(configFile, "redact:\n  patterns:\n    - 'SECRET-[A-Z0-9]{12}'\n");
     const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
     delete env.OPENAI_API_KEY;
     let finished = false;
@@ -286,13 +280,13 @@ describe('a task started over the API', () => {
       [
         'run',
         '--prd',
-        DEMO_PRD,
+        SERVED_PRD,
         '--task-id',
         'TERM-RUN',
         '--model-script',
-        scriptFile,
+        'specs/terminal.yaml',
         '--config',
-        configFile,
+        'specs/terminal-config.yaml',
       ],
       { cwd: repo, env },
     ).then((result) => {
@@ -326,50 +320,15 @@ describe('a task started over the API', () => {
       await client.request<string>('GET', '/api/tasks/TERM-RUN/note'),
     ].join('\n');
     // The search can see what it looks for: the canary printed beside the secret is there.
-    expect(seen).toContain(canary);
-    expect(seen).not.toContain(secret);
+    expect(seen).toContain(CANARY);
+    expect(seen).not.toContain(SECRET);
     expect(seen).toContain('[REDACTED]');
   }, 300_000);
 
-  it("keeps its memory bounded when clients never read a long journal's events", async () => {
-    // 100 MB of journal: served whole into memory, five such watchers would add 500 MB.
-    const runDir = path.join(repo, '.agent-runner', 'runs', 'BIG-JOURNAL');
-    mkdirSync(runDir, { recursive: true });
-    const line = `${JSON.stringify({ type: 'worker_event', run: 1, event: { kind: 'message', text: 'x'.repeat(1000) }, at: '2026-01-01T00:00:00.000Z' })}\n`;
-    writeFileSync(path.join(runDir, 'events.jsonl'), line.repeat(Math.ceil((100 * 1024 ** 2) / line.length)));
-    const { port } = new URL(server.info.url);
-    const before = process.memoryUsage().rss;
-    const sockets = await Promise.all(
-      Array.from({ length: 5 }, async () => {
-        const socket = connect(Number(port), '127.0.0.1');
-        await once(socket, 'connect');
-        // It asks, then never reads a byte: the kernel's buffers fill and the server must wait.
-        socket.pause();
-        socket.write(
-          `GET /api/tasks/BIG-JOURNAL/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${server.info.token}\r\n\r\n`,
-        );
-        return socket;
-      }),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    const grown = process.memoryUsage().rss - before;
-    // The server still answers meanwhile.
-    expect((await client.request<{ openapi: string }>('GET', '/api/openapi.json')).openapi).toBe('3.1.0');
-    for (const socket of sockets) socket.destroy();
-    rmSync(runDir, { recursive: true, force: true });
-    expect(grown / 1024 ** 2).toBeLessThan(100);
-  }, 60_000);
-
   it('stops a task it runs as Ctrl-C does: the work saved, the note written, exit 130', async () => {
-    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[] };
-    const scriptFile = `${repo}-hang.yaml`;
-    writeFileSync(
-      scriptFile,
-      stringify({ meta: demo.meta.slice(0, 2), worker: [{ run: 'echo draft > draft.txt; sleep 600' }] }),
-    );
     const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
-      prdPath: DEMO_PRD,
-      modelScript: scriptFile,
+      prdPath: SERVED_PRD,
+      modelScript: 'specs/hang.yaml',
       taskId: 'SERVE-STOP',
     });
     const events: { event?: string; data: string }[] = [];

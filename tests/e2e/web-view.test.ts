@@ -4,7 +4,8 @@
  * and codex, agent-runner's scripted model). A task runs: its page shows the states changing live and its
  * commands arriving with their exit codes; its question appears as a form, is answered there, and the task
  * goes on to COMPLETE; a second task started from the board's form appears on the board. The screenshots of
- * the task page and the board are saved in docs/ (the latest run's).
+ * the task page and the board are saved in docs/ (the latest run's). The PRD and the scripted models are files
+ * of the served repository (the API reads no other).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,16 +14,16 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { processRedaction, safeOutput } from '../../src/cli/output.js';
-import { startServer } from '../../src/cli/serve-command.js';
 import { ServeClient, readServeInfo, type ServeInfo } from '../../src/serve/api-client.js';
-import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
+import { ROOT } from '../support/demo-task.js';
+import { DEMO_SCRIPT, SERVED_PRD, serveDemoRepo, type ServedRepo } from '../support/serve-repo.js';
 import { taskContainers } from '../support/task-containers.js';
 
-const DEMO_SCRIPT = path.join(ROOT, 'examples', 'slugify', 'model-script.yaml');
 const QUESTION = 'Should slugify keep digits?';
-const { dir: repo, remove } = createDemoRepo('');
-let server: Awaited<ReturnType<typeof startServer>>;
+const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: Record<string, string>[] };
+let repo = '';
+let served: ServedRepo;
+let server: ServedRepo['server'];
 let browser: Browser;
 
 beforeAll(async () => {
@@ -31,25 +32,18 @@ beforeAll(async () => {
   }).trim();
   // As root, Chromium's own sandbox cannot start; the page is ours, served from this machine.
   browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
-  const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
-  delete env.OPENAI_API_KEY;
-  const redaction = processRedaction(env);
-  server = await startServer(
-    { port: '0' },
-    {
-      output: safeOutput({ out: () => undefined, err: () => undefined, isTTY: false }, redaction),
-      redaction,
-      env,
-      cwd: repo,
-      setExitCode: () => undefined,
-    },
-  );
+  served = await serveDemoRepo({
+    'specs/ask.yaml': askingScript(),
+    // A worker that hangs (its server dies meanwhile), then the rest of the demo for the task's resume.
+    'specs/hang.yaml': stringify({ meta: demo.meta.slice(0, 2), worker: [{ run: 'sleep 600' }] }),
+    'specs/finish.yaml': stringify({ meta: demo.meta.slice(1), worker: demo.worker }),
+  });
+  ({ repo, server } = served);
 }, 600_000);
 
 afterAll(async () => {
   await browser?.close();
-  await server?.close();
-  remove();
+  await served?.close();
 });
 
 /** Markup a hostile worker writes, hoping a page runs it. */
@@ -60,11 +54,8 @@ const INJECTED = '<img src=x onerror="window.injected=1"><script>window.injected
  * the note and the page) carries markup.
  */
 function askingScript(): string {
-  const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as {
-    meta: string[];
-    worker: Record<string, string>[];
-  };
-  const last = demo.worker.at(-1);
+  const worker = demo.worker.map((step) => ({ ...step }));
+  const last = worker.at(-1);
   if (last?.message !== undefined) last.message = `${last.message} ${INJECTED}`;
   const ask = [
     'type: next_action',
@@ -76,17 +67,15 @@ function askingScript(): string {
     '  used_patterns: []',
     `  question: ${QUESTION}`,
   ].join('\n');
-  const file = `${repo}-ask.yaml`;
-  writeFileSync(file, stringify({ ...demo, meta: [demo.meta[0], ask, ...demo.meta.slice(1)] }));
-  return file;
+  return stringify({ ...demo, worker, meta: [demo.meta[0], ask, ...demo.meta.slice(1)] });
 }
 
 describe('the web view', () => {
   it('shows a task live, takes its answer, and starts another from the board', async () => {
     const client = new ServeClient(server.info.url, server.info.token);
     const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
-      prdPath: DEMO_PRD,
-      modelScript: askingScript(),
+      prdPath: SERVED_PRD,
+      modelScript: 'specs/ask.yaml',
       taskId: 'WEB-ASK',
     });
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
@@ -216,17 +205,11 @@ async function serverProcess(args: string[]): Promise<{ child: ChildProcess; inf
 
 describe('a server that dies mid-task', () => {
   it('its task shows as stale on the next server, and is resumed from the page to COMPLETE', async () => {
-    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: unknown[] };
-    const hanging = `${repo}-hang.yaml`;
-    writeFileSync(hanging, stringify({ meta: demo.meta.slice(0, 2), worker: [{ run: 'sleep 600' }] }));
-    const finishing = `${repo}-finish.yaml`;
-    writeFileSync(finishing, stringify({ meta: demo.meta.slice(1), worker: demo.worker }));
-
     const first = await serverProcess([]);
     const client = new ServeClient(first.info.url, first.info.token);
     const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
-      prdPath: DEMO_PRD,
-      modelScript: hanging,
+      prdPath: SERVED_PRD,
+      modelScript: 'specs/hang.yaml',
       taskId: 'WEB-RESTART',
     });
     for await (const message of client.events(taskId)) {
@@ -240,7 +223,7 @@ describe('a server that dies mid-task', () => {
     first.child.kill('SIGKILL');
     await once(first.child, 'exit');
 
-    const second = await serverProcess(['--model-script', finishing]);
+    const second = await serverProcess(['--model-script', 'specs/finish.yaml']);
     try {
       const again = new ServeClient(second.info.url, second.info.token);
       expect(await again.request('GET', `/api/tasks/${taskId}`)).toMatchObject({
