@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decisionReply } from '../support/meta-replies.js';
 import { parse, stringify } from 'yaml';
 import { ApiError, ServeClient, readServeInfo } from '../../src/serve/api-client.js';
 import { runCliCaptured } from '../support/cli.js';
@@ -33,16 +34,7 @@ const askScript = {
   ...demo,
   meta: [
     demo.meta[0],
-    [
-      'type: next_action',
-      'version: 1',
-      'payload:',
-      '  decision:',
-      '    action: ask_human',
-      '    reason: The PRD does not say what happens to digits.',
-      '  used_patterns: []',
-      `  question: ${QUESTION}`,
-    ].join('\n'),
+    decisionReply('ask_human', 'The PRD does not say what happens to digits.', QUESTION),
     ...demo.meta.slice(1),
   ],
 };

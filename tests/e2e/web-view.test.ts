@@ -13,6 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decisionReply } from '../support/meta-replies.js';
 import { parse, stringify } from 'yaml';
 import { ServeClient, readServeInfo, type ServeInfo } from '../../src/serve/api-client.js';
 import { ROOT } from '../support/demo-task.js';
@@ -57,16 +58,7 @@ function askingScript(): string {
   const worker = demo.worker.map((step) => ({ ...step }));
   const last = worker.at(-1);
   if (last?.message !== undefined) last.message = `${last.message} ${INJECTED}`;
-  const ask = [
-    'type: next_action',
-    'version: 1',
-    'payload:',
-    '  decision:',
-    '    action: ask_human',
-    '    reason: The PRD does not say what happens to digits.',
-    '  used_patterns: []',
-    `  question: ${QUESTION}`,
-  ].join('\n');
+  const ask = decisionReply('ask_human', 'The PRD does not say what happens to digits.', QUESTION);
   return stringify({ ...demo, worker, meta: [demo.meta[0], ask, ...demo.meta.slice(1)] });
 }
 

@@ -25,7 +25,8 @@ import {
   waitForJournalEvent,
   type FaultTask,
 } from '../support/faults-harness.js';
-import { assessmentReply, runWorkerReply } from '../support/meta-replies.js';
+import { HOSTILE_YAML } from '../support/hostile-worker.js';
+import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { assistantMessage, type ScriptedReply } from '../support/scripted-responses-server.js';
 import { writeFileCommand } from '../support/task-repo.js';
 
@@ -35,36 +36,13 @@ const SLACK_MS = 30_000;
 
 function yaml(dodCommand: string): string {
   return [
-    'meta:',
-    '  requestTimeout: 10s',
-    '  maxRetries: 1',
-    'worker:',
-    '  timeout: 90s',
-    '  grace: 2s',
-    'limits:',
-    '  maxIterations: 1',
+    HOSTILE_YAML.trimEnd(),
     'dod:',
     '  baseline: off',
     '  checks:',
     '    - name: check',
     `      command: ${JSON.stringify(dodCommand)}`,
     '',
-  ].join('\n');
-}
-
-/** plan_task with one criterion, checked by `check` (a command in the sandbox) when given. */
-function planReply(taskId: string, check?: string): string {
-  return [
-    'type: plan_task',
-    'version: 1',
-    'payload:',
-    `  task_id: ${taskId}`,
-    '  acceptance_criteria:',
-    '    - id: AC-1',
-    '      description: "The requested change is committed."',
-    '      type: functional',
-    '      critical: true',
-    ...(check ? ['      check:', '        kind: command', `        command: ${JSON.stringify(check)}`] : []),
   ].join('\n');
 }
 
@@ -95,7 +73,15 @@ async function runHangTask(options: {
   // The default network policy (gateway-only), as the rest of the security suite attacks.
   delete task.env.AGENT_RUNNER_NETWORK;
   task.chat.push(
-    { reply: planReply(taskId, options.check) },
+    {
+      reply: planReply(taskId, [
+        {
+          id: 'AC-1',
+          description: 'The requested change is committed.',
+          ...(options.check ? { check: { kind: 'command', command: options.check } } : {}),
+        },
+      ]),
+    },
     { reply: runWorkerReply('Do the requested change and commit it.') },
     { reply: assessmentReply(true, ['AC-1'], 'Checked the facts.') },
   );
