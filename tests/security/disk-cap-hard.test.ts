@@ -7,7 +7,8 @@
  * The probe is `du -x` of the repository's `.agent-runner` (allocated blocks: the image files, never the
  * file systems mounted in it), sampled while the runner runs; it first proves it sees a `fallocate` on a plain
  * host directory. After the task: NEEDS_REVIEW naming the cap, `--json` and the note say the cap was hard, no
- * container, no mount and no loop device of the task is left.
+ * container, no mount and no loop device of the task is left. And a runner SIGKILLed mid-run leaves both
+ * mounted; `agent-runner gc` releases them (no mount, no loop device left; the images stay for a resume).
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -18,10 +19,14 @@ import { promisify } from 'node:util';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   command,
+  commandStarted,
+  forceRemoveContainers,
   journalEvents,
   labelledContainers,
+  runToEnd,
   setupFaultTask,
   startRunner,
+  waitForJournalEvent,
 } from '../support/faults-harness.js';
 import { HOSTILE_YAML } from '../support/hostile-worker.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
@@ -167,5 +172,42 @@ describe.skipIf(!hardSupported)('a hard disk cap against one fallocate far past 
     // Nothing of the task is left running or mounted.
     expect(await labelledContainers(taskId, task.root)).toEqual([]);
     expect(await leftovers(taskId)).toEqual([]);
+  });
+
+  it('gc releases the mounts of a runner killed mid-run: no mount, no loop device of the task left', async () => {
+    const taskId = `sec-hardcap-gc-${randomUUID().slice(0, 6)}`;
+    const task = await setupFaultTask(taskId, YAML);
+    delete task.env.AGENT_RUNNER_NETWORK;
+    onTestFinished(async () => {
+      await forceRemoveContainers(taskId, task.root);
+      // Whatever a failed assertion left mounted goes too (lazily: the loop devices detach with it).
+      for (const line of await leftovers(taskId))
+        if (!line.startsWith('/dev/loop'))
+          await run('umount', ['-l', line.split(' ')[4]!]).catch(() => undefined);
+    });
+    task.chat.push(
+      { reply: planReply(taskId, [{ id: 'AC-1', description: 'The requested change is committed.' }]) },
+      { reply: runWorkerReply('Do the requested change and commit it.') },
+    );
+    task.responses.enqueue(command('sleep 600'));
+    const runner = startRunner(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {
+      cwd: task.root,
+      env: task.env,
+    });
+    await waitForJournalEvent(task.root, taskId, commandStarted('sleep 600'), runner);
+    runner.child.kill('SIGKILL');
+    expect((await runner.exited).signal).toBe('SIGKILL');
+    // The probe sees what a SIGKILL leaves (no exit hook ran): both file systems mounted, each on a loop device.
+    const left = await leftovers(taskId);
+    const loops = left.filter((line) => line.startsWith('/dev/loop'));
+    expect(left.length - loops.length, left.join('\n')).toBe(2);
+    expect(loops, left.join('\n')).toHaveLength(2);
+
+    const gc = await runToEnd(['gc'], { cwd: task.root, env: task.env });
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(gc.stdout).toContain(`unmounted ${path.join(root(task), 'sandboxes', taskId, 'repo')}`);
+    expect(await leftovers(taskId)).toEqual([]);
+    // The images stay for a resume.
+    expect(statSync(path.join(root(task), 'sandboxes', taskId, 'repo.img')).size).toBeGreaterThan(0);
   });
 });
