@@ -210,12 +210,15 @@ export const configSchema = z
          * sandbox runs (beyond their size when it was set up); the task ends NEEDS_REVIEW when one is reached.
          * `hard`: each lives on a file system of its own of that size (src/sandbox/cap-volume.ts) when the
          * machine can make one; false (or a machine that cannot) watches the growth from the host instead.
+         * Off by default for now: the file system is unmounted when the task ends, and until its files are
+         * brought back into the directory then, a person no longer sees the sandbox's uncommitted files or the
+         * worker's home after the task (README, Disk caps).
          */
         disk: z
           .strictObject({
             repository: size('4g').default(4 * 1024 ** 3),
             codexHome: size('1g').default(1024 ** 3),
-            hard: z.boolean().default(true),
+            hard: z.boolean().default(false),
           })
           .prefault({}),
         network: networkPolicySchema.default('gateway-only'),

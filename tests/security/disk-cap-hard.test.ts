@@ -38,7 +38,7 @@ const CAP_MIB = 64;
 /** What the task may add to the host's disk beyond its caps: its files, logs, the file systems' own metadata. */
 const SLACK_MIB = 8;
 
-const YAML = `${HOSTILE_YAML}sandbox:\n  disk:\n    repository: ${CAP_MIB}m\n    codexHome: ${CAP_MIB}m\n`;
+const YAML = `${HOSTILE_YAML}sandbox:\n  disk:\n    repository: ${CAP_MIB}m\n    codexHome: ${CAP_MIB}m\n    hard: true\n`;
 
 /** Allocated bytes under `dir` on its own file system only (`du -x`): a file system mounted below is not counted. */
 async function du(dir: string): Promise<number> {

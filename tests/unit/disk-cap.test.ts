@@ -42,10 +42,10 @@ describe('sandbox.disk in agent-runner.yaml', () => {
     expect(validateConfig([{ source: 'test', values: {} }]).sandbox.disk).toEqual({
       repository: 4 * 1024 ** 3,
       codexHome: 1024 ** 3,
-      hard: true,
+      hard: false,
     });
     const config = validateConfig([{ source: 'test', values: { sandbox: { disk: { repository: '64m' } } } }]);
-    expect(config.sandbox.disk).toEqual({ repository: 64 * MiB, codexHome: 1024 ** 3, hard: true });
+    expect(config.sandbox.disk).toEqual({ repository: 64 * MiB, codexHome: 1024 ** 3, hard: false });
     expect(() =>
       validateConfig([{ source: 'agent-runner.yaml', values: { sandbox: { disk: { codexHome: 'lots' } } } }]),
     ).toThrow('sandbox.disk.codexHome: expected a size like 1g');
