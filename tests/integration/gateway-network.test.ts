@@ -365,7 +365,7 @@ describe('startTaskGateway', () => {
     const failure = taskGateway.setup(runtime, info.id, { workdir: '/tmp', logDir });
     await expect(failure).rejects.toBeInstanceOf(EnvironmentError);
     await expect(failure).rejects.toThrow(
-      /sandbox\.setup command `echo broken >&2; exit 3` exited 3 under network policy allowlist \(registry\.npmjs\.org\): broken\. Run the same command in a fresh clone[^\n]*\nbroken/,
+      /sandbox\.setup command `echo broken >&2; exit 3` exited 3 under network policy allowlist \(registry\.npmjs\.org\): broken\. Run the same command in a fresh clone[^\n]*\n\n--- stderr ---\nbroken/,
     );
     expect(readFileSync(path.join(logDir, 'setup-1.stdout.log'), 'utf8')).toBe('first\n');
     expect(existsSync(path.join(logDir, 'setup-3.stdout.log'))).toBe(false);
