@@ -28,6 +28,9 @@ export type ErrorCode =
   | 'budget_exceeded'
   | 'disk_full'
   | 'interrupted'
+  | 'remote_failed'
+  | 'delivery_failed'
+  | 'verify_failed'
   | 'internal';
 
 /** Exit codes of the CLI. Kept in one place so the README table and the code cannot disagree. */
@@ -38,6 +41,8 @@ export const EXIT_CODES = {
   needsReview: 3,
   environment: 4,
   model: 5,
+  /** The task's result stands on its local branch, but pushing it or opening its pull request failed. */
+  delivery: 6,
   timeout: 124,
   interrupted: 130,
 } as const;
