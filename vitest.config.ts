@@ -27,7 +27,7 @@ const TIMED = [
   'tests/e2e/real-projects-npm.test.ts', // the run ends within 20 s of its last event
   'tests/integration/workspace-isolation.test.ts', // a run's duration within 15 s
   'tests/integration/sandbox-docker-runtime.test.ts', // a timeout's duration within 10 s
-  'tests/security/hang-paths.test.ts', // each hang ends within --timeout + 30 s
+  'tests/security/hang-paths.test.ts', // each hang ends within --timeout + 30 s (its five tasks side by side)
 ];
 
 const DOCKER = { sequence: { groupOrder: 1 }, maxWorkers: 2, fileParallelism: true } as const;

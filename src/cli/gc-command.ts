@@ -10,10 +10,11 @@ import type { Command } from 'commander';
 import { EXIT_CODES } from '../errors.js';
 import { findDeadOwnerSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { removeNotStarted } from '../lifecycle/never-started.js';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
 import { taskLayout } from '../workspace/layout.js';
-import { capVolumesUnder, unmountCapVolume } from '../sandbox/cap-volume.js';
+import { capImagePath, capVolumesUnder, releaseCapVolume } from '../sandbox/cap-volume.js';
 import { cleanFinishedTask } from '../lifecycle/worktree-cleanup.js';
 import { loadConfig } from '../config/load.js';
 import { runnerIsRoot, type OwnershipApplier } from '../workspace/scope/permissions.js';
@@ -106,13 +107,19 @@ async function releaseStaleMounts(
   for (const task of tasks) {
     if (task.status === 'running' || task.status === 'unknown') continue;
     const layout = taskLayout(repoRoot, task.taskId);
-    const mounted = [
+    // Still mounted (the runner was killed), or unmounted with the files inside (it exited without its end).
+    const held = new Set([
       ...(await capVolumesUnder(layout.sandboxDir)),
       ...(await capVolumesUnder(layout.runDir)),
-    ];
-    for (const mountPath of mounted) {
-      if (!dryRun) await unmountCapVolume(mountPath);
-      output.out(`${dryRun ? 'would unmount' : 'unmounted'} ${mountPath} (task ${task.taskId}, runner gone)`);
+      ...[layout.sandboxRepoPath, path.join(layout.runDir, 'codex-home')].filter((dir) =>
+        existsSync(capImagePath(dir)),
+      ),
+    ]);
+    for (const mountPath of held) {
+      if (!dryRun) await releaseCapVolume(mountPath);
+      output.out(
+        `${dryRun ? 'would release' : 'released'} ${mountPath} (task ${task.taskId}, runner gone: its files are back in the directory)`,
+      );
     }
   }
 }

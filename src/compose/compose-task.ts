@@ -22,6 +22,7 @@ import { writeTaskNote } from '../notes/note-writer.js';
 import { loadPatternLibrary } from '../patterns/pattern-library.js';
 import { workerPromptTemplate } from '../patterns/worker-prompt.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
+import type { DockerSandboxProvider } from '../sandbox/docker-sandbox-provider.js';
 import { taskLayout } from '../workspace/layout.js';
 import { startDockerSide } from './docker-side.js';
 import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
@@ -175,6 +176,9 @@ async function composeOnGateway(
         // Nothing of the Docker side (a sweep, an image inspect, the worktree's checkout) outlives the task.
         await side.ports.catch(() => undefined);
         await side.workspace()?.settled();
+        // The capped file systems end with the task whatever its path (a kept sandbox has none); their files
+        // stay in the directories.
+        if (!spec.keepSandbox) await side.sandboxes()?.releaseDisk();
       } finally {
         await gateway.close();
       }
@@ -252,6 +256,7 @@ interface TaskDockerSide {
   ports: Promise<DockerSidePorts>;
   runtime: () => EngineWatchRuntime | null;
   workspace: () => GitTaskWorkspace | null;
+  sandboxes: () => DockerSandboxProvider | null;
 }
 
 /**
@@ -266,6 +271,7 @@ function startTaskDockerSide(
 ): TaskDockerSide {
   let runtime: EngineWatchRuntime | null = null;
   let workspace: GitTaskWorkspace | null = null;
+  let sandboxes: DockerSandboxProvider | null = null;
   const ports = (async (): Promise<DockerSidePorts> => {
     await started.planSent;
     const engine = await host.docker();
@@ -286,10 +292,11 @@ function startTaskDockerSide(
       labels: keptSandboxLabels(spec.keepSandbox),
     });
     workspace = sandbox.workspace;
+    sandboxes = sandbox.sandboxes;
     const worker = taskWorker(host, spec, runtime, started.gateway);
     return { workspace: sandbox.workspace, sandboxes: sandbox.sandboxes, worker };
   })();
   // Handled here; the loop's first call (the workspace's preparation) reports the failure.
   ports.catch(() => undefined);
-  return { ports, runtime: () => runtime, workspace: () => workspace };
+  return { ports, runtime: () => runtime, workspace: () => workspace, sandboxes: () => sandboxes };
 }

@@ -209,16 +209,15 @@ export const configSchema = z
          * How much the task's sandbox repository (work tree and .git) and its CODEX_HOME may grow while the
          * sandbox runs (beyond their size when it was set up); the task ends NEEDS_REVIEW when one is reached.
          * `hard`: each lives on a file system of its own of that size (src/sandbox/cap-volume.ts) when the
-         * machine can make one; false (or a machine that cannot) watches the growth from the host instead.
-         * Off by default for now: the file system is unmounted when the task ends, and until its files are
-         * brought back into the directory then, a person no longer sees the sandbox's uncommitted files or the
-         * worker's home after the task (README, Disk caps).
+         * machine can make one (root, loop devices); false (or a machine that cannot) watches the growth from
+         * the host instead. When the sandbox stops, the files come back into the plain directory and the file
+         * system goes (cap-volume.ts, releaseCapVolume), so a person sees them after the task as before.
          */
         disk: z
           .strictObject({
             repository: size('4g').default(4 * 1024 ** 3),
             codexHome: size('1g').default(1024 ** 3),
-            hard: z.boolean().default(false),
+            hard: z.boolean().default(true),
           })
           .prefault({}),
         network: networkPolicySchema.default('gateway-only'),

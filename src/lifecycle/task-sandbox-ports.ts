@@ -9,7 +9,7 @@ import type { SetupCommandReport } from '../core/events.js';
 import type { MountSpec, OwnershipEntry, SandboxRuntime } from '../core/ports.js';
 import type { OwnershipApplier } from '../workspace/scope/permissions.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
-import { DockerSandboxProvider } from '../sandbox/docker-sandbox-provider.js';
+import { DockerSandboxProvider, hardCapWanted } from '../sandbox/docker-sandbox-provider.js';
 import { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { SANDBOX_WORKDIR, taskLayout } from '../workspace/layout.js';
 import { defaultScope, mergeScope } from '../workspace/scope/scope.js';
@@ -56,7 +56,7 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     // A runner that is not root cannot chown: a helper container applies the read-only ownership.
     ...ownershipApplier(runtime, { repoRoot, taskId, image }),
     ...(input.noReadOnly ? { noReadOnly: true } : {}),
-    diskCap: { capBytes: config.sandbox.disk.repository, hard: config.sandbox.disk.hard },
+    diskCap: { capBytes: config.sandbox.disk.repository, ...hardCapWanted(config, input.keep) },
   });
   const sandboxes = new DockerSandboxProvider({
     runtime,

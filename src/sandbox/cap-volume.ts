@@ -9,9 +9,13 @@
  * Only a root runner with loop devices, `mkfs.ext4` and `mount` can make one; otherwise (or with
  * `sandbox.disk.hard: false`) the cap is the watched one (disk-watch.ts) and the task says why.
  *
- * The image lives as long as the directory did before (the sandbox repository until the sandbox is removed,
- * CODEX_HOME with the run data) so `resume` finds the worker's files and sessions; the mount lives only while a
- * runner uses it: it is released when the sandbox stops, when the process exits, and by `gc` after a crash.
+ * The image lives only while a sandbox uses the directory. When the sandbox stops (and by `gc` after a crash)
+ * the directory is released: its files are copied back out of the image into a plain directory at the same
+ * path and the image is deleted, so a person (or the note, or `resume`) finds the sandbox repository's
+ * uncommitted files and the worker's home where they always were. A later run mounts a new image and moves the
+ * files in ({@link mountCapVolume} adopts a plain directory). Should the copy fail (the host's disk full), the
+ * image stays, unmounted, and the next mount finds the files in it: nothing is lost either way. A process that
+ * exits without the task's end unmounts lazily and keeps the image for the same reason.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -21,6 +25,7 @@ import {
   mkdtemp,
   readFile,
   readdir,
+  rename,
   rm,
   rmdir,
   stat,
@@ -119,8 +124,8 @@ function imageSize(request: CapVolumeRequest, inodes: number): number {
   return Math.ceil(size / MiB) * MiB;
 }
 
-async function run(file: string, args: string[]): Promise<void> {
-  const result = await execa(file, args, { reject: false, timeout: 60_000, stdin: 'ignore' });
+async function run(file: string, args: string[], timeoutMs = 60_000): Promise<void> {
+  const result = await execa(file, args, { reject: false, timeout: timeoutMs, stdin: 'ignore' });
   if (result.exitCode !== 0)
     throw new Error(
       `${file} failed: ${String(result.stderr || result.message)
@@ -145,8 +150,7 @@ export async function mountCapVolume(request: CapVolumeRequest): Promise<DiskCap
   if (await isMountPoint(mountPath)) await unmountCapVolume(mountPath);
   const hasImage = existsSync(image);
   const entries = await readdir(mountPath).catch(() => null);
-  if (!hasImage && entries !== null && entries.length > 0)
-    return watched(`${mountPath} holds files from a run made without a file system of its own`);
+  if (!hasImage && entries !== null && entries.length > 0) return adoptDirectory(request);
   await mkdir(mountPath, { recursive: true });
   try {
     if (!hasImage) {
@@ -187,6 +191,103 @@ export async function mountCapVolume(request: CapVolumeRequest): Promise<DiskCap
     if (!hasImage) await rm(image, { force: true }).catch(() => undefined);
     return watched(`the capped file system could not be made: ${(error as Error).message}`);
   }
+}
+
+/** Bytes allocated and inodes used under `dir`, on its own file system only. */
+async function usage(dir: string): Promise<{ bytes: number; files: number }> {
+  const number = async (args: string[]) => {
+    const result = await execa('du', [...args, '-sx', '--', dir], { reject: false, timeout: 120_000 });
+    const value = Number.parseInt(result.stdout.split('\t')[0] ?? '', 10);
+    if (result.exitCode !== 0 || !Number.isFinite(value)) throw new Error(`du ${dir} failed`);
+    return value;
+  };
+  return { bytes: await number(['-B1']), files: await number(['--inodes']) };
+}
+
+/**
+ * Copies the tree `from` into the existing directory `to` as root without reading or following anything the
+ * worker made: links stay links, FIFOs and sockets are made, not opened; runs of zeros become holes, so a
+ * file of zeros (a disk-filling attack's usual junk) takes no room on the host. What must not exist on the host's
+ * plain disk is then taken out: device nodes (the worker cannot make them, but a copy must not either) and the
+ * set-user-ID and set-group-ID bits (the capped file system is mounted nosuid; a plain directory is not).
+ */
+async function copyTree(from: string, to: string): Promise<void> {
+  await run(
+    'cp',
+    ['-dR', '--preserve=mode,ownership,timestamps,links', '--sparse=always', '--', `${from}/.`, `${to}/`],
+    600_000,
+  );
+  await run('find', [to, '-xdev', '(', '-type', 'b', '-o', '-type', 'c', ')', '-delete'], 120_000);
+  await run('find', [to, '-xdev', '-perm', '/6000', '-exec', 'chmod', 'ug-s', '{}', '+'], 120_000);
+}
+
+/**
+ * A plain directory that holds files (released at the end of an earlier run) gets a capped file system sized
+ * for what it holds plus the cap: the files are moved aside, the new file system mounted at the path, the files
+ * copied in, and the old copy removed. Should anything fail, the directory is put back as it was, watched.
+ */
+async function adoptDirectory(request: CapVolumeRequest): Promise<DiskCapKind> {
+  const { mountPath } = request;
+  const aside = `${mountPath}.adopt`;
+  await rm(aside, { recursive: true, force: true });
+  let start: { bytes: number; files: number };
+  try {
+    start = await usage(mountPath);
+  } catch (error) {
+    return watched(`the capped file system could not be made: ${(error as Error).message}`);
+  }
+  const owner = await stat(mountPath);
+  await rename(mountPath, aside);
+  await mkdir(mountPath);
+  const made = await mountCapVolume({
+    ...request,
+    startBytes: Math.max(request.startBytes, start.bytes),
+    startFiles: Math.max(request.startFiles, start.files),
+    owner: { uid: owner.uid, gid: owner.gid },
+  });
+  try {
+    if (made.kind !== 'hard') throw new Error(made.reason);
+    await copyTree(aside, mountPath);
+    await rm(aside, { recursive: true, force: true });
+    return made;
+  } catch (error) {
+    await removeCapVolume(mountPath).catch(() => undefined);
+    await rm(mountPath, { recursive: true, force: true }).catch(() => undefined);
+    await rename(aside, mountPath);
+    return made.kind === 'hard'
+      ? watched(`the capped file system could not be filled: ${(error as Error).message}`)
+      : made;
+  }
+}
+
+/**
+ * Ends a capped directory's file system and keeps its files: they are copied out of the image into a plain
+ * directory that takes the mount point's place, and the image is deleted. An image left unmounted by a runner
+ * that died is mounted once more to take its files out. When the copy fails the image stays, unmounted, and
+ * the next mount finds the files in it.
+ */
+export async function releaseCapVolume(mountPath: string): Promise<void> {
+  const image = capImagePath(mountPath);
+  // Still in mountedHere until unmounted: a process that exits during the copy unmounts it (lazily) at exit.
+  if (!existsSync(image)) return unmountCapVolume(mountPath);
+  if (!(await isMountPoint(mountPath))) {
+    const entries = await readdir(mountPath).catch(() => null);
+    // Files at the path beside an image: a state this code never leaves; both stay for a person to look at.
+    if (entries !== null && entries.length > 0) return;
+    await mkdir(mountPath, { recursive: true });
+    await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime,ro', image, mountPath]);
+  }
+  const out = await mkdtemp(`${mountPath}.out-`);
+  try {
+    await copyTree(mountPath, out);
+  } catch {
+    await rm(out, { recursive: true, force: true }).catch(() => undefined);
+    return unmountCapVolume(mountPath);
+  }
+  await unmountCapVolume(mountPath);
+  await rmdir(mountPath);
+  await rename(out, mountPath);
+  await rm(image, { force: true });
 }
 
 /** Unmounts the file system at `mountPath` (lazily when a process still holds it); the image stays. */

@@ -11,19 +11,35 @@ import type { DiskCapReached } from '../core/limits.js';
 import type { DiskCapKind, DiskCapKinds } from '../core/records.js';
 import type { MountSpec, SandboxNetwork, SandboxProviderPort, SandboxRuntime } from '../core/ports.js';
 import { AgentRunnerError } from '../errors.js';
-import { SANDBOX_WORKDIR } from '../workspace/layout.js';
-import type { WorkspaceMount } from '../workspace/prepare-task-workspace.js';
-import { mountCapVolume, unmountCapVolume } from './cap-volume.js';
+import { SANDBOX_WORKDIR, taskLayout } from '../workspace/layout.js';
+import type { DiskCapRequest, WorkspaceMount } from '../workspace/prepare-task-workspace.js';
+import { mountCapVolume, releaseCapVolume } from './cap-volume.js';
 import { DiskWatch, type DiskWatchOptions } from './disk-watch.js';
 import { endStrayProcesses } from './stray-processes.js';
 
 export const CODEX_HOME_IN_SANDBOX = '/codex-home';
 
 /** The kind of a cap under `sandbox.disk.hard: false`. */
-export const DISABLED: DiskCapKind = {
-  kind: 'watched',
-  reason: 'sandbox.disk.hard is false in the configuration',
-};
+export const DISABLED_REASON = 'sandbox.disk.hard is false in the configuration';
+export const DISABLED: DiskCapKind = { kind: 'watched', reason: DISABLED_REASON };
+
+/**
+ * Whether the task's capped directories get file systems of their own. Not for a sandbox kept with
+ * --keep-sandbox: the kept container holds its mounts after the task, while the person looks at the same
+ * directories on the host; plain directories (watched caps) keep both views the same.
+ */
+export function hardCapWanted(
+  config: Pick<Config, 'sandbox'>,
+  keep: boolean,
+): Pick<DiskCapRequest, 'hard' | 'watchedReason'> {
+  if (!config.sandbox.disk.hard) return { hard: false };
+  if (keep)
+    return {
+      hard: false,
+      watchedReason: '--keep-sandbox: the kept container and the host share plain directories',
+    };
+  return { hard: true };
+}
 
 /** What the gateway (or, without it, the direct route) adds to the sandbox. */
 export interface SandboxModelAccess {
@@ -71,7 +87,8 @@ export class DockerSandboxProvider implements SandboxProviderPort {
     const workspace = this.options.workspace();
     const codexHome = this.codexHomeHostPath();
     await mkdir(codexHome, { recursive: true });
-    this.codexHomeCap = config.sandbox.disk.hard
+    const wanted = hardCapWanted(config, this.options.keep);
+    this.codexHomeCap = wanted.hard
       ? await mountCapVolume({
           mountPath: codexHome,
           capBytes: config.sandbox.disk.codexHome,
@@ -79,7 +96,7 @@ export class DockerSandboxProvider implements SandboxProviderPort {
           startFiles: 0,
           owner: workspace.workerUser,
         })
-      : DISABLED;
+      : { kind: 'watched', reason: wanted.watchedReason ?? DISABLED_REASON };
     await chown(codexHome, workspace.workerUser.uid, workspace.workerUser.gid).catch(() => undefined);
     const info = await this.options.runtime.create({
       taskId: this.options.taskId,
@@ -176,15 +193,21 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       this.options.onKept?.(sandboxId, `${uid}:${gid}`);
       return;
     }
-    await this.options.runtime.remove(sandboxId);
-    // The images stay (resume mounts them again); the mounts go with the sandbox.
-    await this.releaseDisk();
+    try {
+      await this.options.runtime.remove(sandboxId);
+    } finally {
+      // The capped file systems go with the sandbox, even one the engine could not remove (it is an orphan for
+      // gc now); their files stay in the directories, where resume adopts them.
+      await this.releaseDisk();
+    }
   }
 
-  /** Unmounts the capped file systems of the task (their images stay for a later run). */
+  /** Ends the task's capped file systems; their files come back into the plain directories. */
   async releaseDisk(): Promise<void> {
-    const repository = this.options.workspace().mounts.find((m) => m.containerPath === SANDBOX_WORKDIR);
-    await unmountCapVolume(this.codexHomeHostPath()).catch(() => undefined);
-    if (repository) await unmountCapVolume(repository.hostPath).catch(() => undefined);
+    // From the layout, not the workspace's mount: a task that ended before its workspace was mountable (or
+    // before its sandbox was made: a refusal, a diverged replay) may have mounted them already.
+    const layout = taskLayout(this.options.repoRoot, this.options.taskId);
+    await releaseCapVolume(path.join(layout.runDir, 'codex-home')).catch(() => undefined);
+    await releaseCapVolume(layout.sandboxRepoPath).catch(() => undefined);
   }
 }

@@ -25,6 +25,7 @@ import {
   prepareTaskWorkspace,
   type PreparedWorkspace,
   type WorkspaceMount,
+  type DiskCapRequest,
 } from './prepare-task-workspace.js';
 import { scopeStatement } from './scope/scope-statement.js';
 import type { Scope } from './scope/scope.js';
@@ -57,7 +58,7 @@ export interface GitTaskWorkspaceOptions {
   /** No worker runs in it: nothing read-only (see PrepareTaskWorkspaceOptions.noReadOnly). */
   noReadOnly?: boolean;
   /** The sandbox repository's disk cap (see PrepareTaskWorkspaceOptions.diskCap). */
-  diskCap?: { capBytes: number; hard: boolean };
+  diskCap?: DiskCapRequest;
 }
 
 // Saves the sandbox's uncommitted work (tracked and untracked, ignored files aside) as a commit on

@@ -62,7 +62,15 @@ export interface PrepareTaskWorkspaceOptions {
    */
   onMountable?: (mount: WorkspaceMount) => void;
   /** `sandbox.disk.repository` and `.hard`: the sandbox repository's capped file system (repository-volume.ts). */
-  diskCap?: { capBytes: number; hard: boolean };
+  diskCap?: DiskCapRequest;
+}
+
+/** A capped directory's cap, and whether it gets a file system of its own (else why not: the watched cap's reason). */
+export interface DiskCapRequest {
+  capBytes: number;
+  hard: boolean;
+  /** Why the cap is watched when `hard` is false (default: the configuration says so). */
+  watchedReason?: string;
 }
 
 /** The steps of a preparation, as the benchmark reports them. */

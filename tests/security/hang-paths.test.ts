@@ -30,8 +30,11 @@ import { assessmentReply, planReply, runWorkerReply } from '../support/meta-repl
 import { assistantMessage, type ScriptedReply } from '../support/scripted-responses-server.js';
 import { writeFileCommand } from '../support/task-repo.js';
 
-/** The task's wall clock in the tests that end on it, and what the task may take beyond it. */
-const TIMEOUT_S = 30;
+/**
+ * The task's wall clock in the tests that end on it, and what the task may take beyond it. The five tasks
+ * start together on a machine of two cores: the wall clock leaves each worker time to plant its FIFO first.
+ */
+const TIMEOUT_S = 45;
 const SLACK_MS = 30_000;
 
 function yaml(dodCommand: string): string {
@@ -66,10 +69,12 @@ async function runHangTask(options: {
   check?: string;
   commands: string[];
   timeout: string;
+  /** The test's own `onTestFinished` (the tests run side by side). */
+  onFinished: (cleanup: () => void | Promise<void>) => void;
   whileRunning?: (runner: ReturnType<typeof startRunner>, task: FaultTask, taskId: string) => Promise<void>;
 }): Promise<HangRun> {
   const taskId = `sec-hang-${options.name}-${randomUUID().slice(0, 6)}`;
-  const task = await setupFaultTask(taskId, yaml(options.dod));
+  const task = await setupFaultTask(taskId, yaml(options.dod), options.onFinished);
   // The default network policy (gateway-only), as the rest of the security suite attacks.
   delete task.env.AGENT_RUNNER_NETWORK;
   task.chat.push(
@@ -136,6 +141,11 @@ async function expectEndedWithNote(run: HangRun, exitCode: number, withinMs: num
   const timeline = events
     .map((event) => `${Date.parse(String(event.at)) - startedAt} ${event.type} ${String(event.to ?? '')}`)
     .join('\n');
+  // HANG_TIMELINE=1 prints each task's timeline, to see where its time went.
+  if (process.env.HANG_TIMELINE)
+    console.log(
+      `${run.taskId} ended at ${run.endedAt - startedAt} exit ${run.code} ${JSON.stringify(summary.error)}\n${timeline}`,
+    );
   // From the task's start (its first event) to the runner's exit, as --timeout counts.
   expect(run.endedAt - startedAt, timeline).toBeLessThan(withinMs);
   expect(run.code, run.stderr.slice(-3000)).toBe(exitCode);
@@ -152,9 +162,11 @@ const PLAIN_HEAD_READ = ['git', '-c', 'safe.directory=*', 'rev-parse', '--verify
 const COMMIT_WORK = 'echo work > work.txt && git add -A && git commit -q -m "work"';
 const WALL_CLOCK_BOUND_MS = TIMEOUT_S * 1000 + SLACK_MS;
 
-describe('a worker that plants what blocks a reader cannot keep the task from ending', () => {
-  it('a FIFO at .git/config: the task ends at its --timeout with its note', async () => {
+// The five tasks run side by side: each has its own repository, servers and container, and the file runs alone.
+describe.concurrent('a worker that plants what blocks a reader cannot keep the task from ending', () => {
+  it('a FIFO at .git/config: the task ends at its --timeout with its note', async ({ onTestFinished }) => {
     const run = await runHangTask({
+      onFinished: onTestFinished,
       name: 'config',
       dod: 'true',
       commands: [`${COMMIT_WORK} && rm .git/config && mkfifo .git/config && ls -l .git/config`],
@@ -164,8 +176,11 @@ describe('a worker that plants what blocks a reader cannot keep the task from en
     await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
   });
 
-  it("a FIFO at .git/HEAD planted by the worker's criterion check: the head read after the checks ends too", async () => {
+  it("a FIFO at .git/HEAD planted by the worker's criterion check: the head read after the checks ends too", async ({
+    onTestFinished,
+  }) => {
     const run = await runHangTask({
+      onFinished: onTestFinished,
       name: 'head',
       dod: 'true',
       check: 'bash check.sh',
@@ -181,8 +196,11 @@ describe('a worker that plants what blocks a reader cannot keep the task from en
     await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
   });
 
-  it('a FIFO at the file a criterion check reads: the check is cut at the wall clock', async () => {
+  it('a FIFO at the file a criterion check reads: the check is cut at the wall clock', async ({
+    onTestFinished,
+  }) => {
     const run = await runHangTask({
+      onFinished: onTestFinished,
       name: 'criterion',
       dod: 'true',
       check: 'cat data/input.txt',
@@ -193,8 +211,11 @@ describe('a worker that plants what blocks a reader cannot keep the task from en
     await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
   });
 
-  it('a DoD check that prints without end: cut at the wall clock, its output bounded', async () => {
+  it('a DoD check that prints without end: cut at the wall clock, its output bounded', async ({
+    onTestFinished,
+  }) => {
     const run = await runHangTask({
+      onFinished: onTestFinished,
       name: 'dod',
       dod: 'bash check.sh',
       commands: [`${writeFileCommand('check.sh', 'yes endless-output\n')}\n${COMMIT_WORK}`],
@@ -208,9 +229,12 @@ describe('a worker that plants what blocks a reader cannot keep the task from en
     await expectEndedWithNote(run, 124, WALL_CLOCK_BOUND_MS);
   });
 
-  it('SIGTERM while the validation is blocked on a FIFO at .git/config: exit 130 with the note', async () => {
+  it('SIGTERM while the validation is blocked on a FIFO at .git/config: exit 130 with the note', async ({
+    onTestFinished,
+  }) => {
     let signalledAt = 0;
     const run = await runHangTask({
+      onFinished: onTestFinished,
       name: 'sigterm',
       dod: 'true',
       commands: [`${COMMIT_WORK} && rm .git/config && mkfifo .git/config`],

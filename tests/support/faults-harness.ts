@@ -155,18 +155,24 @@ export interface FaultTask {
 /**
  * A repository with `yaml` committed as agent-runner.yaml, fresh scripted servers (so a failed test cannot
  * leave script steps to the next one) and the runner's environment; everything is removed when the test ends.
+ * A concurrent test passes its own context's `onTestFinished`: the global one would clean up whichever test
+ * vitest thinks is current.
  */
-export async function setupFaultTask(taskId: string, yaml = SHORT_TIMEOUTS_YAML): Promise<FaultTask> {
+export async function setupFaultTask(
+  taskId: string,
+  yaml = SHORT_TIMEOUTS_YAML,
+  onFinished: (cleanup: () => void | Promise<void>) => void = onTestFinished,
+): Promise<FaultTask> {
   const chat = await startScriptedChatServer();
   const responses = await new ScriptedResponsesServer().start();
-  onTestFinished(() => chat.close());
-  onTestFinished(() => responses.close());
+  onFinished(() => chat.close());
+  onFinished(() => responses.close());
   const repo = createNodeRepo();
   writeFaultConfig(repo.root, yaml);
   git(repo.root, 'add', 'agent-runner.yaml');
   git(repo.root, 'commit', '-q', '-m', 'config');
-  onTestFinished(repo.remove);
-  onTestFinished(() => forceRemoveContainers(taskId, repo.root));
+  onFinished(repo.remove);
+  onFinished(() => forceRemoveContainers(taskId, repo.root));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     OPENAI_BASE_URL: chat.url,

@@ -38,14 +38,14 @@ afterEach(() => {
 const fill = (file: string, mib: number) => writeFileSync(file, Buffer.alloc(mib * MiB, 1));
 
 describe('sandbox.disk in agent-runner.yaml', () => {
-  it('defaults to 4 GiB for the repository and 1 GiB for CODEX_HOME, and takes sizes like sandbox.memory', () => {
+  it('defaults to 4 GiB for the repository and 1 GiB for CODEX_HOME, hard where the machine can, and takes sizes like sandbox.memory', () => {
     expect(validateConfig([{ source: 'test', values: {} }]).sandbox.disk).toEqual({
       repository: 4 * 1024 ** 3,
       codexHome: 1024 ** 3,
-      hard: false,
+      hard: true,
     });
     const config = validateConfig([{ source: 'test', values: { sandbox: { disk: { repository: '64m' } } } }]);
-    expect(config.sandbox.disk).toEqual({ repository: 64 * MiB, codexHome: 1024 ** 3, hard: false });
+    expect(config.sandbox.disk).toEqual({ repository: 64 * MiB, codexHome: 1024 ** 3, hard: true });
     expect(() =>
       validateConfig([{ source: 'agent-runner.yaml', values: { sandbox: { disk: { codexHome: 'lots' } } } }]),
     ).toThrow('sandbox.disk.codexHome: expected a size like 1g');

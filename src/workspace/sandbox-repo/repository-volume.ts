@@ -50,7 +50,11 @@ export async function mountRepositoryVolume(
     return mountCapVolume({ ...request, startBytes: 0, startFiles: 0 });
   }
   if (!cap) return undefined;
-  if (!cap.hard) return { kind: 'watched', reason: 'sandbox.disk.hard is false in the configuration' };
+  if (!cap.hard)
+    return {
+      kind: 'watched',
+      reason: cap.watchedReason ?? 'sandbox.disk.hard is false in the configuration',
+    };
   const start = await startingSize(options.repoRoot, made.sha);
   // The runner's, as a plain directory made by it: host git refuses a repository another user owns, and the
   // permissions pass gives the worker what it may write.
