@@ -86,7 +86,15 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js', 'scripts/*.mjs', 'bin/*'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+    files: ['**/*.js', 'scripts/**/*.mjs', 'bin/*'],
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        fetch: 'readonly',
+        Buffer: 'readonly',
+      },
+    },
   },
 );

@@ -5,13 +5,14 @@
  * find the package root from their own location (`..`) expect to be. dockerode stays external: it is CommonJS
  * with optional native parts, and only the Docker side, loaded while planning, imports it.
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { build } from 'esbuild';
 
 const dist = path.join(import.meta.dirname, '..', 'dist');
 for (const name of readdirSync(dist)) if (/^cli(-[A-Z0-9]+)?\.js$/.test(name)) rmSync(path.join(dist, name));
-await build({
+const cli = await build({
   entryPoints: { cli: path.join(dist, 'cli', 'main.js') },
   bundle: true,
   splitting: true,
@@ -27,7 +28,29 @@ await build({
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
   },
   logLevel: 'warning',
+  metafile: true,
 });
+
+// What the bundle leaves to `import` at run time must be a dependency of the package: everything else is a
+// devDependency, which `npm install -g agent-runner` does not install.
+const manifest = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'package.json'), 'utf8'));
+const builtins = new Set(builtinModules);
+const missing = new Set();
+for (const output of Object.values(cli.metafile.outputs))
+  for (const entry of output.imports) {
+    if (!entry.external || entry.path.startsWith('node:') || builtins.has(entry.path)) continue;
+    const name = entry.path
+      .split('/')
+      .slice(0, entry.path.startsWith('@') ? 2 : 1)
+      .join('/');
+    if (!(name in (manifest.dependencies ?? {}))) missing.add(name);
+  }
+if (missing.size > 0) {
+  console.error(
+    `dist/cli.js imports ${[...missing].join(', ')} at run time: move to "dependencies" in package.json`,
+  );
+  process.exit(1);
+}
 
 // The web view served by `agent-runner serve`: one browser bundle, shipped in the package (no CDN).
 await build({
