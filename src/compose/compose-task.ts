@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { SetupCommandReport, StampedEvent } from '../core/events.js';
 import type { PreparedTask } from '../core/ports.js';
 import type { Ledger } from '../core/ledger.js';
+import type { TaskRecord } from '../core/task-record.js';
 import { taskLedger, TaskRunner, type TaskRunnerOptions } from '../core/task-runner.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { deferredPorts, type DockerSidePorts } from '../lifecycle/deferred-ports.js';
@@ -23,6 +24,7 @@ import { loadPatternLibrary } from '../patterns/pattern-library.js';
 import { workerPromptTemplate } from '../patterns/worker-prompt.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { taskLayout } from '../workspace/layout.js';
+import { recordEvidence } from '../verify/record-evidence.js';
 import { startDockerSide } from './docker-side.js';
 import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 import type { TaskHost } from './task-host.js';
@@ -148,8 +150,9 @@ async function composeOnGateway(
       workerPrompt: workerPromptTemplate,
       clock: host.clock,
       ledger: started.ledger,
-      writeNote: (taskRecord) =>
-        writeTaskNote(taskRecord, {
+      writeNote: async (taskRecord) => {
+        await leaveEvidence(taskRecord, host, hooks, repoRoot, side.image());
+        return writeTaskNote(taskRecord, {
           agentRunnerDir: layout.stateDir,
           repository: repoRoot,
           prdPath: spec.prdPath,
@@ -158,7 +161,8 @@ async function composeOnGateway(
           redact: started.redact,
           setup: setupReports,
           ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
-        }),
+        });
+      },
       onEvent: record,
     },
   );
@@ -180,6 +184,20 @@ async function composeOnGateway(
       }
     },
   };
+}
+
+/** The evidence travels with the branch (`verify` re-runs it); a failure to write it costs the note nothing. */
+async function leaveEvidence(
+  taskRecord: TaskRecord,
+  host: TaskHost,
+  hooks: TaskHooks,
+  repoRoot: string,
+  image: string | null,
+): Promise<void> {
+  await recordEvidence(taskRecord, { repoRoot, image, redactJson: host.redaction.redactJsonText }).catch(
+    (error: unknown) =>
+      hooks.onNotice?.(`the evidence note could not be written: ${(error as Error).message}`),
+  );
 }
 
 /** Runs the composed task to its end (or its hand-off), a second Ctrl-C reaching a running worker at once. */
@@ -252,6 +270,8 @@ interface TaskDockerSide {
   ports: Promise<DockerSidePorts>;
   runtime: () => EngineWatchRuntime | null;
   workspace: () => GitTaskWorkspace | null;
+  /** The sandbox image, once resolved. */
+  image: () => string | null;
 }
 
 /**
@@ -266,11 +286,13 @@ function startTaskDockerSide(
 ): TaskDockerSide {
   let runtime: EngineWatchRuntime | null = null;
   let workspace: GitTaskWorkspace | null = null;
+  let taskImage: string | null = null;
   const ports = (async (): Promise<DockerSidePorts> => {
     await started.planSent;
     const engine = await host.docker();
     runtime = new EngineWatchRuntime(engine.runtime, { taskId: spec.taskId, dockerHost: engine.hostName });
     const { image, setup } = await startDockerSide(engine.docker, runtime, spec, hooks.onNotice);
+    taskImage = image;
     const sandbox = taskSandboxPorts({
       runtime,
       config: spec.config,
@@ -291,5 +313,5 @@ function startTaskDockerSide(
   })();
   // Handled here; the loop's first call (the workspace's preparation) reports the failure.
   ports.catch(() => undefined);
-  return { ports, runtime: () => runtime, workspace: () => workspace };
+  return { ports, runtime: () => runtime, workspace: () => workspace, image: () => taskImage };
 }
