@@ -15,6 +15,7 @@ import { recordEvidence } from '../../src/verify/record-evidence.js';
 import { recordedCriteria, withRecordedDod } from '../../src/verify/run-verify.js';
 import { resolveVerifyTarget } from '../../src/verify/verify-target.js';
 import { validateConfig } from '../../src/config/load.js';
+import { runCliCaptured } from '../support/cli.js';
 import { createTempRepo } from '../support/git-repo.js';
 
 const BASE = 'a'.repeat(40);
@@ -314,5 +315,21 @@ describe('comparing the evidence with the checks run again', () => {
       { name: 'lint', command: 'npm run lint', timeout: 600_000 },
     ]);
     expect(recordedCriteria(evidence).map((criterion) => criterion.id)).toEqual(['AC-1', 'AC-2']);
+  });
+});
+
+describe('agent-runner verify without Docker', () => {
+  it('exits 4 with the fix when the engine is not reachable, and 2 on a branch with no evidence', async () => {
+    const repo = await createTempRepo({ 'a.txt': 'a' });
+    repo.git('checkout', '-q', '-b', 'agent-runner/T1');
+    const head = await repo.commit('work', { 'b.txt': 'b' });
+    const env = { ...process.env, DOCKER_HOST: `unix://${repo.root}/no-docker.sock` };
+    const none = await runCliCaptured(['verify', 'main'], { cwd: repo.root, env });
+    expect(none.exitCode).toBe(2);
+    expect(none.stderr).toMatch(/No agent-runner evidence on main/);
+    await writeEvidenceNote(repo.root, head, JSON.stringify(evidenceOf(taskRecord(head), context)));
+    const result = await runCliCaptured(['verify', 'T1'], { cwd: repo.root, env });
+    expect(result.exitCode).toBe(4);
+    expect(result.stderr).toMatch(/Docker is not reachable at unix:\/\/.*no-docker\.sock/);
   });
 });
