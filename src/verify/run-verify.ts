@@ -6,6 +6,8 @@
  * go (src/parallel/combined-sandbox.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import type { Config, DodCheck } from '../config/schema.js';
 import { startDockerSide } from '../compose/docker-side.js';
 import type { HostDocker } from '../compose/task-host.js';
@@ -13,6 +15,7 @@ import type { AcceptanceCriterion } from '../core/types.js';
 import { startTaskGateway } from '../gateway/task-gateway.js';
 import type { Redaction } from '../notes/redact.js';
 import { combinedCheck } from '../parallel/combined-sandbox.js';
+import { taskLayout } from '../workspace/layout.js';
 import { compareEvidence, type VerifyReport } from './compare-evidence.js';
 import type { EvidenceRecord } from './evidence-record.js';
 import { findEvidence } from './find-evidence.js';
@@ -77,6 +80,10 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
   const verifyConfig = withRecordedDod(config, evidence);
   const criteria = recordedCriteria(evidence);
   const gateway = await startTaskGateway({ config, env, repoRoot, redaction: input.redaction });
+  const taskId = `verify-${randomBytes(6).toString('hex')}`;
+  // A reviewer's clone had no agent-runner state before: it has none after (the check's own bookkeeping goes).
+  const stateDir = taskLayout(repoRoot, taskId).stateDir;
+  const hadState = existsSync(stateDir);
   try {
     const check = await combinedCheck({
       config: verifyConfig,
@@ -85,7 +92,7 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
       gateway,
       image,
       setup,
-      taskId: `verify-${randomBytes(6).toString('hex')}`,
+      taskId,
       headSha: target.headSha,
       label: 'verify',
       criteria: criteria.length > 0 ? [{ subtask: 'verify', criteria }] : [],
@@ -104,6 +111,7 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
     };
   } finally {
     await gateway.close().catch(() => undefined);
+    if (!hadState) await rm(stateDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 

@@ -144,6 +144,7 @@ describe('agent-runner verify (end to end)', () => {
     // Nothing of the verify stays in the clone: no branch, no worktree.
     expect(git(clone, 'branch', '--list', 'agent-runner/*')).toBe('');
     expect(git(clone, 'worktree', 'list').split('\n')).toHaveLength(1);
+    expect(git(clone, 'status', '--porcelain', '--ignored')).toBe('');
 
     // A commit made by hand on the task branch breaks the test: the branch moved, the test check differs.
     const worktree = path.join(repo.root, '.agent-runner', 'worktrees', id);
