@@ -79,6 +79,7 @@ export function verifyObject(verified: VerifyResult): Record<string, unknown> {
     differs: verified.report.differs,
     notRun: verified.report.notRun,
     allHold: verified.report.allHold,
+    durationMs: verified.durationMs,
     exitCode: verified.report.allHold ? EXIT_CODES.complete : EXIT_CODES.failed,
     notices: verified.notices,
   };
@@ -123,6 +124,11 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
       }
+      // Checks cut short by Ctrl-C say nothing about the branch: no verdict is printed.
+      if (controller.signal.aborted)
+        throw new AgentRunnerError('interrupted', 'verify was interrupted; nothing of it is kept.', {
+          exitCode: EXIT_CODES.interrupted,
+        });
       if (options.json) context.output.out(JSON.stringify(verifyObject(verified)));
       else for (const line of formatVerifyResult(verified)) context.output.out(line);
       if (!verified.report.allHold)

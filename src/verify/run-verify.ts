@@ -48,6 +48,8 @@ export interface VerifyResult {
   /** The image the checks ran in now. */
   image: string;
   report: VerifyReport;
+  /** From the sandbox's creation to the last check's end. */
+  durationMs: number;
   notices: string[];
 }
 
@@ -84,6 +86,11 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
   // A reviewer's clone had no agent-runner state before: it has none after (the check's own bookkeeping goes).
   const stateDir = taskLayout(repoRoot, taskId).stateDir;
   const hadState = existsSync(stateDir);
+  const checks = verifyConfig.dod.checks?.length ?? 0;
+  notice(
+    `running ${checks} DoD check(s) and ${criteria.length} criterion check(s) of task ${evidence.taskId} in a fresh sandbox on ${target.headSha.slice(0, 12)}`,
+  );
+  const startedAt = Date.now();
   try {
     const check = await combinedCheck({
       config: verifyConfig,
@@ -107,6 +114,7 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
       evidence,
       image,
       report: compareEvidence(evidence, { dod: check.dod, criteria: check.criteria ?? [] }),
+      durationMs: Date.now() - startedAt,
       notices,
     };
   } finally {

@@ -139,6 +139,7 @@ describe('agent-runner verify (end to end)', () => {
       moved: false,
       allHold: true,
       holds: 3,
+      durationMs: expect.any(Number),
       exitCode: 0,
     });
     // Nothing of the verify stays in the clone: no branch, no worktree.
