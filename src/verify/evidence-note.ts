@@ -25,6 +25,9 @@ const NOTES_IDENTITY = {
   GIT_COMMITTER_EMAIL: 'agent-runner@localhost',
 };
 
+/** How long writing the note may take: it is part of a task's finish, which must end promptly. */
+const WRITE_TIMEOUT_MS = 15_000;
+
 /**
  * Attaches `text` (already redacted JSON of an evidence record) to `commit`, replacing an earlier note there
  * (a resumed task ends again on the same head).
@@ -34,6 +37,7 @@ export async function writeEvidenceNote(repoRoot: string, commit: string, text: 
     cwd: repoRoot,
     input: text,
     env: NOTES_IDENTITY,
+    timeoutMs: WRITE_TIMEOUT_MS,
   });
 }
 
