@@ -13,6 +13,7 @@ import { TaskHost } from '../compose/task-host.js';
 import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CheckVerdict } from '../verify/compare-evidence.js';
 import type { VerifyResult } from '../verify/run-verify.js';
+import { refusePullRequestUrl } from '../verify/verify-target.js';
 import type { CommandContext } from './program.js';
 
 /** Lines of a differing check's output shown under it. */
@@ -95,6 +96,8 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
     .option('--json', 'print the result as one JSON object')
     .option('--config <file>', 'config file (default: agent-runner.yaml in the repository)')
     .action(async (target: string, options: { json?: boolean; config?: string }) => {
+      // Before anything is read: the form itself is refused (it needs the forge's API).
+      refusePullRequestUrl(target);
       const repository = await inspectRepository(context.cwd);
       const config = await loadConfig({
         repoRoot: repository.root,

@@ -34,17 +34,22 @@ export interface VerifyTarget {
   notices: string[];
 }
 
+/** A pull/merge request URL (or any URL) is not taken yet: the usage error says to pass its branch. */
+export function refusePullRequestUrl(argument: string): void {
+  if (PULL_REQUEST_URL.test(argument) || /^https?:\/\//.test(argument))
+    throw new UserError(
+      'usage',
+      `verify does not take a pull request URL yet. Pass its branch instead: \`git fetch origin <branch> ${EVIDENCE_NOTES_REF}:${EVIDENCE_NOTES_REF}\`, then \`agent-runner verify origin/<branch>\`.`,
+    );
+}
+
 /** Resolves `argument` in `repoRoot`; a name that is none of the accepted forms is a usage error. */
 export async function resolveVerifyTarget(
   repoRoot: string,
   argument: string,
   env: NodeJS.ProcessEnv,
 ): Promise<VerifyTarget> {
-  if (PULL_REQUEST_URL.test(argument) || /^https?:\/\//.test(argument))
-    throw new UserError(
-      'usage',
-      `verify does not take a pull request URL yet. Pass its branch instead: \`git fetch origin <branch> ${EVIDENCE_NOTES_REF}:${EVIDENCE_NOTES_REF}\`, then \`agent-runner verify origin/<branch>\`.`,
-    );
+  refusePullRequestUrl(argument);
   if (argument.startsWith('-') || argument.includes('..') || argument.trim() === '')
     throw new UserError('usage', `\`${argument}\` is no branch or task ID.`);
   const notices: string[] = [];
