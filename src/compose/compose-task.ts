@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { SetupCommandReport, StampedEvent } from '../core/events.js';
 import type { PreparedTask } from '../core/ports.js';
 import type { Ledger } from '../core/ledger.js';
+import type { TaskRecord } from '../core/task-record.js';
 import { taskLedger, TaskRunner, type TaskRunnerOptions } from '../core/task-runner.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { deferredPorts, type DockerSidePorts } from '../lifecycle/deferred-ports.js';
@@ -24,6 +25,7 @@ import { workerPromptTemplate } from '../patterns/worker-prompt.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import type { DockerSandboxProvider } from '../sandbox/docker-sandbox-provider.js';
 import { taskLayout } from '../workspace/layout.js';
+import { recordEvidence } from '../verify/record-evidence.js';
 import { startDockerSide } from './docker-side.js';
 import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 import type { TaskHost } from './task-host.js';
@@ -149,8 +151,9 @@ async function composeOnGateway(
       workerPrompt: workerPromptTemplate,
       clock: host.clock,
       ledger: started.ledger,
-      writeNote: (taskRecord) =>
-        writeTaskNote(taskRecord, {
+      writeNote: async (taskRecord) => {
+        await leaveEvidence(taskRecord, host, hooks, repoRoot, side.image());
+        return writeTaskNote(taskRecord, {
           agentRunnerDir: layout.stateDir,
           repository: repoRoot,
           prdPath: spec.prdPath,
@@ -159,7 +162,8 @@ async function composeOnGateway(
           redact: started.redact,
           setup: setupReports,
           ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
-        }),
+        });
+      },
       onEvent: record,
     },
   );
@@ -184,6 +188,20 @@ async function composeOnGateway(
       }
     },
   };
+}
+
+/** The evidence travels with the branch (`verify` re-runs it); a failure to write it costs the note nothing. */
+async function leaveEvidence(
+  taskRecord: TaskRecord,
+  host: TaskHost,
+  hooks: TaskHooks,
+  repoRoot: string,
+  image: string | null,
+): Promise<void> {
+  await recordEvidence(taskRecord, { repoRoot, image, redactJson: host.redaction.redactJsonText }).catch(
+    (error: unknown) =>
+      hooks.onNotice?.(`the evidence note could not be written: ${(error as Error).message}`),
+  );
 }
 
 /** Runs the composed task to its end (or its hand-off), a second Ctrl-C reaching a running worker at once. */
@@ -257,6 +275,8 @@ interface TaskDockerSide {
   runtime: () => EngineWatchRuntime | null;
   workspace: () => GitTaskWorkspace | null;
   sandboxes: () => DockerSandboxProvider | null;
+  /** The sandbox image, once resolved. */
+  image: () => string | null;
 }
 
 /**
@@ -272,11 +292,13 @@ function startTaskDockerSide(
   let runtime: EngineWatchRuntime | null = null;
   let workspace: GitTaskWorkspace | null = null;
   let sandboxes: DockerSandboxProvider | null = null;
+  let taskImage: string | null = null;
   const ports = (async (): Promise<DockerSidePorts> => {
     await started.planSent;
     const engine = await host.docker();
     runtime = new EngineWatchRuntime(engine.runtime, { taskId: spec.taskId, dockerHost: engine.hostName });
     const { image, setup } = await startDockerSide(engine.docker, runtime, spec, hooks.onNotice);
+    taskImage = image;
     const sandbox = taskSandboxPorts({
       runtime,
       config: spec.config,
@@ -298,5 +320,11 @@ function startTaskDockerSide(
   })();
   // Handled here; the loop's first call (the workspace's preparation) reports the failure.
   ports.catch(() => undefined);
-  return { ports, runtime: () => runtime, workspace: () => workspace, sandboxes: () => sandboxes };
+  return {
+    ports,
+    runtime: () => runtime,
+    workspace: () => workspace,
+    sandboxes: () => sandboxes,
+    image: () => taskImage,
+  };
 }

@@ -27,7 +27,11 @@ function repoState(root: string): RepoState {
     refs: git(root, 'for-each-ref', '--format=%(refname) %(objectname)')
       .split('\n')
       .filter(
-        (line) => !line.startsWith('refs/heads/agent-runner/') && !line.startsWith('refs/agent-runner/'),
+        (line) =>
+          !line.startsWith('refs/heads/agent-runner/') &&
+          !line.startsWith('refs/agent-runner/') &&
+          // The evidence note host git writes on the task branch's head (src/verify/evidence-note.ts).
+          !line.startsWith('refs/notes/agent-runner '),
       )
       .join('\n'),
     config: readFileSync(path.join(root, '.git', 'config'), 'utf8'),
