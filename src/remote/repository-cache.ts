@@ -148,7 +148,16 @@ export async function prepareRepositoryCache(
   const url = displayUrl(remote.raw);
   const root = path.join(cacheRoot(options.env), cacheName(remote));
   const { fetchUrl, gitConfig, secrets } = networkAccess(remote, options.env);
-  const network = { config: gitConfig, ...(options.signal ? { signal: options.signal } : {}) };
+  const network = {
+    config: gitConfig,
+    // git's credential helper and its config are found where the task's environment says (HOME, XDG).
+    env: Object.fromEntries(
+      (['HOME', 'XDG_CONFIG_HOME'] as const).flatMap((name) =>
+        options.env[name] ? [[name, options.env[name] as string]] : [],
+      ),
+    ),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
   await mkdir(path.dirname(root), { recursive: true });
   const release = await lockfile.lock(root, {
     realpath: false,
@@ -273,7 +282,7 @@ const AUTH_REFUSED =
 async function networkGit(
   args: string[],
   cwd: string,
-  options: { config: Record<string, string>; signal?: AbortSignal },
+  options: { config: Record<string, string>; env: Record<string, string>; signal?: AbortSignal },
   url: string,
   secrets: string[],
 ): Promise<string> {
