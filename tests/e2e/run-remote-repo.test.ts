@@ -193,6 +193,14 @@ describe('run --repo (end to end)', () => {
     );
     // The person's directory stays as it was: only the PRD.
     expect(readdirSync(where.cwd)).toEqual(['PRD.md']);
+    // `status` from that directory (in no repository) lists the cached remote's task, named by its URL.
+    const status = await runCliCaptured(['status', '--json'], where);
+    expect(status.exitCode).toBe(0);
+    const listed = (JSON.parse(status.stdout) as { tasks: { taskId: string; repository?: string }[] }).tasks;
+    expect(listed).toContainEqual(expect.objectContaining({ taskId: 'remote-file-1', repository: url }));
+    const byRepo = await runCliCaptured(['status', '--repo', url], where);
+    expect(byRepo.stdout).toContain(`${url} (${summary.cache})`);
+    expect(byRepo.stdout).toContain('remote-file-1');
   });
 
   it('an unreachable remote and a wrong password: each its message and exit code, no cache, no container', async () => {

@@ -3,7 +3,16 @@
  * concurrent tasks on one URL under the lock. Real git against file:// remotes and a real HTTP remote.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -16,6 +25,7 @@ import {
 } from '../../src/remote/repository-cache.js';
 import { parseRemoteUrl } from '../../src/remote/remote-url.js';
 import { AgentRunnerError } from '../../src/errors.js';
+import { commandRepositories, taskRepository } from '../../src/cli/command-repositories.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 
 function git(cwd: string, ...args: string[]): string {
@@ -170,6 +180,30 @@ describe('repository cache', () => {
     const root = cacheDirectory(env, remote.url);
     expect(git(root, 'fsck', '--no-progress').trim()).toBe('');
     expect(existsSync(`${root}.lock`)).toBe(false);
+  });
+});
+
+describe('commands outside any repository', () => {
+  it('status, gc and resume find cached repositories: --repo names one, else all of them, resume by its task id', async () => {
+    const env = stateEnv();
+    const one = bareRemote();
+    const two = bareRemote();
+    const first = await prepareRepositoryCache({ url: one.url, env });
+    const second = await prepareRepositoryCache({ url: two.url, env });
+    mkdirSync(path.join(second.root, '.agent-runner', 'runs', 'task-b'), { recursive: true });
+    const context = { cwd: tempDir('ar-cache-cwd-'), env };
+    const all = await commandRepositories(undefined, context);
+    expect(all.map((entry) => entry.url).sort()).toEqual([one.url, two.url].sort());
+    expect(await commandRepositories(one.url, context)).toEqual([{ root: first.root, url: one.url }]);
+    expect(await taskRepository('task-b', undefined, context)).toEqual({ root: second.root, url: two.url });
+    const missing = await refused(taskRepository('task-z', undefined, context));
+    expect(missing.code).toBe('task_not_found');
+    const unknown = await refused(commandRepositories('https://example.com/none.git', context));
+    expect(unknown.message).toMatch(/^No task has run on https:\/\/example\.com\/none\.git on this machine/);
+    // Inside a repository, its own tasks as always.
+    expect(await commandRepositories(undefined, { cwd: one.work, env })).toEqual([
+      { root: one.work, url: null },
+    ]);
   });
 });
 
