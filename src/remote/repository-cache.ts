@@ -165,6 +165,9 @@ export async function prepareRepositoryCache(
     lockfilePath: `${root}.lock`,
     stale: 30_000,
     retries: { retries: LOCK_WAIT_RETRIES, minTimeout: 100, maxTimeout: 1_000 },
+    // A lock whose refresh came too late (a machine under load) is not worth crashing the task over: at worst
+    // another task's fetch runs beside this one, and git's own ref locks fail one of them with its message.
+    onCompromised: () => undefined,
   });
   try {
     const fresh = (await readCachedRemote(root)) === null;
