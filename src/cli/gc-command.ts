@@ -20,18 +20,30 @@ import { loadConfig } from '../config/load.js';
 import { runnerIsRoot, type OwnershipApplier } from '../workspace/scope/permissions.js';
 import type { DockerSandboxRuntime } from '../sandbox/docker-runtime.js';
 import { VERSION } from '../version.js';
-import { inspectRepository } from '../workspace/git/inspect-repository.js';
+import { commandRepositories, type CommandRepository } from './command-repositories.js';
 import type { CommandContext } from './program.js';
 
 export interface GcCommandOptions {
   all?: boolean;
   force?: boolean;
   dryRun?: boolean;
+  /** A `run --repo` remote's cached clone (outside any repository: every cached one). */
+  repo?: string;
 }
 
 export async function gcCommand(options: GcCommandOptions, context: CommandContext): Promise<void> {
+  for (const repository of await commandRepositories(options.repo, context)) {
+    if (repository.url !== null) context.output.out(`${repository.url} (${repository.root})`);
+    await gcRepository(repository, options, context);
+  }
+}
+
+async function gcRepository(
+  repository: CommandRepository,
+  options: GcCommandOptions,
+  context: CommandContext,
+): Promise<void> {
   const { output, env } = context;
-  const repository = await inspectRepository(context.cwd);
   // Imported here, as `status` does: every other command's start would otherwise load dockerode.
   const [{ createDockerClient, describeDockerHost }, { DockerSandboxRuntime }] = await Promise.all([
     import('../sandbox/docker-client.js'),
@@ -168,6 +180,7 @@ export function registerGcCommand(program: Command, context: CommandContext): vo
     .option('--all', "containers of every repository on this engine, not only this one's")
     .option('--force', 'also remove worktrees with uncommitted or unpushed work (task branches always stay)')
     .option('--dry-run', 'say what would be removed, remove nothing')
+    .option('--repo <url>', "a `run --repo` remote's cache (outside any repository: every cached one)")
     .action(async (options: GcCommandOptions) => {
       await gcCommand(options, context);
     });

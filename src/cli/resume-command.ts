@@ -8,14 +8,14 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
-import { inspectRepository } from '../workspace/git/inspect-repository.js';
+import { taskRepository } from './command-repositories.js';
 import type { CommandContext } from './program.js';
 import { driveTask, flagsLayer, type RunCommandOptions } from './run-command.js';
 
 /** The flags `resume` shares with `run` (one type: a flag added to both is declared once). */
 export type ResumeCommandOptions = Pick<
   RunCommandOptions,
-  'model' | 'maxIterations' | 'timeout' | 'skipDod' | 'json' | 'headless' | 'keepSandbox' | 'config'
+  'model' | 'maxIterations' | 'timeout' | 'skipDod' | 'json' | 'headless' | 'keepSandbox' | 'config' | 'repo'
 >;
 
 export async function resumeCommand(
@@ -23,7 +23,8 @@ export async function resumeCommand(
   options: ResumeCommandOptions,
   context: CommandContext,
 ): Promise<TaskSummary> {
-  const repository = await inspectRepository(context.cwd);
+  // A `--repo` task resumes in its cache as it is: its branch is there, nothing needs fetching.
+  const repository = await taskRepository(taskId, options.repo, context);
   const { spec, projectOptions } = await resumeTaskSpec({
     repoRoot: repository.root,
     taskId,
@@ -35,7 +36,8 @@ export async function resumeCommand(
     ...(options.keepSandbox !== undefined ? { keepSandbox: options.keepSandbox } : {}),
     ...(options.skipDod !== undefined ? { skipDod: options.skipDod } : {}),
   });
-  return driveTask(spec, projectOptions, options, context);
+  const remote = repository.url === null ? {} : { remote: { url: repository.url, root: repository.root } };
+  return driveTask(spec, projectOptions, { ...options, ...remote }, context);
 }
 
 export function registerResumeCommand(program: Command, context: CommandContext): void {
@@ -45,6 +47,10 @@ export function registerResumeCommand(program: Command, context: CommandContext)
       'Continue a task after an interrupt, a failure or a crash, from its journal (.agent-runner/runs/<TASK-ID>/events.jsonl).',
     )
     .argument('<task-id>', 'the task to continue (see `agent-runner status`)')
+    .option(
+      '--repo <url>',
+      'the task of a `run --repo` (default: found in the cache when outside any repository)',
+    )
     .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
     .option('--max-iterations <n>', 'most worker runs, counting the earlier attempts')
     .option(

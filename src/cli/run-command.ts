@@ -15,9 +15,19 @@ import type { ProjectHooks, ProjectOptions } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
 import { WORKER_TYPES } from '../worker/worker-kinds.js';
+import { UserError } from '../errors.js';
+import { taskLayout } from '../workspace/layout.js';
+
+/** Where a `--repo` task's repository is: its credential-free URL and its cached clone. */
+export interface RemoteWhere {
+  url: string;
+  root: string;
+}
 
 export interface RunCommandOptions {
   prd: string;
+  /** `--repo URL`: a remote repository, worked on in its cached clone (no local checkout needed). */
+  repo?: string;
   taskId?: string;
   base?: string;
   worker?: string;
@@ -84,7 +94,8 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
   // The PRD first, then the repository: the errors come in the order a person fixes them.
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);
-  const repository = await inspectRepository(context.cwd);
+  const remote = options.repo ? await cachedRemote(options.repo, options.base, context) : null;
+  const repoRoot = remote ? remote.root : (await inspectRepository(context.cwd)).root;
   const models = {
     ...(options.modelScript ? { script: path.resolve(context.cwd, options.modelScript) } : {}),
     ...(options.record ? { record: path.resolve(context.cwd, options.record) } : {}),
@@ -92,22 +103,70 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
   };
   return driveTask(
     await newTaskSpec({
-      repoRoot: repository.root,
+      repoRoot,
       prdPath,
       prd,
       env,
       overrides: flagsLayer(options),
       ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
       ...(options.taskId !== undefined ? { taskId: options.taskId } : {}),
-      ...(options.base !== undefined ? { base: options.base } : {}),
+      ...(remote ? { base: remote.baseSha } : options.base !== undefined ? { base: options.base } : {}),
       models,
       keepSandbox: Boolean(options.keepSandbox),
       skipDod: Boolean(options.skipDod),
     }),
     options.single ? { single: true } : {},
-    options,
+    { ...options, ...(remote ? { remote } : {}) },
     context,
   );
+}
+
+/**
+ * `--repo`: the remote's cached clone fetched (or cloned the first time) and checked out at the base, its
+ * credentials added to the process's redaction before anything is printed.
+ */
+async function cachedRemote(
+  url: string,
+  base: string | undefined,
+  context: CommandContext,
+): Promise<RemoteWhere & { baseSha: string }> {
+  const { prepareRepositoryCache } = await import('../remote/repository-cache.js');
+  const cached = await prepareRepositoryCache({
+    url,
+    env: context.env,
+    ...(base !== undefined ? { base } : {}),
+  });
+  context.redaction.add(cached.secrets);
+  context.output.err(
+    `agent-runner: ${cached.how} ${cached.url} (${cached.baseBranch} at ${cached.baseSha.slice(0, 12)}) in ${cached.root}`,
+  );
+  return { url: cached.url, root: cached.root, baseSha: cached.baseSha };
+}
+
+/** The summary: one `--json` object, or lines for people; a `--repo` task's adds where its results are. */
+function printSummary(
+  summary: TaskSummary,
+  options: { json?: boolean; remote?: RemoteWhere },
+  context: CommandContext,
+): void {
+  const { output, redaction } = context;
+  const remote = options.remote;
+  if (options.json) {
+    const where = remote
+      ? { repository: remote.url, cache: remote.root, runDir: taskLayout(remote.root, summary.taskId).runDir }
+      : {};
+    output.out(JSON.stringify(redaction.value({ ...summaryObject(summary), ...where })));
+    return;
+  }
+  if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
+  for (const line of formatSummary(summary)) output.out(line);
+  if (remote) for (const line of remoteLines(remote, summary.taskId)) output.out(line);
+}
+
+/** The lines that tell a person with no checkout where the task's results are. */
+export function remoteLines(where: RemoteWhere, taskId: string): string[] {
+  const layout = taskLayout(where.root, taskId);
+  return [`  repo:     ${where.url}`, `  cache:    ${where.root}`, `  run data: ${layout.runDir}`];
 }
 
 /**
@@ -117,7 +176,7 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
 export async function driveTask(
   spec: TaskSpec,
   projectOptions: ProjectOptions,
-  options: { json?: boolean; headless?: boolean },
+  options: { json?: boolean; headless?: boolean; remote?: RemoteWhere },
   context: CommandContext,
 ): Promise<TaskSummary> {
   const { output, env, redaction } = context;
@@ -180,11 +239,7 @@ export async function driveTask(
           }),
     };
     const summary = await app.run(spec, hooks, projectOptions);
-    if (options.json) output.out(JSON.stringify(redaction.value(summaryObject(summary))));
-    else {
-      if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
-      for (const line of formatSummary(summary)) output.out(line);
-    }
+    printSummary(summary, options, context);
     context.setExitCode(summary.exitCode);
     return summary;
   } finally {
@@ -199,7 +254,14 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .description('Run a task from a PRD to completion (or a precise account of why not), and write its note.')
     .requiredOption('--prd <file>', 'the PRD (Markdown) describing the task')
     .option('--task-id <id>', 'task id (default: from the PRD title plus a random suffix)')
-    .option('--base <ref>', 'base of the task branch (default: HEAD)')
+    .option(
+      '--repo <url>',
+      'a remote git repository to work on, with no local checkout (cached under the state directory)',
+    )
+    .option(
+      '--base <ref>',
+      'base of the task branch (default: HEAD; with --repo, a branch, default its HEAD)',
+    )
     .option(
       '--worker <type>',
       `the default worker (${WORKER_TYPES.join(', ')}); others come from workers.<type> blocks`,
@@ -227,6 +289,12 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       "start the task in the background (in the repository's server) and print its id at once",
     )
     .action(async (options: RunCommandOptions) => {
+      if (options.repo && options.detach) {
+        throw new UserError(
+          'remote_failed',
+          '--repo cannot be used with --detach: a detached task is handed to the server of a local repository. Drop --detach to run the task here.',
+        );
+      }
       if (options.detach) {
         const { detachRun } = await import('./client-commands.js');
         await detachRun(options, context);

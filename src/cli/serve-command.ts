@@ -26,6 +26,8 @@ export interface ServeOptions {
   idleExit?: string;
   /** A scripted model for every task that names none (the demo, with no key). */
   modelScript?: string;
+  /** Serve a remote's cached clone (fetched now, cloned the first time) instead of the working directory's. */
+  repo?: string;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -39,7 +41,9 @@ export async function startServer(
   const port = options.port === undefined ? DEFAULT_SERVE_PORT : Number(options.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UserError('usage', `--port ${options.port}: give a port number (0 for any free one).`);
-  const repository = await inspectRepository(context.cwd);
+  const repository = options.repo
+    ? await fetchedCache(options.repo, context)
+    : await inspectRepository(context.cwd);
   // The repository's keys and patterns are hidden from every answer from the start.
   const config = await loadConfig({ repoRoot: repository.root, env: context.env, flags: {} });
   const [{ createApp }, { TaskBoard }, { createApi }, { serve }, { parallelMax }] = await Promise.all([
@@ -138,6 +142,15 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
   });
 }
 
+/** `serve --repo`: the remote fetched into its cache (its credentials hidden from every answer); tasks start at its HEAD. */
+async function fetchedCache(url: string, context: CommandContext): Promise<{ root: string }> {
+  const { prepareRepositoryCache } = await import('../remote/repository-cache.js');
+  const cached = await prepareRepositoryCache({ url, env: context.env });
+  context.redaction.add(cached.secrets);
+  context.output.err(`agent-runner: ${cached.how} ${cached.url} (${cached.baseBranch}) in ${cached.root}`);
+  return { root: cached.root };
+}
+
 export function registerServeCommand(program: Command, context: CommandContext): void {
   program
     .command('serve')
@@ -152,6 +165,10 @@ export function registerServeCommand(program: Command, context: CommandContext):
       'a scripted model for every task that names none (the demo, no key needed)',
     )
     .option('--idle-exit <duration>', 'exit after this long with no task running and no request (e.g. 10m)')
+    .option(
+      '--repo <url>',
+      'serve a remote repository (its cached clone, fetched at start) instead of this one',
+    )
     .action(async (options: ServeOptions) => {
       await serveCommand(options, context);
     });

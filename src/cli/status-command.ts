@@ -7,7 +7,7 @@ import { cutAtWord } from '../core/failure-hints.js';
 import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
 import { showControls } from '../notes/terminal-text.js';
 import { VERSION } from '../version.js';
-import { inspectRepository } from '../workspace/git/inspect-repository.js';
+import { commandRepositories } from './command-repositories.js';
 import type { CommandContext } from './program.js';
 
 /**
@@ -108,8 +108,9 @@ export function registerStatusCommand(program: Command, context: CommandContext)
     .command('status')
     .description('List the tasks of this repository: running, stale (resumable) and finished')
     .option('--json', 'print the tasks as JSON')
-    .action(async (options: { json?: boolean }) => {
-      const repository = await inspectRepository(context.cwd);
+    .option('--repo <url>', 'the tasks of a `run --repo` remote (outside any repository: every cached one)')
+    .action(async (options: { json?: boolean; repo?: string }) => {
+      const repositories = await commandRepositories(options.repo, context);
       const [{ createDockerClient }, { DockerSandboxRuntime }] = await Promise.all([
         import('../sandbox/docker-client.js'),
         import('../sandbox/docker-runtime.js'),
@@ -118,21 +119,30 @@ export function registerStatusCommand(program: Command, context: CommandContext)
         version: VERSION,
         env: context.env,
       });
-      const { tasks, dockerError } = await listTasks(repository.root, runtime);
+      const listed = await Promise.all(
+        repositories.map(async (repository) => ({
+          repository,
+          ...(await listTasks(repository.root, runtime)),
+        })),
+      );
+      const dockerError = listed.find((entry) => entry.dockerError)?.dockerError ?? null;
       if (options.json) {
-        context.output.out(
-          JSON.stringify(
-            {
-              tasks: tasks.map(({ journal, ...task }) => ({ ...task, runs: journal?.runs.length ?? 0 })),
-              dockerError,
-            },
-            null,
-            2,
-          ),
+        const tasks = listed.flatMap((entry) =>
+          entry.tasks.map(({ journal, ...task }) => ({
+            ...task,
+            runs: journal?.runs.length ?? 0,
+            ...(entry.repository.url === null ? {} : { repository: entry.repository.url }),
+          })),
         );
+        context.output.out(JSON.stringify({ tasks, dockerError }, null, 2));
         return;
       }
-      for (const line of formatStatusTable(tasks)) context.output.out(line);
+      for (const entry of listed) {
+        // A cached remote's tasks are headed by its URL: the person knows the repository by that, not the path.
+        if (entry.repository.url !== null)
+          context.output.out(`${entry.repository.url} (${entry.repository.root})`);
+        for (const line of formatStatusTable(entry.tasks)) context.output.out(line);
+      }
       if (dockerError)
         context.output.err(`agent-runner: containers not listed: Docker did not answer (${dockerError}).`);
     });

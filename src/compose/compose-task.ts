@@ -3,6 +3,7 @@
  * the Docker side, the journal, the sandbox and the worker) built from a {@link TaskSpec} and reported
  * through {@link TaskHooks}. `run`, `resume` and every subtask of a project come through here.
  */
+import { readCachedRemote } from '../remote/repository-cache.js';
 import path from 'node:path';
 import type { SetupCommandReport, StampedEvent } from '../core/events.js';
 import type { PreparedTask } from '../core/ports.js';
@@ -126,6 +127,8 @@ async function composeOnGateway(
     ...metaWorkerOffers(config),
   });
   const patterns = await loadPatternLibrary(config.patterns.dirs.map((dir) => path.resolve(repoRoot, dir)));
+  // A `--repo` task's repository is named by its credential-free URL, not by the cache's path.
+  const repository = (await readCachedRemote(repoRoot)) ?? repoRoot;
   const tracker = new TaskTracker();
   if (spec.start.kind === 'resume')
     tracker.workerSummary = spec.start.previous.runs.at(-1)?.finalMessage ?? undefined;
@@ -155,7 +158,7 @@ async function composeOnGateway(
         await leaveEvidence(taskRecord, host, hooks, repoRoot, side.image());
         return writeTaskNote(taskRecord, {
           agentRunnerDir: layout.stateDir,
-          repository: repoRoot,
+          repository,
           prdPath: spec.prdPath,
           workerModel,
           otherWorkers: otherWorkers.map((worker) => `${worker.type} (${worker.model})`).join(', '),

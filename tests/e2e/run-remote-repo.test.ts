@@ -1,0 +1,237 @@
+/**
+ * `run --repo URL` end to end (real CLI, real git over HTTP and file://, real Docker, the real codex binary; only
+ * the models are scripted), from a directory that is not a git repository: the task completes in the remote's
+ * cached clone, the note is where the output says, a second task fetches instead of cloning, git's credential
+ * helper supplies the password and it shows up nowhere, and an unreachable remote or a wrong password each end
+ * with their message and exit code and no container.
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
+import { cacheDirectory } from '../../src/remote/repository-cache.js';
+import { runCliCaptured } from '../support/cli.js';
+import { GitHttpRemote } from '../support/git-http-remote.js';
+import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
+import { scriptedModelServers } from '../support/scripted-models.js';
+import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
+import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+
+const docker = createDockerClient();
+const models = scriptedModelServers();
+const FILE_STARTED = Math.floor(Date.now() / 1000) - 1;
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Containers of this task id made since the file started, running or not (the cache may not exist). */
+async function containersOf(taskId: string): Promise<string[]> {
+  const all = await docker.listContainers({ all: true, filters: { label: [`agent-runner.task=${taskId}`] } });
+  return all.filter((container) => container.Created >= FILE_STARTED).map((container) => container.Id);
+}
+
+const commitSlug = (): ScriptedReply[] => [
+  {
+    kind: 'output',
+    items: [
+      commandCall(
+        `${writeFileCommand('slug.js', SLUG_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
+      ),
+    ],
+  },
+  { kind: 'output', items: [commandCall("git add -A && git commit -q -m 'Add slugify'")] },
+  { kind: 'output', items: [assistantMessage('Committed slugify.')] },
+];
+
+function completingTask(id: string): void {
+  models.chat.push(
+    { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works, with a test', critical: true }]) },
+    { reply: runWorkerReply('Implement slugify with a test and commit.') },
+    { reply: assessmentReply(true, ['AC-1'], 'slugify and its test are committed; npm test passes.') },
+  );
+  models.responses.enqueue(...commitSlug());
+}
+
+/** A directory with only the PRD in it (no git), a state directory, and the environment of a run. */
+function outsideAnyRepository(extra: NodeJS.ProcessEnv = {}): { cwd: string; env: NodeJS.ProcessEnv } {
+  const cwd = tempDir('ar-remote-cwd-');
+  writeFileSync(
+    path.join(cwd, 'PRD.md'),
+    '# Add slugify\n\nAdd `slugify(text)` in slug.js: lower-case, words joined by "-". With a test.\n',
+  );
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    XDG_STATE_HOME: tempDir('ar-remote-state-'),
+    OPENAI_BASE_URL: models.chat.url,
+    OPENAI_API_KEY: 'e2e-remote-key',
+    AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
+    AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
+    CI: 'true',
+    ...extra,
+  };
+  return { cwd, env };
+}
+
+async function runRemote(url: string, taskId: string, where: { cwd: string; env: NodeJS.ProcessEnv }) {
+  onTestFinished(async () => expect(await containersOf(taskId)).toEqual([]));
+  const result = await runCliCaptured(
+    ['run', '--repo', url, '--prd', 'PRD.md', '--task-id', taskId, '--json'],
+    where,
+  );
+  const lines = result.stdout.trim().split('\n').filter(Boolean);
+  const summary = JSON.parse(lines.at(-1) ?? '{}') as {
+    state: string;
+    exitCode: number;
+    notePath: string;
+    branch: string;
+    repository: string;
+    cache: string;
+    runDir: string;
+  };
+  return { result, summary };
+}
+
+/** Every file under `dir` whose bytes contain `needle`. */
+function filesContaining(dir: string, needle: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.join(entry.parentPath, entry.name))
+    .filter((file) => readFileSync(file).includes(needle));
+}
+
+describe('run --repo (end to end)', () => {
+  it('over HTTP with git credential helper: COMPLETE in the cache, then a second task fetches; the password shows nowhere', async () => {
+    const server = await new GitHttpRemote().start();
+    onTestFinished(() => server.stop());
+    const source = createNodeRepo();
+    onTestFinished(source.remove);
+    await server.createFrom('app', source.root);
+    const url = server.url('app');
+    // git's own credential store, in a config home of the test's: the only place the password is.
+    const configHome = tempDir('ar-remote-xdg-');
+    mkdirSync(path.join(configHome, 'git'));
+    writeFileSync(path.join(configHome, 'git', 'config'), '[credential]\n\thelper = store\n');
+    const stored = path.join(configHome, 'git', 'credentials');
+    writeFileSync(
+      stored,
+      `${url.replace('://', `://${server.user}:${server.password}@`).replace(/\/app\.git$/, '')}\n`,
+    );
+    const where = outsideAnyRepository({ XDG_CONFIG_HOME: configHome });
+
+    completingTask('remote-http-1');
+    const first = await runRemote(url, 'remote-http-1', where);
+    expect(first.result.stderr).toContain(`agent-runner: cloned ${url} (main at `);
+    expect(first.summary.state).toBe('COMPLETE');
+    expect(first.result.exitCode).toBe(0);
+    const cache = cacheDirectory(where.env, url);
+    expect(first.summary.cache).toBe(cache);
+    expect(first.summary.repository).toBe(url);
+    expect(first.summary.notePath).toBe(path.join(cache, '.agent-runner', 'task-remote-http-1.md'));
+    expect(first.summary.runDir).toBe(path.join(cache, '.agent-runner', 'runs', 'remote-http-1'));
+    const note = readFileSync(first.summary.notePath, 'utf8');
+    expect(note).toContain(`| Repository | \`${url}\` |`);
+    expect(git(cache, 'log', '-1', '--format=%s', 'agent-runner/remote-http-1')).toBe('Add slugify');
+    expect(git(cache, 'config', 'remote.origin.url')).toBe(url);
+    expect(server.requests.some((request) => request.authorized)).toBe(true);
+
+    // The second task on the same URL fetches into the same object directory.
+    const marker = path.join(cache, '.git', 'objects', 'kept-by-fetch');
+    writeFileSync(marker, 'x');
+    const requestsBefore = server.requests.length;
+    models.chat.push(
+      { reply: planReply('remote-http-2', [{ id: 'AC-1', description: 'nothing', critical: true }]) },
+      { reply: decisionReply('abort', 'Stopping here: the cache was what this run had to show.') },
+    );
+    const second = await runRemote(url, 'remote-http-2', where);
+    expect(second.result.stderr).toContain(`agent-runner: fetched ${url} (main at `);
+    expect(second.summary.state).toBe('FAILED');
+    expect(existsSync(marker)).toBe(true);
+    expect(second.summary.cache).toBe(cache);
+    // Two calls of the remote: the default branch (ls-remote) and one fetch, no clone of the whole again.
+    const uploads = server.requests.slice(requestsBefore).filter((request) => request.method === 'POST');
+    expect(uploads.length).toBeLessThanOrEqual(3);
+
+    // The probe sees the password where it was planted, then finds it in no output, journal, note or cache file.
+    expect(filesContaining(configHome, server.password)).toEqual([stored]);
+    for (const run of [first, second]) {
+      expect(run.result.stdout).not.toContain(server.password);
+      expect(run.result.stderr).not.toContain(server.password);
+    }
+    expect(filesContaining(cache, server.password)).toEqual([]);
+    expect(filesContaining(where.env.XDG_STATE_HOME as string, server.password)).toEqual([]);
+  });
+
+  it('a file:// remote: COMPLETE, the task branch in the cache, the note where the output says', async () => {
+    const source = createNodeRepo();
+    onTestFinished(source.remove);
+    const bare = path.join(tempDir('ar-remote-bare-'), 'app.git');
+    execFileSync('git', ['clone', '-q', '--bare', source.root, bare]);
+    const url = `file://${bare}`;
+    const where = outsideAnyRepository();
+    completingTask('remote-file-1');
+    const { result, summary } = await runRemote(url, 'remote-file-1', where);
+    expect(summary.state, `${result.stderr}\n${JSON.stringify(summary)}`).toBe('COMPLETE');
+    expect(result.exitCode).toBe(0);
+    expect(existsSync(summary.notePath)).toBe(true);
+    expect(summary.notePath.startsWith(summary.cache)).toBe(true);
+    expect(git(summary.cache, 'rev-parse', '--verify', 'refs/heads/agent-runner/remote-file-1')).toMatch(
+      /^[0-9a-f]{40}$/,
+    );
+    // The person's directory stays as it was: only the PRD.
+    expect(readdirSync(where.cwd)).toEqual(['PRD.md']);
+    // `status` from that directory (in no repository) lists the cached remote's task, named by its URL.
+    const status = await runCliCaptured(['status', '--json'], where);
+    expect(status.exitCode).toBe(0);
+    const listed = (JSON.parse(status.stdout) as { tasks: { taskId: string; repository?: string }[] }).tasks;
+    expect(listed).toContainEqual(expect.objectContaining({ taskId: 'remote-file-1', repository: url }));
+    const byRepo = await runCliCaptured(['status', '--repo', url], where);
+    expect(byRepo.stdout).toContain(`${url} (${summary.cache})`);
+    expect(byRepo.stdout).toContain('remote-file-1');
+  });
+
+  it('an unreachable remote and a wrong password: each its message and exit code, no cache, no container', async () => {
+    const where = outsideAnyRepository();
+    const unreachable = 'http://127.0.0.1:9/nowhere.git';
+    const gone = await runCliCaptured(
+      ['run', '--repo', unreachable, '--prd', 'PRD.md', '--task-id', 'remote-unreachable'],
+      where,
+    );
+    expect(gone.exitCode).toBe(4);
+    expect(gone.stderr).toMatch(
+      /Could not reach http:\/\/127\.0\.0\.1:9\/nowhere\.git \(.*\)\. Check the URL/,
+    );
+    expect(existsSync(cacheDirectory(where.env, unreachable))).toBe(false);
+    expect(await containersOf('remote-unreachable')).toEqual([]);
+
+    const server = await new GitHttpRemote().start();
+    onTestFinished(() => server.stop());
+    const source = createNodeRepo();
+    onTestFinished(source.remove);
+    await server.createFrom('app', source.root);
+    const wrong = 'wrong-password-0123456789';
+    const url = server.url('app').replace('://', `://${server.user}:${wrong}@`);
+    const refused = await runCliCaptured(
+      ['run', '--repo', url, '--prd', 'PRD.md', '--task-id', 'remote-refused'],
+      where,
+    );
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain(`${server.url('app')} refused the credentials`);
+    expect(refused.stderr + refused.stdout).not.toContain(wrong);
+    expect(existsSync(cacheDirectory(where.env, url))).toBe(false);
+    expect(await containersOf('remote-refused')).toEqual([]);
+  });
+});
