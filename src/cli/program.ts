@@ -17,6 +17,7 @@ import { registerStatusCommand } from './status-command.js';
 import { registerGcCommand } from './gc-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerClientCommands } from './client-commands.js';
+import { registerDeliverCommand } from './deliver-command.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
@@ -51,6 +52,7 @@ export function createProgram(context: CommandContext): Command {
   registerPlanCommand(program, context);
   registerServeCommand(program, context);
   registerClientCommands(program, context);
+  registerDeliverCommand(program, context);
   return program;
 }
 

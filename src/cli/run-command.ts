@@ -15,6 +15,13 @@ import type { ProjectHooks, ProjectOptions } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
 import { WORKER_TYPES } from '../worker/worker-kinds.js';
+import type { DeliveryOutcome } from '../deliver/delivery-record.js';
+import {
+  deliverAfterTask,
+  deliverySettings,
+  exitCodeAfterDelivery,
+  reportDelivery,
+} from './deliver-command.js';
 
 export interface RunCommandOptions {
   prd: string;
@@ -34,11 +41,15 @@ export interface RunCommandOptions {
   replay?: string;
   single?: boolean;
   detach?: boolean;
+  /** Push `agent-runner/<ID>` after the task (deliver.push). */
+  push?: boolean;
+  /** Push and open or update the pull/merge request after the task (deliver.pr). */
+  pr?: boolean;
 }
 
 /** The config layer of the flags `run` and `resume` share. */
 export function flagsLayer(
-  options: Pick<RunCommandOptions, 'model' | 'worker' | 'maxIterations' | 'timeout'>,
+  options: Pick<RunCommandOptions, 'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr'>,
 ): Record<string, unknown> {
   const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
   return {
@@ -49,11 +60,15 @@ export function flagsLayer(
         maxIterations !== undefined && Number.isFinite(maxIterations) ? maxIterations : options.maxIterations,
       wallClock: options.timeout,
     },
+    deliver: { push: options.push || undefined, pr: options.pr || undefined },
   };
 }
 
-/** The summary object `--json` ends with. */
-export function summaryObject(summary: TaskSummary): Record<string, unknown> {
+/** The summary object `--json` ends with (`delivery`: null when none was asked). */
+export function summaryObject(
+  summary: TaskSummary,
+  delivery: DeliveryOutcome | null = null,
+): Record<string, unknown> {
   return {
     type: 'summary',
     state: summary.state,
@@ -74,6 +89,7 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
     criteria: summary.criteria,
     rootCause: summary.rootCause ?? null,
     diskCaps: summary.diskCaps ?? null,
+    delivery,
   };
 }
 
@@ -180,17 +196,35 @@ export async function driveTask(
           }),
     };
     const summary = await app.run(spec, hooks, projectOptions);
-    if (options.json) output.out(JSON.stringify(redaction.value(summaryObject(summary))));
-    else {
-      if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
-      for (const line of formatSummary(summary)) output.out(line);
-    }
-    context.setExitCode(summary.exitCode);
+    // Delivery is a step after the task's end: its state and note stand whatever the push and the request do.
+    const delivery = await deliverAfterTask(
+      summary,
+      { repoRoot: spec.repoRoot, settings: deliverySettings(spec.config.deliver, {}) },
+      context,
+    );
+    reportTaskEnd(summary, delivery, options, context);
     return summary;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** The summary (and the delivery) on stdout, or as `--json`'s last object; the exit code set. */
+function reportTaskEnd(
+  summary: TaskSummary,
+  delivery: DeliveryOutcome | null,
+  options: { json?: boolean },
+  context: CommandContext,
+): void {
+  const { output, redaction } = context;
+  if (options.json) output.out(JSON.stringify(redaction.value(summaryObject(summary, delivery))));
+  else {
+    if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
+    for (const line of formatSummary(summary)) output.out(line);
+    if (delivery) reportDelivery(delivery, context);
+  }
+  context.setExitCode(exitCodeAfterDelivery(summary, delivery));
 }
 
 export function registerRunCommand(program: Command, context: CommandContext): void {
@@ -212,6 +246,8 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
     .option('--keep-sandbox', 'keep the container after the task, for debugging')
+    .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
+    .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
     .option(
       '--model-script <file>',
