@@ -22,6 +22,7 @@ import { appendDelivery, lastPushedSha, type DeliveryOutcome } from './delivery-
 import { ForgeError } from './forge-error.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient } from './forge-port.js';
 import { createGitHubForge } from './github-forge.js';
+import { createGitLabForge } from './gitlab-forge.js';
 import { pushTaskBranch } from './push.js';
 
 /** What delivery is asked to do: `deliver.*` with the flags laid over it. */
@@ -47,17 +48,12 @@ export interface DeliverInput {
 
 /** The default factory: the official client of each forge. */
 export const defaultForgeFactory: ForgeFactory = (input) => {
-  if (input.forge === 'github')
-    return createGitHubForge({
-      token: input.token,
-      repository: input.repository,
-      ...(input.apiUrl ? { apiUrl: input.apiUrl } : {}),
-    });
-  throw new ForgeError({
-    kind: 'invalid',
-    status: null,
-    message: 'GitLab merge requests are not supported by this version; push only (deliver.pr: false).',
-  });
+  const options = {
+    token: input.token,
+    repository: input.repository,
+    ...(input.apiUrl ? { apiUrl: input.apiUrl } : {}),
+  };
+  return input.forge === 'github' ? createGitHubForge(options) : createGitLabForge(options);
 };
 
 /** Whether the settings ask for any delivery at all. */
