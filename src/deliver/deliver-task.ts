@@ -5,6 +5,7 @@
  * task's state, its journal and the rest of its note stay as they were; a failure loses nothing (the work is on
  * the local branch) and says what to fix before `agent-runner deliver ID` retries.
  */
+import { existsSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
@@ -12,6 +13,7 @@ import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
 import { readTaskJournal, type JournalTaskState } from '../lifecycle/task-journal-state.js';
 import { noteDigest, recordedNoteDigests } from '../notes/note-digest.js';
+import { PROJECT_JOURNAL } from '../parallel/project-journal.js';
 import type { Redaction } from '../notes/redact.js';
 import { forgeTokens, TOKEN_VARIABLES } from '../remote/remote-credentials.js';
 import { displayUrl, forgeOf, type ForgeKind, type RemoteUrl } from '../remote/remote-url.js';
@@ -67,6 +69,13 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
   input.redaction.add(forgeTokens(input.env));
   const journal = readTaskJournal(layout.runDir, input.taskId);
   const summary = journal?.finished;
+  if (!journal && existsSync(path.join(layout.runDir, PROJECT_JOURNAL))) {
+    throw new UserError(
+      'usage',
+      `${input.taskId} is a project of subtasks, which this version does not deliver: push its integration ` +
+        'branch by hand, or run with --single to get one task that can be delivered.',
+    );
+  }
   if (!journal || !summary) {
     throw new UserError(
       'task_not_found',
