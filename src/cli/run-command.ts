@@ -16,6 +16,7 @@ import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
 import { WORKER_TYPES } from '../worker/worker-kinds.js';
 import type { DeliveryOutcome } from '../deliver/delivery-record.js';
+import { forgeTokens } from '../remote/remote-credentials.js';
 import {
   deliverAfterTask,
   deliverySettings,
@@ -139,8 +140,9 @@ export async function driveTask(
   const { output, env, redaction } = context;
   const { createApp } = await import('../app.js');
   // The task adds its configuration's keys and `redact.patterns` to the process's redaction point (stdout and
-  // stderr included) before it reports anything.
+  // stderr included) before it reports anything; forge tokens (delivery's, host-only) are hidden from it too.
   const app = createApp(env, {}, redaction);
+  if (spec.config.deliver.push || spec.config.deliver.pr) redaction.add(forgeTokens(env));
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
   const progress = createProjectProgress(output, {
     tty: output.isTTY,
@@ -196,13 +198,7 @@ export async function driveTask(
           }),
     };
     const summary = await app.run(spec, hooks, projectOptions);
-    // Delivery is a step after the task's end: its state and note stand whatever the push and the request do.
-    const delivery = await deliverAfterTask(
-      summary,
-      { repoRoot: spec.repoRoot, settings: deliverySettings(spec.config.deliver, {}) },
-      context,
-    );
-    reportTaskEnd(summary, delivery, options, context);
+    await deliverAndReport(summary, spec, options, context);
     return summary;
   } finally {
     process.off('SIGINT', onSignal);
@@ -210,14 +206,22 @@ export async function driveTask(
   }
 }
 
-/** The summary (and the delivery) on stdout, or as `--json`'s last object; the exit code set. */
-function reportTaskEnd(
+/**
+ * Delivers the task when asked (a step after its end: its state and note stand whatever the push and the request
+ * do), then prints the summary and the delivery, or `--json`'s last object; sets the exit code.
+ */
+async function deliverAndReport(
   summary: TaskSummary,
-  delivery: DeliveryOutcome | null,
+  spec: TaskSpec,
   options: { json?: boolean },
   context: CommandContext,
-): void {
+): Promise<void> {
   const { output, redaction } = context;
+  const delivery = await deliverAfterTask(
+    summary,
+    { repoRoot: spec.repoRoot, settings: deliverySettings(spec.config.deliver, {}) },
+    context,
+  );
   if (options.json) output.out(JSON.stringify(redaction.value(summaryObject(summary, delivery))));
   else {
     if (summary.error) output.err(`agent-runner: ${summary.error.message}`);

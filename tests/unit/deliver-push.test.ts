@@ -148,6 +148,20 @@ describe('deliver: push to a file:// remote', () => {
     }
   });
 
+  it('an unreachable remote: exit 6 with the reason, the task untouched', async () => {
+    const task = await createFinishedTask();
+    // Port 9 (discard) on the loopback: nothing listens, the connection is refused at once.
+    task.repo.git('remote', 'add', 'origin', 'http://127.0.0.1:9/acme/app.git');
+    const journalBefore = readFileSync(path.join(task.runDir, 'events.jsonl'), 'utf8');
+    const result = await runCliCaptured(['deliver', task.taskId], { cwd: task.repo.root, env: {} });
+    expect(result.exitCode).toBe(6);
+    expect(result.stderr).toContain('did not go through');
+    expect(result.stderr).toContain('Check the remote');
+    expect(readDeliveries(task.runDir).at(-1)?.error?.kind).toBe('unreachable');
+    expect(readFileSync(path.join(task.runDir, 'events.jsonl'), 'utf8')).toBe(journalBefore);
+    expect(task.repo.git('rev-parse', task.branch).trim()).toBe(task.head);
+  });
+
   it('no such remote: one message naming deliver.remote, exit 6', async () => {
     const task = await createFinishedTask();
     const result = await runCliCaptured(['deliver', task.taskId], { cwd: task.repo.root, env: {} });
