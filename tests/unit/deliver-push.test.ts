@@ -6,6 +6,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readDeliveries } from '../../src/deliver/delivery-record.js';
+import { noteDigest, recordedNoteDigests } from '../../src/notes/note-digest.js';
 import { runCliCaptured } from '../support/cli.js';
 import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
@@ -68,6 +69,8 @@ describe('deliver: push from the host', () => {
     const note = readFileSync(task.notePath, 'utf8');
     expect(note.startsWith(noteBefore.trimEnd())).toBe(true);
     expect(note).toContain(`## Delivery\n\n- Pushed \`${task.branch}\` at \`${task.head.slice(0, 12)}\``);
+    // The note is still the runner's for memory: its new digest is recorded beside the delivery.
+    expect(await recordedNoteDigests(task.runDir, path.basename(task.notePath))).toContain(noteDigest(note));
   });
 
   it('a protected branch: exit 6 with the reason and the fix; the local branch, the journal and the state stay', async () => {
@@ -136,11 +139,15 @@ describe('deliver: push to a file:// remote', () => {
       expect(refused.exitCode).toBe(2);
       expect(refused.stderr).toContain('deliver.when is complete');
       expect(await remote.ref('plain', task.branch)).toBeNull();
+      // The evidence `agent-runner verify` reads goes with the branch.
+      task.repo.git('notes', '--ref', 'agent-runner', 'add', '-m', 'evidence', task.head);
+      const notes = task.repo.git('rev-parse', 'refs/notes/agent-runner').trim();
       const result = await runCliCaptured(['deliver', task.taskId, '--draft'], {
         cwd: task.repo.root,
         env: {},
       });
       expect(result.exitCode).toBe(0);
+      expect(await remote.ref('plain', 'refs/notes/agent-runner')).toBe(notes);
       expect(result.stdout).toContain(`Pushed:   ${task.branch}`);
       expect(await remote.ref('plain', task.branch)).toBe(task.head);
     } finally {
