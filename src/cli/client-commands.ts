@@ -81,6 +81,8 @@ export async function detachRun(options: RunCommandOptions, context: CommandCont
     ['--replay', options.replay],
     ['--keep-sandbox', options.keepSandbox],
     ['--config', options.config],
+    ['--push', options.push],
+    ['--pr', options.pr],
   ] as const)
     if (given)
       throw new UserError(

@@ -18,6 +18,7 @@ import { registerGcCommand } from './gc-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerClientCommands } from './client-commands.js';
 import { registerVerifyCommand } from './verify-command.js';
+import { registerDeliverCommand } from './deliver-command.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
@@ -53,6 +54,7 @@ export function createProgram(context: CommandContext): Command {
   registerServeCommand(program, context);
   registerClientCommands(program, context);
   registerVerifyCommand(program, context);
+  registerDeliverCommand(program, context);
   return program;
 }
 

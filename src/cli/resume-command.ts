@@ -15,7 +15,17 @@ import { driveTask, flagsLayer, type RunCommandOptions } from './run-command.js'
 /** The flags `resume` shares with `run` (one type: a flag added to both is declared once). */
 export type ResumeCommandOptions = Pick<
   RunCommandOptions,
-  'model' | 'maxIterations' | 'timeout' | 'skipDod' | 'json' | 'headless' | 'keepSandbox' | 'config' | 'repo'
+  | 'model'
+  | 'maxIterations'
+  | 'timeout'
+  | 'skipDod'
+  | 'json'
+  | 'headless'
+  | 'keepSandbox'
+  | 'config'
+  | 'repo'
+  | 'push'
+  | 'pr'
 >;
 
 export async function resumeCommand(
@@ -61,6 +71,8 @@ export function registerResumeCommand(program: Command, context: CommandContext)
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
     .option('--keep-sandbox', 'keep the container after the task, for debugging')
+    .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
+    .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
     .action(async (taskId: string, options: ResumeCommandOptions) => {
       await resumeCommand(taskId, options, context);

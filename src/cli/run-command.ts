@@ -17,6 +17,14 @@ import type { CommandContext } from './program.js';
 import { WORKER_TYPES } from '../worker/worker-kinds.js';
 import { UserError } from '../errors.js';
 import { taskLayout } from '../workspace/layout.js';
+import type { DeliveryOutcome } from '../deliver/delivery-record.js';
+import { forgeTokens } from '../remote/remote-credentials.js';
+import {
+  deliverAfterTask,
+  deliverySettings,
+  exitCodeAfterDelivery,
+  reportDelivery,
+} from './deliver-command.js';
 
 /** Where a `--repo` task's repository is: its credential-free URL and its cached clone. */
 export interface RemoteWhere {
@@ -44,11 +52,15 @@ export interface RunCommandOptions {
   replay?: string;
   single?: boolean;
   detach?: boolean;
+  /** Push `agent-runner/<ID>` after the task (deliver.push). */
+  push?: boolean;
+  /** Push and open or update the pull/merge request after the task (deliver.pr). */
+  pr?: boolean;
 }
 
 /** The config layer of the flags `run` and `resume` share. */
 export function flagsLayer(
-  options: Pick<RunCommandOptions, 'model' | 'worker' | 'maxIterations' | 'timeout'>,
+  options: Pick<RunCommandOptions, 'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr'>,
 ): Record<string, unknown> {
   const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
   return {
@@ -59,11 +71,15 @@ export function flagsLayer(
         maxIterations !== undefined && Number.isFinite(maxIterations) ? maxIterations : options.maxIterations,
       wallClock: options.timeout,
     },
+    deliver: { push: options.push || undefined, pr: options.pr || undefined },
   };
 }
 
-/** The summary object `--json` ends with. */
-export function summaryObject(summary: TaskSummary): Record<string, unknown> {
+/** The summary object `--json` ends with (`delivery`: null when none was asked). */
+export function summaryObject(
+  summary: TaskSummary,
+  delivery: DeliveryOutcome | null = null,
+): Record<string, unknown> {
   return {
     type: 'summary',
     state: summary.state,
@@ -84,6 +100,7 @@ export function summaryObject(summary: TaskSummary): Record<string, unknown> {
     criteria: summary.criteria,
     rootCause: summary.rootCause ?? null,
     diskCaps: summary.diskCaps ?? null,
+    delivery,
   };
 }
 
@@ -148,6 +165,7 @@ function printSummary(
   summary: TaskSummary,
   options: { json?: boolean; remote?: RemoteWhere },
   context: CommandContext,
+  delivery: DeliveryOutcome | null,
 ): void {
   const { output, redaction } = context;
   const remote = options.remote;
@@ -155,12 +173,13 @@ function printSummary(
     const where = remote
       ? { repository: remote.url, cache: remote.root, runDir: taskLayout(remote.root, summary.taskId).runDir }
       : {};
-    output.out(JSON.stringify(redaction.value({ ...summaryObject(summary), ...where })));
+    output.out(JSON.stringify(redaction.value({ ...summaryObject(summary, delivery), ...where })));
     return;
   }
   if (summary.error) output.err(`agent-runner: ${summary.error.message}`);
   for (const line of formatSummary(summary)) output.out(line);
   if (remote) for (const line of remoteLines(remote, summary.taskId)) output.out(line);
+  if (delivery) reportDelivery(delivery, context);
 }
 
 /** The lines that tell a person with no checkout where the task's results are. */
@@ -182,8 +201,9 @@ export async function driveTask(
   const { output, env, redaction } = context;
   const { createApp } = await import('../app.js');
   // The task adds its configuration's keys and `redact.patterns` to the process's redaction point (stdout and
-  // stderr included) before it reports anything.
+  // stderr included) before it reports anything; forge tokens (delivery's, host-only) are hidden from it too.
   const app = createApp(env, {}, redaction);
+  if (spec.config.deliver.push || spec.config.deliver.pr) redaction.add(forgeTokens(env));
   const headless = Boolean(options.headless || env.CI || !process.stdin.isTTY || !output.isTTY);
   const progress = createProjectProgress(output, {
     tty: output.isTTY,
@@ -239,13 +259,31 @@ export async function driveTask(
           }),
     };
     const summary = await app.run(spec, hooks, projectOptions);
-    printSummary(summary, options, context);
-    context.setExitCode(summary.exitCode);
+    await deliverAndReport(summary, spec, options, context);
     return summary;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/**
+ * Delivers the task when asked (a step after its end: its state and note stand whatever the push and the request
+ * do), then prints the summary and the delivery, or `--json`'s last object; sets the exit code.
+ */
+async function deliverAndReport(
+  summary: TaskSummary,
+  spec: TaskSpec,
+  options: { json?: boolean; remote?: RemoteWhere },
+  context: CommandContext,
+): Promise<void> {
+  const delivery = await deliverAfterTask(
+    summary,
+    { repoRoot: spec.repoRoot, settings: deliverySettings(spec.config.deliver, {}) },
+    context,
+  );
+  printSummary(summary, options, context, delivery);
+  context.setExitCode(exitCodeAfterDelivery(summary, delivery));
 }
 
 export function registerRunCommand(program: Command, context: CommandContext): void {
@@ -274,6 +312,8 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
     .option('--keep-sandbox', 'keep the container after the task, for debugging')
+    .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
+    .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
     .option(
       '--model-script <file>',

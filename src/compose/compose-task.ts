@@ -170,7 +170,16 @@ async function composeOnGateway(
       onEvent: record,
     },
   );
-  const runOrHandOff = () => runToEnd(runner, tracker, side, hooks);
+  return composedTask(() => runToEnd(runner, tracker, side, hooks), side, spec, gateway);
+}
+
+/** The composed task: its run, and a close that leaves nothing of the Docker side or the gateway behind. */
+function composedTask(
+  runOrHandOff: ComposedTask['runOrHandOff'],
+  side: TaskDockerSide,
+  spec: TaskSpec,
+  gateway: TaskGateway,
+): ComposedTask {
   return {
     runOrHandOff,
     async run() {

@@ -321,6 +321,28 @@ export const configSchema = z
     patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
     notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
     redact: z.strictObject({ patterns: z.array(regularExpression).default([]) }).prefault({}),
+    /**
+     * Delivery after the task's end (src/deliver/): push `agent-runner/<ID>` from the host to `remote` of the
+     * repository the task ran in, and open or update its pull/merge request (`pr`, which implies `push`).
+     * `when: complete` delivers only a COMPLETE task; `always` delivers any, as a draft unless COMPLETE.
+     * `forge` is read from the remote's host unless named; `apiUrl` is the API of GitHub Enterprise or a
+     * self-hosted GitLab (default: the public one).
+     */
+    deliver: z
+      .strictObject({
+        push: z.boolean().default(false),
+        pr: z.boolean().default(false),
+        when: z.enum(['complete', 'always']).default('complete'),
+        remote: z
+          .string()
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected a git remote name like origin')
+          .default('origin'),
+        forge: z.enum(['auto', 'github', 'gitlab']).default('auto'),
+        apiUrl: z.url().optional(),
+        /** The branch the request merges into (default: the task's --base when a branch, else HEAD's branch). */
+        base: z.string().min(1).optional(),
+      })
+      .prefault({}),
   })
   .superRefine((config, context) => {
     // Set-up and the worker see sandbox.env: a secret there would be readable by the worker, so refuse it.

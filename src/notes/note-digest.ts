@@ -11,6 +11,7 @@ import path from 'node:path';
 import { writtenNoteSchema, type RunnerEvent } from '../core/events.js';
 import type { ProjectEvent } from '../parallel/project-events.js';
 import { PROJECT_JOURNAL } from '../parallel/project-journal.js';
+import { DELIVERY_JOURNAL } from '../deliver/delivery-record.js';
 import { EVENTS_FILE } from './event-journal.js';
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -19,6 +20,8 @@ const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 const NOTE_RECORDS: readonly { file: string; type: RunnerEvent['type'] | ProjectEvent['type'] }[] = [
   { file: EVENTS_FILE, type: 'note_written' },
   { file: PROJECT_JOURNAL, type: 'project_note_written' },
+  // A delivery adds its section to a finished task's note and records the new digest beside its outcome.
+  { file: DELIVERY_JOURNAL, type: 'note_written' },
 ];
 
 /** How much of a journal's end is read first: a note's record is among its last lines (only the summary follows). */

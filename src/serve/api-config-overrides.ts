@@ -33,6 +33,10 @@ export const OWNER_ONLY_KEYS: readonly string[] = [
   'sandbox.baseImage',
   'scope.exclude',
   'scope.read',
+  // Where delivery sends the branch and the forge token.
+  'deliver.remote',
+  'deliver.forge',
+  'deliver.apiUrl',
 ];
 
 /** Keys that name a file (or, for `patterns.dirs`, each item a directory) relative to the repository root. */

@@ -1,0 +1,114 @@
+/**
+ * `run --pr` end to end: the real CLI, real git, a real Docker sandbox and the real codex binary with scripted
+ * models; the task's repository has a real git remote over HTTP as `origin` (basic auth with the token) and
+ * the pull request goes to a scripted GitHub REST server validated against GitHub's OpenAPI description.
+ * COMPLETE, the branch on the remote, one pull request whose body holds the criteria and the DoD; delivering
+ * again updates the same pull request.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { runCliCaptured } from '../support/cli.js';
+import { GitHttpRemote } from '../support/git-http-remote.js';
+import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
+import { scriptedModelServers } from '../support/scripted-models.js';
+import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
+import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
+import { taskContainers } from '../support/task-containers.js';
+import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+
+const models = scriptedModelServers();
+const TOKEN = 'ghp_e2eDeliverToken0123456789abcdefABCDEF';
+
+const commitSlug: ScriptedReply[] = [
+  {
+    kind: 'output',
+    items: [
+      commandCall(
+        `${writeFileCommand('slug.js', SLUG_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
+      ),
+    ],
+  },
+  { kind: 'output', items: [commandCall("git add -A && git commit -q -m 'Add slugify'")] },
+  { kind: 'output', items: [assistantMessage('Committed slugify.')] },
+];
+
+describe('run --pr (end to end)', () => {
+  it('COMPLETE, the branch pushed from the host, one pull request with the evidence; deliver again updates it', async () => {
+    const id = 'e2e-deliver-pr';
+    const repo = createNodeRepo();
+    onTestFinished(repo.remove);
+    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
+    onTestFinished(() => remote.stop());
+    const github = await new ScriptedGitHubServer().start();
+    onTestFinished(() => github.stop());
+    onTestFinished(async () => {
+      expect(await taskContainers(id, repo.root)).toEqual([]);
+    });
+    await remote.createFrom('acme/app', repo.root);
+    git(repo.root, 'remote', 'add', 'origin', remote.url('acme/app'));
+    const configDir = mkdtempSync(path.join(tmpdir(), 'ar-deliver-config-'));
+    onTestFinished(() => rmSync(configDir, { recursive: true, force: true }));
+    const config = path.join(configDir, 'agent-runner.yaml');
+    writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`);
+    models.chat.push(
+      {
+        reply: planReply(id, [
+          { id: 'AC-1', description: 'slugify("Hello Big World") is "hello-big-world"' },
+        ]),
+      },
+      { reply: runWorkerReply('Implement slugify in slug.js with a test in slug.test.js, commit.') },
+      { reply: assessmentReply(true, ['AC-1'], 'slugify is implemented, tested and committed.') },
+    );
+    models.responses.enqueue(...commitSlug);
+    const env = {
+      ...process.env,
+      OPENAI_BASE_URL: models.chat.url,
+      OPENAI_API_KEY: 'e2e-deliver-key-value-1234',
+      AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
+      AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
+      GH_TOKEN: TOKEN,
+      CI: 'true',
+    };
+    const result = await runCliCaptured(
+      ['run', '--prd', 'PRD.md', '--task-id', id, '--json', '--pr', '--config', config],
+      { cwd: repo.root, env },
+    );
+    const summary = JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as {
+      state: string;
+      headSha: string;
+      exitCode: number;
+      delivery: { pushed: boolean; url: string | null; error: unknown; sha: string };
+    };
+    expect(summary.state, result.stderr).toBe('COMPLETE');
+    expect(result.exitCode).toBe(0);
+    expect(summary.delivery).toMatchObject({
+      pushed: true,
+      url: 'https://github.test/acme/app/pull/1',
+      error: null,
+      sha: summary.headSha,
+    });
+    expect(await remote.ref('acme/app', `agent-runner/${id}`)).toBe(summary.headSha);
+    expect(github.pulls.size).toBe(1);
+    const pull = github.pulls.get(1) as { title: string; body: string; draft: boolean };
+    expect(pull.title).toBe('Add slugify');
+    expect(pull.draft).toBe(false);
+    expect(pull.body).toMatch(
+      /## Acceptance criteria\n\n\| \| Criterion \| Check \| Result \| Assessment \|/,
+    );
+    expect(pull.body).toContain('| `AC-1`');
+    expect(pull.body).toContain('## Definition of Done');
+    expect(pull.body).toContain('`npm test`');
+    expect(pull.body).toContain('| 1 | codex | `scripted-test-model` |');
+    expect(`${result.stdout}${result.stderr}${pull.body}`).not.toContain(TOKEN);
+
+    const again = await runCliCaptured(['deliver', id, '--pr', '--config', config], { cwd: repo.root, env });
+    expect(again.stderr).toBe('');
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toContain('https://github.test/acme/app/pull/1');
+    expect(github.pulls.size).toBe(1);
+    expect(github.calls.map((call) => call.operation)).toEqual(['list', 'create', 'list', 'update']);
+    github.assertValid();
+  });
+});

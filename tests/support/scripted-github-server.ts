@@ -1,0 +1,349 @@
+/**
+ * A scripted GitHub REST server for the pull request calls delivery makes (list, create, update), so the real
+ * `@octokit/rest` client with its retry and throttling plugins runs its real HTTP path. Every request (its body
+ * and query) and every response the server sends is validated against GitHub's published OpenAPI description
+ * (`@octokit/openapi`, api.github.com) with ajv: anything that does not match is recorded in `violations`, and
+ * `assertValid()` fails the test. Pull requests are built from the description's own examples, with the fields
+ * the test cares about set.
+ *
+ * Failures are scripted: `failNext(operation, status, options)` answers the next call of that operation with the
+ * status (a 429 with `retry-after`, a 403 naming a permission, a 5xx...).
+ */
+import { createRequire } from 'node:module';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+
+type Json = Record<string, unknown>;
+export type GitHubOperation = 'list' | 'create' | 'update';
+
+interface OperationSpec {
+  method: string;
+  path: RegExp;
+  request: ValidateFunction | null;
+  query: { name: string; validate: ValidateFunction }[];
+  responses: Map<string, ValidateFunction>;
+  error: ValidateFunction;
+  example: Json;
+}
+
+interface Described {
+  paths: Record<string, Record<string, Json>>;
+}
+
+let operations: Record<GitHubOperation, OperationSpec> | null = null;
+
+function schemaOf(content: unknown): Json | null {
+  return ((content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | null;
+}
+
+/** The three operations' validators, compiled once per process from GitHub's description. */
+function loadOperations(): Record<GitHubOperation, OperationSpec> {
+  if (operations) return operations;
+  const require = createRequire(import.meta.url);
+  const described = require('@octokit/openapi/generated/api.github.com.deref.json') as Described;
+  const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+  const ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
+  // GitHub's own format for `owner/name` (head_repo).
+  ajv.addFormat('repo.nwo', /^[^/]+\/[^/]+$/);
+  // GitHub's "Basic Error" (the create operation's 403): the body of every error an operation does not list.
+  const createResponses = (described.paths['/repos/{owner}/{repo}/pulls']?.post as Json).responses as Json;
+  const basicError = ajv.compile(schemaOf((createResponses['403'] as Json).content) as Json);
+  const build = (route: string, method: string, path: RegExp): OperationSpec => {
+    const operation = described.paths[route]?.[method] as Json;
+    const responses = new Map<string, ValidateFunction>();
+    let example: Json = {};
+    for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+      const schema = schemaOf(response.content);
+      if (!schema) continue;
+      responses.set(status, ajv.compile(schema));
+      if (status.startsWith('2')) {
+        const media = (response.content as Json)['application/json'] as Json;
+        const first = Object.values((media.examples as Record<string, Json> | undefined) ?? {})[0]?.value;
+        const value = (first ?? media.example) as Json | Json[];
+        example = structuredClone(Array.isArray(value) ? (value[0] as Json) : value);
+      }
+    }
+    const parameters = (operation.parameters as Json[] | undefined) ?? [];
+    return {
+      method: method.toUpperCase(),
+      path,
+      request: schemaOf((operation.requestBody as Json | undefined)?.content)
+        ? ajv.compile(schemaOf((operation.requestBody as Json).content) as Json)
+        : null,
+      query: parameters
+        .filter((parameter) => parameter.in === 'query' && (parameter.schema as Json).type === 'string')
+        .map((parameter) => ({
+          name: parameter.name as string,
+          validate: ajv.compile(parameter.schema as Json),
+        })),
+      responses,
+      error: basicError,
+      example,
+    };
+  };
+  operations = {
+    list: build('/repos/{owner}/{repo}/pulls', 'get', /^\/repos\/([^/]+)\/([^/]+)\/pulls$/),
+    create: build('/repos/{owner}/{repo}/pulls', 'post', /^\/repos\/([^/]+)\/([^/]+)\/pulls$/),
+    update: build(
+      '/repos/{owner}/{repo}/pulls/{pull_number}',
+      'patch',
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
+    ),
+  };
+  return operations;
+}
+
+/** One call the server received. */
+export interface GitHubCall {
+  operation: GitHubOperation | null;
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  body: Json | null;
+  status: number;
+}
+
+interface ScriptedFailure {
+  status: number;
+  body: Json;
+  headers: Record<string, string>;
+}
+
+export class ScriptedGitHubServer {
+  readonly calls: GitHubCall[] = [];
+  readonly violations: string[] = [];
+  /** The pull requests on the server, by number. */
+  readonly pulls = new Map<number, Json>();
+  private readonly failures: Record<GitHubOperation, ScriptedFailure[]> = {
+    list: [],
+    create: [],
+    update: [],
+  };
+  private server: Server | null = null;
+  private port = 0;
+  private nextNumber = 1;
+  private emptyLists = 0;
+
+  async start(): Promise<this> {
+    loadOperations();
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error: unknown) => {
+        this.violations.push(`server error: ${(error as Error).message}`);
+        response.writeHead(500).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  /** The API URL to give delivery (`deliver.apiUrl`). */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Answers the next call of `operation` with `status` (and `headers`, `message`). */
+  failNext(
+    operation: GitHubOperation,
+    status: number,
+    options: { message?: string; headers?: Record<string, string> } = {},
+  ): void {
+    const body: Json = {
+      message: options.message ?? `scripted ${status}`,
+      documentation_url: 'https://docs.github.com/rest',
+      ...(status === 422
+        ? { errors: [{ resource: 'PullRequest', code: 'custom', message: options.message ?? '' }] }
+        : {}),
+    };
+    this.failures[operation].push({ status, body, headers: options.headers ?? {} });
+  }
+
+  /** Answers the next list with no pull request (a request opened meanwhile: the race of two deliveries). */
+  listEmptyOnce(): void {
+    this.emptyLists += 1;
+  }
+
+  /** Throws when any request or response did not match GitHub's description. */
+  assertValid(): void {
+    if (this.violations.length > 0)
+      throw new Error(`GitHub API description violated:\n${this.violations.join('\n')}`);
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://github.test');
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body = text ? (JSON.parse(text) as Json) : null;
+    const specs = loadOperations();
+    const entry = (Object.entries(specs) as [GitHubOperation, OperationSpec][]).find(
+      ([, spec]) => spec.method === request.method && spec.path.test(url.pathname),
+    );
+    const call: GitHubCall = {
+      operation: entry?.[0] ?? null,
+      method: request.method ?? '',
+      path: `${url.pathname}${url.search}`,
+      authorization: request.headers.authorization,
+      body,
+      status: 0,
+    };
+    this.calls.push(call);
+    const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
+      call.status = status;
+      response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+      response.end(JSON.stringify(payload));
+    };
+    if (!entry) {
+      this.violations.push(`${request.method} ${url.pathname}: not an operation delivery should call`);
+      send(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
+      return;
+    }
+    const [operation, spec] = entry;
+    this.validateRequest(operation, spec, body, url);
+    const failure = this.failures[operation].shift();
+    if (failure) {
+      const validate = spec.responses.get(String(failure.status)) ?? spec.error;
+      this.check(validate, failure.body, `${operation} response ${failure.status}`);
+      send(failure.status, failure.body, failure.headers);
+      return;
+    }
+    const [status, payload] = this.answer(operation, spec, body, url);
+    const validate = spec.responses.get(String(status)) ?? spec.error;
+    this.check(validate, payload, `${operation} response ${status}`);
+    send(status, payload);
+  }
+
+  private validateRequest(
+    operation: GitHubOperation,
+    spec: OperationSpec,
+    body: Json | null,
+    url: URL,
+  ): void {
+    if (spec.request) this.check(spec.request, body ?? {}, `${operation} request body`);
+    for (const parameter of spec.query) {
+      const value = url.searchParams.get(parameter.name);
+      if (value !== null) this.check(parameter.validate, value, `${operation} query ${parameter.name}`);
+    }
+    for (const name of url.searchParams.keys())
+      if (!spec.query.some((parameter) => parameter.name === name) && !['per_page', 'page'].includes(name))
+        this.violations.push(`${operation} query ${name}: not a parameter of the operation`);
+  }
+
+  private check(validate: ValidateFunction, value: unknown, where: string): void {
+    if (!validate(value)) this.violations.push(`${where}: ${JSON.stringify(validate.errors?.slice(0, 3))}`);
+  }
+
+  private answer(
+    operation: GitHubOperation,
+    spec: OperationSpec,
+    body: Json | null,
+    url: URL,
+  ): [number, unknown] {
+    const [, owner, repo, number] = spec.path.exec(url.pathname) as RegExpExecArray;
+    if (operation === 'list' && this.emptyLists > 0) {
+      this.emptyLists -= 1;
+      return [200, []];
+    }
+    if (operation === 'list') {
+      const head = url.searchParams.get('head');
+      const base = url.searchParams.get('base');
+      const state = url.searchParams.get('state') ?? 'open';
+      const listed = [...this.pulls.values()].filter(
+        (pull) =>
+          (head === null || `${owner}:${(pull.head as Json).ref as string}` === head) &&
+          (base === null || (pull.base as Json).ref === base) &&
+          (state === 'all' || pull.state === state),
+      );
+      return [200, listed.map((pull) => this.simple(pull))];
+    }
+    if (operation === 'create') {
+      const input = body ?? {};
+      const exists = [...this.pulls.values()].some(
+        (pull) =>
+          pull.state === 'open' &&
+          (pull.head as Json).ref === input.head &&
+          (pull.base as Json).ref === input.base,
+      );
+      if (exists) {
+        return [
+          422,
+          {
+            message: 'Validation Failed',
+            documentation_url: 'https://docs.github.com/rest/pulls/pulls#create-a-pull-request',
+            errors: [
+              {
+                resource: 'PullRequest',
+                code: 'custom',
+                message: `A pull request already exists for ${owner}:${String(input.head)}.`,
+              },
+            ],
+          },
+        ];
+      }
+      const created = this.pullOf(spec.example, owner as string, repo as string, this.nextNumber++, input);
+      this.pulls.set(created.number as number, created);
+      return [201, created];
+    }
+    const pull = this.pulls.get(Number(number));
+    if (!pull) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];
+    if (body?.title !== undefined) pull.title = body.title;
+    if (body?.body !== undefined) pull.body = body.body;
+    pull.updated_at = new Date().toISOString();
+    return [200, pull];
+  }
+
+  /** A full pull request: GitHub's own example with this one's fields. */
+  private pullOf(example: Json, owner: string, repo: string, number: number, input: Json): Json {
+    const pull = structuredClone(example);
+    const html = `https://github.test/${owner}/${repo}/pull/${number}`;
+    Object.assign(pull, {
+      number,
+      id: 1000 + number,
+      html_url: html,
+      url: `${this.url}/repos/${owner}/${repo}/pulls/${number}`,
+      state: 'open',
+      title: input.title,
+      body: input.body ?? null,
+      draft: Boolean(input.draft),
+      merged: false,
+      merged_at: null,
+      closed_at: null,
+      // GitHub's example lists a team without the `type` its own schema requires.
+      requested_teams: [],
+    });
+    pull.head = { ...(pull.head as Json), ref: input.head, label: `${owner}:${String(input.head)}` };
+    pull.base = { ...(pull.base as Json), ref: input.base, label: `${owner}:${String(input.base)}` };
+    return pull;
+  }
+
+  /** The list form of a pull request (pull-request-simple): the full one without the fields it lacks. */
+  private simple(pull: Json): Json {
+    const copy = structuredClone(pull);
+    for (const key of [
+      'merged',
+      'mergeable',
+      'rebaseable',
+      'mergeable_state',
+      'merged_by',
+      'comments',
+      'review_comments',
+      'maintainer_can_modify',
+      'commits',
+      'additions',
+      'deletions',
+      'changed_files',
+    ])
+      delete copy[key];
+    return copy;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      if (this.server === null) resolve();
+      else this.server.close(() => resolve());
+      this.server?.closeAllConnections();
+    });
+  }
+}

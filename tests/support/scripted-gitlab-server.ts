@@ -1,0 +1,220 @@
+/**
+ * A scripted GitLab REST server (API v4) for the merge request calls delivery makes, written from GitLab's API
+ * documentation (doc/api/merge_requests.md): list a project's merge requests by `source_branch`,
+ * `target_branch` and `state`; create one (`source_branch`, `target_branch`, `title` required; 409 when an open
+ * one exists for the source branch); edit one by its `iid`. The project is named by its URL-encoded path, the
+ * token comes in `PRIVATE-TOKEN`. Requests outside what the documentation allows (an unknown attribute, a
+ * missing required one, an unencoded project path) are recorded in `violations`; `assertValid()` fails the test.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+
+type Json = Record<string, unknown>;
+export type GitLabOperation = 'list' | 'create' | 'edit';
+
+const LIST_PARAMETERS = new Set([
+  'source_branch',
+  'target_branch',
+  'state',
+  'page',
+  'per_page',
+  'pagination',
+]);
+const listStates = z.enum(['opened', 'closed', 'locked', 'merged', 'all']);
+const createBody = z.strictObject({
+  source_branch: z.string().min(1),
+  target_branch: z.string().min(1),
+  title: z.string().min(1),
+  description: z.string().max(1_048_576).optional(),
+});
+const editBody = z.strictObject({
+  title: z.string().min(1).optional(),
+  description: z.string().max(1_048_576).optional(),
+});
+
+export interface GitLabCall {
+  operation: GitLabOperation | null;
+  method: string;
+  path: string;
+  token: string | undefined;
+  body: Json | null;
+  status: number;
+}
+
+export class ScriptedGitLabServer {
+  readonly calls: GitLabCall[] = [];
+  readonly violations: string[] = [];
+  readonly mergeRequests = new Map<number, Json>();
+  private readonly failures: Record<GitLabOperation, { status: number; message: unknown }[]> = {
+    list: [],
+    create: [],
+    edit: [],
+  };
+  private server: Server | null = null;
+  private port = 0;
+  private emptyLists = 0;
+
+  async start(): Promise<this> {
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error: unknown) => {
+        this.violations.push(`server error: ${(error as Error).message}`);
+        response.writeHead(500).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  /** The GitLab address to give delivery (`deliver.apiUrl`). */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  failNext(operation: GitLabOperation, status: number, message: unknown = `${status} scripted`): void {
+    this.failures[operation].push({ status, message });
+  }
+
+  listEmptyOnce(): void {
+    this.emptyLists += 1;
+  }
+
+  assertValid(): void {
+    if (this.violations.length > 0)
+      throw new Error(`GitLab API documentation violated:\n${this.violations.join('\n')}`);
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const raw = request.url ?? '/';
+    const url = new URL(raw, 'http://gitlab.test');
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body = text ? (JSON.parse(text) as Json) : null;
+    // The project id stays encoded in the raw path (`acme%2Fapp`): GitLab reads `acme/app` as two segments.
+    const match = /^\/api\/v4\/projects\/([^/]+)\/merge_requests(?:\/(\d+))?$/.exec(raw.split('?')[0] ?? '');
+    const operation: GitLabOperation | null = !match
+      ? null
+      : request.method === 'GET' && !match[2]
+        ? 'list'
+        : request.method === 'POST' && !match[2]
+          ? 'create'
+          : request.method === 'PUT' && match[2]
+            ? 'edit'
+            : null;
+    const call: GitLabCall = {
+      operation,
+      method: request.method ?? '',
+      path: raw,
+      token: request.headers['private-token'] as string | undefined,
+      body,
+      status: 0,
+    };
+    this.calls.push(call);
+    const send = (status: number, payload: unknown) => {
+      call.status = status;
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(payload));
+    };
+    if (!operation || !match) {
+      this.violations.push(`${request.method} ${raw}: not a call delivery should make`);
+      send(404, { message: '404 Not Found' });
+      return;
+    }
+    if (!call.token) this.violations.push(`${operation}: no PRIVATE-TOKEN header`);
+    const project = decodeURIComponent(match[1] as string);
+    this.validate(operation, url, body);
+    const failure = this.failures[operation].shift();
+    if (failure) {
+      send(failure.status, { message: failure.message });
+      return;
+    }
+    if (operation === 'list') {
+      if (this.emptyLists > 0) {
+        this.emptyLists -= 1;
+        send(200, []);
+        return;
+      }
+      const source = url.searchParams.get('source_branch');
+      const target = url.searchParams.get('target_branch');
+      const state = url.searchParams.get('state') ?? 'all';
+      send(
+        200,
+        [...this.mergeRequests.values()].filter(
+          (item) =>
+            (source === null || item.source_branch === source) &&
+            (target === null || item.target_branch === target) &&
+            (state === 'all' || item.state === state),
+        ),
+      );
+      return;
+    }
+    if (operation === 'create') {
+      const input = body ?? {};
+      const open = [...this.mergeRequests.values()].find(
+        (item) => item.state === 'opened' && item.source_branch === input.source_branch,
+      );
+      if (open) {
+        send(409, {
+          message: [`Another open merge request already exists for this source branch: !${String(open.iid)}`],
+        });
+        return;
+      }
+      const iid = this.mergeRequests.size + 1;
+      const now = new Date().toISOString();
+      const created: Json = {
+        id: 5000 + iid,
+        iid,
+        project_id: 42,
+        title: input.title,
+        description: input.description ?? null,
+        state: 'opened',
+        created_at: now,
+        updated_at: now,
+        source_branch: input.source_branch,
+        target_branch: input.target_branch,
+        draft: String(input.title).startsWith('Draft:'),
+        work_in_progress: String(input.title).startsWith('Draft:'),
+        web_url: `https://gitlab.test/${project}/-/merge_requests/${iid}`,
+      };
+      this.mergeRequests.set(iid, created);
+      send(201, created);
+      return;
+    }
+    const existing = this.mergeRequests.get(Number(match[2]));
+    if (!existing) {
+      send(404, { message: '404 Not found' });
+      return;
+    }
+    if (body?.title !== undefined) {
+      existing.title = body.title;
+      existing.draft = String(body.title).startsWith('Draft:');
+      existing.work_in_progress = existing.draft;
+    }
+    if (body?.description !== undefined) existing.description = body.description;
+    existing.updated_at = new Date().toISOString();
+    send(200, existing);
+  }
+
+  private validate(operation: GitLabOperation, url: URL, body: Json | null): void {
+    if (operation === 'list') {
+      for (const name of url.searchParams.keys())
+        if (!LIST_PARAMETERS.has(name)) this.violations.push(`list: unknown parameter ${name}`);
+      const state = url.searchParams.get('state');
+      if (state !== null && !listStates.safeParse(state).success)
+        this.violations.push(`list: state ${state}`);
+      return;
+    }
+    const parsed = (operation === 'create' ? createBody : editBody).safeParse(body ?? {});
+    if (!parsed.success) this.violations.push(`${operation}: ${parsed.error.message}`);
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      if (this.server === null) resolve();
+      else this.server.close(() => resolve());
+      this.server?.closeAllConnections();
+    });
+  }
+}
