@@ -13,7 +13,7 @@ import { TaskHost } from '../compose/task-host.js';
 import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CheckVerdict } from '../verify/compare-evidence.js';
 import type { VerifyResult } from '../verify/run-verify.js';
-import { refusePullRequestUrl } from '../verify/verify-target.js';
+import { refuseOtherUrl } from '../verify/verify-target.js';
 import type { CommandContext } from './program.js';
 
 /** Lines of a differing check's output shown under it. */
@@ -92,12 +92,15 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
     .description(
       "Run a task's recorded DoD and criteria checks again on its branch's head in a fresh sandbox and say which hold",
     )
-    .argument('<target>', 'a task ID, a local branch, or a remote branch (origin/agent-runner/<ID>)')
+    .argument(
+      '<target>',
+      'a task ID, a local branch, a remote branch (origin/agent-runner/<ID>), or a pull/merge request URL',
+    )
     .option('--json', 'print the result as one JSON object')
     .option('--config <file>', 'config file (default: agent-runner.yaml in the repository)')
     .action(async (target: string, options: { json?: boolean; config?: string }) => {
-      // Before anything is read: the form itself is refused (it needs the forge's API).
-      refusePullRequestUrl(target);
+      // Before anything is read: a URL that is no pull/merge request page.
+      refuseOtherUrl(target);
       const repository = await inspectRepository(context.cwd);
       const config = await loadConfig({
         repoRoot: repository.root,

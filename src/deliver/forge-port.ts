@@ -49,4 +49,6 @@ export interface ForgeClient {
   findOpen(head: string, base: string): Promise<ChangeRequest | null>;
   create(head: string, base: string, content: ChangeRequestContent): Promise<ChangeRequest>;
   update(number: number, content: ChangeRequestContent): Promise<ChangeRequest>;
+  /** The request numbered `number` (`verify` reads its branch from it). */
+  get(number: number): Promise<ChangeRequest>;
 }

@@ -120,6 +120,10 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
       );
       return changeRequestOf(data);
     },
+    async get(number) {
+      const { data } = await call(() => octokit.rest.pulls.get({ owner, repo, pull_number: number }));
+      return changeRequestOf(data);
+    },
     async update(number, content: ChangeRequestContent) {
       // The REST API cannot turn a draft into a ready request: the body says the state either way.
       const { data } = await call(() =>

@@ -98,6 +98,10 @@ export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
       );
       return changeRequestOf(created as unknown as MergeRequestLike);
     },
+    async get(number) {
+      const shown = await call(() => api.MergeRequests.show(projectId, number));
+      return changeRequestOf(shown as unknown as MergeRequestLike);
+    },
     async update(number, content) {
       const edited = await call(() =>
         api.MergeRequests.edit(projectId, number, { title: title(content), description: content.body }),

@@ -61,7 +61,12 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
     input.onNotice?.(line);
   };
   const notices: string[] = [];
-  const target = await resolveVerifyTarget(repoRoot, input.argument, env);
+  // A pull/merge request URL is read through the forge with delivery's settings (its API, its remote).
+  const target = await resolveVerifyTarget(repoRoot, input.argument, env, {
+    remote: config.deliver.remote,
+    ...(config.deliver.apiUrl ? { apiUrl: config.deliver.apiUrl } : {}),
+    ...(config.deliver.forge !== 'auto' ? { forge: config.deliver.forge } : {}),
+  });
   for (const line of target.notices) notice(line);
   const found = await findEvidence(repoRoot, target);
   const { evidence } = found;

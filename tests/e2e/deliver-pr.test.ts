@@ -109,6 +109,21 @@ describe('run --pr (end to end)', () => {
     expect(again.stdout).toContain('https://github.test/acme/app/pull/1');
     expect(github.pulls.size).toBe(1);
     expect(github.calls.map((call) => call.operation)).toEqual(['list', 'create', 'list', 'update']);
+
+    // A reviewer verifies the pull request by its URL: its branch and the evidence come from the remote.
+    const verified = await runCliCaptured(
+      ['verify', 'https://github.test/acme/app/pull/1', '--json', '--config', config],
+      { cwd: repo.root, env },
+    );
+    expect(verified.exitCode, verified.stderr).toBe(0);
+    const report = JSON.parse(verified.stdout) as { branch: string; headSha: string; allHold: boolean };
+    expect(report).toMatchObject({
+      branch: `origin/agent-runner/${id}`,
+      headSha: summary.headSha,
+      allHold: true,
+    });
+    expect(github.calls.at(-1)?.operation).toBe('get');
+    expect(`${verified.stdout}${verified.stderr}`).not.toContain(TOKEN);
     github.assertValid();
   });
 });

@@ -16,7 +16,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 
 type Json = Record<string, unknown>;
-export type GitHubOperation = 'list' | 'create' | 'update';
+export type GitHubOperation = 'list' | 'create' | 'update' | 'get';
 
 interface OperationSpec {
   method: string;
@@ -91,6 +91,11 @@ function loadOperations(): Record<GitHubOperation, OperationSpec> {
       'patch',
       /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
     ),
+    get: build(
+      '/repos/{owner}/{repo}/pulls/{pull_number}',
+      'get',
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
+    ),
   };
   return operations;
 }
@@ -120,6 +125,7 @@ export class ScriptedGitHubServer {
     list: [],
     create: [],
     update: [],
+    get: [],
   };
   private server: Server | null = null;
   private port = 0;
@@ -288,6 +294,7 @@ export class ScriptedGitHubServer {
     }
     const pull = this.pulls.get(Number(number));
     if (!pull) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];
+    if (operation === 'get') return [200, pull];
     if (body?.title !== undefined) pull.title = body.title;
     if (body?.body !== undefined) pull.body = body.body;
     pull.updated_at = new Date().toISOString();

@@ -11,7 +11,14 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 
 type Json = Record<string, unknown>;
-export type GitLabOperation = 'list' | 'create' | 'edit';
+export type GitLabOperation = 'list' | 'create' | 'edit' | 'show';
+
+/** The query parameters of GitLab's "Get single MR". */
+const SHOW_PARAMETERS = new Set([
+  'render_html',
+  'include_diverged_commits_count',
+  'include_rebase_in_progress',
+]);
 
 const LIST_PARAMETERS = new Set([
   'source_branch',
@@ -50,6 +57,7 @@ export class ScriptedGitLabServer {
     list: [],
     create: [],
     edit: [],
+    show: [],
   };
   private server: Server | null = null;
   private port = 0;
@@ -102,7 +110,9 @@ export class ScriptedGitLabServer {
           ? 'create'
           : request.method === 'PUT' && match[2]
             ? 'edit'
-            : null;
+            : request.method === 'GET' && match[2]
+              ? 'show'
+              : null;
     const call: GitLabCall = {
       operation,
       method: request.method ?? '',
@@ -187,6 +197,10 @@ export class ScriptedGitLabServer {
       send(404, { message: '404 Not found' });
       return;
     }
+    if (operation === 'show') {
+      send(200, existing);
+      return;
+    }
     if (body?.title !== undefined) {
       existing.title = body.title;
       existing.draft = String(body.title).startsWith('Draft:');
@@ -204,6 +218,13 @@ export class ScriptedGitLabServer {
       const state = url.searchParams.get('state');
       if (state !== null && !listStates.safeParse(state).success)
         this.violations.push(`list: state ${state}`);
+      return;
+    }
+    if (operation === 'show') {
+      // GitLab's "Get single MR" takes only optional rendering flags, and no body.
+      for (const name of url.searchParams.keys())
+        if (!SHOW_PARAMETERS.has(name)) this.violations.push(`show: unknown parameter ${name}`);
+      if (body !== null) this.violations.push('show: a body on a GET');
       return;
     }
     const parsed = (operation === 'create' ? createBody : editBody).safeParse(body ?? {});

@@ -3,7 +3,9 @@
  * a task's own record shape, the note written and read with real git (on the head, on an ancestor when the
  * branch moved), the target forms `verify` accepts, and the comparison of recorded results with new ones.
  */
-import { describe, expect, it } from 'vitest';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { criterionEvidenceSchema, runRecordSchema } from '../../src/core/records.js';
 import type { TaskRecord } from '../../src/core/task-record.js';
 import type { CriterionCheckResult, DodOutcome, RunRecord } from '../../src/core/types.js';
@@ -16,7 +18,11 @@ import { recordedCriteria, withRecordedDod } from '../../src/verify/run-verify.j
 import { resolveVerifyTarget } from '../../src/verify/verify-target.js';
 import { validateConfig } from '../../src/config/load.js';
 import { runCliCaptured } from '../support/cli.js';
-import { createTempRepo } from '../support/git-repo.js';
+import { createTempRepo, runGit } from '../support/git-repo.js';
+import { createGitHubForge } from '../../src/deliver/github-forge.js';
+import { createGitLabForge } from '../../src/deliver/gitlab-forge.js';
+import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
+import { ScriptedGitLabServer } from '../support/scripted-gitlab-server.js';
 
 const BASE = 'a'.repeat(40);
 const HEAD = 'b'.repeat(40);
@@ -229,12 +235,14 @@ describe('the evidence note (real git)', () => {
 });
 
 describe('verify targets', () => {
-  it('refuses a pull request URL for now, and a name that is nothing, as usage errors', async () => {
+  it('refuses a URL that is no pull/merge request page, and a name that is nothing, as usage errors', async () => {
     const repo = await createTempRepo({ 'a.txt': 'a' });
-    await expect(resolveVerifyTarget(repo.root, 'https://github.com/o/r/pull/12', {})).rejects.toMatchObject({
+    await expect(
+      resolveVerifyTarget(repo.root, 'https://github.com/o/r/issues/12', {}),
+    ).rejects.toMatchObject({
       code: 'usage',
       exitCode: 2,
-      message: expect.stringMatching(/pass its branch/i),
+      message: expect.stringMatching(/no pull request .* or merge request/),
     });
     await expect(resolveVerifyTarget(repo.root, 'no-such-branch', {})).rejects.toMatchObject({
       code: 'usage',
@@ -243,6 +251,80 @@ describe('verify targets', () => {
     await expect(resolveVerifyTarget(repo.root, '--upload-pack=x', {})).rejects.toMatchObject({
       code: 'usage',
     });
+  });
+});
+
+describe('verify on a pull/merge request URL', () => {
+  /** A task branch with its evidence note, pushed to a bare `acme/app` remote, and a reviewer's clone of it. */
+  async function deliveredBranch() {
+    const repo = await createTempRepo({ 'a.txt': 'a' });
+    repo.git('checkout', '-q', '-b', 'agent-runner/T1');
+    const head = await repo.commit('work', { 'b.txt': 'b' });
+    await writeEvidenceNote(repo.root, head, JSON.stringify(evidenceOf(taskRecord(head), context)));
+    const remotes = await createTempRepo();
+    const bare = path.join(remotes.root, 'acme', 'app.git');
+    runGit(remotes.root, ['init', '-q', '--bare', bare]);
+    repo.git('push', '-q', bare, 'agent-runner/T1', 'main', `${EVIDENCE_NOTES_REF}:${EVIDENCE_NOTES_REF}`);
+    const reviewer = await createTempRepo();
+    reviewer.git('remote', 'add', 'origin', pathToFileURL(bare).href);
+    reviewer.git('fetch', '-q', 'origin', 'main');
+    return { head, reviewer };
+  }
+
+  it("reads a GitHub pull request's branch through the API and fetches it with its evidence", async () => {
+    const { head, reviewer } = await deliveredBranch();
+    const github = await new ScriptedGitHubServer().start();
+    onTestFinished(() => github.stop());
+    const opened = await createGitHubForge({
+      token: 'gh-token-1234',
+      repository: 'acme/app',
+      apiUrl: github.url,
+    }).create('agent-runner/T1', 'main', { title: 'T1', body: 'evidence', draft: false });
+    const target = await resolveVerifyTarget(
+      reviewer.root,
+      opened.url,
+      { GH_TOKEN: 'gh-token-1234' },
+      { apiUrl: github.url },
+    );
+    expect(target.branch).toBe('origin/agent-runner/T1');
+    expect(target.headSha).toBe(head);
+    expect((await findEvidence(reviewer.root, target)).evidence.headSha).toBe(head);
+    expect(github.calls.map((call) => call.operation)).toEqual(['create', 'get']);
+    github.assertValid();
+    // A request the forge does not know: a usage error that names it.
+    await expect(
+      resolveVerifyTarget(reviewer.root, opened.url.replace(/\/\d+$/, '/99'), {}, { apiUrl: github.url }),
+    ).rejects.toMatchObject({
+      code: 'usage',
+      message: expect.stringMatching(/request 99 of acme\/app .*404/),
+    });
+  });
+
+  it("reads a GitLab merge request's source branch, and asks for GITLAB_TOKEN without one", async () => {
+    const { head, reviewer } = await deliveredBranch();
+    const gitlab = await new ScriptedGitLabServer().start();
+    onTestFinished(() => gitlab.stop());
+    const opened = await createGitLabForge({
+      token: 'gl-token-1234',
+      repository: 'acme/app',
+      apiUrl: gitlab.url,
+    }).create('agent-runner/T1', 'main', { title: 'T1', body: 'evidence', draft: false });
+    expect(opened.url).toMatch(/\/-\/merge_requests\/1$/);
+    await expect(
+      resolveVerifyTarget(reviewer.root, opened.url, {}, { apiUrl: gitlab.url }),
+    ).rejects.toMatchObject({
+      code: 'usage',
+      message: expect.stringContaining('GITLAB_TOKEN'),
+    });
+    const target = await resolveVerifyTarget(
+      reviewer.root,
+      opened.url,
+      { GITLAB_TOKEN: 'gl-token-1234' },
+      { apiUrl: gitlab.url },
+    );
+    expect(target.branch).toBe('origin/agent-runner/T1');
+    expect(target.headSha).toBe(head);
+    gitlab.assertValid();
   });
 });
 
