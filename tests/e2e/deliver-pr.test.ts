@@ -5,11 +5,12 @@
  * COMPLETE, the branch on the remote, one pull request whose body holds the criteria and the DoD; delivering
  * again updates the same pull request.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
+import { filesUnder } from '../support/files-under.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
@@ -21,7 +22,22 @@ import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '..
 const models = scriptedModelServers();
 const TOKEN = 'ghp_e2eDeliverToken0123456789abcdefABCDEF';
 
+/**
+ * The worker looks for the token from inside the sandbox: in the environment of every process it can read and
+ * in the files of the directories it can reach. The command holds only the token's base64 (the journal shows
+ * it), and first plants the token in a canary file, so the probe proves it sees it where it is. The hits go to
+ * CODEX_HOME, which the host keeps.
+ */
+const PROBE = [
+  `T=$(printf %s '${Buffer.from(TOKEN).toString('base64')}' | base64 -d)`,
+  'printf %s "$T" > /tmp/ar-canary',
+  'hits=$( { for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f" 2>/dev/null | grep -qF "$T" && echo "$f"; done;' +
+    ' grep -rlsF -D skip "$T" /workspace /tmp /home /root "$CODEX_HOME" /run /etc; } | sort -u | tr "\\n" " ")',
+  'echo "probe hits: $hits" > "$CODEX_HOME/ar-probe.txt"',
+].join('; ');
+
 const commitSlug: ScriptedReply[] = [
+  { kind: 'output', items: [commandCall(PROBE)] },
   {
     kind: 'output',
     items: [
@@ -102,6 +118,16 @@ describe('run --pr (end to end)', () => {
     expect(pull.body).toContain('`npm test`');
     expect(pull.body).toContain('| 1 | codex | `scripted-test-model` |');
     expect(`${result.stdout}${result.stderr}${pull.body}`).not.toContain(TOKEN);
+    // From inside the sandbox the token is nowhere but in the probe's own canary.
+    const probe = readFileSync(
+      path.join(repo.root, '.agent-runner', 'runs', id, 'codex-home', 'ar-probe.txt'),
+      'utf8',
+    );
+    expect(probe.trim()).toBe('probe hits: /tmp/ar-canary');
+    // Nor in anything the runner wrote: journal, note, logs, the sandbox repository.
+    const written = filesUnder(path.join(repo.root, '.agent-runner'), 'latin1');
+    expect(written.length).toBeGreaterThan(10);
+    expect(written.filter(({ text }) => text.includes(TOKEN)).map(({ file }) => file)).toEqual([]);
 
     const again = await runCliCaptured(['deliver', id, '--pr', '--config', config], { cwd: repo.root, env });
     expect(again.stderr).toBe('');

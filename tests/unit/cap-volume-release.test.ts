@@ -37,25 +37,25 @@ function loopDevicesOf(image: string): string {
   return execFileSync('losetup', ['-j', image], { encoding: 'utf8' }).trim();
 }
 
+/** A capped directory of 8 MiB owned by `uid`, mounted in a temporary directory removed when the test ends. */
+async function mountedCap(name: string, uid: number) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ar-cap-release-'));
+  const mountPath = path.join(dir, name);
+  onTestFinished(async () => {
+    await removeCapVolume(mountPath);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const request = { mountPath, capBytes: 8 * MiB, startBytes: 0, startFiles: 0, owner: { uid, gid: uid } };
+  expect(await mountCapVolume(request)).toEqual({ kind: 'hard' });
+  return { mountPath, request };
+}
+
 describe.skipIf(support.kind !== 'hard')(
   `releasing a hard cap keeps its files ${skipReason && `(skipped: ${skipReason})`}`,
   () => {
     it('copies the files out on release and back in on the next mount, where the cap holds again', async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'ar-cap-release-'));
-      const mountPath = path.join(dir, 'codex-home');
+      const { mountPath, request } = await mountedCap('codex-home', 1000);
       const image = capImagePath(mountPath);
-      onTestFinished(async () => {
-        await removeCapVolume(mountPath);
-        rmSync(dir, { recursive: true, force: true });
-      });
-      const request = {
-        mountPath,
-        capBytes: 8 * MiB,
-        startBytes: 0,
-        startFiles: 0,
-        owner: { uid: 1000, gid: 1000 },
-      };
-      expect(await mountCapVolume(request)).toEqual({ kind: 'hard' });
 
       // What a worker leaves: its own files, a link out of the sandbox, a FIFO, a set-user-ID program.
       writeFileSync(path.join(mountPath, 'session.jsonl'), 'kept\n');
@@ -106,20 +106,7 @@ describe.skipIf(support.kind !== 'hard')(
     });
 
     it('takes the files out of an image a killed runner left unmounted', async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'ar-cap-release-'));
-      const mountPath = path.join(dir, 'repo');
-      onTestFinished(async () => {
-        await removeCapVolume(mountPath);
-        rmSync(dir, { recursive: true, force: true });
-      });
-      const request = {
-        mountPath,
-        capBytes: 8 * MiB,
-        startBytes: 0,
-        startFiles: 0,
-        owner: { uid: 0, gid: 0 },
-      };
-      expect(await mountCapVolume(request)).toEqual({ kind: 'hard' });
+      const { mountPath } = await mountedCap('repo', 0);
       writeFileSync(path.join(mountPath, 'wip.txt'), 'uncommitted\n');
       execFileSync('umount', ['-l', mountPath]);
       expect(existsSync(path.join(mountPath, 'wip.txt'))).toBe(false);
