@@ -181,6 +181,26 @@ export function changeRequestBody(
   return boundSections(sections, BODY_LIMIT - BODY_MARGIN).join('\n\n') + '\n';
 }
 
+/**
+ * One subtask of a project, for the project's request: its state and reason, its criteria and its DoD, one
+ * heading level down. `evidence` is null for a subtask that never ran.
+ */
+export function subtaskSection(id: string, state: string, evidence: ChangeRequestEvidence | null): string {
+  const heading = `## Subtask ${codeSpan(id, NOTE_LIMITS.code)}: ${state}`;
+  if (!evidence) return [heading, '', 'It never ran.'].join('\n');
+  const { summary, runs, baseline } = evidence;
+  const nested = (section: string) => section.replace(/^## /gm, '### ');
+  return [
+    heading,
+    '',
+    `${inlineText(summary.title)} — ${inlineText(summary.reason)} (branch ${codeSpan(summary.branch, NOTE_LIMITS.code)})`,
+    '',
+    nested(criteriaSection(summary)),
+    '',
+    nested(dodSection(runs, baseline)),
+  ].join('\n');
+}
+
 /** Cuts the longest section (at a line end, closing what the cut left open, saying so) until all fit. */
 function boundSections(sections: string[], max: number): string[] {
   const out = [...sections];

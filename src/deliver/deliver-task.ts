@@ -11,15 +11,20 @@ import path from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
-import { readTaskJournal, type JournalTaskState } from '../lifecycle/task-journal-state.js';
+import { readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { noteDigest, recordedNoteDigests } from '../notes/note-digest.js';
-import { PROJECT_JOURNAL } from '../parallel/project-journal.js';
+import { PROJECT_JOURNAL, readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
 import type { Redaction } from '../notes/redact.js';
 import { forgeTokens, TOKEN_VARIABLES } from '../remote/remote-credentials.js';
 import { displayUrl, forgeOf, type ForgeKind, type RemoteUrl } from '../remote/remote-url.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
-import { changeRequestBody, changeRequestTitle } from './change-request-body.js';
+import {
+  changeRequestBody,
+  changeRequestTitle,
+  subtaskSection,
+  type ChangeRequestEvidence,
+} from './change-request-body.js';
 import { appendDelivery, lastPushedSha, type DeliveryOutcome } from './delivery-record.js';
 import { ForgeError } from './forge-error.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient } from './forge-port.js';
@@ -68,15 +73,13 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
   const layout = taskLayout(input.repoRoot, input.taskId);
   input.redaction.add(forgeTokens(input.env));
   const journal = readTaskJournal(layout.runDir, input.taskId);
-  const summary = journal?.finished;
-  if (!journal && existsSync(path.join(layout.runDir, PROJECT_JOURNAL))) {
-    throw new UserError(
-      'usage',
-      `${input.taskId} is a project of subtasks, which this version does not deliver: push its integration ` +
-        'branch by hand, or run with --single to get one task that can be delivered.',
-    );
-  }
-  if (!journal || !summary) {
+  // A project of subtasks delivers its integration branch (`agent-runner/<ID>`, like a task's), a section per subtask.
+  const project =
+    !journal && existsSync(path.join(layout.runDir, PROJECT_JOURNAL))
+      ? readProjectJournal(layout.runDir)
+      : null;
+  const summary = journal?.finished ?? project?.finished;
+  if (!summary) {
     throw new UserError(
       'task_not_found',
       `Task ${input.taskId} has no finished attempt in ${input.repoRoot} (see \`agent-runner status\`): ` +
@@ -132,20 +135,51 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
     sha: pushed.sha,
   };
   if (!input.settings.pr) return record(after);
-  return record(
-    await requestOutcome(input, { ...journal, finished: summary }, after, pushed.remote, forgeOverride),
-  );
+  const evidence: RequestEvidence = journal
+    ? {
+        evidence: { summary, runs: journal.runs, baseline: journal.baseline },
+        extra: [],
+        taskBase: journal.options?.base,
+      }
+    : {
+        evidence: { summary, runs: [], baseline: null },
+        extra: subtaskSections(input.repoRoot, project),
+        taskBase: undefined,
+      };
+  return record(await requestOutcome(input, evidence, after, pushed.remote, forgeOverride));
+}
+
+/** What a request's body is built from: the task's records, and for a project one section per subtask. */
+interface RequestEvidence {
+  evidence: ChangeRequestEvidence;
+  extra: string[];
+  taskBase: string | undefined;
+}
+
+/** Each subtask of a project, from the journal of its last attempt, in the order they were planned. */
+function subtaskSections(repoRoot: string, project: ProjectResume | null): string[] {
+  if (!project) return [];
+  return project.subtasks.map((subtask) => {
+    const last = project.states[subtask.id];
+    const journal = last ? readTaskJournal(taskLayout(repoRoot, last.taskId).runDir, last.taskId) : null;
+    const finished = journal?.finished;
+    return subtaskSection(
+      subtask.id,
+      finished?.state ?? last?.state ?? 'not started',
+      journal && finished ? { summary: finished, runs: journal.runs, baseline: journal.baseline } : null,
+    );
+  });
 }
 
 /** Opens or updates the request of a pushed branch; the outcome says its page, or why not. */
 async function requestOutcome(
   input: DeliverInput,
-  journal: JournalTaskState & { finished: TaskSummary },
+  records: RequestEvidence,
   after: DeliveryOutcome,
   remote: RemoteUrl,
   forgeOverride: ForgeKind | null,
 ): Promise<DeliveryOutcome> {
-  const summary = journal.finished;
+  const { summary } = records.evidence;
   const complete = summary.state === 'COMPLETE';
   const forge = forgeOf(remote, forgeOverride);
   if (forge === null) {
@@ -173,10 +207,7 @@ async function requestOutcome(
   }
   const content: ChangeRequestContent = {
     title: changeRequestTitle(summary, input.redaction.redact),
-    body: changeRequestBody(
-      { summary, runs: journal.runs, baseline: journal.baseline },
-      input.redaction.redact,
-    ),
+    body: changeRequestBody(records.evidence, input.redaction.redact, records.extra),
     draft: !complete,
   };
   try {
@@ -186,7 +217,7 @@ async function requestOutcome(
       token,
       ...(input.settings.apiUrl ? { apiUrl: input.settings.apiUrl } : {}),
     });
-    const target = await baseBranch(input, journal.options?.base);
+    const target = await baseBranch(input, records.taskBase);
     const request = await openOrUpdate(client, after.branch, target, content);
     return {
       ...after,

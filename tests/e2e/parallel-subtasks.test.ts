@@ -2,9 +2,12 @@
  * Parallel work end to end (real CLI, git, Docker sandboxes and codex; scripted models matching each subtask's
  * task id): subtasks at once and in order, a fix-up, overlapping write scopes. Shared parts: tests/support/parallel-project.ts.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { GitHttpRemote } from '../support/git-http-remote.js';
+import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { runCliCaptured } from '../support/cli.js';
 import { decompositionReply } from '../support/meta-replies.js';
 import { git, writeFileCommand } from '../support/task-repo.js';
@@ -25,6 +28,15 @@ import { scriptedModelServers } from '../support/scripted-models.js';
 
 const models = scriptedModelServers();
 const runProject = projectRunner(models);
+const DELIVERY_TOKEN = 'ghp_e2eProjectDeliverToken0123456789abcdef';
+
+/** An agent-runner.yaml outside the repository that sends delivery to the scripted GitHub server. */
+function deliveryConfig(apiUrl: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ar-deliver-config-'));
+  const file = path.join(dir, 'agent-runner.yaml');
+  writeFileSync(file, `deliver:\n  forge: github\n  apiUrl: ${apiUrl}\n`);
+  return file;
+}
 
 describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
   it('runs two independent subtasks at once, the dependent one after both merged, and checks the combined tree', async () => {
@@ -179,6 +191,29 @@ describe('agent-runner run: a PRD split into subtasks (end to end)', () => {
     expect(note).toMatch(/`alpha` review 1: \*\*ok\*\*/);
     expect(models.chat.remaining()).toBe(0);
     models.responses.assertComplete();
+
+    // Delivered: the integration branch pushed, one pull request with a section per subtask.
+    const remote = await new GitHttpRemote({ user: 'x-access-token', password: DELIVERY_TOKEN }).start();
+    onTestFinished(() => remote.stop());
+    const github = await new ScriptedGitHubServer().start();
+    onTestFinished(() => github.stop());
+    await remote.createFrom('acme/app', repo.root);
+    git(repo.root, 'remote', 'add', 'origin', remote.url('acme/app'));
+    const deliverEnv = { ...process.env, GH_TOKEN: DELIVERY_TOKEN };
+    const delivered = await runCliCaptured(
+      ['deliver', id, '--pr', '--json', '--config', deliveryConfig(github.url)],
+      { cwd: repo.root, env: deliverEnv },
+    );
+    expect(delivered.exitCode, delivered.stderr).toBe(0);
+    expect(await remote.ref('acme/app', `agent-runner/${id}`)).toBe(summary.headSha);
+    const pull = github.pulls.get(1) as { title: string; body: string };
+    for (const subtask of ['alpha', 'beta', 'gamma']) {
+      expect(pull.body).toContain(`## Subtask \`${subtask}\`: COMPLETE`);
+    }
+    expect(pull.body).toContain('### Acceptance criteria');
+    expect(pull.body).toContain('### Definition of Done');
+    expect(pull.body).not.toContain(DELIVERY_TOKEN);
+    github.assertValid();
 
     // status: the project with its subtasks' states; their own entries belong to it.
     const status = await runCliCaptured(['status', '--json'], { cwd: repo.root, env: process.env });
