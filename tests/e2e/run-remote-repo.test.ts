@@ -22,6 +22,7 @@ import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { cacheDirectory } from '../../src/remote/repository-cache.js';
 import { runCliCaptured } from '../support/cli.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
+import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
@@ -233,5 +234,49 @@ describe('run --repo (end to end)', () => {
     expect(refused.stderr + refused.stdout).not.toContain(wrong);
     expect(existsSync(cacheDirectory(where.env, url))).toBe(false);
     expect(await containersOf('remote-refused')).toEqual([]);
+  });
+  it('--repo with --pr: no checkout, the token in the URL for the clone and GH_TOKEN for the push, one pull request with the evidence', async () => {
+    const token = 'ghp_e2eRemoteRepoToken0123456789abcdefAB';
+    const server = await new GitHttpRemote({ user: 'x-access-token', password: token }).start();
+    onTestFinished(() => server.stop());
+    const github = await new ScriptedGitHubServer().start();
+    onTestFinished(() => github.stop());
+    const source = createNodeRepo();
+    onTestFinished(source.remove);
+    await server.createFrom('acme/app', source.root);
+    const where = outsideAnyRepository({ GH_TOKEN: token });
+    const config = path.join(where.cwd, 'agent-runner.yaml');
+    writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`);
+    completingTask('e2e-remote-pr');
+    const result = await runCliCaptured(
+      [
+        'run',
+        '--repo',
+        server.url('acme/app').replace('http://', `http://x-access-token:${token}@`),
+        '--prd',
+        'PRD.md',
+        '--task-id',
+        'e2e-remote-pr',
+        '--json',
+        '--pr',
+        '--config',
+        config,
+      ],
+      where,
+    );
+    onTestFinished(async () => expect(await containersOf('e2e-remote-pr')).toEqual([]));
+    const summary = JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '{}') as {
+      state: string;
+      headSha: string;
+      cache: string;
+      delivery: { pushed: boolean; url: string | null };
+    };
+    expect(summary.state, result.stderr).toBe('COMPLETE');
+    expect(summary.delivery).toMatchObject({ pushed: true, url: 'https://github.test/acme/app/pull/1' });
+    expect(await server.ref('acme/app', 'agent-runner/e2e-remote-pr')).toBe(summary.headSha);
+    expect((github.pulls.get(1) as { body: string }).body).toContain('## Acceptance criteria');
+    expect(`${result.stdout}${result.stderr}`).not.toContain(token);
+    expect(filesContaining(summary.cache, token)).toEqual([]);
+    github.assertValid();
   });
 });
