@@ -91,9 +91,11 @@ describe('ownership pass through descriptors', () => {
     ];
     fs.rmSync(path.join(sandbox, 'sub'), { recursive: true });
     fs.symlinkSync(hostDir, path.join(sandbox, 'sub'));
-    // Same name, another file (another inode): not the entry the listing saw.
-    fs.rmSync(path.join(sandbox, 'other'));
-    fs.writeFileSync(path.join(sandbox, 'other'), 'y');
+    // Same name, another file (another inode): not the entry the listing saw. Written beside it and renamed
+    // over it, so the new file's inode is allocated while the old one still exists: a remove-then-create can
+    // be given the freed inode number back, and the swap would go unseen by the test, not by the pass.
+    fs.writeFileSync(path.join(sandbox, 'other.new'), 'y');
+    fs.renameSync(path.join(sandbox, 'other.new'), path.join(sandbox, 'other'));
     const report = applyOwnershipPass(fs, sandbox, steps, { chown: false });
     expect(report.applied).toBe(0);
     expect(report.skipped).toEqual([
