@@ -5,8 +5,10 @@ import { DurationSequencer } from './tests/support/duration-sequencer.js';
 //   1. `unit` (all cores), then `light` (the integration files that need no Docker engine, one at a time, as
 //      two of them bound wall times), with --bail=1: a broken build stops here, in seconds, not after the
 //      Docker files;
-//   2. the Docker files (`integration`, `e2e`, `security`) two at a time, then, one at a time, the few files
-//      whose assertions bound a wall time or a process's memory (`timed`), so nothing else runs beside them.
+//   2. the Docker files (`integration`, `e2e`, `security`) two at a time, then the few files whose assertions
+//      bound a wall time or a process's memory (`timed`) two at a time, each a single task or sandbox (two of
+//      them load two cores no more than one Docker file does), then the one that runs five tasks at once
+//      (`timed-alone`), with nothing beside it.
 // Each group runs its files longest first, whatever their project, from the durations a clean-clone run
 // measured (tests/file-durations.json; tests/support/duration-sequencer.ts says why), so the two workers are
 // busy to the end. Files running side by side share the engine only: every test has its own repository,
@@ -19,7 +21,8 @@ const LIGHT = [
   'tests/integration/gateway-resources.test.ts', // sockets the process holds
 ];
 
-// Keep these files small: each runs alone. A long file with one timed test gives that test a file of its own.
+// Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a
+// file of its own.
 const TIMED = [
   'tests/e2e/run-interrupt-model-call.test.ts', // Ctrl-C aborts a model call within a second
   'tests/e2e/codex-worker.test.ts', // a hanging command stopped at its timeout, within 15 s
@@ -27,8 +30,10 @@ const TIMED = [
   'tests/e2e/real-projects-npm.test.ts', // the run ends within 20 s of its last event
   'tests/integration/workspace-isolation.test.ts', // a run's duration within 15 s
   'tests/integration/sandbox-docker-runtime.test.ts', // a timeout's duration within 10 s
-  'tests/security/hang-paths.test.ts', // each hang ends within --timeout + 30 s (its five tasks side by side)
 ];
+
+// Timed, and loads the machine by itself: five tasks side by side, each to end within --timeout + 30 s.
+const TIMED_ALONE = ['tests/security/hang-paths.test.ts'];
 
 const DOCKER = { sequence: { groupOrder: 1 }, maxWorkers: 2, fileParallelism: true } as const;
 
@@ -56,7 +61,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['tests/integration/**/*.test.ts', 'tests/faults/**/*.test.ts'],
-          exclude: [...LIGHT, ...TIMED],
+          exclude: [...LIGHT, ...TIMED, ...TIMED_ALONE],
           testTimeout: 180_000,
           hookTimeout: 600_000,
           ...DOCKER,
@@ -66,7 +71,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['tests/e2e/**/*.test.ts'],
-          exclude: TIMED,
+          exclude: [...TIMED, ...TIMED_ALONE],
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,
@@ -76,7 +81,7 @@ export default defineConfig({
         test: {
           name: 'security',
           include: ['tests/security/**/*.test.ts'],
-          exclude: TIMED,
+          exclude: [...TIMED, ...TIMED_ALONE],
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,
@@ -89,6 +94,17 @@ export default defineConfig({
           testTimeout: 300_000,
           hookTimeout: 900_000,
           sequence: { groupOrder: 2 },
+          maxWorkers: 2,
+          fileParallelism: true,
+        },
+      },
+      {
+        test: {
+          name: 'timed-alone',
+          include: TIMED_ALONE,
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
+          sequence: { groupOrder: 3 },
           maxWorkers: 1,
           fileParallelism: false,
         },
