@@ -420,6 +420,7 @@ describe('the opencode stream (real output) and command line', () => {
       small_model: 'openai/m',
       autoupdate: false,
       share: 'disabled',
+      snapshot: false,
     });
     expect(env).toMatchObject({ OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_DEFAULT_PLUGINS: '1' });
     // `api: chat`: its bundled OpenAI-compatible provider, usage asked for, the same pinned model everywhere.
