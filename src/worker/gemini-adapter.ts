@@ -59,6 +59,9 @@ export function geminiEnv(options: GeminiWorkerOptions): Record<string, string> 
     GEMINI_MODEL: options.model,
     GEMINI_CLI_HOME: options.home,
     GEMINI_CLI_SYSTEM_SETTINGS_PATH: GEMINI_SYSTEM_SETTINGS,
+    // Without it the CLI starts a second Node process of itself (for a larger heap), which doubles its start:
+    // the sandbox's memory limit, not the heap flag, is what bounds it here.
+    GEMINI_CLI_NO_RELAUNCH: 'true',
   };
 }
 

@@ -307,6 +307,7 @@ describe('the gemini stream parser (real output) and metering', () => {
       GEMINI_MODEL: 'm',
       GEMINI_CLI_HOME: '/h/gemini',
       GEMINI_CLI_SYSTEM_SETTINGS_PATH: '/etc/agent-runner/gemini-settings.json',
+      GEMINI_CLI_NO_RELAUNCH: 'true',
     });
   });
 });
