@@ -97,6 +97,14 @@ function missingHint(output: string, exitCode: number | null): string | null {
       '(a relative path: that the file exists and is committed).'
     );
   const command = missingCommand(output);
+  if (command === 'yarn' || command === 'pnpm')
+    return (
+      `\`${command}\` is not in the sandbox: agent-runner installs it through corepack (sandbox.toolchain: auto) ` +
+      (command === 'yarn'
+        ? 'for a yarn.lock at the root, or for `"packageManager": "yarn@1.22.22"` in package.json'
+        : 'for `"packageManager": "pnpm@9.15.9"` in package.json') +
+      ' (README: "Zero configuration"); with sandbox.dockerfile, install it in that image (`RUN corepack enable`).'
+    );
   if (exitCode === 127 || command !== null)
     return `${command ? `\`${command}\` is` : 'A command is'} not installed in the sandbox: ${TOOLCHAIN}.`;
   return null;

@@ -8,10 +8,14 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import semver from 'semver';
+import { lockfilePackageManager } from '../workspace/checks/detect-dod-checks.js';
+import { lockfileYarn } from './yarn-from-lockfile.js';
 
 export interface PackageManagerSpec {
   name: 'pnpm' | 'yarn' | 'npm';
   version: string;
+  /** What decided it when not package.json's `packageManager` (a yarn.lock: src/toolchain/yarn-from-lockfile.ts). */
+  source?: string;
 }
 
 export interface DevcontainerSpec {
@@ -136,6 +140,12 @@ export async function detectToolchain(root: string): Promise<DeclaredToolchain> 
     }
     const packageManager = packageManagerOf(manifest.packageManager);
     if (packageManager) declared.packageManager = packageManager;
+    // No packageManager field, but a yarn.lock decides the package manager (the DoD and the set-up run yarn):
+    // agent-runner chose yarn, so it provides it, at the version the lockfile calls for.
+    else if (lockfilePackageManager(root).name === 'yarn') {
+      const yarn = await lockfileYarn(root);
+      if (yarn) declared.packageManager = { name: 'yarn', version: yarn.version, source: yarn.source };
+    }
   }
   const devcontainer = await readDevcontainer(root);
   if (devcontainer) declared.devcontainer = devcontainer;
