@@ -100,9 +100,8 @@ function missingHint(output: string, exitCode: number | null): string | null {
   if (command === 'yarn' || command === 'pnpm')
     return (
       `\`${command}\` is not in the sandbox: agent-runner installs it through corepack (sandbox.toolchain: auto) ` +
-      (command === 'yarn'
-        ? 'for a yarn.lock at the root, or for `"packageManager": "yarn@1.22.22"` in package.json'
-        : 'for `"packageManager": "pnpm@9.15.9"` in package.json') +
+      `for a ${command === 'yarn' ? 'yarn.lock' : 'pnpm-lock.yaml'} at the root, or for ` +
+      `\`"packageManager": "${command === 'yarn' ? 'yarn@1.22.22' : 'pnpm@9.15.9'}"\` in package.json` +
       ' (README: "Zero configuration"); with sandbox.dockerfile, install it in that image (`RUN corepack enable`).'
     );
   if (exitCode === 127 || command !== null)

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import semver from 'semver';
 import { lockfilePackageManager } from '../workspace/checks/detect-dod-checks.js';
-import { lockfileYarn } from './yarn-from-lockfile.js';
+import { lockfilePnpm, lockfileYarn } from './package-manager-from-lockfile.js';
 
 export interface PackageManagerSpec {
   name: 'pnpm' | 'yarn' | 'npm';
@@ -140,11 +140,14 @@ export async function detectToolchain(root: string): Promise<DeclaredToolchain> 
     }
     const packageManager = packageManagerOf(manifest.packageManager);
     if (packageManager) declared.packageManager = packageManager;
-    // No packageManager field, but a yarn.lock decides the package manager (the DoD and the set-up run yarn):
-    // agent-runner chose yarn, so it provides it, at the version the lockfile calls for.
-    else if (lockfilePackageManager(root).name === 'yarn') {
-      const yarn = await lockfileYarn(root);
-      if (yarn) declared.packageManager = { name: 'yarn', version: yarn.version, source: yarn.source };
+    // No packageManager field, but a lockfile decides the package manager (the DoD and the set-up run it):
+    // agent-runner chose it, so it provides it, at the version the lockfile calls for.
+    else {
+      const name = lockfilePackageManager(root).name;
+      const found =
+        name === 'yarn' ? await lockfileYarn(root) : name === 'pnpm' ? await lockfilePnpm(root) : undefined;
+      if (found && (name === 'yarn' || name === 'pnpm'))
+        declared.packageManager = { name, version: found.version, source: found.source };
     }
   }
   const devcontainer = await readDevcontainer(root);

@@ -9,7 +9,7 @@ import {
   lockfileYarn,
   PROVIDED_YARN,
   yarnPathVersion,
-} from '../../src/toolchain/yarn-from-lockfile.js';
+} from '../../src/toolchain/package-manager-from-lockfile.js';
 import { nodeLayerDockerfile } from '../../src/toolchain/toolchain-image.js';
 import { detectPackageRegistries } from '../../src/gateway/package-registries.js';
 import { failureHint } from '../../src/core/failure-hints.js';
@@ -111,7 +111,7 @@ describe('set-up detection', () => {
   });
 });
 
-describe('yarn provided from yarn.lock', () => {
+describe('pnpm and yarn provided from the lockfile', () => {
   it.each([
     [YARN1_LOCK, undefined],
     [BERRY_LOCK(4), 4],
@@ -158,9 +158,19 @@ describe('yarn provided from yarn.lock', () => {
       'yarn.lock': YARN1_LOCK,
     });
     expect((await detectToolchain(pinned)).packageManager).toEqual({ name: 'yarn', version: '1.22.19' });
-    // A pnpm lockfile decides pnpm, so no yarn is provided for a leftover yarn.lock.
-    const pnpm = repo({ 'package.json': PACKAGE, 'yarn.lock': YARN1_LOCK, 'pnpm-lock.yaml': '' });
-    expect((await detectToolchain(pnpm)).packageManager).toBeUndefined();
+    // A pnpm lockfile decides pnpm (its version from lockfileVersion), so no yarn for a leftover yarn.lock.
+    const pnpm = repo({
+      'package.json': PACKAGE,
+      'yarn.lock': YARN1_LOCK,
+      'pnpm-lock.yaml': "lockfileVersion: '9.0'\n",
+    });
+    expect((await detectToolchain(pnpm)).packageManager).toEqual({
+      name: 'pnpm',
+      version: '9.15.9',
+      source: 'pnpm-lock.yaml (lockfileVersion 9.x)',
+    });
+    const unknown = repo({ 'package.json': PACKAGE, 'pnpm-lock.yaml': "lockfileVersion: '42.0'\n" });
+    expect((await detectToolchain(unknown)).packageManager).toBeUndefined();
   });
 
   it('berry is installed from the npm registry (@yarnpkg/cli-dist), yarn 1 and pnpm as before', () => {

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { lockfileYarn } from '../../toolchain/yarn-from-lockfile.js';
+import { lockfileYarn } from '../../toolchain/package-manager-from-lockfile.js';
 import type { DetectedCommand } from '../../core/detected-command.js';
 import { detectDodChecks, lockfilePackageManager } from './detect-dod-checks.js';
 

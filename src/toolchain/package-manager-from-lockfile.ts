@@ -1,7 +1,10 @@
 /**
- * The yarn a repository with a `yarn.lock` and no `packageManager` field needs, from its own files (never run):
- * agent-runner chose yarn from the lockfile, so it provides it (through corepack, like a `packageManager`).
+ * The package manager a repository with a lockfile and no `packageManager` field needs, from its own files
+ * (never run): agent-runner chose it from the lockfile, so it provides it (through corepack, like a
+ * `packageManager`).
  *
+ * - `pnpm-lock.yaml`: the newest pnpm of the major that writes its `lockfileVersion` (9.x: pnpm 9, 6.x: pnpm 8,
+ *   5.x: pnpm 7); none for another version.
  * - A yarn 1 lockfile (`# yarn lockfile v1`, no `__metadata`): yarn 1.22.22, the last yarn 1.
  * - A berry lockfile (`__metadata:`): the version in `.yarnrc.yml`'s `yarnPath`
  *   (`.yarn/releases/yarn-4.5.3.cjs`) when it names one, since that is the yarn the project runs; else the
@@ -21,6 +24,19 @@ async function readText(file: string): Promise<string | undefined> {
 
 /** The yarn releases provided when the lockfile decides (each on the npm registry as `@yarnpkg/cli-dist`). */
 export const PROVIDED_YARN = { classic: '1.22.22', 2: '2.4.2', 3: '3.8.7', 4: '4.18.1' } as const;
+
+/** The pnpm releases provided per `lockfileVersion` major of pnpm-lock.yaml. */
+export const PROVIDED_PNPM: Record<string, string> = { '9': '9.15.9', '6': '8.15.9', '5': '7.33.7' };
+
+/** The pnpm for the repository at `root`, or undefined without a pnpm-lock.yaml of a known version. */
+export async function lockfilePnpm(root: string): Promise<{ version: string; source: string } | undefined> {
+  const text = await readText(path.join(root, 'pnpm-lock.yaml'));
+  const major = text === undefined ? undefined : /^lockfileVersion:\s*["']?(\d+)\./m.exec(text)?.[1];
+  const version = major === undefined ? undefined : PROVIDED_PNPM[major];
+  return version === undefined
+    ? undefined
+    : { version, source: `pnpm-lock.yaml (lockfileVersion ${major}.x)` };
+}
 
 export interface LockfileYarn {
   version: string;
