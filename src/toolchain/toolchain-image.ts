@@ -86,6 +86,7 @@ export function nodeLayerDockerfile(
       '    chmod -R a+rX "$COREPACK_HOME"; \\',
       `    ${packageManager.name} --version`,
     );
+    if (berry && packageManager.nodeLinker) lines.push(`ENV YARN_NODE_LINKER=${packageManager.nodeLinker}`);
   }
   lines.push('USER 10001:10001', '');
   return lines.join('\n');
@@ -196,7 +197,7 @@ async function withToolchainLayer(
     declared.packageManager && declared.packageManager.name !== 'npm' ? declared.packageManager : undefined;
   if (packageManager)
     layers.push(
-      `${packageManager.name} ${packageManager.version} (${packageManager.source ?? 'packageManager'}, corepack)`,
+      `${packageManager.name} ${packageManager.version} (${packageManager.source ?? 'packageManager'}, corepack${packageManager.nodeLinker ? `, nodeLinker ${packageManager.nodeLinker}` : ''})`,
     );
   if (node !== undefined || packageManager !== undefined) {
     const dockerfileText = nodeLayerDockerfile(image, node, packageManager);

@@ -36,7 +36,7 @@ describe('set-up detection', () => {
     [{ 'npm-shrinkwrap.json': '{}' }, 'npm ci', 'npm-shrinkwrap.json'],
     [{ 'pnpm-lock.yaml': "lockfileVersion: '9.0'\n" }, 'pnpm install --frozen-lockfile', 'pnpm-lock.yaml'],
     [{ 'yarn.lock': YARN1_LOCK }, 'yarn install --frozen-lockfile', 'yarn.lock (yarn 1 lockfile)'],
-    [{ 'yarn.lock': BERRY_LOCK(8) }, 'yarn install --immutable', 'yarn.lock (yarn 2+ lockfile: __metadata)'],
+    [{ 'yarn.lock': BERRY_LOCK(8) }, 'yarn install --immutable', 'yarn.lock (yarn 2 or later lockfile)'],
     // pnpm's lockfile decides over a stray package-lock.json, as for the DoD.
     [
       { 'pnpm-lock.yaml': "lockfileVersion: '9.0'\n", 'package-lock.json': '{}' },

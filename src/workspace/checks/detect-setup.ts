@@ -41,7 +41,7 @@ async function javascriptSetup(directory: string): Promise<DetectedCommand[]> {
     const yarn = await lockfileYarn(directory);
     if (yarn === undefined) return [];
     return yarn.berry
-      ? [{ command: 'yarn install --immutable', detectedFrom: 'yarn.lock (yarn 2+ lockfile: __metadata)' }]
+      ? [{ command: 'yarn install --immutable', detectedFrom: 'yarn.lock (yarn 2 or later lockfile)' }]
       : [{ command: 'yarn install --frozen-lockfile', detectedFrom: 'yarn.lock (yarn 1 lockfile)' }];
   }
   return [];
