@@ -13,6 +13,8 @@ import {
 import { nodeLayerDockerfile } from '../../src/toolchain/toolchain-image.js';
 import { detectPackageRegistries } from '../../src/gateway/package-registries.js';
 import { failureHint } from '../../src/core/failure-hints.js';
+import { validateConfig } from '../../src/config/load.js';
+import { checkSetup } from '../../src/doctor/toolchain-check.js';
 
 function repo(files: Record<string, string>): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'detect-setup-'));
@@ -108,6 +110,18 @@ describe('set-up detection', () => {
       source: 'detected',
       commands: [{ command: 'npm ci', detectedFrom: 'package-lock.json' }],
     });
+  });
+});
+
+describe("doctor's Set-up check", () => {
+  it('shows the detected set-up with its file, the configured one, and none', async () => {
+    const dir = repo({ 'package.json': PACKAGE, 'yarn.lock': YARN1_LOCK });
+    expect((await checkSetup(validateConfig([]), dir)).detail).toBe(
+      'yarn install --frozen-lockfile (from yarn.lock (yarn 1 lockfile)) (detected; sandbox.setup overrides it)',
+    );
+    const configured = validateConfig([{ source: 'test', values: { sandbox: { setup: [] } } }]);
+    expect(configured.sandbox.setup).toEqual([]);
+    expect((await checkSetup(configured, dir)).detail).toBe('none (sandbox.setup: [])');
   });
 });
 
