@@ -57,6 +57,10 @@ describe('set-up detection', () => {
     expect(await detectSetup(repo({ 'go.mod': 'module example.com/m\n\ngo 1.22\n' }))).toEqual([]);
   });
 
+  it('a pyproject.toml that only configures tools is no Python project to install', async () => {
+    expect(await detectSetup(repo({ 'pyproject.toml': '[tool.black]\nline-length = 100\n' }))).toEqual([]);
+  });
+
   it('go.mod with requirements: go mod download', async () => {
     const dir = repo({
       'go.mod': 'module example.com/m\n\ngo 1.22\n\nrequire github.com/dustin/go-humanize v1.0.1\n',

@@ -56,7 +56,15 @@ function setuptoolsBackend(pyproject: string | null): boolean {
 
 async function pythonSetup(directory: string, names: readonly string[]): Promise<DetectedCommand[]> {
   const requirements = names.filter((name) => /^requirements[\w.-]*\.txt$/.test(name)).sort();
-  const project = ['pyproject.toml', 'setup.py'].filter((name) => names.includes(name));
+  const pyproject = names.includes('pyproject.toml')
+    ? await readText(path.join(directory, 'pyproject.toml'))
+    : null;
+  // A pyproject.toml that only configures tools (black, ruff, pytest) is no package pip could install.
+  const installable = pyproject !== null && /^\[(?:project|build-system|tool\.poetry)\]/m.test(pyproject);
+  const project = [
+    ...(installable ? ['pyproject.toml'] : []),
+    ...(names.includes('setup.py') ? ['setup.py'] : []),
+  ];
   if (requirements.length === 0 && project.length === 0) return [];
   const venv = PYTHON_VENV_DIR;
   const decided = [...project, ...requirements].join(', ');
@@ -77,7 +85,6 @@ async function pythonSetup(directory: string, names: readonly string[]): Promise
       detectedFrom: requirements.join(', '),
     });
   if (project.length > 0) {
-    const pyproject = await readText(path.join(directory, 'pyproject.toml'));
     // A setuptools build needs no package index: the venv sees the toolchain layer's setuptools.
     const isolation = setuptoolsBackend(pyproject) ? ' --no-build-isolation' : '';
     commands.push({
