@@ -51,6 +51,27 @@ const PROJECTS: [string, () => Promise<void>][] = [
   ],
 
   [
+    // The probe: the same project with `sandbox.setup: []` installs nothing, and its check fails on the missing uvu.
+    'npm with sandbox.setup: [] → nothing detected, the check fails',
+    async () => {
+      const root = realProjectRepo(
+        'zc-npm-none',
+        {
+          '.gitignore': NODE_IGNORE,
+          'agent-runner.yaml': 'sandbox:\n  setup: []\n',
+          'package.json': uvuPackage('zc-npm-none'),
+          ...ONE,
+        },
+        (dir) => writeLockfile(dir, 'npm'),
+      );
+      const run = await runRealProject(root, `zc-npm-none-${Date.now()}`, SUM);
+      expect(run.summary?.state).not.toBe('COMPLETE');
+      expect(run.stderr).not.toContain('sandbox set-up detected');
+      expect(run.note).not.toContain('Detected (no `sandbox.setup`');
+      expect(JSON.stringify(run.summary?.rootCause)).toMatch(/uvu/);
+    },
+  ],
+  [
     'pnpm: a workspace, pnpm from its lockfileVersion → pnpm install --frozen-lockfile',
     async () => {
       const root = realProjectRepo(
