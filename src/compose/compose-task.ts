@@ -5,6 +5,7 @@
  */
 import { readCachedRemote } from '../remote/repository-cache.js';
 import path from 'node:path';
+import type { DetectedCommand } from '../core/detected-command.js';
 import type { SetupCommandReport, StampedEvent } from '../core/events.js';
 import type { PreparedTask } from '../core/ports.js';
 import type { Ledger } from '../core/ledger.js';
@@ -138,7 +139,12 @@ async function composeOnGateway(
     if (report.phase === 'finished') setupReports.push(report);
     record({ type: 'setup_command', ...report, at: new Date().toISOString() });
   };
-  const side = startTaskDockerSide(host, spec, hooks, { ...started, onSetupReport });
+  // The set-up detected from the repository (sandbox.setup not set), for the note.
+  const setupDetected: DetectedCommand[] = [];
+  const onSetupDetected = (detected: readonly DetectedCommand[]): void => {
+    setupDetected.push(...detected);
+  };
+  const side = startTaskDockerSide(host, spec, hooks, { ...started, onSetupReport, onSetupDetected });
   const ports = tracker.track(
     deferredPorts(side.ports, host.dependencies.worker?.type ?? config.worker.type),
   );
@@ -164,6 +170,7 @@ async function composeOnGateway(
           otherWorkers: otherWorkers.map((worker) => `${worker.type} (${worker.model})`).join(', '),
           redact: started.redact,
           setup: setupReports,
+          setupDetected,
           ...(config.notes.template ? { templatePath: path.resolve(repoRoot, config.notes.template) } : {}),
         });
       },
@@ -299,7 +306,10 @@ function startTaskDockerSide(
   host: TaskHost,
   spec: TaskSpec,
   hooks: TaskHooks,
-  started: Started & { onSetupReport: (report: SetupCommandReport) => void },
+  started: Started & {
+    onSetupReport: (report: SetupCommandReport) => void;
+    onSetupDetected: (detected: readonly DetectedCommand[]) => void;
+  },
 ): TaskDockerSide {
   let runtime: EngineWatchRuntime | null = null;
   let workspace: GitTaskWorkspace | null = null;
@@ -309,7 +319,13 @@ function startTaskDockerSide(
     await started.planSent;
     const engine = await host.docker();
     runtime = new EngineWatchRuntime(engine.runtime, { taskId: spec.taskId, dockerHost: engine.hostName });
-    const { image, setup } = await startDockerSide(engine.docker, runtime, spec, hooks.onNotice);
+    const { image, setup, setupDetected } = await startDockerSide(
+      engine.docker,
+      runtime,
+      spec,
+      hooks.onNotice,
+    );
+    started.onSetupDetected(setupDetected);
     taskImage = image;
     const sandbox = taskSandboxPorts({
       runtime,

@@ -15,6 +15,8 @@ import {
 } from '../lifecycle/orphan-sandboxes.js';
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import { imageWorkers } from '../config/workers.js';
+import type { DetectedCommand } from '../core/detected-command.js';
+import { resolveSetup } from '../workspace/checks/detect-setup.js';
 
 /** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
 export async function resolveWorkerImage(config: Config): Promise<string> {
@@ -101,6 +103,21 @@ async function haltTaskSandboxes(
   }
 }
 
+/** `sandbox.setup` when set (`[]` included), else what the repository's lockfile and manifests call for. */
+async function taskSetup(
+  config: Config,
+  repoRoot: string,
+  onNotice: (text: string) => void,
+): Promise<{ commands: string[]; detected: DetectedCommand[] }> {
+  const resolved = await resolveSetup(config.sandbox.setup, repoRoot);
+  const detected = resolved.source === 'detected' ? resolved.commands : [];
+  for (const item of detected)
+    onNotice(
+      `sandbox set-up detected: \`${item.command}\` (from ${item.detectedFrom}; sandbox.setup overrides it)`,
+    );
+  return { commands: resolved.commands.map((item) => item.command), detected };
+}
+
 /**
  * Pings the engine, sweeps this repository's orphaned sandboxes, checks the worker image and resolves the
  * task's image (the toolchain the repository declares); returns it and the set-up commands to run.
@@ -110,7 +127,7 @@ export async function startDockerSide(
   runtime: SandboxRuntime,
   where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string; taskId?: string },
   onNotice: (text: string) => void = () => {},
-): Promise<{ image: string; setup: string[] }> {
+): Promise<{ image: string; setup: string[]; setupDetected: DetectedCommand[] }> {
   const { config, env, repoRoot } = where;
   const { pingDocker } = await import('../sandbox/docker-client.js');
   await pingDocker(docker, env);
@@ -178,5 +195,6 @@ export async function startDockerSide(
   });
   const image = taskImage.image;
   for (const layer of taskImage.layers) onNotice(`sandbox toolchain: ${layer} (image ${image})`);
-  return { image, setup: [...taskImage.setup, ...config.sandbox.setup] };
+  const setup = await taskSetup(config, repoRoot, onNotice);
+  return { image, setup: [...taskImage.setup, ...setup.commands], setupDetected: setup.detected };
 }

@@ -222,7 +222,8 @@ export const configSchema = z
           .prefault({}),
         network: networkPolicySchema.default('gateway-only'),
         allowlist: z.array(z.string().min(1)).default([]),
-        setup: z.array(z.string().min(1)).default([]),
+        /** Unset: detected from the repository's lockfile and manifests (src/workspace/checks/detect-setup.ts). */
+        setup: z.array(z.string().min(1)).optional(),
         setupNetwork: networkPolicySchema.optional(),
         setupTimeout: duration('15m').default(900_000),
         extraCaCert: z.string().min(1).optional(),

@@ -97,6 +97,13 @@ function missingHint(output: string, exitCode: number | null): string | null {
       '(a relative path: that the file exists and is committed).'
     );
   const command = missingCommand(output);
+  if (command === 'yarn' || command === 'pnpm')
+    return (
+      `\`${command}\` is not in the sandbox: agent-runner installs it through corepack (sandbox.toolchain: auto) ` +
+      `for a ${command === 'yarn' ? 'yarn.lock' : 'pnpm-lock.yaml'} at the root, or for ` +
+      `\`"packageManager": "${command === 'yarn' ? 'yarn@1.22.22' : 'pnpm@9.15.9'}"\` in package.json` +
+      ' (README: "Zero configuration"); with sandbox.dockerfile, install it in that image (`RUN corepack enable`).'
+    );
   if (exitCode === 127 || command !== null)
     return `${command ? `\`${command}\` is` : 'A command is'} not installed in the sandbox: ${TOOLCHAIN}.`;
   return null;

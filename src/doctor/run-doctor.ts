@@ -13,7 +13,7 @@ import { failed, passed, type DoctorCheck } from './doctor-check.js';
 import { runInImage } from '../toolchain/run-in-image.js';
 import { checkEndpoint, probeUrl, type ProbeResult } from './endpoint-check.js';
 import { checkGitRepository, findGitRoot } from './git-check.js';
-import { checkDefinitionOfDone, checkToolchain } from './toolchain-check.js';
+import { checkDefinitionOfDone, checkSetup, checkToolchain } from './toolchain-check.js';
 import { configuredWorkers, imageWorkers } from '../config/workers.js';
 
 export interface DoctorInput {
@@ -56,7 +56,11 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorCheck[]
   if (configProblem) checks.push(configProblem);
 
   if (config)
-    checks.push(await checkToolchain(config, repoRoot), await checkDefinitionOfDone(config, repoRoot));
+    checks.push(
+      await checkToolchain(config, repoRoot),
+      await checkSetup(config, repoRoot),
+      await checkDefinitionOfDone(config, repoRoot),
+    );
   checks.push(await checkDiskCaps(config));
   if (config) checks.push(...(await checkEndpoints(config, input)));
   return checks;

@@ -8,6 +8,7 @@
 import type { Config } from '../config/schema.js';
 import { detectSystemToolchains, systemLayerPlan } from '../toolchain/system-toolchains.js';
 import { resolveDodChecks } from '../workspace/checks/detect-dod-checks.js';
+import { resolveSetup } from '../workspace/checks/detect-setup.js';
 import { failed, passed, type DoctorCheck } from './doctor-check.js';
 
 export async function checkToolchain(config: Config, repoRoot: string): Promise<DoctorCheck> {
@@ -46,5 +47,25 @@ export async function checkDefinitionOfDone(config: Config, repoRoot: string): P
   return passed(
     name,
     `${resolved.checks.map((check) => `${check.name}: ${check.command}`).join('; ')} (${from}); baseline ${config.dod.baseline}, red base ${config.dod.redBase}`,
+  );
+}
+
+/** The set-up a task would run before the worker: `sandbox.setup`, or detected with the file that decided it. */
+export async function checkSetup(config: Config, repoRoot: string): Promise<DoctorCheck> {
+  const name = 'Set-up';
+  const resolved = await resolveSetup(config.sandbox.setup, repoRoot);
+  if (resolved.commands.length === 0)
+    return passed(
+      name,
+      resolved.source === 'config'
+        ? 'none (sandbox.setup: [])'
+        : 'none detected (no lockfile, Python project or go.mod requirement); sandbox.setup adds commands',
+    );
+  const commands = resolved.commands.map((item) =>
+    resolved.source === 'config' ? item.command : `${item.command} (from ${item.detectedFrom})`,
+  );
+  return passed(
+    name,
+    `${commands.join('; ')} (${resolved.source === 'config' ? 'agent-runner.yaml sandbox.setup' : 'detected; sandbox.setup overrides it'})`,
   );
 }

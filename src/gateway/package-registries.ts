@@ -12,6 +12,7 @@ const REGISTRIES: Record<string, readonly string[]> = {
   'pnpm-lock.yaml': ['registry.npmjs.org'],
   'requirements.txt': ['pypi.org', 'files.pythonhosted.org'],
   'pyproject.toml': ['pypi.org', 'files.pythonhosted.org'],
+  'setup.py': ['pypi.org', 'files.pythonhosted.org'],
   Pipfile: ['pypi.org', 'files.pythonhosted.org'],
   'Cargo.toml': ['crates.io', 'index.crates.io', 'static.crates.io'],
   'go.mod': ['proxy.golang.org', 'sum.golang.org'],
@@ -41,7 +42,11 @@ export async function detectPackageRegistries(root: string): Promise<string[]> {
     return [];
   }
   const hosts = new Set<string>();
-  for (const name of names) for (const host of REGISTRIES[name] ?? []) hosts.add(host);
+  for (const name of names) {
+    // requirements-dev.txt and the like: what the detected set-up installs (src/workspace/checks/detect-setup.ts).
+    const key = /^requirements[\w.-]*\.txt$/.test(name) ? 'requirements.txt' : name;
+    for (const host of REGISTRIES[key] ?? []) hosts.add(host);
+  }
   if (names.includes('.npmrc')) {
     const text = await readFile(path.join(root, '.npmrc'), 'utf8').catch(() => '');
     for (const host of npmrcHosts(text)) hosts.add(host);

@@ -57,8 +57,12 @@ export function proxyEnv(port = RELAY_PORT): Record<string, string> {
  * default `replace-registry-host` sends the lockfile's registry.npmjs.org URLs there too).
  */
 export function setupProxyEnv(allowlist: readonly string[], port = RELAY_PORT): Record<string, string> {
+  const proxy = `http://127.0.0.1:${port}`;
   return {
     ...proxyEnv(port),
+    // yarn 2+ reads neither HTTPS_PROXY nor npm's settings: its own variables (a detected `yarn install`).
+    YARN_HTTPS_PROXY: proxy,
+    YARN_HTTP_PROXY: proxy,
     ...(isHostAllowed(NPM_REGISTRY_HOST, allowlist)
       ? { npm_config_registry: registryRouteUrl(NPM_REGISTRY_HOST) }
       : {}),

@@ -207,7 +207,7 @@ async function runGatewaySetup(
   const redactedTail = (result: { stderrTail: string; stdoutTail: string }): string =>
     gateway.redact(tailOf(result.stdoutTail, result.stderrTail, SETUP_TAIL_CHARS));
   const results = await prepareSandboxNetwork(runtime, sandboxId, gateway, plan, {
-    setup: options.commands ?? config.sandbox.setup,
+    setup: options.commands ?? config.sandbox.setup ?? [],
     workdir: options.workdir,
     timeoutMs: config.sandbox.setupTimeout,
     logDir: options.logDir,

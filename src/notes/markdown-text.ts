@@ -7,7 +7,7 @@
  * look like one of the runner's rows or headings; the runner's structure is the template's alone. Each kind of
  * text has a documented size limit ({@link NOTE_LIMITS}), and a cut is said in words.
  */
-import { showControls } from './terminal-text.js';
+import { showControls, stripTerminalSequences } from './terminal-text.js';
 
 /** What the note shows of each kind of text at most (README: "The note"). */
 export const NOTE_LIMITS = {
@@ -259,4 +259,9 @@ export function boundDocument(text: string, max: number, closingHeading: string)
   kept.pop();
   const notice = cutNotice(text.length, kept.join('\n').length, 'characters');
   return [...kept, ...closersOf(kept), '', notice, '', ...tail].join('\n');
+}
+
+/** A command's output tail for a `<details>` block: fenced, without its terminal sequences. */
+export function outputDetails(summary: string, outputTail: string): { summary: string; outputTail: string } {
+  return { summary, outputTail: fencedBlock(stripTerminalSequences(outputTail)) };
 }

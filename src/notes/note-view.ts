@@ -6,6 +6,7 @@
  */
 import { formatDuration } from '../config/units.js';
 import { workOffBranch } from '../core/completion-gate.js';
+import type { DetectedCommand } from '../core/detected-command.js';
 import type { SetupCommandReport } from '../core/events.js';
 import { refusalMessage } from '../core/refusal.js';
 import { checkDetailText } from '../core/test-counts.js';
@@ -13,6 +14,7 @@ import type { TaskRecord } from '../core/task-runner.js';
 import type { Baseline, CriterionEvidence, DodCheckResult, RunRecord, TaskFacts } from '../core/types.js';
 import { comparisonText } from '../core/baseline.js';
 import { diskCapsView } from './disk-caps-view.js';
+import { setupView } from './setup-view.js';
 import { totalTokens } from '../core/usage.js';
 import {
   NOTE_LIMITS,
@@ -23,6 +25,7 @@ import {
   htmlText,
   inlineText,
   lastOfList,
+  outputDetails,
   paragraphText,
 } from './markdown-text.js';
 import { redactValue } from './redact.js';
@@ -38,6 +41,8 @@ export interface NoteContext {
   redact?: (text: string) => string;
   /** The `sandbox.setup` commands that ran (finished reports), in order. */
   setup?: readonly SetupCommandReport[];
+  /** The set-up commands detected from the repository (sandbox.setup not set), with the file that decided each. */
+  setupDetected?: readonly DetectedCommand[];
 }
 
 const STATUS_ICONS: Record<string, string> = {
@@ -87,15 +92,6 @@ function textList(
 function codeList(items: readonly string[], unit: string): { items: string[]; cut: string } {
   const cut = cutList(items, NOTE_LIMITS.listItems, unit);
   return { items: cut.items.map((item) => codeSpan(item)), cut: cut.notice };
-}
-
-/**
- * A failing check's `<details>`: its summary line (HTML text) and its output tail (a fenced block). The one
- * place the note shows tool output: its colour and cursor sequences are removed here (the journal and the
- * raw logs keep them), and what is left of a control is shown as an escape by the block.
- */
-function outputDetails(summary: string, outputTail: string): { summary: string; outputTail: string } {
-  return { summary, outputTail: fencedBlock(stripTerminalSequences(outputTail)) };
 }
 
 /** One row of the acceptance criteria table. */
@@ -256,30 +252,6 @@ function runView(run: RunRecord) {
   };
 }
 
-/** The `sandbox.setup` commands that ran, and the output of those that failed. */
-function setupView(setup: readonly SetupCommandReport[]) {
-  const failures = cutList(
-    setup.filter((report) => report.exitCode !== 0 && report.outputTail),
-    NOTE_LIMITS.outputTails,
-    'failed commands',
-  );
-  const shown = cutList(setup, NOTE_LIMITS.listItems, 'commands');
-  return {
-    setup: shown.items.map((report) => ({
-      index: report.index,
-      command: codeSpan(report.command, NOTE_LIMITS.code, 'table'),
-      policy: inlineText(report.policy),
-      result: report.timedOut ? '⏱️ timed out' : report.exitCode ? `❌ exit ${report.exitCode}` : '✅ exit 0',
-      duration: formatDuration(report.durationMs ?? 0),
-    })),
-    setupCut: shown.notice,
-    setupFailures: failures.items.map((report) =>
-      outputDetails(htmlText(report.command), report.outputTail ?? ''),
-    ),
-    setupFailuresCut: failures.notice,
-  };
-}
-
 /** The check the task stopped on: which, its command, exit code and counts, its error line and the fix. */
 function rootCauseView(cause: TaskRecord['rootCause']) {
   if (!cause) return null;
@@ -393,7 +365,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     runsCut: runs.notice,
     retrospective: retrospective.items,
     retrospectiveCut: retrospective.cut,
-    ...setupView(context.setup ?? []),
+    ...setupView(context.setup ?? [], context.setupDetected ?? []),
     ...pickUpView(record, context, branch, worktreePath),
   };
 }

@@ -8,10 +8,19 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import semver from 'semver';
+import { lockfilePackageManager } from '../workspace/checks/detect-dod-checks.js';
+import { lockfilePnpm, lockfileYarn } from './package-manager-from-lockfile.js';
 
 export interface PackageManagerSpec {
   name: 'pnpm' | 'yarn' | 'npm';
   version: string;
+  /** What decided it when not package.json's `packageManager` (src/toolchain/package-manager-from-lockfile.ts). */
+  source?: string;
+  /**
+   * yarn 2+: `.yarnrc.yml`'s `nodeLinker`. That file stays out of the sandbox (it may hold tokens), so the
+   * toolchain layer sets it as YARN_NODE_LINKER for the install and every later `yarn run`.
+   */
+  nodeLinker?: 'node-modules' | 'pnpm' | 'pnp';
 }
 
 export interface DevcontainerSpec {
@@ -136,6 +145,21 @@ export async function detectToolchain(root: string): Promise<DeclaredToolchain> 
     }
     const packageManager = packageManagerOf(manifest.packageManager);
     if (packageManager) declared.packageManager = packageManager;
+    // No packageManager field, but a lockfile decides the package manager (the DoD and the set-up run it):
+    // agent-runner chose it, so it provides it, at the version the lockfile calls for.
+    else {
+      const name = lockfilePackageManager(root).name;
+      const found =
+        name === 'yarn' ? await lockfileYarn(root) : name === 'pnpm' ? await lockfilePnpm(root) : undefined;
+      if (found && (name === 'yarn' || name === 'pnpm'))
+        declared.packageManager = { name, version: found.version, source: found.source };
+    }
+    if (declared.packageManager?.name === 'yarn') {
+      const linker = /^nodeLinker:\s*["']?(node-modules|pnpm|pnp)["']?\s*$/m.exec(
+        (await readText(path.join(root, '.yarnrc.yml'), 64 * 1024)) ?? '',
+      )?.[1];
+      if (linker) declared.packageManager.nodeLinker = linker as PackageManagerSpec['nodeLinker'];
+    }
   }
   const devcontainer = await readDevcontainer(root);
   if (devcontainer) declared.devcontainer = devcontainer;

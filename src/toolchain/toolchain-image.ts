@@ -69,6 +69,7 @@ export function nodeLayerDockerfile(
     );
   }
   if (packageManager !== undefined && packageManager.name !== 'npm') {
+    const berry = packageManager.name === 'yarn' && Number(packageManager.version.split('.')[0]) >= 2;
     // corepack puts the exact version in COREPACK_HOME at build time, so the read-only sandbox needs no
     // download; the shims in /usr/local/bin find it there.
     lines.push(
@@ -78,11 +79,14 @@ export function nodeLayerDockerfile(
       '    ln -sf /opt/agent-runner-corepack-cli/bin/corepack /usr/local/bin/corepack; \\',
       // The registry this may run against can serve metadata without npm's signatures; the tarball's own
       // integrity hash is still checked. (COREPACK_INTEGRITY_KEYS=0 skips only the signature step.)
-      `    COREPACK_INTEGRITY_KEYS=0 corepack install -g ${packageManager.name}@${packageManager.version}; \\`,
+      // yarn 2 and later come from repo.yarnpkg.com unless corepack is told to take them from the npm registry
+      // (@yarnpkg/cli-dist), which every network that installs npm packages reaches.
+      `    ${berry ? 'COREPACK_NPM_REGISTRY=https://registry.npmjs.org ' : ''}COREPACK_INTEGRITY_KEYS=0 corepack install -g ${packageManager.name}@${packageManager.version}; \\`,
       `    corepack enable --install-directory /usr/local/bin ${packageManager.name}; \\`,
       '    chmod -R a+rX "$COREPACK_HOME"; \\',
       `    ${packageManager.name} --version`,
     );
+    if (berry && packageManager.nodeLinker) lines.push(`ENV YARN_NODE_LINKER=${packageManager.nodeLinker}`);
   }
   lines.push('USER 10001:10001', '');
   return lines.join('\n');
@@ -192,7 +196,9 @@ async function withToolchainLayer(
   const packageManager =
     declared.packageManager && declared.packageManager.name !== 'npm' ? declared.packageManager : undefined;
   if (packageManager)
-    layers.push(`${packageManager.name} ${packageManager.version} (packageManager, corepack)`);
+    layers.push(
+      `${packageManager.name} ${packageManager.version} (${packageManager.source ?? 'packageManager'}, corepack${packageManager.nodeLinker ? `, nodeLinker ${packageManager.nodeLinker}` : ''})`,
+    );
   if (node !== undefined || packageManager !== undefined) {
     const dockerfileText = nodeLayerDockerfile(image, node, packageManager);
     const tag = `${WORKER_IMAGE_REPOSITORY}:${node ? `node-${node}` : 'tools'}-${hash(image, dockerfileText)}`;

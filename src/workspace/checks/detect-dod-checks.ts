@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DodCheck } from '../../config/schema.js';
+import type { DetectedCommand } from '../../core/detected-command.js';
 
 export interface DetectedDodChecks {
   checks: DodCheck[];
@@ -18,6 +19,12 @@ const DEFAULT_TIMEOUT_MS = 600_000;
 const NPM_PLACEHOLDER_TEST = /no test specified/;
 const SCRIPT_ORDER = ['typecheck', 'lint', 'build', 'test'] as const;
 
+/** Adds one detected check: its command with what decided it (the set-up detection's type too). */
+function add(found: DetectedDodChecks, name: string, detected: DetectedCommand): void {
+  found.checks.push({ name, command: detected.command, timeout: DEFAULT_TIMEOUT_MS });
+  found.detectedFrom.push(detected.detectedFrom);
+}
+
 async function readText(file: string): Promise<string | null> {
   try {
     return await readFile(file, 'utf8');
@@ -26,7 +33,11 @@ async function readText(file: string): Promise<string | null> {
   }
 }
 
-function packageManager(directory: string): { name: string; lockfile: string | null } {
+/**
+ * The package manager a JavaScript project uses, from its lockfile (the first found, pnpm before yarn before
+ * bun before npm); npm with no lockfile. The set-up detection (detect-setup.ts) reads it the same way.
+ */
+export function lockfilePackageManager(directory: string): { name: string; lockfile: string | null } {
   const candidates: [string, string][] = [
     ['pnpm-lock.yaml', 'pnpm'],
     ['yarn.lock', 'yarn'],
@@ -57,7 +68,7 @@ async function fromPackageJson(directory: string, found: DetectedDodChecks): Pro
   } catch {
     return;
   }
-  const manager = packageManager(directory);
+  const manager = lockfilePackageManager(directory);
   const managerNote = manager.lockfile
     ? `${manager.name} (from ${manager.lockfile})`
     : `${manager.name} (no lockfile)`;
@@ -65,12 +76,10 @@ async function fromPackageJson(directory: string, found: DetectedDodChecks): Pro
     const body = scripts[script];
     if (typeof body !== 'string' || body.trim() === '') continue;
     if (script === 'test' && NPM_PLACEHOLDER_TEST.test(body)) continue;
-    found.checks.push({
-      name: script,
+    add(found, script, {
       command: scriptCommand(manager.name, script),
-      timeout: DEFAULT_TIMEOUT_MS,
+      detectedFrom: `package.json scripts.${script} via ${managerNote}`,
     });
-    found.detectedFrom.push(`package.json scripts.${script} via ${managerNote}`);
   }
 }
 
@@ -78,8 +87,7 @@ async function fromMakefile(directory: string, found: DetectedDodChecks): Promis
   for (const name of ['GNUmakefile', 'makefile', 'Makefile']) {
     const text = await readText(path.join(directory, name));
     if (text !== null && /^test\s*:(?!=)/m.test(text)) {
-      found.checks.push({ name: 'make test', command: 'make test', timeout: DEFAULT_TIMEOUT_MS });
-      found.detectedFrom.push(`${name} target test`);
+      add(found, 'make test', { command: 'make test', detectedFrom: `${name} target test` });
       return;
     }
   }
@@ -101,8 +109,7 @@ async function fromPython(directory: string, found: DetectedDodChecks): Promise<
             ? 'conftest.py'
             : null;
   if (source === null) return;
-  found.checks.push({ name: 'pytest', command: 'python3 -m pytest', timeout: DEFAULT_TIMEOUT_MS });
-  found.detectedFrom.push(source);
+  add(found, 'pytest', { command: 'python3 -m pytest', detectedFrom: source });
 }
 
 /** Detects checks from the files at the top of `directory` (the repository root or the sandbox repository). */
@@ -111,12 +118,10 @@ export async function detectDodChecks(directory: string): Promise<DetectedDodChe
   await fromPackageJson(directory, found);
   await fromMakefile(directory, found);
   if (existsSync(path.join(directory, 'go.mod'))) {
-    found.checks.push({ name: 'go test', command: 'go test ./...', timeout: DEFAULT_TIMEOUT_MS });
-    found.detectedFrom.push('go.mod');
+    add(found, 'go test', { command: 'go test ./...', detectedFrom: 'go.mod' });
   }
   if (existsSync(path.join(directory, 'Cargo.toml'))) {
-    found.checks.push({ name: 'cargo test', command: 'cargo test', timeout: DEFAULT_TIMEOUT_MS });
-    found.detectedFrom.push('Cargo.toml');
+    add(found, 'cargo test', { command: 'cargo test', detectedFrom: 'Cargo.toml' });
   }
   await fromPython(directory, found);
   return found;

@@ -11,6 +11,7 @@ import { BASH_WITHOUT_STARTUP_FILES } from '../../sandbox/no-startup-files.js';
 import { tailOf } from '../../sandbox/output-tail.js';
 import { endStrayProcesses, sweepRefusal } from '../../sandbox/stray-processes.js';
 import { SEALED_CACHE_DIR, WARM_CACHE_DIR } from './check-caches.js';
+import { PYTHON_VENV_DIR } from './detect-setup.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from '../layout.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
 import { sandboxStatus } from '../sandbox-repo/sandbox-git.js';
@@ -38,6 +39,9 @@ const CLEAN_SHELL_SCRIPT = [
   '  fi ;;',
   'esac',
   'cd "$2" || exit 125',
+  // The Python venv of the detected set-up (detect-setup.ts) comes first on PATH: `python3 -m pytest` is its own.
+  // The check runs the worker's code anyway, so a worker-made .venv gives it nothing new.
+  `if [ -x ${PYTHON_VENV_DIR}/bin/python ]; then export VIRTUAL_ENV="$PWD/${PYTHON_VENV_DIR}" PATH="$PWD/${PYTHON_VENV_DIR}/bin:$PATH"; fi`,
   'eval "$3"',
 ].join('\n');
 
