@@ -3,6 +3,7 @@
  * src/control/ and docs/architecture.md, "Control plane"). The URL comes from `--control`, `control.url` of
  * agent-runner.yaml, or AGENT_RUNNER_CONTROL_URL; its password never appears in any output.
  */
+import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
@@ -79,6 +80,46 @@ async function statusCommand(options: ControlOptions, context: CommandContext): 
   } finally {
     await database.close();
   }
+}
+
+/**
+ * `run --detach --repo URL --prd FILE` with a control URL: the task is queued on the fleet (its row and its
+ * job), its id printed. False when there is no control URL (the caller says why --repo cannot detach).
+ */
+export async function enqueueFromCli(
+  options: { control?: string; repo?: string; prd: string; base?: string; taskId?: string },
+  context: CommandContext,
+): Promise<boolean> {
+  const url = await resolveControlUrl(options.control, context);
+  if (url === null || options.repo === undefined) return false;
+  const [{ openControlDatabase }, { enqueueTask, startQueueClient }, { loadPrd }, { newTaskId }] =
+    await Promise.all([
+      import('../control/control-database.js'),
+      import('../control/task-queue.js'),
+      import('../prd/load-prd.js'),
+      import('../app.js'),
+    ]);
+  const prd = await loadPrd(path.resolve(context.cwd, options.prd));
+  const database = await openControlDatabase(url, { max: 2 });
+  try {
+    const boss = await startQueueClient(database);
+    try {
+      const taskId = options.taskId ?? newTaskId(prd);
+      await enqueueTask(database, boss, {
+        taskId,
+        repoUrl: options.repo,
+        prd,
+        ...(options.base !== undefined ? { base: options.base } : {}),
+      });
+      context.output.out(taskId);
+      context.output.err(`agent-runner: ${taskId} queued on the fleet at ${url.shown}`);
+    } finally {
+      await boss.stop({ graceful: false, wait: true });
+    }
+  } finally {
+    await database.close();
+  }
+  return true;
 }
 
 export function registerControlCommand(program: Command, context: CommandContext): void {

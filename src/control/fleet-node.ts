@@ -10,6 +10,7 @@
  *   fail the jobs of stale nodes (see task-queue-options.ts) so that pg-boss's retry gives them to a node that
  *   resumes them from the remote's refs and the events in the database.
  */
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type PgBoss from 'pg-boss';
 import type { ControlDatabase } from './control-database.js';
@@ -27,6 +28,8 @@ export interface FleetTask {
 export interface FleetTaskEnd {
   state: string | null;
   exitCode: number | null;
+  /** Why it ended without a state (it failed before its journal said so). */
+  reason?: string | null;
 }
 
 /** The port a node runs its tasks through. */
@@ -35,7 +38,7 @@ export interface FleetTaskRunner {
 }
 
 export interface FleetNodeOptions {
-  /** Unique in the fleet; default: host and pid. */
+  /** Unique in the fleet; default: host, pid and a random suffix. */
   id?: string;
   /** Tasks at once (`parallel.max`, or what the machine holds). */
   capacity: number;
@@ -63,7 +66,8 @@ export class FleetNode {
     private readonly runner: FleetTaskRunner,
     private readonly options: FleetNodeOptions,
   ) {
-    this.id = options.id ?? `${os.hostname()}-${process.pid}`;
+    // The random part: two nodes in one process (tests), or a pid reused after a reboot, are two nodes.
+    this.id = options.id ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   }
 
   /** Registers the node and starts its heartbeat and its polling. */
@@ -166,7 +170,7 @@ export class FleetNode {
       [taskId, end.state ?? 'FAILED', end.exitCode],
     );
     await this.boss.complete(TASK_QUEUE, job.id, { state: end.state, exitCode: end.exitCode });
-    this.options.log?.(`task ${taskId}: ${end.state ?? 'ended'}`);
+    this.options.log?.(`task ${taskId}: ${end.state ?? 'ended'}${end.reason ? `: ${end.reason}` : ''}`);
   }
 
   /**
