@@ -69,7 +69,7 @@ export async function startServer(
   const api = createApi(board, {
     token,
     redaction: context.redaction,
-    ...(fleet ? { enqueue: fleet.enqueue } : {}),
+    ...(fleet ? { enqueue: fleet.enqueue, fleetTasks: fleet.tasks } : {}),
     onRequest: () => {
       lastActivity = Date.now();
     },
@@ -193,7 +193,9 @@ async function joinFleet(
   });
   let node: InstanceType<typeof FleetNode> | null = null;
   context.output.err(`agent-runner serve: a node of the fleet at ${url.shown} (capacity ${capacity})`);
+  const { listFleetTasks } = await import('../control/fleet-tasks.js');
   return {
+    tasks: () => listFleetTasks(database),
     enqueue: async (request: { taskId?: string; repo: string; prd: string; base?: string }) => {
       const { newTaskId } = await import('../app.js');
       const taskId = request.taskId ?? newTaskId(request.prd);

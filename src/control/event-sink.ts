@@ -32,15 +32,21 @@ export async function copyJournalToDatabase(
 ): Promise<number> {
   let batch: JournalLine[] = [];
   let written = 0;
+  let failing = false;
   const flush = async () => {
     while (batch.length > 0) {
       try {
         await insertBatch(database, taskId, batch, options.redactJsonText);
         written += batch.length;
         batch = [];
+        if (failing) options.log?.(`task ${taskId}: events written again`);
+        failing = false;
       } catch (error) {
         if (options.signal.aborted) throw error;
-        options.log?.(`task ${taskId}: events not written yet (${(error as Error).message}); retrying`);
+        // Once per outage: the journal holds the lines meanwhile.
+        if (!failing)
+          options.log?.(`task ${taskId}: events not written yet (${(error as Error).message}); retrying`);
+        failing = true;
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       }
     }

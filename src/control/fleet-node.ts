@@ -164,12 +164,21 @@ export class FleetNode {
       end = { state: 'FAILED', exitCode: null };
       this.options.log?.(`task ${taskId}: could not run: ${(error as Error).message}`);
     }
-    // TODO(issue 36, step 3): when the database is away here, keep the end and write it when it is back.
-    await this.database.pool.query(
-      `UPDATE agent_runner.tasks SET state = $2, exit_code = $3, ended_at = now() WHERE id = $1`,
-      [taskId, end.state ?? 'FAILED', end.exitCode],
-    );
-    await this.boss.complete(TASK_QUEUE, job.id, { state: end.state, exitCode: end.exitCode });
+    // The database may be away now: the end is kept and written when it is back (else the job would expire
+    // and the task run again elsewhere). A node stopped meanwhile leaves it to the lease.
+    for (;;) {
+      try {
+        await this.database.pool.query(
+          `UPDATE agent_runner.tasks SET state = $2, exit_code = $3, ended_at = now() WHERE id = $1`,
+          [taskId, end.state ?? 'FAILED', end.exitCode],
+        );
+        await this.boss.complete(TASK_QUEUE, job.id, { state: end.state, exitCode: end.exitCode });
+        break;
+      } catch (error) {
+        if (this.stopped) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    }
     this.options.log?.(`task ${taskId}: ${end.state ?? 'ended'}${end.reason ? `: ${end.reason}` : ''}`);
   }
 

@@ -218,6 +218,8 @@ export function createApi(
     onRequest?: () => void;
     /** A node of a fleet (`serve --control`): a task naming `repo` is queued there; returns its id. */
     enqueue?: Enqueue;
+    /** A node of a fleet: every task of the fleet with its node, added to the list as `fleet`. */
+    fleetTasks?: () => Promise<unknown[]>;
   },
 ): Hono {
   const app = new Hono();
@@ -245,7 +247,13 @@ export function createApi(
 
   app.get('/api/openapi.json', (c) => c.json(openApiDocument()));
 
-  app.get('/api/tasks', async (c) => c.json(safe({ tasks: await board.list() })));
+  app.get('/api/tasks', async (c) => {
+    const tasks = await board.list();
+    if (options.fleetTasks === undefined) return c.json(safe({ tasks }));
+    // The database away: this node's own tasks still, and `fleet: null` saying the rest is unknown now.
+    const fleet = await options.fleetTasks().catch(() => null);
+    return c.json(safe({ tasks, fleet }));
+  });
 
   registerStart(app, board, options.enqueue);
 
