@@ -3,6 +3,9 @@
  * idempotent), the node role's grants, enqueueing a task (row + pg-boss job in one transaction) and taking it
  * as a node, `control status` with a stale node, and the URL's password in no output.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +126,35 @@ describe('the queue', () => {
   });
 });
 
+describe('run --detach --control --repo', () => {
+  it('queues the task on the fleet and prints its id; without a control URL it says how to give one', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ar-enqueue-'));
+    try {
+      writeFileSync(path.join(dir, 'spec.md'), '# Add slugify\n\nAdd slugify(text).\n');
+      const argv = ['run', '--detach', '--repo', 'https://git.example/acme/app.git', '--prd', 'spec.md'];
+      const queued = await runCliCaptured([...argv, '--control', db.nodeUrl, '--task-id', 'CLI-QUEUED-1'], {
+        cwd: dir,
+      });
+      expect(queued.stderr).toContain(
+        'CLI-QUEUED-1 queued on the fleet at postgres://agent_runner_node:***@',
+      );
+      expect(queued.exitCode).toBe(0);
+      expect(queued.stdout.trim()).toBe('CLI-QUEUED-1');
+      const row = await admin.pool.query(
+        `SELECT prd, state FROM agent_runner.tasks WHERE id = 'CLI-QUEUED-1'`,
+      );
+      expect(row.rows[0]).toEqual({ prd: '# Add slugify\n\nAdd slugify(text).\n', state: 'QUEUED' });
+      expect(queued.stderr + queued.stdout).not.toContain(db.nodePassword);
+
+      const refused = await runCliCaptured(argv, { cwd: dir });
+      expect(refused.exitCode).toBe(2);
+      expect(refused.stderr).toContain('add --control postgres://');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('control status', () => {
   it('shows nodes with their load, a stale one marked, the queue depth and the oldest queued task', async () => {
     await admin.pool.query(
@@ -140,8 +172,8 @@ describe('control status', () => {
       ['node-a', 1, 2, false],
       ['node-b', 2, 2, true],
     ]);
-    // QUEUED-1 (taken above, its row still QUEUED: the node marks it RUNNING, not pg-boss) and OLD-1.
-    expect(status.queued).toBe(2);
+    // QUEUED-1 (taken above, its row still QUEUED: the node marks it RUNNING, not pg-boss), CLI-QUEUED-1, OLD-1.
+    expect(status.queued).toBe(3);
     expect(status.running).toBe(1);
     expect(status.oldestQueued?.taskId).toBe('OLD-1');
 
