@@ -4,11 +4,14 @@
  * same TaskBoard, hence the same composition as `run`, on the task's `--repo` cache). A node whose last
  * heartbeat failed (the database is away) takes no new task; the tasks it runs go on.
  *
- * TODO(issue 36, step 3): each task's journal lines to agent_runner.events (buffered while the database is
- *   away), LISTEN/NOTIFY for the streams, `GET /api/tasks` listing the fleet's tasks.
- * TODO(issue 36, step 4): push the task branch and the WIP ref after each worker run (src/deliver/push.ts);
- *   fail the jobs of stale nodes (see task-queue-options.ts) so that pg-boss's retry gives them to a node that
- *   resumes them from the remote's refs and the events in the database.
+ * TODO(issue 36, step 3): the event stream (`GET /api/tasks/:id/events`) of another node's task served from
+ *   agent_runner.events, woken by LISTEN on EVENTS_CHANNEL (event-sink.ts NOTIFYs already); the page showing
+ *   `fleet`; `wait`/`logs`/`answer`/`stop` against the fleet (an answer row a node polls or LISTENs for).
+ * TODO(issue 36, step 4): push the task branch and the WIP ref after each worker run (src/deliver/push.ts,
+ *   from FleetTaskBoards); fail the jobs of nodes stale past NODE_STALE_SECONDS (task-queue-options.ts) so
+ *   pg-boss's retry gives them to another node, and there run `board.resume` on a fresh cache from the
+ *   remote's refs and the events in the database instead of `board.start`; a node back from the dead removes
+ *   its orphaned containers and does not run those tasks again (its job is no longer active for it).
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
