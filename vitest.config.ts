@@ -19,6 +19,8 @@ const LIGHT = [
   'tests/integration/meta-plan-command.test.ts',
   'tests/integration/meta-openai-chat-model.test.ts', // retry waits to the millisecond
   'tests/integration/gateway-resources.test.ts', // sockets the process holds
+  'tests/integration/control-plane.test.ts', // PostgreSQL only (scripts/postgres.sh), no Docker
+  'tests/integration/control-node.test.ts', // PostgreSQL only
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a

@@ -21,8 +21,9 @@ const cli = await build({
   target: 'node20',
   outdir: dist,
   chunkNames: 'cli-[hash]',
-  // jsonc-parser's main file is a UMD build whose require() calls a bundler cannot follow.
-  external: ['dockerode', 'jsonc-parser'],
+  // jsonc-parser's main file is a UMD build whose require() calls a bundler cannot follow. pg (and pg-boss and
+  // node-pg-migrate on it) reach an optional native driver by require(), and only `--control` loads them.
+  external: ['dockerode', 'jsonc-parser', 'pg', 'pg-boss', 'node-pg-migrate'],
   // CommonJS dependencies bundled into ESM still call require() for Node's built-in modules.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

@@ -4,7 +4,8 @@
 #   1. a Docker engine answers and a base image exists            (scripts/ensure-docker.sh)
 #   2. node_modules is installed (npm ci when missing or older than package-lock.json)
 #   3. dist/ is built                                              (npm run build)
-#   4. the worker images are built, or reused when their tags and labels match (agent-runner image build):
+#   4. PostgreSQL for the control plane answers on 127.0.0.1:55432 (scripts/postgres.sh)
+#   5. the worker images are built, or reused when their tags and labels match (agent-runner image build):
 #      codex alone, and codex with every other worker
 # The host's CA bundle is trusted inside the image so containers can reach the npm registry behind a
 # TLS-inspecting proxy; AGENT_RUNNER_CA_CERT names another bundle (empty: none).
@@ -39,6 +40,9 @@ if [ -n "$ca" ] && [ -f "$ca" ]; then ca_args=(--ca-cert "$ca"); fi
 # A user outside the docker group reaches the engine only through sudo.
 run_cli=(node bin/agent-runner.js)
 if [ "$(id -u)" != 0 ] && ! docker info >/dev/null 2>&1; then run_cli=(sudo -E node bin/agent-runner.js); fi
+
+# The control plane's database (serve --control, its tests): Debian's postgresql, our own cluster.
+bash scripts/postgres.sh >/dev/null
 
 log "worker image (first build downloads the Codex CLI, about 400 MB)"
 "${run_cli[@]}" image build --worker-only --base-image "$base" "${ca_args[@]}"

@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'remote_failed'
   | 'delivery_failed'
   | 'verify_failed'
+  | 'control_unreachable'
   | 'internal';
 
 /** Exit codes of the CLI. Kept in one place so the README table and the code cannot disagree. */

@@ -19,6 +19,7 @@ import { registerServeCommand } from './serve-command.js';
 import { registerClientCommands } from './client-commands.js';
 import { registerVerifyCommand } from './verify-command.js';
 import { registerDeliverCommand } from './deliver-command.js';
+import { registerControlCommand } from './control-command.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
 export interface CommandContext {
@@ -55,6 +56,7 @@ export function createProgram(context: CommandContext): Command {
   registerClientCommands(program, context);
   registerVerifyCommand(program, context);
   registerDeliverCommand(program, context);
+  registerControlCommand(program, context);
   return program;
 }
 

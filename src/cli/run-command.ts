@@ -52,6 +52,8 @@ export interface RunCommandOptions {
   replay?: string;
   single?: boolean;
   detach?: boolean;
+  /** With --detach and --repo: the fleet's control database. */
+  control?: string;
   /** Push `agent-runner/<ID>` after the task (deliver.push). */
   push?: boolean;
   /** Push and open or update the pull/merge request after the task (deliver.pr). */
@@ -328,11 +330,22 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       '--detach',
       "start the task in the background (in the repository's server) and print its id at once",
     )
+    .option(
+      '--control <url>',
+      'with --detach and --repo: queue the task on the fleet of this PostgreSQL (else control.url, AGENT_RUNNER_CONTROL_URL)',
+    )
     .action(async (options: RunCommandOptions) => {
+      if (options.control !== undefined && !(options.detach && options.repo))
+        throw new UserError(
+          'usage',
+          '--control queues a task on the fleet: give it with --detach and --repo.',
+        );
       if (options.repo && options.detach) {
+        const { enqueueFromCli } = await import('./control-command.js');
+        if (await enqueueFromCli(options, context)) return;
         throw new UserError(
           'remote_failed',
-          '--repo cannot be used with --detach: a detached task is handed to the server of a local repository. Drop --detach to run the task here.',
+          '--repo with --detach queues the task on a fleet, and no control database is given: add --control postgres://… (or set AGENT_RUNNER_CONTROL_URL), or drop --detach to run the task here.',
         );
       }
       if (options.detach) {

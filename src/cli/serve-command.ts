@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
+import type { App } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import { parseDuration } from '../config/units.js';
 import { UserError } from '../errors.js';
@@ -28,6 +29,8 @@ export interface ServeOptions {
   modelScript?: string;
   /** Serve a remote's cached clone (fetched now, cloned the first time) instead of the working directory's. */
   repo?: string;
+  /** The control database: this server becomes a node of the fleet (else control.url, AGENT_RUNNER_CONTROL_URL). */
+  control?: string;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -62,9 +65,11 @@ export async function startServer(
   });
   const token = randomBytes(24).toString('base64url');
   let lastActivity = Date.now();
+  const fleet = await joinFleet(options, config.control.url, parallelMax(config), app, context);
   const api = createApi(board, {
     token,
     redaction: context.redaction,
+    ...(fleet ? { enqueue: fleet.enqueue, fleetTasks: fleet.tasks } : {}),
     onRequest: () => {
       lastActivity = Date.now();
     },
@@ -89,12 +94,13 @@ export async function startServer(
   const serveFile = path.join(repository.root, '.agent-runner', SERVE_FILE);
   await mkdir(path.dirname(serveFile), { recursive: true });
   await writeFile(serveFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  await fleet?.start(info.url);
   return {
     info,
     repoRoot: repository.root,
     idleFor: () => (board.hasLive() ? 0 : Date.now() - lastActivity),
     close: async () => {
-      await board.stopAll();
+      await Promise.all([board.stopAll(), fleet?.stop()]);
       // Clients that keep a connection open (a page's event stream) do not hold the exit.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       if ('closeAllConnections' in server) server.closeAllConnections();
@@ -142,6 +148,79 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
   });
 }
 
+/** With a control URL: this server as a node of the fleet (its queue, its tasks on remote repositories). */
+async function joinFleet(
+  options: ServeOptions,
+  configured: string | undefined,
+  capacity: number,
+  app: App,
+  context: CommandContext,
+) {
+  const given = options.control ?? configured;
+  if (given === undefined) return null;
+  const [
+    { controlUrl },
+    { openControlDatabase },
+    { startQueueClient, enqueueTask },
+    { FleetNode },
+    boards,
+    sink,
+  ] = await Promise.all([
+    import('../control/control-url.js'),
+    import('../control/control-database.js'),
+    import('../control/task-queue.js'),
+    import('../control/fleet-node.js'),
+    import('../serve/fleet-task-runner.js'),
+    import('../control/event-sink.js'),
+  ]);
+  const url = controlUrl(given, context.redaction, options.control ? '--control' : 'control.url');
+  const database = await openControlDatabase(url, { applicationName: 'agent-runner-node' });
+  // A node supervises too: pg-boss's maintenance (expiring jobs past their lease) runs on whichever node holds its lock.
+  const boss = await startQueueClient(database, { supervise: true });
+  const stopCopies = new AbortController();
+  const runner = new boards.FleetTaskBoards(app, context.env, context.redaction, {
+    ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
+    // Every journal line to the database as well (buffered in the journal itself while the database is away).
+    copyEvents: (taskId, journalFile, ended) =>
+      sink
+        .copyJournalToDatabase(database, taskId, journalFile, {
+          ended,
+          signal: stopCopies.signal,
+          redactJsonText: context.redaction.redactJsonText,
+          log: (line) => context.output.err(`agent-runner serve: ${line}`),
+        })
+        .catch(() => 0),
+  });
+  let node: InstanceType<typeof FleetNode> | null = null;
+  context.output.err(`agent-runner serve: a node of the fleet at ${url.shown} (capacity ${capacity})`);
+  const { listFleetTasks } = await import('../control/fleet-tasks.js');
+  return {
+    tasks: () => listFleetTasks(database),
+    enqueue: async (request: { taskId?: string; repo: string; prd: string; base?: string }) => {
+      const { newTaskId } = await import('../app.js');
+      const taskId = request.taskId ?? newTaskId(request.prd);
+      await enqueueTask(database, boss, { ...request, taskId, repoUrl: request.repo });
+      return taskId;
+    },
+    start: async (apiUrl: string) => {
+      node = new FleetNode(database, boss, runner, {
+        capacity,
+        url: apiUrl,
+        log: (line) => context.output.err(`agent-runner serve: ${line}`),
+      });
+      await node.start();
+    },
+    stop: async () => {
+      await Promise.all(runner.all().map((taskBoard) => taskBoard.stopAll()));
+      // The copies end once their tasks have (a database still away at exit: the rest is in the journals).
+      setTimeout(() => stopCopies.abort(), 10_000).unref();
+      await node?.stop();
+      await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+      await database.close().catch(() => undefined);
+    },
+  };
+}
+
 /** `serve --repo`: the remote fetched into its cache (its credentials hidden from every answer); tasks start at its HEAD. */
 async function fetchedCache(url: string, context: CommandContext): Promise<{ root: string }> {
   const { prepareRepositoryCache } = await import('../remote/repository-cache.js');
@@ -168,6 +247,10 @@ export function registerServeCommand(program: Command, context: CommandContext):
     .option(
       '--repo <url>',
       'serve a remote repository (its cached clone, fetched at start) instead of this one',
+    )
+    .option(
+      '--control <url>',
+      'be a node of the fleet whose queue is this PostgreSQL (postgres://…; else control.url, AGENT_RUNNER_CONTROL_URL)',
     )
     .action(async (options: ServeOptions) => {
       await serveCommand(options, context);

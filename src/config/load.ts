@@ -140,6 +140,7 @@ export function environmentLayer(env: NodeJS.ProcessEnv): ConfigLayer {
         baseUrl: pick('AGENT_RUNNER_WORKER_BASE_URL'),
       },
       sandbox: { image: pick('AGENT_RUNNER_IMAGE'), network: pick('AGENT_RUNNER_NETWORK') },
+      control: { url: pick('AGENT_RUNNER_CONTROL_URL') },
     },
   };
 }

@@ -319,6 +319,19 @@ export const configSchema = z
       })
       .prefault({}),
     prices: z.record(z.string(), priceSchema).default({}),
+    /**
+     * The control plane (src/control/): the PostgreSQL URL that makes `serve` a node of a fleet and `run
+     * --detach` enqueue there. Better given as AGENT_RUNNER_CONTROL_URL than written in the repository: its
+     * password is hidden from every output, but a file in the repository is read by every task's worker.
+     */
+    control: z
+      .strictObject({
+        url: z
+          .string()
+          .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL')
+          .optional(),
+      })
+      .prefault({}),
     patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),
     notes: z.strictObject({ template: z.string().min(1).optional() }).prefault({}),
     redact: z.strictObject({ patterns: z.array(regularExpression).default([]) }).prefault({}),

@@ -14,6 +14,13 @@ export const startTaskSchema = z
       .optional()
       .describe('A PRD file of the repository, relative to its root (nothing outside it, links included)'),
     base: z.string().min(1).optional().describe('Base of the task branch (default: HEAD)'),
+    repo: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'A remote repository: the task is queued on the fleet (a server started with --control only)',
+      ),
     taskId: taskIdSchema.optional().describe('Task id (default: from the PRD title)'),
     config: z
       .record(z.string(), z.unknown())

@@ -129,6 +129,14 @@ function registerEvents(app: Hono, board: TaskBoard, options: { redaction: Redac
   });
 }
 
+/** Queues a task on the fleet; returns its id. */
+export type Enqueue = (request: {
+  taskId?: string;
+  repo: string;
+  prd: string;
+  base?: string;
+}) => Promise<string>;
+
 /** The web view: static files of the package (the page asks for its data with the token). */
 function registerWebView(app: Hono): void {
   for (const [route, file, type] of WEB_FILES)
@@ -172,9 +180,47 @@ function registerTaskActions(app: Hono, board: TaskBoard): void {
   });
 }
 
+/** Starting a task: here, or (a body naming `repo`, on a node of a fleet) queued on the fleet. */
+function registerStart(app: Hono, board: TaskBoard, enqueue: Enqueue | undefined): void {
+  app.post('/api/tasks', async (c) => {
+    const checked = await body(c, startTaskSchema);
+    if ('answer' in checked) return checked.answer;
+    const { repo, ...request } = checked.value;
+    if (repo !== undefined) {
+      if (enqueue === undefined)
+        return apiError(
+          c,
+          400,
+          'invalid_field',
+          'repo: only a server started with --control queues tasks.',
+          'repo',
+        );
+      if (request.prd === undefined)
+        return apiError(c, 400, 'invalid_field', 'prd: a queued task needs the PRD as text.', 'prd');
+      const taskId = await enqueue({
+        repo,
+        prd: request.prd,
+        ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
+        ...(request.base !== undefined ? { base: request.base } : {}),
+      });
+      return c.json({ taskId, queued: true }, 202);
+    }
+    const taskId = await board.start(request);
+    return c.json({ taskId }, 202);
+  });
+}
+
 export function createApi(
   board: TaskBoard,
-  options: { token: string; redaction: Redaction; onRequest?: () => void },
+  options: {
+    token: string;
+    redaction: Redaction;
+    onRequest?: () => void;
+    /** A node of a fleet (`serve --control`): a task naming `repo` is queued there; returns its id. */
+    enqueue?: Enqueue;
+    /** A node of a fleet: every task of the fleet with its node, added to the list as `fleet`. */
+    fleetTasks?: () => Promise<unknown[]>;
+  },
 ): Hono {
   const app = new Hono();
   const safe = <T>(value: T): T => options.redaction.value(value);
@@ -201,14 +247,15 @@ export function createApi(
 
   app.get('/api/openapi.json', (c) => c.json(openApiDocument()));
 
-  app.get('/api/tasks', async (c) => c.json(safe({ tasks: await board.list() })));
-
-  app.post('/api/tasks', async (c) => {
-    const checked = await body(c, startTaskSchema);
-    if ('answer' in checked) return checked.answer;
-    const taskId = await board.start(checked.value);
-    return c.json({ taskId }, 202);
+  app.get('/api/tasks', async (c) => {
+    const tasks = await board.list();
+    if (options.fleetTasks === undefined) return c.json(safe({ tasks }));
+    // The database away: this node's own tasks still, and `fleet: null` saying the rest is unknown now.
+    const fleet = await options.fleetTasks().catch(() => null);
+    return c.json(safe({ tasks, fleet }));
   });
+
+  registerStart(app, board, options.enqueue);
 
   app.get('/api/tasks/:id', async (c) => {
     const task = named(c);

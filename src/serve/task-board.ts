@@ -198,6 +198,11 @@ export class TaskBoard {
       this.running.delete(oldest);
   }
 
+  /** Resolves once a task this server runs has ended (at once when it runs none by that id). */
+  async settled(taskId: string): Promise<void> {
+    await this.running.get(taskId)?.done;
+  }
+
   /** How many tasks the server keeps in memory (running, queued, or ended without a journal end). */
   trackedTasks(): number {
     return this.running.size;

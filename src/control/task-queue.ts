@@ -1,0 +1,80 @@
+/**
+ * Enqueueing a task on the fleet: its row in agent_runner.tasks and its pg-boss job are written in one
+ * transaction, so a task is never queued without its row nor listed without its job.
+ */
+import PgBoss from 'pg-boss';
+import type pg from 'pg';
+import { UserError } from '../errors.js';
+import { displayUrl } from '../remote/remote-url.js';
+import { assertValidTaskId } from '../workspace/layout.js';
+import { QUEUE_SCHEMA, type ControlDatabase } from './control-database.js';
+import { TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
+
+/** What a queued task is: a remote repository, a base, a PRD's text. */
+export interface QueuedTaskRequest {
+  taskId: string;
+  /** The remote's URL; credentials in it are stripped before it is stored (each node has its own). */
+  repoUrl: string;
+  base?: string;
+  prd: string;
+}
+
+/** A pg-boss instance on the control database that sends and fetches only (no maintenance, no migration). */
+export async function startQueueClient(database: ControlDatabase, options: { supervise?: boolean } = {}) {
+  const boss = new PgBoss({
+    connectionString: database.url.url,
+    schema: QUEUE_SCHEMA,
+    migrate: false,
+    supervise: options.supervise ?? false,
+    schedule: false,
+    max: 2,
+  });
+  // Connection errors surface on the calls that fail; the emitter's own 'error' would end the process.
+  boss.on('error', () => undefined);
+  await boss.start();
+  return boss;
+}
+
+/** pg-boss's Db port on one client of ours: its statements join our transaction. */
+function inTransaction(client: pg.PoolClient): PgBoss.Db {
+  return { executeSql: (text, values) => client.query(text, values) };
+}
+
+/** Writes the task's row and its job; returns the job's id. Refuses an id the fleet already has. */
+export async function enqueueTask(
+  database: ControlDatabase,
+  boss: PgBoss,
+  request: QueuedTaskRequest,
+): Promise<string> {
+  assertValidTaskId(request.taskId);
+  if (request.prd.trim() === '') throw new UserError('prd_invalid', 'The PRD is empty: write what to build.');
+  const client = await database.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const inserted = await client.query(
+      `INSERT INTO agent_runner.tasks (id, repo_url, base, prd) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (id) DO NOTHING`,
+      [request.taskId, displayUrl(request.repoUrl), request.base ?? null, request.prd],
+    );
+    if (inserted.rowCount === 0)
+      throw new UserError(
+        'usage',
+        `Task ${request.taskId} is already in the fleet's queue: give another --task-id.`,
+      );
+    const data: TaskJobData = { taskId: request.taskId };
+    const jobId = await boss.send(TASK_QUEUE, data, {
+      singletonKey: request.taskId,
+      db: inTransaction(client),
+    });
+    if (jobId === null)
+      throw new UserError('usage', `Task ${request.taskId} already has a job in the queue.`);
+    await client.query('UPDATE agent_runner.tasks SET job_id = $2 WHERE id = $1', [request.taskId, jobId]);
+    await client.query('COMMIT');
+    return jobId;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Nodes against the real PostgreSQL: two nodes of capacity 2 take four queued tasks, two each, never more at
+ * once, and every task's row ends with its state and its node. The tasks run through a runner that implements
+ * the node's port and waits (the sandbox and the model are the e2e's: tests/e2e/control-fleet.test.ts).
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { controlUrl } from '../../src/control/control-url.js';
+import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
+import { FleetNode, type FleetTask, type FleetTaskRunner } from '../../src/control/fleet-node.js';
+import { migrateControl } from '../../src/control/migrate-control.js';
+import { enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
+import { Redaction } from '../../src/notes/redact.js';
+import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+
+let db: TestDatabase;
+const opened: ControlDatabase[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
+  opened.push(admin);
+  await migrateControl(admin, { nodePassword: db.nodePassword });
+}, 600_000);
+
+afterAll(async () => {
+  for (const database of opened) await database.close();
+  await db?.drop();
+});
+
+/** Records which node ran which task and how many ran at once on each; each task takes `ms`. */
+class WaitingRunner implements FleetTaskRunner {
+  readonly ran: FleetTask[] = [];
+  now = 0;
+  most = 0;
+  constructor(private readonly ms: number) {}
+  async run(task: FleetTask) {
+    this.ran.push(task);
+    this.now += 1;
+    this.most = Math.max(this.most, this.now);
+    await new Promise((resolve) => setTimeout(resolve, this.ms));
+    this.now -= 1;
+    return { state: 'COMPLETE', exitCode: 0 };
+  }
+}
+
+async function nodeDatabase() {
+  const database = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
+  opened.push(database);
+  return database;
+}
+
+it('two nodes of capacity 2 take four queued tasks, two each, and record their ends', async () => {
+  const client = await nodeDatabase();
+  const sender = await startQueueClient(client);
+  for (const n of [1, 2, 3, 4])
+    await enqueueTask(client, sender, {
+      taskId: `FLEET-${n}`,
+      repoUrl: `https://git.example/repo-${n}.git`,
+      prd: `# Task ${n}\n`,
+    });
+  await sender.stop({ graceful: false, wait: true });
+
+  const runners = [new WaitingRunner(1_500), new WaitingRunner(1_500)];
+  const nodes = await Promise.all(
+    runners.map(async (runner, index) => {
+      const database = await nodeDatabase();
+      const boss = await startQueueClient(database);
+      return {
+        boss,
+        node: new FleetNode(database, boss, runner, { id: `node-${index}`, capacity: 2, pollMs: 200 }),
+      };
+    }),
+  );
+  for (const { node } of nodes) await node.start();
+
+  const ended = async () =>
+    (await client.pool.query(`SELECT 1 FROM agent_runner.tasks WHERE ended_at IS NOT NULL`)).rowCount;
+  const deadline = Date.now() + 60_000;
+  while ((await ended()) !== 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  for (const { node, boss } of nodes) {
+    await node.stop();
+    await boss.stop({ graceful: false, wait: true });
+  }
+
+  expect(runners.map((runner) => runner.ran.length)).toEqual([2, 2]);
+  expect(runners.map((runner) => runner.most)).toEqual([2, 2]);
+  expect(runners[0]?.ran[0]).toMatchObject({ repoUrl: expect.stringMatching(/^https:\/\/git\.example\//) });
+  const rows = await client.pool.query<{ id: string; state: string; node_id: string; exit_code: number }>(
+    `SELECT id, state, node_id, exit_code FROM agent_runner.tasks ORDER BY id`,
+  );
+  expect(rows.rows.map((row) => [row.id, row.state, row.exit_code])).toEqual(
+    [1, 2, 3, 4].map((n) => [`FLEET-${n}`, 'COMPLETE', 0]),
+  );
+  const byNode = new Map<string, number>();
+  for (const row of rows.rows) byNode.set(row.node_id, (byNode.get(row.node_id) ?? 0) + 1);
+  expect(Object.fromEntries(byNode)).toEqual({ 'node-0': 2, 'node-1': 2 });
+  const jobs = await client.pool.query(`SELECT state FROM pgboss.job WHERE name = 'tasks'`);
+  expect(jobs.rows.map((row: { state: string }) => row.state)).toEqual(Array(4).fill('completed'));
+}, 120_000);
