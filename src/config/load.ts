@@ -140,6 +140,8 @@ export function environmentLayer(env: NodeJS.ProcessEnv): ConfigLayer {
         baseUrl: pick('AGENT_RUNNER_WORKER_BASE_URL'),
       },
       sandbox: { image: pick('AGENT_RUNNER_IMAGE'), network: pick('AGENT_RUNNER_NETWORK') },
+      // A self-hosted forge named outside the repository (CI): `run --repo` reads no config before its clone.
+      deliver: { forge: pick('AGENT_RUNNER_FORGE'), apiUrl: pick('AGENT_RUNNER_FORGE_API_URL') },
     },
   };
 }
