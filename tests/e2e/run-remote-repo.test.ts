@@ -86,6 +86,16 @@ async function runRemote(url: string, taskId: string, where: { cwd: string; env:
   return { result, summary };
 }
 
+/** An HTTP remote that takes `user` and `token`, its `acme/app` holding the Node task repository. */
+async function acmeRemote(user: string, token: string): Promise<GitHttpRemote> {
+  const server = await new GitHttpRemote({ user, password: token }).start();
+  onTestFinished(() => server.stop());
+  const source = createNodeRepo();
+  onTestFinished(source.remove);
+  await server.createFrom('acme/app', source.root);
+  return server;
+}
+
 /** Every file under `dir` whose bytes contain `needle`. */
 function filesContaining(dir: string, needle: string): string[] {
   if (!existsSync(dir)) return [];
@@ -218,13 +228,9 @@ describe('run --repo (end to end)', () => {
   });
   it('--repo with --pr: no checkout, the token in the URL for the clone and GH_TOKEN for the push, one pull request with the evidence', async () => {
     const token = 'ghp_e2eRemoteRepoToken0123456789abcdefAB';
-    const server = await new GitHttpRemote({ user: 'x-access-token', password: token }).start();
-    onTestFinished(() => server.stop());
+    const server = await acmeRemote('x-access-token', token);
     const github = await new ScriptedGitHubServer().start();
     onTestFinished(() => github.stop());
-    const source = createNodeRepo();
-    onTestFinished(source.remove);
-    await server.createFrom('acme/app', source.root);
     const where = outsideAnyRepository({ GH_TOKEN: token });
     const config = path.join(where.cwd, 'agent-runner.yaml');
     writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`);
@@ -263,13 +269,9 @@ describe('run --repo (end to end)', () => {
 
   it('a self-hosted GitLab named with --forge and AGENT_RUNNER_FORGE_API_URL: GITLAB_TOKEN clones, pushes and opens the merge request, no config file', async () => {
     const token = 'glpat-e2eSelfHostedToken0123456789';
-    const server = await new GitHttpRemote({ user: 'oauth2', password: token }).start();
-    onTestFinished(() => server.stop());
+    const server = await acmeRemote('oauth2', token);
     const gitlab = await new ScriptedGitLabServer().start();
     onTestFinished(() => gitlab.stop());
-    const source = createNodeRepo();
-    onTestFinished(source.remove);
-    await server.createFrom('acme/app', source.root);
     // 127.0.0.1 names no forge: only --forge makes GITLAB_TOKEN the clone's credential.
     const where = outsideAnyRepository({ GITLAB_TOKEN: token, AGENT_RUNNER_FORGE_API_URL: gitlab.url });
     const id = 'e2e-remote-gitlab';
