@@ -83,6 +83,7 @@ export async function detachRun(options: RunCommandOptions, context: CommandCont
     ['--config', options.config],
     ['--push', options.push],
     ['--pr', options.pr],
+    ['--forge', options.forge],
   ] as const)
     if (given)
       throw new UserError(

@@ -19,6 +19,7 @@ import { UserError } from '../errors.js';
 import { taskLayout } from '../workspace/layout.js';
 import type { DeliveryOutcome } from '../deliver/delivery-record.js';
 import { forgeTokens } from '../remote/remote-credentials.js';
+import { namedForge, type ForgeKind } from '../remote/remote-url.js';
 import {
   deliverAfterTask,
   deliverySettings,
@@ -58,11 +59,16 @@ export interface RunCommandOptions {
   push?: boolean;
   /** Push and open or update the pull/merge request after the task (deliver.pr). */
   pr?: boolean;
+  /** The forge when the remote's host does not say (deliver.forge); with `--repo`, also for the clone. */
+  forge?: string;
 }
 
 /** The config layer of the flags `run` and `resume` share. */
 export function flagsLayer(
-  options: Pick<RunCommandOptions, 'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr'>,
+  options: Pick<
+    RunCommandOptions,
+    'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr' | 'forge'
+  >,
 ): Record<string, unknown> {
   const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
   return {
@@ -73,7 +79,7 @@ export function flagsLayer(
         maxIterations !== undefined && Number.isFinite(maxIterations) ? maxIterations : options.maxIterations,
       wallClock: options.timeout,
     },
-    deliver: { push: options.push || undefined, pr: options.pr || undefined },
+    deliver: { push: options.push || undefined, pr: options.pr || undefined, forge: options.forge },
   };
 }
 
@@ -113,7 +119,9 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
   // The PRD first, then the repository: the errors come in the order a person fixes them.
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);
-  const remote = options.repo ? await cachedRemote(options.repo, options.base, context) : null;
+  const remote = options.repo
+    ? await cachedRemote(options.repo, options.base, namedForge(options.forge, env), context)
+    : null;
   const repoRoot = remote ? remote.root : (await inspectRepository(context.cwd)).root;
   const models = {
     ...(options.modelScript ? { script: path.resolve(context.cwd, options.modelScript) } : {}),
@@ -147,12 +155,14 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
 async function cachedRemote(
   url: string,
   base: string | undefined,
+  forge: ForgeKind | null,
   context: CommandContext,
 ): Promise<RemoteWhere & { baseSha: string }> {
   const { prepareRepositoryCache } = await import('../remote/repository-cache.js');
   const cached = await prepareRepositoryCache({
     url,
     env: context.env,
+    forge,
     ...(base !== undefined ? { base } : {}),
   });
   context.redaction.add(cached.secrets);
@@ -316,6 +326,10 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--keep-sandbox', 'keep the container after the task, for debugging')
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
+    .option(
+      '--forge <github|gitlab>',
+      'the forge when the remote is not on github.com or gitlab.com (also AGENT_RUNNER_FORGE); with --repo, its token answers the clone too',
+    )
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
     .option(
       '--model-script <file>',

@@ -200,7 +200,8 @@ function composedTask(
         await side.ports.catch(() => undefined);
         await side.workspace()?.settled();
         // The capped file systems end with the task whatever its path (a kept sandbox has none); their files
-        // stay in the directories.
+        // stay in the directories. The provider's stop released them already when a sandbox was made; this
+        // one is for a task that ended before (a refusal, a diverged replay) with the workspace's cap mounted.
         if (!spec.keepSandbox) await side.sandboxes()?.releaseDisk();
       } finally {
         await gateway.close();

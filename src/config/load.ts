@@ -141,6 +141,8 @@ export function environmentLayer(env: NodeJS.ProcessEnv): ConfigLayer {
       },
       sandbox: { image: pick('AGENT_RUNNER_IMAGE'), network: pick('AGENT_RUNNER_NETWORK') },
       control: { url: pick('AGENT_RUNNER_CONTROL_URL') },
+      // A self-hosted forge named outside the repository (CI): `run --repo` reads no config before its clone.
+      deliver: { forge: pick('AGENT_RUNNER_FORGE'), apiUrl: pick('AGENT_RUNNER_FORGE_API_URL') },
     },
   };
 }

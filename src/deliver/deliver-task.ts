@@ -15,7 +15,7 @@ import { readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { noteDigest, recordedNoteDigests } from '../notes/note-digest.js';
 import { PROJECT_JOURNAL, readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
 import type { Redaction } from '../notes/redact.js';
-import { forgeTokens, TOKEN_VARIABLES } from '../remote/remote-credentials.js';
+import { forgeToken, forgeTokens, TOKEN_VARIABLES } from '../remote/remote-credentials.js';
 import { displayUrl, forgeOf, type ForgeKind, type RemoteUrl } from '../remote/remote-url.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
@@ -193,7 +193,7 @@ async function requestOutcome(
       },
     };
   }
-  const token = TOKEN_VARIABLES[forge].map((name) => input.env[name]?.trim()).find(Boolean);
+  const token = forgeToken(forge, input.env)?.token;
   if (!token) {
     return {
       ...after,

@@ -3,6 +3,10 @@
  * throttling plugins: a 5xx is retried, a secondary rate limit or an exhausted quota waits for the time GitHub
  * names (`retry-after`, `x-ratelimit-reset`) a bounded number of times, then the failure is reported by kind.
  * `apiUrl` is GitHub Enterprise's API (`https://HOST/api/v3`) or a test server.
+ *
+ * A draft becomes ready for review (and back) only through GraphQL (`markPullRequestReadyForReview`,
+ * `convertPullRequestToDraft`, given the pull request's `node_id`): the REST API's update ignores `draft`. The
+ * same client's `octokit.graphql` sends it, to `/graphql` (`/api/graphql` on GitHub Enterprise).
  */
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
@@ -27,6 +31,7 @@ export interface GitHubForgeOptions {
 
 interface PullLike {
   number: number;
+  node_id: string;
   html_url: string;
   state: string;
   draft?: boolean;
@@ -57,7 +62,8 @@ export function gitHubFailure(error: unknown): ForgeFailure {
     typeof requestError.status === 'number' && requestError.status > 0 ? requestError.status : null;
   const headers = requestError.response?.headers ?? {};
   const message = requestError.response?.data?.message ?? requestError.message ?? String(error);
-  let kind = failureKindOf(status);
+  const graphqlKind = graphqlFailureKind(error);
+  let kind = graphqlKind ?? failureKindOf(status);
   // GitHub answers an exhausted quota and a secondary limit with 403 too.
   if (status === 403 && (headers['x-ratelimit-remaining'] === '0' || /rate limit/i.test(message)))
     kind = 'rate_limited';
@@ -70,6 +76,29 @@ export function gitHubFailure(error: unknown): ForgeFailure {
   }
   return failure;
 }
+
+/**
+ * The kind of a GraphQL answer's `errors` (HTTP 200 with `{errors: [{type, message}]}`), by the first error's
+ * `type`; null when `error` is no GraphQL answer.
+ */
+function graphqlFailureKind(error: unknown): ForgeFailure['kind'] | null {
+  const failed = error as { name?: string; errors?: { type?: string }[] };
+  if (failed.name !== 'GraphqlResponseError') return null;
+  const type = failed.errors?.[0]?.type;
+  if (type === 'FORBIDDEN' || type === 'INSUFFICIENT_SCOPES') return 'permission';
+  if (type === 'RATE_LIMITED') return 'rate_limited';
+  return 'invalid';
+}
+
+/** The GraphQL mutations that move a pull request between draft and ready (REST cannot). */
+const DRAFT_MUTATIONS = {
+  ready: `mutation ($id: ID!) {
+  markPullRequestReadyForReview(input: { pullRequestId: $id }) { pullRequest { isDraft } }
+}`,
+  draft: `mutation ($id: ID!) {
+  convertPullRequestToDraft(input: { pullRequestId: $id }) { pullRequest { isDraft } }
+}`,
+} as const;
 
 /** A {@link ForgeClient} for one GitHub repository. */
 export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
@@ -125,7 +154,6 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
       return changeRequestOf(data);
     },
     async update(number, content: ChangeRequestContent) {
-      // The REST API cannot turn a draft into a ready request: the body says the state either way.
       const { data } = await call(() =>
         octokit.rest.pulls.update({
           owner,
@@ -135,7 +163,16 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
           body: content.body,
         }),
       );
-      return changeRequestOf(data);
+      const updated = changeRequestOf(data);
+      if (updated.draft === content.draft || updated.state !== 'open') return updated;
+      const mutation = content.draft ? 'convertPullRequestToDraft' : 'markPullRequestReadyForReview';
+      const answer = await call(() =>
+        octokit.graphql<Record<string, { pullRequest: { isDraft: boolean } }>>(
+          DRAFT_MUTATIONS[content.draft ? 'draft' : 'ready'],
+          { id: data.node_id },
+        ),
+      );
+      return { ...updated, draft: answer[mutation]?.pullRequest.isDraft ?? updated.draft };
     },
   };
 }

@@ -28,6 +28,35 @@ export interface RemoteCredential {
   gitConfig: Record<string, string>;
 }
 
+/** The first of `forge`'s token variables set in `env` (trimmed), and its name; null when none is set. */
+export function forgeToken(
+  forge: ForgeKind,
+  env: NodeJS.ProcessEnv,
+): { token: string; variable: string } | null {
+  for (const variable of TOKEN_VARIABLES[forge]) {
+    const token = env[variable]?.trim();
+    if (token) return { token, variable };
+  }
+  return null;
+}
+
+/**
+ * The git setting that sends `user:password` as basic auth to `url` only (the header is scoped to that URL, so
+ * no other host sees it), for the environment, never argv: other users can read a command line. `encoded` is
+ * the header's base64, as secret as the password (the caller redacts it).
+ */
+export function basicAuthConfig(
+  url: string,
+  user: string,
+  password: string,
+): { gitConfig: Record<string, string>; encoded: string } {
+  const encoded = Buffer.from(`${user}:${password}`).toString('base64');
+  return {
+    gitConfig: { [`http.${url.replace(/\/+$/, '')}.extraHeader`]: `Authorization: Basic ${encoded}` },
+    encoded,
+  };
+}
+
 /** The token for `remote` from `env`, or null when git should use its own credential set-up. */
 export function remoteCredential(
   remote: RemoteUrl,
@@ -37,19 +66,13 @@ export function remoteCredential(
   if (remote.scheme !== 'http' && remote.scheme !== 'https') return null;
   const forge = forgeOf(remote, forgeOverride);
   if (forge === null) return null;
-  for (const variable of TOKEN_VARIABLES[forge]) {
-    const token = env[variable]?.trim();
-    if (!token) continue;
-    const basic = Buffer.from(`${TOKEN_USER[forge]}:${token}`).toString('base64');
-    const scope = remote.raw.replace(/\/+$/, '');
-    return {
-      forge,
-      token,
-      variable,
-      gitConfig: { [`http.${scope}.extraHeader`]: `Authorization: Basic ${basic}` },
-    };
-  }
-  return null;
+  const found = forgeToken(forge, env);
+  if (found === null) return null;
+  return {
+    forge,
+    ...found,
+    gitConfig: basicAuthConfig(remote.raw, TOKEN_USER[forge], found.token).gitConfig,
+  };
 }
 
 /** Every forge token set in `env`: the values a task's redaction must hide wherever they turn up. */

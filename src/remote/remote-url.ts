@@ -2,8 +2,9 @@
  * A git remote's URL as agent-runner shows, stores and reasons about it. A URL may carry credentials
  * (`https://user:token@host/...`): they never leave this module except to git itself, so what is shown,
  * journaled or written in a note is {@link displayUrl}. The forge (GitHub or GitLab) is read from the host,
- * and a person whose forge runs on its own host names it (`deliver.forge`).
+ * and a person whose forge runs on its own host names it (`--forge`, `AGENT_RUNNER_FORGE`, `deliver.forge`).
  */
+import { UserError } from '../errors.js';
 
 /** The forges agent-runner opens pull requests (GitHub) and merge requests (GitLab) on. */
 export type ForgeKind = 'github' | 'gitlab';
@@ -88,4 +89,21 @@ export function forgeOf(remote: RemoteUrl, override?: ForgeKind | null): ForgeKi
   if (remote.host === 'github.com' || remote.host.endsWith('.github.com')) return 'github';
   if (remote.host === 'gitlab.com' || remote.host.startsWith('gitlab.')) return 'gitlab';
   return null;
+}
+
+/** The forge kinds a person can name (`--forge`, `AGENT_RUNNER_FORGE`, `deliver.forge`); `auto` reads the host. */
+export const FORGE_CHOICES = ['auto', 'github', 'gitlab'] as const;
+
+/**
+ * A forge named before any config file is read (`run --repo` clones first): `--forge` wins over
+ * `AGENT_RUNNER_FORGE`; null for `auto` or neither. A value that is no forge is refused with the choices.
+ */
+export function namedForge(flag: string | undefined, env: NodeJS.ProcessEnv): ForgeKind | null {
+  const [value, source] = flag ? [flag, '--forge'] : [env.AGENT_RUNNER_FORGE?.trim(), 'AGENT_RUNNER_FORGE'];
+  if (!value || value === 'auto') return null;
+  if (value === 'github' || value === 'gitlab') return value;
+  throw new UserError(
+    'usage',
+    `${source} ${JSON.stringify(value)} is no forge: give github (GitHub or GitHub Enterprise), gitlab (gitlab.com or a self-hosted GitLab) or auto.`,
+  );
 }

@@ -27,8 +27,8 @@ import { EnvironmentError, UserError } from '../errors.js';
 import { STATE_DIR_NAME } from '../workspace/layout.js';
 import { tryGit, type GitCommandResult } from '../workspace/git/git-command.js';
 import { writeJsonAtomic } from '../workspace/workspace-state.js';
-import { remoteCredential } from './remote-credentials.js';
-import { displayUrl, parseRemoteUrl, urlCredentials, type RemoteUrl } from './remote-url.js';
+import { basicAuthConfig, remoteCredential } from './remote-credentials.js';
+import { displayUrl, parseRemoteUrl, urlCredentials, type ForgeKind, type RemoteUrl } from './remote-url.js';
 
 /** The file in a cached repository's `.agent-runner/` that names its remote (credential-free). */
 export const REMOTE_FILE = 'remote.json';
@@ -133,6 +133,11 @@ export interface PrepareRepositoryCacheOptions {
   /** `--base`: a branch of the remote; default its HEAD. */
   base?: string;
   env: NodeJS.ProcessEnv;
+  /**
+   * The forge when the host does not say (a self-hosted GitLab, GitHub Enterprise): `--forge` or
+   * `AGENT_RUNNER_FORGE`, known before the clone, so its token answers the clone too.
+   */
+  forge?: ForgeKind | null;
   signal?: AbortSignal;
 }
 
@@ -148,7 +153,7 @@ export async function prepareRepositoryCache(
   const remote = parseRepoOption(options.url);
   const url = displayUrl(remote.raw);
   const root = path.join(cacheRoot(options.env), cacheName(remote));
-  const { fetchUrl, gitConfig, secrets } = networkAccess(remote, options.env);
+  const { fetchUrl, gitConfig, secrets } = networkAccess(remote, options.env, options.forge ?? null);
   const network = {
     config: gitConfig,
     // git's credential helper and its config are found where the task's environment says (HOME, XDG).
@@ -231,18 +236,15 @@ export async function prepareRepositoryCache(
 function networkAccess(
   remote: RemoteUrl,
   env: NodeJS.ProcessEnv,
+  forge: ForgeKind | null,
 ): { fetchUrl: string; gitConfig: Record<string, string>; secrets: string[] } {
   const inUrl = urlCredentials(remote.raw);
   if (inUrl !== null && (remote.scheme === 'http' || remote.scheme === 'https')) {
     const fetchUrl = displayUrl(remote.raw);
-    const basic = Buffer.from(`${inUrl.user}:${inUrl.password}`).toString('base64');
-    return {
-      fetchUrl,
-      gitConfig: { [`http.${fetchUrl.replace(/\/+$/, '')}.extraHeader`]: `Authorization: Basic ${basic}` },
-      secrets: [inUrl.password, basic],
-    };
+    const { gitConfig, encoded } = basicAuthConfig(fetchUrl, inUrl.user, inUrl.password);
+    return { fetchUrl, gitConfig, secrets: [inUrl.password, encoded] };
   }
-  const credential = remoteCredential(remote, env);
+  const credential = remoteCredential(remote, env, forge);
   return {
     fetchUrl: remote.raw,
     gitConfig: credential?.gitConfig ?? {},

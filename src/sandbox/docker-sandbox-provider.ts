@@ -197,7 +197,9 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       await this.options.runtime.remove(sandboxId);
     } finally {
       // The capped file systems go with the sandbox, even one the engine could not remove (it is an orphan for
-      // gc now); their files stay in the directories, where resume adopts them.
+      // gc now); their files stay in the directories, where resume adopts them. This is the only release for
+      // the parallel project's combined and integration sandboxes (no task composition closes them); a task's
+      // composition releases again on close for a task that ended before its sandbox existed (a no-op here).
       await this.releaseDisk();
     }
   }

@@ -12,7 +12,7 @@ import { isValidTaskId } from '../core/task-id.js';
 import { EnvironmentError } from '../errors.js';
 import type { ForgeFactory } from '../deliver/deliver-task.js';
 import { ForgeError } from '../deliver/forge-error.js';
-import { TOKEN_VARIABLES, remoteCredential } from '../remote/remote-credentials.js';
+import { forgeToken, remoteCredential } from '../remote/remote-credentials.js';
 import { parseRemoteUrl, type ForgeKind } from '../remote/remote-url.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
@@ -137,8 +137,7 @@ async function changeRequestBranch(
   env: NodeJS.ProcessEnv,
   access: ChangeRequestAccess,
 ): Promise<VerifyTarget> {
-  const variable = TOKEN_VARIABLES[request.forge].find((name) => env[name]?.trim());
-  const token = variable ? (env[variable] as string).trim() : '';
+  const token = forgeToken(request.forge, env)?.token ?? '';
   if (request.forge === 'gitlab' && token === '')
     throw new UserError(
       'usage',

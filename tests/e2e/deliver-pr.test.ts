@@ -3,7 +3,8 @@
  * models; the task's repository has a real git remote over HTTP as `origin` (basic auth with the token) and
  * the pull request goes to a scripted GitHub REST server validated against GitHub's OpenAPI description.
  * COMPLETE, the branch on the remote, one pull request whose body holds the criteria and the DoD; delivering
- * again updates the same pull request.
+ * again updates the same pull request. A task that ends NEEDS_REVIEW opens a draft; its resume that ends COMPLETE
+ * updates that pull request (never a second), rewrites its body and makes it ready for review.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,12 +13,14 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
 import { filesUnder } from '../support/files-under.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
-import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
+import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
-import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
+import { commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
+import { codexTurn, commitSlugTurn, jsonSummary, scriptedRunEnv } from '../support/demo-task.js';
 import { taskContainers } from '../support/task-containers.js';
-import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { readDeliveries, type DeliveryOutcome } from '../../src/deliver/delivery-record.js';
+import { SLUG_BROKEN_JS, SLUG_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
 
 const models = scriptedModelServers();
 const TOKEN = 'ghp_e2eDeliverToken0123456789abcdefABCDEF';
@@ -36,38 +39,44 @@ const PROBE = [
   'echo "probe hits: $hits" > "$CODEX_HOME/ar-probe.txt"',
 ].join('; ');
 
-const commitSlug: ScriptedReply[] = [
-  { kind: 'output', items: [commandCall(PROBE)] },
-  {
-    kind: 'output',
-    items: [
-      commandCall(
-        `${writeFileCommand('slug.js', SLUG_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
-      ),
-    ],
-  },
-  { kind: 'output', items: [commandCall("git add -A && git commit -q -m 'Add slugify'")] },
-  { kind: 'output', items: [assistantMessage('Committed slugify.')] },
-];
+const commitSlug: ScriptedReply[] = [{ kind: 'output', items: [commandCall(PROBE)] }, ...commitSlugTurn()];
+
+/** The summary `--json` ends with, as these tests read it. */
+interface DeliveredSummary {
+  state: string;
+  headSha: string;
+  exitCode: number;
+  delivery: DeliveryOutcome;
+}
+
+/**
+ * Task `id`'s repository (the Node task) with an HTTP remote as origin that takes TOKEN, the scripted GitHub
+ * server, a config file naming it (plus `deliverYaml` under `deliver:`), the run's environment with GH_TOKEN.
+ */
+async function deliveryFixture(id: string, deliverYaml = '') {
+  const repo = createNodeRepo();
+  onTestFinished(repo.remove);
+  const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
+  onTestFinished(() => remote.stop());
+  const github = await new ScriptedGitHubServer().start();
+  onTestFinished(() => github.stop());
+  onTestFinished(async () => {
+    expect(await taskContainers(id, repo.root)).toEqual([]);
+  });
+  await remote.createFrom('acme/app', repo.root);
+  git(repo.root, 'remote', 'add', 'origin', remote.url('acme/app'));
+  const configDir = mkdtempSync(path.join(tmpdir(), 'ar-deliver-config-'));
+  onTestFinished(() => rmSync(configDir, { recursive: true, force: true }));
+  const config = path.join(configDir, 'agent-runner.yaml');
+  writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n${deliverYaml}`);
+  const env = scriptedRunEnv(models, 'e2e-deliver-key-value-1234', { GH_TOKEN: TOKEN });
+  return { repo, remote, github, config, env };
+}
 
 describe('run --pr (end to end)', () => {
   it('COMPLETE, the branch pushed from the host, one pull request with the evidence; deliver again updates it', async () => {
     const id = 'e2e-deliver-pr';
-    const repo = createNodeRepo();
-    onTestFinished(repo.remove);
-    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
-    onTestFinished(() => remote.stop());
-    const github = await new ScriptedGitHubServer().start();
-    onTestFinished(() => github.stop());
-    onTestFinished(async () => {
-      expect(await taskContainers(id, repo.root)).toEqual([]);
-    });
-    await remote.createFrom('acme/app', repo.root);
-    git(repo.root, 'remote', 'add', 'origin', remote.url('acme/app'));
-    const configDir = mkdtempSync(path.join(tmpdir(), 'ar-deliver-config-'));
-    onTestFinished(() => rmSync(configDir, { recursive: true, force: true }));
-    const config = path.join(configDir, 'agent-runner.yaml');
-    writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`);
+    const { repo, remote, github, config, env } = await deliveryFixture(id);
     models.chat.push(
       {
         reply: planReply(id, [
@@ -78,25 +87,11 @@ describe('run --pr (end to end)', () => {
       { reply: assessmentReply(true, ['AC-1'], 'slugify is implemented, tested and committed.') },
     );
     models.responses.enqueue(...commitSlug);
-    const env = {
-      ...process.env,
-      OPENAI_BASE_URL: models.chat.url,
-      OPENAI_API_KEY: 'e2e-deliver-key-value-1234',
-      AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
-      AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
-      GH_TOKEN: TOKEN,
-      CI: 'true',
-    };
     const result = await runCliCaptured(
       ['run', '--prd', 'PRD.md', '--task-id', id, '--json', '--pr', '--config', config],
       { cwd: repo.root, env },
     );
-    const summary = JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as {
-      state: string;
-      headSha: string;
-      exitCode: number;
-      delivery: { pushed: boolean; url: string | null; error: unknown; sha: string };
-    };
+    const summary = jsonSummary<DeliveredSummary>(result.stdout);
     expect(summary.state, result.stderr).toBe('COMPLETE');
     expect(result.exitCode).toBe(0);
     expect(summary.delivery).toMatchObject({
@@ -150,6 +145,93 @@ describe('run --pr (end to end)', () => {
     });
     expect(github.calls.at(-1)?.operation).toBe('get');
     expect(`${verified.stdout}${verified.stderr}`).not.toContain(TOKEN);
+    github.assertValid();
+  });
+
+  it('NEEDS_REVIEW opens a draft; resume --pr ends COMPLETE: the same pull request, its body rewritten, ready for review', async () => {
+    const id = 'e2e-deliver-resume';
+    // A task that is not COMPLETE is delivered too, as a draft.
+    const { repo, remote, github, config, env } = await deliveryFixture(id, '  when: always\n');
+    // The first attempt commits a slugify that fails its test, and the Meta-agent asks a person: NEEDS_REVIEW.
+    models.chat.push(
+      {
+        reply: planReply(id, [
+          {
+            id: 'AC-1',
+            description: 'slugify("Hello Big World") is "hello-big-world"',
+            check: { kind: 'command', command: 'npm test' },
+          },
+        ]),
+      },
+      { reply: runWorkerReply('Implement slugify in slug.js with a test in slug.test.js, commit.') },
+      { reply: assessmentReply(false, ['AC-1'], 'slugify returns its input unchanged; npm test fails.') },
+      {
+        reply: decisionReply(
+          'ask_human',
+          'The test fails and the PRD leaves the separators open.',
+          'Which characters separate words?',
+        ),
+      },
+    );
+    models.responses.enqueue(...commitSlugTurn(SLUG_BROKEN_JS));
+    const first = await runCliCaptured(
+      ['run', '--prd', 'PRD.md', '--task-id', id, '--json', '--pr', '--config', config],
+      { cwd: repo.root, env },
+    );
+    const draft = jsonSummary<DeliveredSummary>(first.stdout);
+    expect(draft.state, first.stderr).toBe('NEEDS_REVIEW');
+    expect(draft.delivery).toMatchObject({
+      pushed: true,
+      url: 'https://github.test/acme/app/pull/1',
+      changeRequest: { number: 1, draft: true },
+    });
+    const pull = github.pulls.get(1) as { draft: boolean; body: string; node_id: string };
+    expect(pull.draft).toBe(true);
+    const draftBody = pull.body;
+    expect(draftBody).toContain('NEEDS_REVIEW');
+
+    // The resume fixes slugify: COMPLETE, and the same pull request follows.
+    models.chat.push(
+      { reply: runWorkerReply('Make slugify join lower-case words with "-", commit.') },
+      { reply: assessmentReply(true, ['AC-1'], 'slugify joins lower-case words; npm test passes.') },
+    );
+    models.responses.enqueue(
+      ...codexTurn(
+        [writeFileCommand('slug.js', SLUG_JS), "git commit -q -am 'Fix slugify'"],
+        'Fixed slugify.',
+      ),
+    );
+    const resumed = await runCliCaptured(['resume', id, '--json', '--pr', '--config', config], {
+      cwd: repo.root,
+      env,
+    });
+    const done = jsonSummary<DeliveredSummary>(resumed.stdout);
+    expect(done.state, resumed.stderr).toBe('COMPLETE');
+    expect(resumed.exitCode).toBe(0);
+    expect(done.delivery).toMatchObject({
+      pushed: true,
+      error: null,
+      url: 'https://github.test/acme/app/pull/1',
+      changeRequest: { number: 1, draft: false },
+    });
+    // One pull request, never a second: ready for review now, its body the new evidence.
+    expect(github.pulls.size).toBe(1);
+    expect(github.calls.filter((call) => call.operation === 'create')).toHaveLength(1);
+    expect(pull.draft).toBe(false);
+    expect(pull.body).not.toBe(draftBody);
+    expect(pull.body).toContain(done.headSha.slice(0, 12));
+    expect(pull.body).not.toContain('NEEDS_REVIEW');
+    const ready = github.calls.filter((call) => call.operation === 'graphql');
+    expect(ready).toHaveLength(1);
+    expect(ready[0]?.body).toMatchObject({ variables: { id: pull.node_id } });
+    expect(ready[0]?.body?.query).toContain('markPullRequestReadyForReview');
+    // The branch moved on the remote from what agent-runner pushed first, under a lease on exactly that commit.
+    expect(await remote.ref('acme/app', `agent-runner/${id}`)).toBe(done.headSha);
+    const pushes = readDeliveries(path.join(repo.root, '.agent-runner', 'runs', id)).map((item) => item.sha);
+    expect(pushes).toEqual([draft.headSha, done.headSha]);
+    expect(`${first.stdout}${first.stderr}${resumed.stdout}${resumed.stderr}${pull.body}`).not.toContain(
+      TOKEN,
+    );
     github.assertValid();
   });
 });

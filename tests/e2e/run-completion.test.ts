@@ -25,35 +25,12 @@ import {
 } from '../support/faults-harness.js';
 import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
-import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
-import {
-  SLUG_BROKEN_JS,
-  SLUG_JS,
-  SLUG_TEST_JS,
-  createNodeRepo,
-  git,
-  writeFileCommand,
-} from '../support/task-repo.js';
+import { codexTurn, commitSlugTurn, scriptedRunEnv } from '../support/demo-task.js';
+import { SLUG_BROKEN_JS, SLUG_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
 import { taskContainers } from '../support/task-containers.js';
 
 const docker = createDockerClient();
 const models = scriptedModelServers();
-
-function codexTurn(commands: string[], message: string): ScriptedReply[] {
-  return [
-    ...commands.map((cmd): ScriptedReply => ({ kind: 'output', items: [commandCall(cmd)] })),
-    { kind: 'output', items: [assistantMessage(message)] },
-  ];
-}
-
-const commitSlug = () =>
-  codexTurn(
-    [
-      `${writeFileCommand('slug.js', SLUG_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
-      "git add -A && git commit -q -m 'Add slugify'",
-    ],
-    'Committed slugify.',
-  );
 
 async function run(repoRoot: string, taskId: string, extraEnv: NodeJS.ProcessEnv = {}) {
   onTestFinished(async () => {
@@ -62,15 +39,7 @@ async function run(repoRoot: string, taskId: string, extraEnv: NodeJS.ProcessEnv
   const requestsBefore = models.chat.requests.length;
   const result = await runCliCaptured(['run', '--prd', 'PRD.md', '--task-id', taskId, '--json'], {
     cwd: repoRoot,
-    env: {
-      ...process.env,
-      OPENAI_BASE_URL: models.chat.url,
-      OPENAI_API_KEY: 'e2e-completion-key',
-      AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
-      AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
-      CI: 'true',
-      ...extraEnv,
-    },
+    env: scriptedRunEnv(models, 'e2e-completion-key', extraEnv),
   });
   const events = result.stdout
     .trim()
@@ -110,7 +79,7 @@ describe('completion you can trust (end to end)', () => {
       { reply: assessmentReply(true, ['AC-1', 'AC-2'], 'Everything is done.') },
       { reply: decisionReply('abort', 'The CLI is out of scope after all.') },
     );
-    models.responses.enqueue(...commitSlug());
+    models.responses.enqueue(...commitSlugTurn());
     const { summary, events, note } = await run(repo.root, id);
     expect(summary.state).toBe('FAILED');
     // The DoD passed and the assessment was satisfied: only the check's own result stood in the way.
@@ -168,15 +137,7 @@ describe('completion you can trust (end to end)', () => {
     );
     git(repo.root, 'add', '-A');
     git(repo.root, 'commit', '-q', '-m', 'coloured DoD');
-    models.responses.enqueue(
-      ...codexTurn(
-        [
-          `${writeFileCommand('slug.js', SLUG_BROKEN_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
-          "git add -A && git commit -q -m 'Add slugify'",
-        ],
-        'Committed slugify.',
-      ),
-    );
+    models.responses.enqueue(...commitSlugTurn(SLUG_BROKEN_JS));
     const { result, summary, metaRequests, note, events } = await run(repo.root, id);
     expect(result.exitCode).toBe(3);
     expect(summary.state).toBe('NEEDS_REVIEW');

@@ -23,10 +23,11 @@ import { cacheDirectory } from '../../src/remote/repository-cache.js';
 import { runCliCaptured } from '../support/cli.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
+import { ScriptedGitLabServer } from '../support/scripted-gitlab-server.js';
 import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
-import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
-import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { commitSlugTurn, jsonSummary, scriptedRunEnv } from '../support/demo-task.js';
+import { createNodeRepo, git } from '../support/task-repo.js';
 
 const docker = createDockerClient();
 const models = scriptedModelServers();
@@ -44,26 +45,13 @@ async function containersOf(taskId: string): Promise<string[]> {
   return all.filter((container) => container.Created >= FILE_STARTED).map((container) => container.Id);
 }
 
-const commitSlug = (): ScriptedReply[] => [
-  {
-    kind: 'output',
-    items: [
-      commandCall(
-        `${writeFileCommand('slug.js', SLUG_JS)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
-      ),
-    ],
-  },
-  { kind: 'output', items: [commandCall("git add -A && git commit -q -m 'Add slugify'")] },
-  { kind: 'output', items: [assistantMessage('Committed slugify.')] },
-];
-
 function completingTask(id: string): void {
   models.chat.push(
     { reply: planReply(id, [{ id: 'AC-1', description: 'slugify works, with a test', critical: true }]) },
     { reply: runWorkerReply('Implement slugify with a test and commit.') },
     { reply: assessmentReply(true, ['AC-1'], 'slugify and its test are committed; npm test passes.') },
   );
-  models.responses.enqueue(...commitSlug());
+  models.responses.enqueue(...commitSlugTurn());
 }
 
 /** A directory with only the PRD in it (no git), a state directory, and the environment of a run. */
@@ -73,16 +61,10 @@ function outsideAnyRepository(extra: NodeJS.ProcessEnv = {}): { cwd: string; env
     path.join(cwd, 'PRD.md'),
     '# Add slugify\n\nAdd `slugify(text)` in slug.js: lower-case, words joined by "-". With a test.\n',
   );
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+  const env = scriptedRunEnv(models, 'e2e-remote-key', {
     XDG_STATE_HOME: tempDir('ar-remote-state-'),
-    OPENAI_BASE_URL: models.chat.url,
-    OPENAI_API_KEY: 'e2e-remote-key',
-    AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
-    AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
-    CI: 'true',
     ...extra,
-  };
+  });
   return { cwd, env };
 }
 
@@ -92,8 +74,7 @@ async function runRemote(url: string, taskId: string, where: { cwd: string; env:
     ['run', '--repo', url, '--prd', 'PRD.md', '--task-id', taskId, '--json'],
     where,
   );
-  const lines = result.stdout.trim().split('\n').filter(Boolean);
-  const summary = JSON.parse(lines.at(-1) ?? '{}') as {
+  const summary = jsonSummary<{
     state: string;
     exitCode: number;
     notePath: string;
@@ -101,8 +82,18 @@ async function runRemote(url: string, taskId: string, where: { cwd: string; env:
     repository: string;
     cache: string;
     runDir: string;
-  };
+  }>(result.stdout);
   return { result, summary };
+}
+
+/** An HTTP remote that takes `user` and `token`, its `acme/app` holding the Node task repository. */
+async function acmeRemote(user: string, token: string): Promise<GitHttpRemote> {
+  const server = await new GitHttpRemote({ user, password: token }).start();
+  onTestFinished(() => server.stop());
+  const source = createNodeRepo();
+  onTestFinished(source.remove);
+  await server.createFrom('acme/app', source.root);
+  return server;
 }
 
 /** Every file under `dir` whose bytes contain `needle`. */
@@ -237,13 +228,9 @@ describe('run --repo (end to end)', () => {
   });
   it('--repo with --pr: no checkout, the token in the URL for the clone and GH_TOKEN for the push, one pull request with the evidence', async () => {
     const token = 'ghp_e2eRemoteRepoToken0123456789abcdefAB';
-    const server = await new GitHttpRemote({ user: 'x-access-token', password: token }).start();
-    onTestFinished(() => server.stop());
+    const server = await acmeRemote('x-access-token', token);
     const github = await new ScriptedGitHubServer().start();
     onTestFinished(() => github.stop());
-    const source = createNodeRepo();
-    onTestFinished(source.remove);
-    await server.createFrom('acme/app', source.root);
     const where = outsideAnyRepository({ GH_TOKEN: token });
     const config = path.join(where.cwd, 'agent-runner.yaml');
     writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`);
@@ -265,12 +252,12 @@ describe('run --repo (end to end)', () => {
       where,
     );
     onTestFinished(async () => expect(await containersOf('e2e-remote-pr')).toEqual([]));
-    const summary = JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '{}') as {
+    const summary = jsonSummary<{
       state: string;
       headSha: string;
       cache: string;
       delivery: { pushed: boolean; url: string | null };
-    };
+    }>(result.stdout);
     expect(summary.state, result.stderr).toBe('COMPLETE');
     expect(summary.delivery).toMatchObject({ pushed: true, url: 'https://github.test/acme/app/pull/1' });
     expect(await server.ref('acme/app', 'agent-runner/e2e-remote-pr')).toBe(summary.headSha);
@@ -278,5 +265,49 @@ describe('run --repo (end to end)', () => {
     expect(`${result.stdout}${result.stderr}`).not.toContain(token);
     expect(filesContaining(summary.cache, token)).toEqual([]);
     github.assertValid();
+  });
+
+  it('a self-hosted GitLab named with --forge and AGENT_RUNNER_FORGE_API_URL: GITLAB_TOKEN clones, pushes and opens the merge request, no config file', async () => {
+    const token = 'glpat-e2eSelfHostedToken0123456789';
+    const server = await acmeRemote('oauth2', token);
+    const gitlab = await new ScriptedGitLabServer().start();
+    onTestFinished(() => gitlab.stop());
+    // 127.0.0.1 names no forge: only --forge makes GITLAB_TOKEN the clone's credential.
+    const where = outsideAnyRepository({ GITLAB_TOKEN: token, AGENT_RUNNER_FORGE_API_URL: gitlab.url });
+    const id = 'e2e-remote-gitlab';
+    onTestFinished(async () => expect(await containersOf(id)).toEqual([]));
+    completingTask(id);
+    const argv = [
+      'run',
+      '--repo',
+      server.url('acme/app'),
+      '--prd',
+      'PRD.md',
+      '--task-id',
+      id,
+      '--json',
+      '--pr',
+    ];
+    const result = await runCliCaptured([...argv, '--forge', 'gitlab'], where);
+    const summary = jsonSummary<{
+      state: string;
+      headSha: string;
+      cache: string;
+      delivery: { pushed: boolean; url: string | null; error: unknown };
+    }>(result.stdout);
+    expect(summary.state, result.stderr).toBe('COMPLETE');
+    expect(summary.delivery).toMatchObject({
+      pushed: true,
+      error: null,
+      url: 'https://gitlab.test/acme/app/-/merge_requests/1',
+    });
+    expect(await server.ref('acme/app', `agent-runner/${id}`)).toBe(summary.headSha);
+    const request = gitlab.mergeRequests.get(1) as { title: string; description: string };
+    expect(request.title).toBe('Add slugify');
+    expect(request.description).toContain('## Acceptance criteria');
+    expect(gitlab.calls.every((call) => call.token === token)).toBe(true);
+    expect(`${result.stdout}${result.stderr}`).not.toContain(token);
+    expect(filesContaining(summary.cache, token)).toEqual([]);
+    gitlab.assertValid();
   });
 });

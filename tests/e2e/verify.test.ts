@@ -14,7 +14,7 @@ import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { runCliCaptured } from '../support/cli.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
-import { assistantMessage, commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
+import { codexTurn, scriptedRunEnv } from '../support/demo-task.js';
 import {
   SLUG_BROKEN_JS,
   SLUG_JS,
@@ -36,13 +36,6 @@ async function repoContainers(repoRoot: string) {
     filters: { label: [`agent-runner.repo=${realpathSync(repoRoot)}`] },
   });
   return all.filter((container) => container.Created >= FILE_STARTED);
-}
-
-function codexTurn(commands: string[], message: string): ScriptedReply[] {
-  return [
-    ...commands.map((command): ScriptedReply => ({ kind: 'output', items: [commandCall(command)] })),
-    { kind: 'output', items: [assistantMessage(message)] },
-  ];
 }
 
 /** `verify` as a reviewer runs it: no model endpoint, no key. */
@@ -86,14 +79,7 @@ describe('agent-runner verify (end to end)', () => {
     );
     const run = await runCliCaptured(['run', '--prd', 'PRD.md', '--task-id', id, '--json'], {
       cwd: repo.root,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: models.chat.url,
-        OPENAI_API_KEY: 'e2e-verify-key',
-        AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
-        AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
-        CI: 'true',
-      },
+      env: scriptedRunEnv(models, 'e2e-verify-key'),
     });
     expect(run.exitCode, run.stderr).toBe(0);
     const branch = `agent-runner/${id}`;

@@ -9,7 +9,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
 import { runWorkerReply } from './meta-replies.js';
-import { git } from './task-repo.js';
+import type { ScriptedModels } from './scripted-models.js';
+import { assistantMessage, commandCall, type ScriptedReply } from './scripted-responses-server.js';
+import { SLUG_JS, SLUG_TEST_JS, git, writeFileCommand } from './task-repo.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const DEMO_PRD = path.join(ROOT, 'examples', 'slugify', 'PRD.md');
@@ -94,4 +96,45 @@ export function jsonEvents(stdout: string): { type: string; [key: string]: unkno
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line) as { type: string; [key: string]: unknown });
+}
+
+/** One codex turn: each command in a response of its own, then `message`. */
+export function codexTurn(commands: string[], message: string): ScriptedReply[] {
+  return [
+    ...commands.map((command): ScriptedReply => ({ kind: 'output', items: [commandCall(command)] })),
+    { kind: 'output', items: [assistantMessage(message)] },
+  ];
+}
+
+/** The codex turn of the Node task repository (task-repo.ts): slug.js (`slug`) and its test written, committed. */
+export function commitSlugTurn(slug = SLUG_JS, message = 'Add slugify'): ScriptedReply[] {
+  return codexTurn(
+    [
+      `${writeFileCommand('slug.js', slug)}\n${writeFileCommand('slug.test.js', SLUG_TEST_JS)}`,
+      `git add -A && git commit -q -m ${JSON.stringify(message)}`,
+    ],
+    'Committed slugify.',
+  );
+}
+
+/** The environment of a headless run against the scripted models, with `apiKey` (a test looks for it). */
+export function scriptedRunEnv(
+  models: ScriptedModels,
+  apiKey: string,
+  extra: NodeJS.ProcessEnv = {},
+): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    OPENAI_BASE_URL: models.chat.url,
+    OPENAI_API_KEY: apiKey,
+    AGENT_RUNNER_WORKER_BASE_URL: models.responses.baseUrl('127.0.0.1'),
+    AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
+    CI: 'true',
+    ...extra,
+  };
+}
+
+/** The summary object a `--json` run ends with (its last line). */
+export function jsonSummary<T>(stdout: string): T {
+  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as T;
 }

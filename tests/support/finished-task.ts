@@ -5,7 +5,7 @@
  * which start where a task ends.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { RunRecord, TaskSummary } from '../../src/core/types.js';
@@ -187,4 +187,22 @@ export async function createFinishedTask(
       return sha;
     },
   };
+}
+
+/** The task ends again, COMPLETE at its new head, as a resume that finished it writes in its journal. */
+export function finishAgainComplete(task: FinishedTask, head: string): void {
+  const journal = path.join(task.runDir, 'events.jsonl');
+  const lines = readFileSync(journal, 'utf8').trim().split('\n');
+  const finished = JSON.parse(lines.at(-1) as string) as { summary: Record<string, unknown> };
+  const summary = {
+    ...finished.summary,
+    state: 'COMPLETE',
+    exitCode: 0,
+    headSha: head,
+    reason: 'all criteria satisfied',
+  };
+  appendFileSync(
+    journal,
+    `${JSON.stringify({ type: 'task_finished', summary, at: new Date().toISOString() })}\n`,
+  );
 }

@@ -8,15 +8,22 @@
  *
  * Failures are scripted: `failNext(operation, status, options)` answers the next call of that operation with the
  * status (a 429 with `retry-after`, a 403 naming a permission, a 5xx...).
+ *
+ * GraphQL (`POST /graphql`), for what REST cannot do: `markPullRequestReadyForReview` and
+ * `convertPullRequestToDraft`, written from GitHub's GraphQL reference (docs.github.com/graphql): the request is
+ * `{query, variables, operationName}`, the mutation's input is `{pullRequestId: ID!, clientMutationId}` (the
+ * pull request's REST `node_id`), the answer `{data: {<mutation>: {pullRequest: {...}}}}`; an unknown id,
+ * field or mutation is `{errors: [...]}` with HTTP 200, as GitHub answers. `failGraphql(type, message)` scripts
+ * the next one's error (FORBIDDEN, RATE_LIMITED...).
  */
 import { createRequire } from 'node:module';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { ScriptedApiServer, type Json } from './scripted-api-server.js';
 
-type Json = Record<string, unknown>;
-export type GitHubOperation = 'list' | 'create' | 'update' | 'get';
+type RestOperation = 'list' | 'create' | 'update' | 'get';
+export type GitHubOperation = RestOperation | 'graphql';
 
 interface OperationSpec {
   method: string;
@@ -32,14 +39,14 @@ interface Described {
   paths: Record<string, Record<string, Json>>;
 }
 
-let operations: Record<GitHubOperation, OperationSpec> | null = null;
+let operations: Record<RestOperation, OperationSpec> | null = null;
 
 function schemaOf(content: unknown): Json | null {
   return ((content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | null;
 }
 
 /** The three operations' validators, compiled once per process from GitHub's description. */
-function loadOperations(): Record<GitHubOperation, OperationSpec> {
+function loadOperations(): Record<RestOperation, OperationSpec> {
   if (operations) return operations;
   const require = createRequire(import.meta.url);
   const described = require('@octokit/openapi/generated/api.github.com.deref.json') as Described;
@@ -116,9 +123,16 @@ interface ScriptedFailure {
   headers: Record<string, string>;
 }
 
-export class ScriptedGitHubServer {
-  readonly calls: GitHubCall[] = [];
-  readonly violations: string[] = [];
+/** The draft mutations of GitHub's GraphQL API: each takes `{pullRequestId}` and makes `isDraft` this. */
+const DRAFT_MUTATIONS: Readonly<Record<string, boolean>> = {
+  markPullRequestReadyForReview: false,
+  convertPullRequestToDraft: true,
+};
+/** The PullRequest fields a draft mutation's answer may select here (a subset of GitHub's PullRequest type). */
+const PULL_FIELDS = new Set(['id', 'number', 'isDraft', 'url', 'title', 'state']);
+
+export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
+  protected readonly described = 'GitHub API description';
   /** The pull requests on the server, by number. */
   readonly pulls = new Map<number, Json>();
   private readonly failures: Record<GitHubOperation, ScriptedFailure[]> = {
@@ -126,28 +140,15 @@ export class ScriptedGitHubServer {
     create: [],
     update: [],
     get: [],
+    graphql: [],
   };
-  private server: Server | null = null;
-  private port = 0;
+  private readonly graphqlFailures: { type: string; message: string }[] = [];
   private nextNumber = 1;
   private emptyLists = 0;
 
-  async start(): Promise<this> {
+  override async start(): Promise<this> {
     loadOperations();
-    this.server = createServer((request, response) => {
-      this.handle(request, response).catch((error: unknown) => {
-        this.violations.push(`server error: ${(error as Error).message}`);
-        response.writeHead(500).end();
-      });
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
-    return this;
-  }
-
-  /** The API URL to give delivery (`deliver.apiUrl`). */
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return super.start();
   }
 
   /** Answers the next call of `operation` with `status` (and `headers`, `message`). */
@@ -171,24 +172,24 @@ export class ScriptedGitHubServer {
     this.emptyLists += 1;
   }
 
-  /** Throws when any request or response did not match GitHub's description. */
-  assertValid(): void {
-    if (this.violations.length > 0)
-      throw new Error(`GitHub API description violated:\n${this.violations.join('\n')}`);
+  /** Answers the next GraphQL request with one error of `type` (GitHub's error types: FORBIDDEN, NOT_FOUND...). */
+  failGraphql(type: string, message = `scripted ${type}`): void {
+    this.graphqlFailures.push({ type, message });
   }
 
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  protected async handle(
+    request: IncomingMessage,
+    response: ServerResponse,
+    body: Json | null,
+  ): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://github.test');
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const body = text ? (JSON.parse(text) as Json) : null;
     const specs = loadOperations();
-    const entry = (Object.entries(specs) as [GitHubOperation, OperationSpec][]).find(
+    const entry = (Object.entries(specs) as [RestOperation, OperationSpec][]).find(
       ([, spec]) => spec.method === request.method && spec.path.test(url.pathname),
     );
+    const graphql = request.method === 'POST' && url.pathname === '/graphql';
     const call: GitHubCall = {
-      operation: entry?.[0] ?? null,
+      operation: graphql ? 'graphql' : (entry?.[0] ?? null),
       method: request.method ?? '',
       path: `${url.pathname}${url.search}`,
       authorization: request.headers.authorization,
@@ -201,6 +202,10 @@ export class ScriptedGitHubServer {
       response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
       response.end(JSON.stringify(payload));
     };
+    if (graphql) {
+      this.graphql(call, body, send);
+      return;
+    }
     if (!entry) {
       this.violations.push(`${request.method} ${url.pathname}: not an operation delivery should call`);
       send(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
@@ -221,12 +226,92 @@ export class ScriptedGitHubServer {
     send(status, payload);
   }
 
-  private validateRequest(
-    operation: GitHubOperation,
-    spec: OperationSpec,
+  /** One GraphQL request: a draft mutation of a pull request known by its `node_id`, or GitHub's errors. */
+  private graphql(
+    call: GitHubCall,
     body: Json | null,
-    url: URL,
+    send: (status: number, payload: unknown, headers?: Record<string, string>) => void,
   ): void {
+    if (!call.authorization) {
+      send(401, {
+        message: 'This endpoint requires you to be authenticated.',
+        documentation_url:
+          'https://docs.github.com/graphql/guides/forming-calls-with-graphql#authenticating-with-graphql',
+      });
+      return;
+    }
+    const request = body ?? {};
+    for (const key of Object.keys(request))
+      if (!['query', 'variables', 'operationName'].includes(key))
+        this.violations.push(`graphql request: ${key} is not a field of a GraphQL request`);
+    const query = typeof request.query === 'string' ? request.query : '';
+    const variables = (request.variables ?? {}) as Json;
+    const failure = this.graphqlFailures.shift();
+    if (failure) {
+      send(200, { data: null, errors: [{ type: failure.type, path: [], message: failure.message }] });
+      return;
+    }
+    // One mutation per request: `mutation [Name] [($id: ID!)] { field(input: {pullRequestId: $id | "..."}) { pullRequest { ... } } }`.
+    const parsed =
+      /^\s*mutation\b[^{]*\{\s*(\w+)\s*\(\s*input\s*:\s*\{\s*pullRequestId\s*:\s*(\$\w+|"[^"]*")\s*\}\s*\)\s*\{\s*pullRequest\s*\{([^{}]*)\}\s*\}\s*\}\s*$/.exec(
+        query,
+      );
+    if (!parsed || !((parsed[1] as string) in DRAFT_MUTATIONS)) {
+      this.violations.push(`graphql: not a draft mutation delivery should send: ${query.slice(0, 200)}`);
+      send(200, {
+        errors: [{ message: 'Parse error or unknown field', locations: [{ line: 1, column: 1 }] }],
+      });
+      return;
+    }
+    const [, field, argument, selection] = parsed as unknown as [string, string, string, string];
+    const fields = selection.split(/[\s,]+/).filter(Boolean);
+    const unknown = fields.find((name) => !PULL_FIELDS.has(name));
+    if (unknown) {
+      this.violations.push(`graphql: ${unknown} is not a PullRequest field this server answers`);
+      send(200, {
+        errors: [
+          {
+            path: ['mutation', field, 'pullRequest', unknown],
+            extensions: { code: 'undefinedField', typeName: 'PullRequest', fieldName: unknown },
+            message: `Field '${unknown}' doesn't exist on type 'PullRequest'`,
+          },
+        ],
+      });
+      return;
+    }
+    const id = argument.startsWith('$') ? variables[argument.slice(1)] : argument.slice(1, -1);
+    if (typeof id !== 'string') this.violations.push(`graphql: ${argument} is not given as an ID (string)`);
+    const pull = [...this.pulls.values()].find((item) => item.node_id === id);
+    if (!pull) {
+      send(200, {
+        data: { [field]: null },
+        errors: [
+          {
+            type: 'NOT_FOUND',
+            path: [field],
+            locations: [{ line: 2, column: 3 }],
+            message: `Could not resolve to a node with the global id of '${String(id)}'`,
+          },
+        ],
+      });
+      return;
+    }
+    pull.draft = DRAFT_MUTATIONS[field];
+    pull.updated_at = new Date().toISOString();
+    const values: Json = {
+      id: pull.node_id,
+      number: pull.number,
+      isDraft: pull.draft,
+      url: pull.html_url,
+      title: pull.title,
+      state: String(pull.state).toUpperCase(),
+    };
+    send(200, {
+      data: { [field]: { pullRequest: Object.fromEntries(fields.map((name) => [name, values[name]])) } },
+    });
+  }
+
+  private validateRequest(operation: RestOperation, spec: OperationSpec, body: Json | null, url: URL): void {
     if (spec.request) this.check(spec.request, body ?? {}, `${operation} request body`);
     for (const parameter of spec.query) {
       const value = url.searchParams.get(parameter.name);
@@ -242,7 +327,7 @@ export class ScriptedGitHubServer {
   }
 
   private answer(
-    operation: GitHubOperation,
+    operation: RestOperation,
     spec: OperationSpec,
     body: Json | null,
     url: URL,
@@ -308,6 +393,7 @@ export class ScriptedGitHubServer {
     Object.assign(pull, {
       number,
       id: 1000 + number,
+      node_id: `PR_scripted${number}`,
       html_url: html,
       url: `${this.url}/repos/${owner}/${repo}/pulls/${number}`,
       state: 'open',
@@ -344,13 +430,5 @@ export class ScriptedGitHubServer {
     ])
       delete copy[key];
     return copy;
-  }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      if (this.server === null) resolve();
-      else this.server.close(() => resolve());
-      this.server?.closeAllConnections();
-    });
   }
 }

@@ -6,11 +6,9 @@
  * token comes in `PRIVATE-TOKEN`. Requests outside what the documentation allows (an unknown attribute, a
  * missing required one, an unencoded project path) are recorded in `violations`; `assertValid()` fails the test.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-
-type Json = Record<string, unknown>;
+import { ScriptedApiServer, type Json } from './scripted-api-server.js';
 export type GitLabOperation = 'list' | 'create' | 'edit' | 'show';
 
 /** The query parameters of GitLab's "Get single MR". */
@@ -49,9 +47,8 @@ export interface GitLabCall {
   status: number;
 }
 
-export class ScriptedGitLabServer {
-  readonly calls: GitLabCall[] = [];
-  readonly violations: string[] = [];
+export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
+  protected readonly described = 'GitLab API documentation';
   readonly mergeRequests = new Map<number, Json>();
   private readonly failures: Record<GitLabOperation, { status: number; message: unknown }[]> = {
     list: [],
@@ -59,26 +56,7 @@ export class ScriptedGitLabServer {
     edit: [],
     show: [],
   };
-  private server: Server | null = null;
-  private port = 0;
   private emptyLists = 0;
-
-  async start(): Promise<this> {
-    this.server = createServer((request, response) => {
-      this.handle(request, response).catch((error: unknown) => {
-        this.violations.push(`server error: ${(error as Error).message}`);
-        response.writeHead(500).end();
-      });
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
-    return this;
-  }
-
-  /** The GitLab address to give delivery (`deliver.apiUrl`). */
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
 
   failNext(operation: GitLabOperation, status: number, message: unknown = `${status} scripted`): void {
     this.failures[operation].push({ status, message });
@@ -88,18 +66,13 @@ export class ScriptedGitLabServer {
     this.emptyLists += 1;
   }
 
-  assertValid(): void {
-    if (this.violations.length > 0)
-      throw new Error(`GitLab API documentation violated:\n${this.violations.join('\n')}`);
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  protected async handle(
+    request: IncomingMessage,
+    response: ServerResponse,
+    body: Json | null,
+  ): Promise<void> {
     const raw = request.url ?? '/';
     const url = new URL(raw, 'http://gitlab.test');
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const body = text ? (JSON.parse(text) as Json) : null;
     // The project id stays encoded in the raw path (`acme%2Fapp`): GitLab reads `acme/app` as two segments.
     const match = /^\/api\/v4\/projects\/([^/]+)\/merge_requests(?:\/(\d+))?$/.exec(raw.split('?')[0] ?? '');
     const operation: GitLabOperation | null = !match
@@ -229,13 +202,5 @@ export class ScriptedGitLabServer {
     }
     const parsed = (operation === 'create' ? createBody : editBody).safeParse(body ?? {});
     if (!parsed.success) this.violations.push(`${operation}: ${parsed.error.message}`);
-  }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      if (this.server === null) resolve();
-      else this.server.close(() => resolve());
-      this.server?.closeAllConnections();
-    });
   }
 }

@@ -40,6 +40,31 @@ describe('run with bad input', () => {
     expect(result.stderr).toMatch(/limits\.wallClock: expected a duration like 2h \(in command-line flags\)/);
   });
 
+  it('exits 2 on a --forge that is no forge, before any clone; --forge with --detach is refused', async () => {
+    const root = repoWithConfig(null);
+    const env = { CI: 'true', XDG_STATE_HOME: path.join(root, '.state') };
+    const repo = ['--repo', 'file:///nowhere/app.git'];
+    const bad = await runCliCaptured(['run', '--prd', 'PRD.md', ...repo, '--forge', 'gitea'], {
+      cwd: root,
+      env,
+    });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('--forge "gitea" is no forge: give github');
+    const variable = await runCliCaptured(['run', '--prd', 'PRD.md', ...repo], {
+      cwd: root,
+      env: { ...env, AGENT_RUNNER_FORGE: 'bitbucket' },
+    });
+    expect(variable.exitCode).toBe(2);
+    expect(variable.stderr).toContain('AGENT_RUNNER_FORGE "bitbucket" is no forge');
+    expect(existsSync(env.XDG_STATE_HOME)).toBe(false);
+    const detached = await runCliCaptured(['run', '--prd', 'PRD.md', '--detach', '--forge', 'gitlab'], {
+      cwd: root,
+      env,
+    });
+    expect(detached.exitCode).toBe(2);
+    expect(detached.stderr).toContain('--forge is not available with --detach');
+  });
+
   it('exits 2 when --prd is missing', async () => {
     const result = await runCliCaptured(['run'], { cwd: repoWithConfig(null) });
     expect(result.exitCode).toBe(2);

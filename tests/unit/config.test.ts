@@ -134,4 +134,16 @@ describe('config', () => {
     expect(error.message).toContain('sandbox.network');
     expect(error.message).toContain('(in environment)');
   });
+
+  it('AGENT_RUNNER_FORGE and AGENT_RUNNER_FORGE_API_URL name a self-hosted forge over the file', async () => {
+    const repoRoot = await repoWithConfig('deliver:\n  forge: github\n');
+    const config = await loadConfig({
+      repoRoot,
+      env: { AGENT_RUNNER_FORGE: 'gitlab', AGENT_RUNNER_FORGE_API_URL: 'https://git.example.com' },
+    });
+    expect(config.deliver).toMatchObject({ forge: 'gitlab', apiUrl: 'https://git.example.com' });
+    const error = await configError('', { AGENT_RUNNER_FORGE: 'gitea' });
+    expect(error.message).toContain('deliver.forge');
+    expect(error.message).toContain('(in environment)');
+  });
 });

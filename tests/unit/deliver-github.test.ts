@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deliverTask, type DeliverySettings, type ForgeFactory } from '../../src/deliver/deliver-task.js';
 import { createGitHubForge } from '../../src/deliver/github-forge.js';
 import { Redaction } from '../../src/notes/redact.js';
-import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
+import { createFinishedTask, finishAgainComplete, type FinishedTask } from '../support/finished-task.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 
@@ -123,6 +123,67 @@ describe('deliver: the GitHub pull request', () => {
     const outcome = await deliver();
     expect(outcome.changeRequest).toEqual({ number: 1, draft: true });
     expect((github.pulls.get(1) as { draft: boolean }).draft).toBe(true);
+  });
+
+  it('a draft becomes ready for review (GraphQL) when the resumed task is COMPLETE: one pull request, its body rewritten', async () => {
+    await setUp({ state: 'NEEDS_REVIEW' });
+    settings.when = 'always';
+    const draft = await deliver();
+    expect(draft.changeRequest).toEqual({ number: 1, draft: true });
+    const before = (github.pulls.get(1) as { body: string }).body;
+    const head = task.addCommit('Resume: finish slugify');
+    finishAgainComplete(task, head);
+    const ready = await deliver();
+    expect(ready.error).toBeNull();
+    expect(ready).toMatchObject({ sha: head, changeRequest: { number: 1, draft: false } });
+    expect(await remote.ref('acme/app', task.branch)).toBe(head);
+    expect(github.pulls.size).toBe(1);
+    const pull = github.pulls.get(1) as { draft: boolean; body: string; node_id: string };
+    expect(pull.draft).toBe(false);
+    expect(pull.body).not.toBe(before);
+    expect(pull.body).toContain(head.slice(0, 12));
+    expect(github.calls.map((call) => call.operation)).toEqual([
+      'list',
+      'create',
+      'list',
+      'update',
+      'graphql',
+    ]);
+    const mutation = github.calls.at(-1)?.body as { query: string; variables: Record<string, unknown> };
+    expect(mutation.query).toContain('markPullRequestReadyForReview');
+    expect(mutation.variables).toEqual({ id: pull.node_id });
+    // Delivered again, nothing to change: no mutation.
+    await deliver();
+    expect(github.calls.at(-1)?.operation).toBe('update');
+  });
+
+  it('the ready mutation refused (GraphQL FORBIDDEN): reported as a permission, the body updated, still a draft', async () => {
+    await setUp({ state: 'NEEDS_REVIEW' });
+    settings.when = 'always';
+    await deliver();
+    finishAgainComplete(task, task.addCommit('Resume: finish slugify'));
+    github.failGraphql('FORBIDDEN', 'Resource not accessible by integration');
+    const outcome = await deliver();
+    expect(outcome.pushed).toBe(true);
+    expect(outcome.error?.kind).toBe('permission');
+    expect(outcome.error?.message).toContain('Resource not accessible by integration');
+    expect((github.pulls.get(1) as { draft: boolean }).draft).toBe(true);
+  });
+
+  it("the scripted GraphQL endpoint answers an unknown pull request id with GitHub's NOT_FOUND error", async () => {
+    const response = await fetch(`${github.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `token ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query:
+          'mutation ($id: ID!) { markPullRequestReadyForReview(input: { pullRequestId: $id }) { pullRequest { isDraft } } }',
+        variables: { id: 'PR_nothing' },
+      }),
+    });
+    const answer = (await response.json()) as { data: unknown; errors: { type: string; message: string }[] };
+    expect(response.status).toBe(200);
+    expect(answer.data).toEqual({ markPullRequestReadyForReview: null });
+    expect(answer.errors[0]).toMatchObject({ type: 'NOT_FOUND' });
   });
 
   it('401: the token is wrong; the branch stays pushed and the message names the variables', async () => {

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deliverTask, type DeliverySettings, type ForgeFactory } from '../../src/deliver/deliver-task.js';
 import { createGitLabForge } from '../../src/deliver/gitlab-forge.js';
 import { Redaction } from '../../src/notes/redact.js';
-import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
+import { createFinishedTask, finishAgainComplete, type FinishedTask } from '../support/finished-task.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 import { ScriptedGitLabServer } from '../support/scripted-gitlab-server.js';
 
@@ -104,6 +104,13 @@ describe('deliver: the GitLab merge request', () => {
     const outcome = await deliver();
     expect(outcome.changeRequest).toEqual({ number: 1, draft: true });
     expect((gitlab.mergeRequests.get(1) as { title: string }).title).toBe('Draft: Add slugify');
+    // Resumed to COMPLETE: the same merge request, its Draft: prefix gone, its description rewritten.
+    finishAgainComplete(task, task.addCommit('Resume: finish slugify'));
+    const ready = await deliver();
+    expect(ready.changeRequest).toEqual({ number: 1, draft: false });
+    expect(gitlab.mergeRequests.size).toBe(1);
+    const request = gitlab.mergeRequests.get(1) as { title: string; draft: boolean };
+    expect(request).toMatchObject({ title: 'Add slugify', draft: false });
   });
 
   it('401 and 403 are reported with the fix; the branch stays pushed', async () => {

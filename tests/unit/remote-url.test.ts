@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { forgeTokens, remoteCredential } from '../../src/remote/remote-credentials.js';
+import {
+  basicAuthConfig,
+  forgeToken,
+  forgeTokens,
+  remoteCredential,
+} from '../../src/remote/remote-credentials.js';
 import { displayUrl, forgeOf, parseRemoteUrl, urlCredentials } from '../../src/remote/remote-url.js';
 
 describe('remote URLs', () => {
@@ -67,5 +72,18 @@ describe('remote credentials', () => {
       'a-token',
       'b-token',
     ]);
+  });
+
+  it('forgeToken: the first variable set (blank ones skipped, trimmed); basicAuthConfig: one header for one URL', () => {
+    expect(forgeToken('github', { GH_TOKEN: '  ', GITHUB_TOKEN: ' gh-2 ' })).toEqual({
+      token: 'gh-2',
+      variable: 'GITHUB_TOKEN',
+    });
+    expect(forgeToken('gitlab', { GH_TOKEN: 'gh-1' })).toBeNull();
+    const { gitConfig, encoded } = basicAuthConfig('https://git.example.com/a/b.git/', 'bot', 'pw');
+    expect(encoded).toBe(Buffer.from('bot:pw').toString('base64'));
+    expect(gitConfig).toEqual({
+      'http.https://git.example.com/a/b.git.extraHeader': `Authorization: Basic ${encoded}`,
+    });
   });
 });

@@ -23,7 +23,7 @@ import {
   prepareRepositoryCache,
   readCachedRemote,
 } from '../../src/remote/repository-cache.js';
-import { parseRemoteUrl } from '../../src/remote/remote-url.js';
+import { namedForge, parseRemoteUrl } from '../../src/remote/remote-url.js';
 import { AgentRunnerError } from '../../src/errors.js';
 import { commandRepositories, taskRepository } from '../../src/cli/command-repositories.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
@@ -168,6 +168,31 @@ describe('repository cache', () => {
     expect(filesContaining(path.dirname(planted), server.password)).toEqual([planted]);
     expect(filesContaining(cached.root, server.password)).toEqual([]);
     expect(git(cached.root, 'config', 'remote.origin.url').trim()).toBe(base);
+  });
+
+  it('a self-hosted forge named before the clone (--forge / AGENT_RUNNER_FORGE): its token answers the clone', async () => {
+    const token = 'glpat-selfHostedToken0123456789';
+    const server = await new GitHttpRemote({ user: 'oauth2', password: token }).start();
+    onTestFinished(() => server.stop());
+    const source = bareRemote();
+    execFileSync('git', ['clone', '-q', '--bare', source.work, path.join(server.root, 'app.git')]);
+    const env = { ...stateEnv(), GITLAB_TOKEN: token };
+    // The host (127.0.0.1) names no forge: without one, git has no credential and is refused.
+    const unnamed = await refused(prepareRepositoryCache({ url: server.url('app'), env }));
+    expect(unnamed.message).toMatch(/refused the credentials/);
+    const cached = await prepareRepositoryCache({
+      url: server.url('app'),
+      env,
+      forge: namedForge(undefined, { AGENT_RUNNER_FORGE: 'gitlab' }),
+    });
+    expect(cached.how).toBe('cloned');
+    expect(cached.secrets).toContain(token);
+    expect(server.requests.some((request) => request.authorized)).toBe(true);
+    expect(filesContaining(cached.root, token)).toEqual([]);
+    // The flag wins over the variable; anything but a forge is refused with the choices.
+    expect(namedForge('github', { AGENT_RUNNER_FORGE: 'gitlab' })).toBe('github');
+    expect(namedForge(undefined, { AGENT_RUNNER_FORGE: 'auto' })).toBeNull();
+    expect(() => namedForge('gitea', {})).toThrow(/--forge "gitea" is no forge: give github/);
   });
 
   it('concurrent tasks on one URL wait for each other: one clone, the rest fetch, the cache stays sound', async () => {
