@@ -91,6 +91,7 @@ describe('agent-runner doctor', () => {
       'Worker binary (codex)',
       'Git repository',
       'Toolchain',
+      'Set-up',
       'Definition of Done',
       'Disk caps',
       'Meta endpoint',
