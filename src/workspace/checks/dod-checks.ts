@@ -10,7 +10,7 @@ import { parseFailingTests, parseTestCounts, readCheckOutput } from './test-coun
 import { BASH_WITHOUT_STARTUP_FILES } from '../../sandbox/no-startup-files.js';
 import { tailOf } from '../../sandbox/output-tail.js';
 import { endStrayProcesses, sweepRefusal } from '../../sandbox/stray-processes.js';
-import { SEALED_CACHE_DIR, WARM_CACHE_DIR } from './check-caches.js';
+import { RESTORE_BUILD_SCRIPT, SEALED_CACHE_DIR, WARM_BUILD_SCRIPT, WARM_CACHE_DIR } from './check-caches.js';
 import { PYTHON_VENV_DIR } from './detect-setup.js';
 import { SANDBOX_WORKDIR, sandboxGitEnvironment } from '../layout.js';
 import { putBackTrackedChanges, rewroteNotice } from './check-rewrites.js';
@@ -29,19 +29,32 @@ const CLEAN_SHELL_SCRIPT = [
   // next one to remove: a trap here would keep bash waiting and add its job messages to the check's output).
   'rm -rf /tmp/agent-runner-home.* 2>/dev/null',
   'home=$(mktemp -d /tmp/agent-runner-home.XXXXXXXXXX) || exit 125',
+  "sealed=''",
   'export HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"',
   // The checks' caches (src/workspace/checks/check-caches.ts): filled by a trusted run, or copied from the sealed ones.
   `case "$1" in`,
-  `  warm) mkdir -p ${WARM_CACHE_DIR} && export XDG_CACHE_HOME=${WARM_CACHE_DIR} ;;`,
+  // TMPDIR in the cache too: jest keeps its cache in os.tmpdir() (a shared /tmp would be the worker's to plant).
+  `  warm) mkdir -p ${WARM_CACHE_DIR}/tmp && export XDG_CACHE_HOME=${WARM_CACHE_DIR} TMPDIR=${WARM_CACHE_DIR}/tmp ;;`,
   `  use) if [ -d ${SEALED_CACHE_DIR} ] && [ ! -O ${SEALED_CACHE_DIR} ] && [ ! -w ${SEALED_CACHE_DIR} ]; then`,
+  `    sealed=${SEALED_CACHE_DIR}`,
   `    if [ -d ${SEALED_CACHE_DIR}/xdg ]; then cp -R ${SEALED_CACHE_DIR}/xdg/. "$home/.cache/" 2>/dev/null; chmod -R u+w "$home/.cache" 2>/dev/null; fi`,
   `    if [ -d ${SEALED_CACHE_DIR}/gomod ]; then export GOMODCACHE=${SEALED_CACHE_DIR}/gomod; fi`,
-  '  fi ;;',
+  '  fi',
+  '  mkdir -p "$home/.cache/tmp" && export TMPDIR="$home/.cache/tmp" ;;',
   'esac',
   'cd "$2" || exit 125',
   // The Python venv of the detected set-up (detect-setup.ts) comes first on PATH: `python3 -m pytest` is its own.
   // The check runs the worker's code anyway, so a worker-made .venv gives it nothing new.
   `if [ -x ${PYTHON_VENV_DIR}/bin/python ]; then export VIRTUAL_ENV="$PWD/${PYTHON_VENV_DIR}" PATH="$PWD/${PYTHON_VENV_DIR}/bin:$PATH"; fi`,
+  // The base's build state (src/workspace/checks/check-caches.ts): listed before the baseline, restored after it.
+  `case "$1" in`,
+  '  warm)',
+  WARM_BUILD_SCRIPT,
+  '  ;;',
+  '  use) if [ -n "$sealed" ]; then',
+  RESTORE_BUILD_SCRIPT,
+  '  fi ;;',
+  'esac',
   'eval "$3"',
 ].join('\n');
 
