@@ -20,6 +20,7 @@ import { syncBack } from '../../src/workspace/sandbox-repo/sync-back.js';
 import { collectFacts } from '../../src/workspace/task-facts.js';
 import { cleanFacts } from '../support/core-fakes.js';
 import { createTempRepo, type TempRepo } from '../support/git-repo.js';
+import { sandboxOverWorkspace } from '../support/sandbox-exec.js';
 
 const IMAGE = process.env.AGENT_RUNNER_TEST_BASE_IMAGE ?? 'agent-runner-base:bookworm';
 const LABEL = { 'agent-runner.test': 'workspace-isolation' };
@@ -57,16 +58,12 @@ async function prepare(repo: TempRepo, scope: Scope): Promise<PreparedWorkspace 
   const taskId = `ws-${randomUUID().slice(0, 8)}`;
   taskIds.push(taskId);
   const prepared = await prepareTaskWorkspace({ repoRoot: repo.root, taskId, scope });
-  const sandbox = await runtime.create({
+  const sandbox = await sandboxOverWorkspace(runtime, {
     taskId,
-    repoPath: repo.root,
+    repoRoot: repo.root,
     image: IMAGE,
-    user: prepared.workerUser,
-    mounts: prepared.mounts,
-    workdir: prepared.workdir,
-    env: prepared.env,
-    limits: { cpus: 1, memoryBytes: 512 * 1024 * 1024, pids: 256 },
-    network: { mode: 'none' },
+    prepared,
+    memoryBytes: 512 * 1024 * 1024,
     labels: LABEL,
   });
   onTestFinished(async () => {

@@ -18,7 +18,7 @@ import { runDodChecks, type CheckCacheMode } from '../../src/workspace/checks/do
 import { keeperIdsFor } from '../../src/workspace/scope/permissions.js';
 import { prepareTaskWorkspace } from '../../src/workspace/prepare-task-workspace.js';
 import { createTempRepo } from '../support/git-repo.js';
-import { bashAsWorker } from '../support/sandbox-exec.js';
+import { bashAsWorker, sandboxOverWorkspace } from '../support/sandbox-exec.js';
 
 const IMAGE = process.env.AGENT_RUNNER_TEST_BASE_IMAGE ?? 'agent-runner-base:bookworm';
 const docker = createDockerClient();
@@ -48,16 +48,12 @@ async function sandbox() {
     taskId,
     scope: { exclude: [], read: [], write: [] },
   });
-  const created = await runtime.create({
+  const created = await sandboxOverWorkspace(runtime, {
     taskId,
-    repoPath: repo.root,
+    repoRoot: repo.root,
     image: IMAGE,
-    user: prepared.workerUser,
-    mounts: prepared.mounts,
-    workdir: prepared.workdir,
-    env: prepared.env,
-    limits: { cpus: 1, memoryBytes: 512 * 1024 * 1024, pids: 256 },
-    network: { mode: 'none' },
+    prepared,
+    memoryBytes: 512 * 1024 * 1024,
     labels: { 'agent-runner.test': 'check-cache-poison' },
   });
   onTestFinished(() => runtime.remove(created.id));

@@ -4,7 +4,8 @@
  * `docker exec` enters as) and is ended at its time limit like any exec of the runner (SIGTERM to its process
  * group, then SIGKILL). One helper, so no test enters a sandbox by hand as the wrong user or without a limit.
  */
-import type { ExecOptions, ExecResult, SandboxRuntime } from '../../src/core/ports.js';
+import type { ExecOptions, ExecResult, SandboxInfo, SandboxRuntime } from '../../src/core/ports.js';
+import type { PreparedWorkspace } from '../../src/workspace/prepare-task-workspace.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 
@@ -47,4 +48,35 @@ export function bashAsWorker(
   options: WorkerExecOptions = {},
 ): Promise<WorkerExecResult> {
   return execAsWorker(sandboxId, ['bash', '-c', script], options);
+}
+
+/**
+ * A network-less sandbox over a prepared task workspace, as the runner creates one (its worker user, mounts,
+ * workdir and environment), with one CPU and `memoryBytes`: for tests that drive the checks or the workspace
+ * without a worker. The caller removes it.
+ */
+export function sandboxOverWorkspace(
+  runtime: SandboxRuntime,
+  input: {
+    taskId: string;
+    repoRoot: string;
+    image: string;
+    prepared: PreparedWorkspace;
+    memoryBytes: number;
+    labels: Record<string, string>;
+  },
+): Promise<SandboxInfo> {
+  const { prepared } = input;
+  return runtime.create({
+    taskId: input.taskId,
+    repoPath: input.repoRoot,
+    image: input.image,
+    user: prepared.workerUser,
+    mounts: prepared.mounts,
+    workdir: prepared.workdir,
+    env: prepared.env,
+    limits: { cpus: 1, memoryBytes: input.memoryBytes, pids: 256 },
+    network: { mode: 'none' },
+    labels: input.labels,
+  });
 }
