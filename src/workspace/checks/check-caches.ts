@@ -27,6 +27,7 @@
 import type { SandboxRuntime } from '../../core/ports.js';
 import { SANDBOX_HOME } from '../../sandbox/container-options.js';
 import { SANDBOX_WORKDIR } from '../layout.js';
+import { PYTHON_VENV_DIR } from './detect-setup.js';
 
 /** Where the baseline's checks keep their caches (the worker's uid; before any worker run). */
 export const WARM_CACHE_DIR = '/tmp/agent-runner-warm-cache';
@@ -35,8 +36,15 @@ export const SEALED_CACHE_DIR = '/tmp/agent-runner-cache';
 /** The tree's listing before the baseline's first check (the worker's uid; before any worker run). */
 export const WARM_BUILD_DIR = '/tmp/agent-runner-warm-build';
 
-/** Lists the tree in the current directory, NUL-separated and sorted; `.git` and `node_modules` are not entered. */
-const LIST_TREE = 'find . \\( -path ./.git -o -name node_modules \\) -prune -o -print0 | LC_ALL=C sort -z';
+/**
+ * What the build state never enters: git's directory and the set-up's outputs (`node_modules`, the detected
+ * Python venv). Touching a venv's files would make Python recompile its bytecode there, which the set-up's
+ * outputs check (parallel work's integration sandbox) rightly sees as a change.
+ */
+const PRUNED = `\\( -path ./.git -o -name node_modules -o -path ./${PYTHON_VENV_DIR} \\) -prune`;
+
+/** Lists the tree in the current directory, NUL-separated and sorted, without {@link PRUNED}. */
+const LIST_TREE = `find . ${PRUNED} -o -print0 | LC_ALL=C sort -z`;
 
 /**
  * Shell run by the baseline's checks (`warm`) in the tree's directory: the listing the seal compares with, made
@@ -55,10 +63,10 @@ export const WARM_BUILD_SCRIPT = [
 export const RESTORE_BUILD_SCRIPT = [
   'if [ -f "$sealed/build.list" ] && [ -d "$sealed/build" ]; then',
   // The worker's incremental state never counts, wherever it put it.
-  "  find . \\( -path ./.git -o -name node_modules \\) -prune -o -name '*.tsbuildinfo' -type f -exec rm -f {} + 2>/dev/null",
+  `  find . ${PRUNED} -o -name '*.tsbuildinfo' -type f -exec rm -f {} + 2>/dev/null`,
   '  while IFS= read -r -d "" p; do rm -rf "$p"; done < "$sealed/build.list"',
   // Every input newer than every sealed output: tsc -b then compares content hashes, not mtimes the worker set.
-  '  find . \\( -path ./.git -o -name node_modules \\) -prune -o -type f -exec touch -c {} + 2>/dev/null',
+  `  find . ${PRUNED} -o -type f -exec touch -c {} + 2>/dev/null`,
   '  cp -R --preserve=timestamps "$sealed/build/." . 2>/dev/null',
   '  while IFS= read -r -d "" p; do chmod -R u+w "$p" 2>/dev/null; done < "$sealed/build.list"',
   'fi',
