@@ -7,7 +7,7 @@
  * TODO(issue 36, step 3): the page showing `fleet` (another node's task and its stream are served already:
  *   fleet-events.ts); `answer`/`stop` of another node's task (a row in a new migration that the running node
  *   LISTENs for) and `--control URL` on `wait`/`logs`/`answer`/`stop`; `serve --control` without a repository;
- *   bench/control-queue.ts.
+ *   in bench/control-queue.ts, the overhead of `--control` on one real task against a plain `serve`.
  * TODO(issue 36, step 4): push the task branch and the WIP ref after each worker run (src/deliver/push.ts,
  *   from FleetTaskBoards); fail the jobs of nodes stale past NODE_STALE_SECONDS (task-queue-options.ts) so
  *   pg-boss's retry gives them to another node, and there run `board.resume` on a fresh cache from the
