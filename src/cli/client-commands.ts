@@ -14,6 +14,7 @@ import type { Command } from 'commander';
 import type { StampedEvent } from '../core/events.js';
 import type { TaskSummary } from '../core/types.js';
 import { EXIT_CODES, UserError } from '../errors.js';
+import type { FleetTaskDetail } from '../control/fleet-events.js';
 import { ServeClient, readServeInfo, type ServeInfo } from '../serve/api-client.js';
 import { isInRepository } from '../serve/repository-path.js';
 import { PACKAGE_ROOT } from '../version.js';
@@ -128,10 +129,15 @@ async function clientHere(context: CommandContext): Promise<ServeClient> {
 async function waitFor(
   client: ServeClient,
   taskId: string,
-): Promise<{ taskId: string; summary: TaskSummary | null }> {
+): Promise<{ taskId: string; summary: TaskSummary | null; fleet: FleetTaskDetail | null }> {
   for await (const event of client.events(taskId)) void event;
-  const detail = await client.request<{ summary: TaskSummary | null }>('GET', `/api/tasks/${taskId}`);
-  return { taskId, summary: detail.summary };
+  const detail = await client.request<{ summary?: TaskSummary | null } | FleetTaskDetail>(
+    'GET',
+    `/api/tasks/${taskId}`,
+  );
+  // A task another node ran (served from the control database): its row's state and exit code, no summary here.
+  if ('fleet' in detail) return { taskId, summary: null, fleet: detail };
+  return { taskId, summary: detail.summary ?? null, fleet: null };
 }
 
 export async function waitCommand(
@@ -142,18 +148,22 @@ export async function waitCommand(
   const client = await clientHere(context);
   const results = await Promise.all(taskIds.map((taskId) => waitFor(client, taskId)));
   let worst: number = EXIT_CODES.complete;
-  for (const { taskId, summary } of results) {
-    const code = summary?.exitCode ?? EXIT_CODES.failed;
+  for (const { taskId, summary, fleet } of results) {
+    const code = summary?.exitCode ?? fleet?.exitCode ?? EXIT_CODES.failed;
     worst = Math.max(worst, code);
     if (options.json)
       context.output.out(
         JSON.stringify(
           summary
             ? context.redaction.value(summaryObject(summary))
-            : { type: 'summary', taskId, state: null, exitCode: code },
+            : { type: 'summary', taskId, state: fleet?.state ?? null, exitCode: code },
         ),
       );
     else if (summary) for (const line of formatSummary(summary)) context.output.out(line);
+    else if (fleet)
+      context.output.out(
+        `${taskId}: ${fleet.state} (exit ${code}) on node ${fleet.node?.id ?? 'none'}: its note is on that node`,
+      );
     else
       context.output.out(
         `${taskId}: ended without a summary (its runner stopped): \`agent-runner resume ${taskId}\``,

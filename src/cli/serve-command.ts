@@ -69,7 +69,7 @@ export async function startServer(
   const api = createApi(board, {
     token,
     redaction: context.redaction,
-    ...(fleet ? { enqueue: fleet.enqueue, fleetTasks: fleet.tasks } : {}),
+    ...(fleet ? { enqueue: fleet.enqueue, fleetTasks: fleet.tasks, fleetTask: fleet.task } : {}),
     onRequest: () => {
       lastActivity = Date.now();
     },
@@ -193,9 +193,16 @@ async function joinFleet(
   });
   let node: InstanceType<typeof FleetNode> | null = null;
   context.output.err(`agent-runner serve: a node of the fleet at ${url.shown} (capacity ${capacity})`);
-  const { listFleetTasks } = await import('../control/fleet-tasks.js');
+  const [{ listFleetTasks }, fleetEvents] = await Promise.all([
+    import('../control/fleet-tasks.js'),
+    import('../control/fleet-events.js'),
+  ]);
+  // One LISTEN connection for every follower of another node's task.
+  const feed = new fleetEvents.FleetEventFeed(database);
+  await feed.start();
   return {
     tasks: () => listFleetTasks(database),
+    task: fleetEvents.fleetTaskSource(database, feed),
     enqueue: async (request: { taskId?: string; repo: string; prd: string; base?: string }) => {
       const { newTaskId } = await import('../app.js');
       const taskId = request.taskId ?? newTaskId(request.prd);
@@ -216,6 +223,7 @@ async function joinFleet(
       setTimeout(() => stopCopies.abort(), 10_000).unref();
       await node?.stop();
       await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+      await feed.close();
       await database.close().catch(() => undefined);
     },
   };

@@ -4,9 +4,10 @@
  * same TaskBoard, hence the same composition as `run`, on the task's `--repo` cache). A node whose last
  * heartbeat failed (the database is away) takes no new task; the tasks it runs go on.
  *
- * TODO(issue 36, step 3): the event stream (`GET /api/tasks/:id/events`) of another node's task served from
- *   agent_runner.events, woken by LISTEN on EVENTS_CHANNEL (event-sink.ts NOTIFYs already); the page showing
- *   `fleet`; `wait`/`logs`/`answer`/`stop` against the fleet (an answer row a node polls or LISTENs for).
+ * TODO(issue 36, step 3): the page showing `fleet` (another node's task and its stream are served already:
+ *   fleet-events.ts); `answer`/`stop` of another node's task (a row in a new migration that the running node
+ *   LISTENs for) and `--control URL` on `wait`/`logs`/`answer`/`stop`; `serve --control` without a repository;
+ *   in bench/control-queue.ts, the overhead of `--control` on one real task against a plain `serve`.
  * TODO(issue 36, step 4): push the task branch and the WIP ref after each worker run (src/deliver/push.ts,
  *   from FleetTaskBoards); fail the jobs of nodes stale past NODE_STALE_SECONDS (task-queue-options.ts) so
  *   pg-boss's retry gives them to another node, and there run `board.resume` on a fresh cache from the

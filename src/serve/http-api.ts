@@ -14,7 +14,7 @@ import { UserError } from '../errors.js';
 import type { Redaction } from '../notes/redact.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { answerSchema, resumeSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
-import { journalLines } from './journal-follow.js';
+import { journalLines, type JournalLine } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
 import { RequestFieldError } from './repository-path.js';
 import { NotServedError, type TaskBoard } from './task-board.js';
@@ -83,15 +83,23 @@ function named(c: Context): { taskId: string } | { answer: Response } {
 }
 
 /** A task's journal as Server-Sent Events: from the start or after Last-Event-ID, then live until it ends. */
-function registerEvents(app: Hono, board: TaskBoard, options: { redaction: Redaction }): void {
+function registerEvents(
+  app: Hono,
+  board: TaskBoard,
+  options: { redaction: Redaction; fleetTask?: FleetTaskSource },
+): void {
   const safe = <T>(value: T): T => options.redaction.value(value);
   app.get('/api/tasks/:id/events', async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
-    // Only this task's files are looked at (not every journal): a watcher costs the same in a busy repository.
-    if (!board.exists(task.taskId))
-      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
     const after = Number(c.req.header('last-event-id') ?? c.req.query('after') ?? 0);
+    // Only this task's files are looked at (not every journal): a watcher costs the same in a busy repository.
+    if (!board.exists(task.taskId)) {
+      const fleet = options.fleetTask;
+      if (fleet === undefined || (await fleet.detail(task.taskId)) === null)
+        return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+      return fleetEvents(c, fleet, task.taskId, after, options.redaction);
+    }
     let live = board.writing(task.taskId);
     let checkedAt = Date.now();
     const ended = () => {
@@ -126,6 +134,65 @@ function registerEvents(app: Hono, board: TaskBoard, options: { redaction: Redac
         });
       }
     });
+  });
+}
+
+/** A task of the fleet that runs on another node: its row and its journal, from the control database. */
+export interface FleetTaskSource {
+  detail(taskId: string): Promise<{ state: string; exitCode: number | null } | null>;
+  lines(
+    taskId: string,
+    options: { afterLine: number; follow: boolean; signal: AbortSignal },
+  ): AsyncIterable<JournalLine>;
+}
+
+/** Another node's task as Server-Sent Events: the same events as a local task's stream, read from the database. */
+function fleetEvents(
+  c: Context,
+  fleet: FleetTaskSource,
+  taskId: string,
+  after: number,
+  redaction: Redaction,
+): Response {
+  return streamSSE(c, async (stream) => {
+    const aborted = new AbortController();
+    stream.onAbort(() => aborted.abort());
+    for await (const line of fleet.lines(taskId, {
+      afterLine: Number.isInteger(after) && after > 0 ? after : 0,
+      follow: c.req.query('follow') !== '0',
+      signal: aborted.signal,
+    }))
+      await stream.writeSSE({
+        id: String(line.id),
+        event: 'journal',
+        data: redaction.redactJsonText(line.text),
+      });
+    if (!aborted.signal.aborted) {
+      const last = await fleet.detail(taskId).catch(() => null);
+      await stream.writeSSE({
+        event: 'end',
+        data: JSON.stringify(
+          redaction.value({ taskId, state: last?.state ?? null, exitCode: last?.exitCode ?? null }),
+        ),
+      });
+    }
+  });
+}
+
+/** A task's detail: this server's, else (a node of a fleet) another node's task from the database. */
+function registerDetail(
+  app: Hono,
+  board: TaskBoard,
+  options: { redaction: Redaction; fleetTask?: FleetTaskSource },
+): void {
+  app.get('/api/tasks/:id', async (c) => {
+    const task = named(c);
+    if ('answer' in task) return task.answer;
+    const detail = await board.detail(task.taskId);
+    if (detail !== null) return c.json(options.redaction.value(detail));
+    const fleet = await options.fleetTask?.detail(task.taskId);
+    if (fleet) return c.json(options.redaction.value(fleet));
+    return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
   });
 }
 
@@ -220,6 +287,8 @@ export function createApi(
     enqueue?: Enqueue;
     /** A node of a fleet: every task of the fleet with its node, added to the list as `fleet`. */
     fleetTasks?: () => Promise<unknown[]>;
+    /** A node of a fleet: a task another node runs, served from the control database. */
+    fleetTask?: FleetTaskSource;
   },
 ): Hono {
   const app = new Hono();
@@ -257,13 +326,7 @@ export function createApi(
 
   registerStart(app, board, options.enqueue);
 
-  app.get('/api/tasks/:id', async (c) => {
-    const task = named(c);
-    if ('answer' in task) return task.answer;
-    const detail = await board.detail(task.taskId);
-    if (detail === null) return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
-    return c.json(safe(detail));
-  });
+  registerDetail(app, board, options);
 
   registerTaskActions(app, board);
   registerEvents(app, board, options);

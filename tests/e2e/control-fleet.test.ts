@@ -15,6 +15,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { processRedaction, safeOutput } from '../../src/cli/output.js';
+import { waitCommand } from '../../src/cli/client-commands.js';
 import { startServer } from '../../src/cli/serve-command.js';
 import { controlUrl } from '../../src/control/control-url.js';
 import { openControlDatabase } from '../../src/control/control-database.js';
@@ -72,7 +73,7 @@ async function startNode(name: string) {
     remove();
     rmSync(state, { recursive: true, force: true });
   });
-  return { server, log, client: new ServeClient(server.info.url, server.info.token) };
+  return { server, log, dir, env, redaction, client: new ServeClient(server.info.url, server.info.token) };
 }
 
 it(
@@ -141,6 +142,42 @@ it(
       expect(row.types).toContain('task_started');
       expect(row.types.at(-1)).toBe('task_finished');
     }
+
+    // Any node serves any task of the fleet from the database: its detail, and its event stream with the
+    // same ids as the journal's lines, ending with the task's state (what `wait`, `logs` and the page read).
+    for (const row of events.rows)
+      for (const node of [a, b]) {
+        const detail = await node.client.request<{ state: string; node: { id: string } }>(
+          'GET',
+          `/api/tasks/${row.task_id}`,
+        );
+        expect(detail.state).toBe('COMPLETE');
+        const streamed: { id?: string; event?: string; data: string }[] = [];
+        for await (const message of node.client.events(row.task_id)) streamed.push(message);
+        expect(streamed.filter((m) => m.event === 'journal').map((m) => Number(m.id))).toEqual(row.seqs);
+        expect(JSON.parse(streamed.at(-1)?.data ?? '{}')).toMatchObject({ state: 'COMPLETE' });
+      }
+
+    // `wait` in node A's repository (through its server) waits for every task of the fleet, B's included.
+    const waited: string[] = [];
+    let exitCode: number | undefined;
+    await waitCommand(
+      events.rows.map((row) => row.task_id),
+      { json: true },
+      {
+        output: safeOutput({ out: (t) => waited.push(t), err: () => undefined, isTTY: false }, a.redaction),
+        redaction: a.redaction,
+        env: a.env,
+        cwd: a.dir,
+        setExitCode: (code) => {
+          exitCode = code;
+        },
+      },
+    );
+    expect(waited.map((line) => JSON.parse(line) as { state: string; exitCode: number })).toEqual(
+      events.rows.map((row) => ({ type: 'summary', taskId: row.task_id, state: 'COMPLETE', exitCode: 0 })),
+    );
+    expect(exitCode).toBe(0);
   },
   20 * 60_000,
 );

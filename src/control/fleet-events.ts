@@ -1,0 +1,215 @@
+/**
+ * Another node's task, live: its journal read back from agent_runner.events, woken by LISTEN on
+ * {@link EVENTS_CHANNEL}. One LISTEN connection per node (not per client): every follower of every task waits
+ * on the same {@link FleetEventFeed}; while that connection is down (the database restarts) followers fall back
+ * to a slow poll and the feed reconnects. The lines are the same as the local journal's, so the event stream
+ * of a fleet task has the same shape as a local one.
+ */
+import pg from 'pg';
+import type { JournalLine } from '../serve/journal-follow.js';
+import type { ControlDatabase } from './control-database.js';
+import { EVENTS_CHANNEL } from './event-sink.js';
+
+/** A follower's wait when no NOTIFY can arrive (the LISTEN connection is down), and the safety net when one is up. */
+const SLOW_POLL_MS = 2_000;
+const RECONNECT_MS = 1_000;
+/** Lines read per query. */
+const PAGE_LINES = 500;
+/** States after which a task writes no more. */
+const LIVE_STATES = new Set(['QUEUED', 'RUNNING']);
+
+/** The node's one LISTEN connection, shared by every follower of every fleet task. */
+export class FleetEventFeed {
+  private client: pg.Client | null = null;
+  private closed = false;
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly database: ControlDatabase) {}
+
+  /** Connects and listens; a failure here is retried in the background (followers poll meanwhile). */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  /** Whether NOTIFYs can arrive now (else followers poll slowly). */
+  listening(): boolean {
+    return this.client !== null;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const client = new pg.Client({ connectionString: this.database.url.url, connectionTimeoutMillis: 5_000 });
+    const lost = () => {
+      if (this.client === client) this.client = null;
+      client.removeAllListeners('notification');
+      void client.end().catch(() => undefined);
+      this.scheduleReconnect();
+      // Followers wake and poll: a line written while the connection was down is not missed.
+      this.wakeAll();
+    };
+    client.on('error', lost);
+    client.on('end', () => {
+      if (this.client === client) lost();
+    });
+    client.on('notification', (message) => {
+      if (message.channel === EVENTS_CHANNEL && message.payload) this.wake(message.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      this.client = client;
+      this.wakeAll();
+    } catch {
+      client.removeAllListeners();
+      client.on('error', () => undefined);
+      await client.end().catch(() => undefined);
+      this.scheduleReconnect();
+    }
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.reconnectTimer !== undefined) return;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      void this.connect();
+    }, RECONNECT_MS);
+    this.reconnectTimer.unref();
+  }
+
+  private wake(taskId: string): void {
+    for (const waiter of this.waiters.get(taskId) ?? []) waiter();
+  }
+
+  private wakeAll(): void {
+    for (const taskId of this.waiters.keys()) this.wake(taskId);
+  }
+
+  /** Resolves at the next NOTIFY for `taskId`, after the slow poll, or when `signal` aborts. */
+  wait(taskId: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const set = this.waiters.get(taskId) ?? new Set<() => void>();
+      this.waiters.set(taskId, set);
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        set.delete(done);
+        if (set.size === 0) this.waiters.delete(taskId);
+        resolve();
+      };
+      const timer = setTimeout(done, SLOW_POLL_MS);
+      signal.addEventListener('abort', done, { once: true });
+      set.add(done);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    this.wakeAll();
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => undefined);
+  }
+}
+
+/** A fleet task's row as the API's detail shows it (the same fields a local task's list entry has). */
+export interface FleetTaskDetail {
+  taskId: string;
+  state: string;
+  exitCode: number | null;
+  repoUrl: string;
+  node: { id: string; host: string; url: string | null } | null;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  /** Where it runs: not on the node that answers. */
+  fleet: true;
+}
+
+/** The task's row, or null when the fleet has no such task. */
+export async function fleetTaskDetail(
+  database: ControlDatabase,
+  taskId: string,
+): Promise<FleetTaskDetail | null> {
+  const { rows } = await database.pool.query<{
+    state: string;
+    exit_code: number | null;
+    repo_url: string;
+    node_id: string | null;
+    host: string | null;
+    url: string | null;
+    created_at: Date;
+    started_at: Date | null;
+    ended_at: Date | null;
+  }>(
+    `SELECT t.state, t.exit_code, t.repo_url, t.node_id, n.host, n.url, t.created_at, t.started_at, t.ended_at
+       FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id WHERE t.id = $1`,
+    [taskId],
+  );
+  const row = rows[0];
+  if (row === undefined) return null;
+  return {
+    taskId,
+    state: row.state,
+    exitCode: row.exit_code,
+    repoUrl: row.repo_url,
+    node: row.node_id === null ? null : { id: row.node_id, host: row.host ?? '', url: row.url },
+    createdAt: row.created_at.toISOString(),
+    startedAt: row.started_at?.toISOString() ?? null,
+    endedAt: row.ended_at?.toISOString() ?? null,
+    fleet: true,
+  };
+}
+
+/**
+ * A fleet task's journal lines after `afterLine`, then (with `follow`) live until the task's row says it
+ * ended and every line is read. A database that is away is waited for (the follower polls slowly), so the
+ * stream pauses rather than ends.
+ */
+export async function* fleetEventLines(
+  database: ControlDatabase,
+  feed: FleetEventFeed,
+  taskId: string,
+  options: { afterLine: number; follow: boolean; signal: AbortSignal },
+): AsyncGenerator<JournalLine> {
+  let last = options.afterLine;
+  while (!options.signal.aborted) {
+    let page: { seq: number; event: string }[];
+    let live: boolean;
+    try {
+      // The state first: a line written before the end is then surely in the page that follows.
+      const state = await database.pool.query<{ state: string }>(
+        'SELECT state FROM agent_runner.tasks WHERE id = $1',
+        [taskId],
+      );
+      live = LIVE_STATES.has(state.rows[0]?.state ?? '');
+      const result = await database.pool.query<{ seq: number; event: string }>(
+        `SELECT seq, event::text AS event FROM agent_runner.events
+          WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE_LINES}`,
+        [taskId, last],
+      );
+      page = result.rows;
+    } catch {
+      if (!options.follow) return;
+      await feed.wait(taskId, options.signal);
+      continue;
+    }
+    for (const row of page) {
+      last = row.seq;
+      yield { id: row.seq, text: row.event };
+    }
+    if (page.length === PAGE_LINES) continue;
+    if (!options.follow || !live) return;
+    await feed.wait(taskId, options.signal);
+  }
+}
+
+/** What the API serves for a task another node runs (see `createApi`'s `fleetTask`). */
+export function fleetTaskSource(database: ControlDatabase, feed: FleetEventFeed) {
+  return {
+    detail: (taskId: string) => fleetTaskDetail(database, taskId),
+    lines: (taskId: string, options: { afterLine: number; follow: boolean; signal: AbortSignal }) =>
+      fleetEventLines(database, feed, taskId, options),
+  };
+}
