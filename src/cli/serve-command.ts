@@ -233,14 +233,23 @@ async function joinFleet(
  * tasks are not run again here: their leases expired and other nodes resumed them.
  */
 async function sweepFleetOrphans(context: CommandContext): Promise<void> {
-  const [{ createDockerClient }, { DockerSandboxRuntime }, orphans, { cacheRoot }, { VERSION }] =
-    await Promise.all([
-      import('../sandbox/docker-client.js'),
-      import('../sandbox/docker-runtime.js'),
-      import('../lifecycle/orphan-sandboxes.js'),
-      import('../remote/repository-cache.js'),
-      import('../version.js'),
-    ]);
+  const [
+    { createDockerClient },
+    { DockerSandboxRuntime },
+    orphans,
+    { cacheRoot },
+    { VERSION },
+    { taskLayout },
+    { capVolumesUnder, releaseCapVolume },
+  ] = await Promise.all([
+    import('../sandbox/docker-client.js'),
+    import('../sandbox/docker-runtime.js'),
+    import('../lifecycle/orphan-sandboxes.js'),
+    import('../remote/repository-cache.js'),
+    import('../version.js'),
+    import('../workspace/layout.js'),
+    import('../sandbox/cap-volume.js'),
+  ]);
   try {
     const runtime = new DockerSandboxRuntime(createDockerClient(context.env), {
       version: VERSION,
@@ -251,6 +260,12 @@ async function sweepFleetOrphans(context: CommandContext): Promise<void> {
       path.resolve(sandbox.repo || '/').startsWith(under),
     );
     const swept = await orphans.removeSandboxes(runtime, dead);
+    // The disk caps their runner mounted (loop devices, as `gc` releases them): the files go back in place.
+    for (const sandbox of swept.removed) {
+      const layout = taskLayout(sandbox.repo, sandbox.taskId);
+      for (const dir of [layout.sandboxDir, layout.runDir])
+        for (const mountPath of await capVolumesUnder(dir)) await releaseCapVolume(mountPath);
+    }
     for (const sandbox of swept.removed)
       context.output.err(
         `agent-runner serve: removed ${sandbox.name}, left by a node that died (task ${sandbox.taskId})`,

@@ -249,6 +249,12 @@ it(
         .split('\n')
         .filter((repo) => repo.startsWith(killed.state));
     expect(containers().length).toBe(2);
+    // And the disk caps its runner mounted (loop devices) are still mounted.
+    const mounts = () =>
+      readFileSync('/proc/mounts', 'utf8')
+        .split('\n')
+        .filter((line) => line.split(' ')[1]?.startsWith(killed.state));
+    const mountedBefore = mounts().length;
     const back = startNode('killed', KILLED_SCRIPT, { state: killed.state, dir: killed.dir });
     cleanups.push(async () => {
       await stopNode(back);
@@ -259,6 +265,7 @@ it(
       throw new Error(`${error.message}\n${logs(back)}`);
     });
     await new Promise((resolve) => setTimeout(resolve, 3_000));
+    if (mountedBefore > 0) expect(mounts()).toEqual([]);
     expect(logs(back)).not.toContain('taken');
     expect((await taskRows('KILLED-')).map((row) => row.lease_generation)).toEqual([2, 2]);
     for (const node of [...resumers, back]) await stopNode(node);
