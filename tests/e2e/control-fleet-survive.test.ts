@@ -1,7 +1,8 @@
 /**
  * Tasks that survive losing their machine (issue 36): `serve --control` nodes as real processes of the built
- * CLI on one real PostgreSQL, the real codex binary in real Docker sandboxes, scripted models, a bare git
- * remote (file://), a 10 s lease (AGENT_RUNNER_CONTROL_LEASE_SECONDS).
+ * CLI on one real PostgreSQL, the real codex binary in real Docker sandboxes, scripted models, a git remote
+ * over HTTP with basic auth (tests/support/git-http-remote.ts; each node has the credential in its own git
+ * credential store, the queue holds the URL without it), a 10 s lease (AGENT_RUNNER_CONTROL_LEASE_SECONDS).
  *
  * 1. Three nodes, nine queued tasks: all COMPLETE, spread over the three nodes, every branch on the remote
  *    (pushed by the nodes after their worker runs), every journal line in the database.
@@ -11,7 +12,7 @@
  *    killed node, started again, removes its orphaned containers and runs neither task again.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -23,6 +24,7 @@ import { enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
 import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
+import { GitHttpRemote } from '../support/git-http-remote.js';
 import { DEMO_SCRIPT } from '../support/serve-repo.js';
 
 const CLI = path.join(ROOT, 'bin', 'agent-runner.js');
@@ -33,6 +35,7 @@ const LEASE_SECONDS = 10;
 let db: TestDatabase;
 let reader: pg.Client;
 let queue: ControlDatabase;
+let remote: GitHttpRemote;
 const cleanups: (() => Promise<void> | void)[] = [];
 
 beforeAll(async () => {
@@ -43,10 +46,12 @@ beforeAll(async () => {
   reader = new pg.Client({ connectionString: db.url });
   await reader.connect();
   queue = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
+  remote = await new GitHttpRemote().start();
 }, 600_000);
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
+  await remote?.stop();
   await queue?.close();
   await reader?.end();
   await db?.drop();
@@ -63,10 +68,21 @@ interface NodeProcess {
 function startNode(name: string, script: string, reuse?: { state: string; dir: string }): NodeProcess {
   const dir = reuse?.dir ?? createDemoRepo('parallel:\n  max: 2\n').dir;
   const state = reuse?.state ?? mkdtempSync(path.join(tmpdir(), `ar-survive-${name}-`));
+  // The node's own credential for the remote: git's credential store in its config home.
+  const configHome = path.join(state, 'config');
+  mkdirSync(path.join(configHome, 'git'), { recursive: true });
+  writeFileSync(path.join(configHome, 'git', 'config'), '[credential]\n\thelper = store\n');
+  const origin = new URL(remote.url('x'));
+  writeFileSync(
+    path.join(configHome, 'git', 'credentials'),
+    `${origin.protocol}//${remote.user}:${remote.password}@${origin.host}\n`,
+    { mode: 0o600 },
+  );
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     CI: 'true',
     XDG_STATE_HOME: state,
+    XDG_CONFIG_HOME: configHome,
     AGENT_RUNNER_CONTROL_LEASE_SECONDS: String(LEASE_SECONDS),
   };
   delete env.OPENAI_API_KEY;
@@ -106,19 +122,18 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
   }
 }
 
-function bareRemote(): string {
+/** A repository of the remote made from the demo; returns its name. */
+async function remoteRepository(name: string): Promise<string> {
   const { dir: source, remove } = createDemoRepo('');
-  const bare = mkdtempSync(path.join(tmpdir(), 'ar-survive-remote-'));
-  execFileSync('git', ['clone', '-q', '--bare', source, bare]);
+  await remote.createFrom(name, source);
   remove();
-  cleanups.push(() => rmSync(bare, { recursive: true, force: true }));
-  return bare;
+  return name;
 }
 
-async function enqueue(bare: string, taskIds: string[]): Promise<void> {
+async function enqueue(repo: string, taskIds: string[]): Promise<void> {
   const boss = await startQueueClient(queue);
   const prd = readFileSync(DEMO_PRD, 'utf8');
-  for (const taskId of taskIds) await enqueueTask(queue, boss, { taskId, repoUrl: `file://${bare}`, prd });
+  for (const taskId of taskIds) await enqueueTask(queue, boss, { taskId, repoUrl: remote.url(repo), prd });
   await boss.stop({ graceful: false, wait: true });
 }
 
@@ -131,8 +146,8 @@ async function taskRows(prefix: string) {
   ).rows;
 }
 
-function remoteLog(bare: string, taskId: string): string[] {
-  return execFileSync('git', ['-C', bare, 'log', '--format=%s', `agent-runner/${taskId}`], {
+function remoteLog(repo: string, taskId: string): string[] {
+  return execFileSync('git', ['-C', remote.path(repo), 'log', '--format=%s', `agent-runner/${taskId}`], {
     encoding: 'utf8',
   })
     .trim()
@@ -142,10 +157,10 @@ function remoteLog(bare: string, taskId: string): string[] {
 it(
   'three nodes run nine queued tasks: all COMPLETE, spread over the three, every branch on the remote',
   async () => {
-    const bare = bareRemote();
+    const repo = await remoteRepository('fleet/nine');
     const nodes = ['a', 'b', 'c'].map((name) => startNode(name, DEMO_SCRIPT));
     const ids = Array.from({ length: 9 }, (_, n) => `SURVIVE-${n + 1}`);
-    await enqueue(bare, ids);
+    await enqueue(repo, ids);
     const logs = () => nodes.map((node) => node.log.join('')).join('\n');
     await until(
       async () =>
@@ -163,7 +178,7 @@ it(
       logs(),
     ).toEqual(ids.map((id) => [id, 'COMPLETE']));
     expect(new Set(rows.map((row) => row.node_id)).size).toBe(3);
-    for (const id of ids) expect(remoteLog(bare, id)[0]).toBe('Add slugify with tests');
+    for (const id of ids) expect(remoteLog(repo, id)[0]).toBe('Add slugify with tests');
     const events = await reader.query<{ task_id: string; seqs: number[]; types: string[] }>(
       `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(event->>'type' ORDER BY seq) AS types
          FROM agent_runner.events WHERE task_id LIKE 'SURVIVE-%' GROUP BY task_id ORDER BY task_id`,
@@ -173,6 +188,16 @@ it(
       expect(row.seqs).toEqual(row.seqs.map((_, index) => index + 1));
       expect(row.types.at(-1)).toBe('task_finished');
     }
+    // The branches came over HTTP with each node's own credential; the credential is in no event.
+    expect(
+      remote.requests.some(
+        (r) => r.method === 'POST' && r.target.includes('git-receive-pack') && r.authorized,
+      ),
+    ).toBe(true);
+    const leaked = await reader.query(`SELECT 1 FROM agent_runner.events WHERE strpos(event::text, $1) > 0`, [
+      remote.password,
+    ]);
+    expect(leaked.rowCount).toBe(0);
     for (const node of nodes) await stopNode(node);
   },
   20 * 60_000,
@@ -181,10 +206,10 @@ it(
 it(
   'a node killed with -9 while it runs two tasks: both resumed elsewhere, COMPLETE, commits kept, no orphan',
   async () => {
-    const bare = bareRemote();
+    const repo = await remoteRepository('fleet/killed');
     const killed = startNode('killed', KILLED_SCRIPT);
     const ids = ['KILLED-1', 'KILLED-2'];
-    await enqueue(bare, ids);
+    await enqueue(repo, ids);
     const logs = (...nodes: NodeProcess[]) => nodes.map((node) => node.log.join('')).join('\n');
     // Both tasks in their second worker run (sleeping), their first run's commit pushed to the remote.
     const inSecondRun = async () => {
@@ -198,7 +223,7 @@ it(
     await until(inSecondRun, 10 * 60_000, 'two tasks in their second run').catch((error: Error) => {
       throw new Error(`${error.message}\n${logs(killed)}`);
     });
-    for (const id of ids) expect(remoteLog(bare, id)[0]).toBe('Add slugify with tests');
+    for (const id of ids) expect(remoteLog(repo, id)[0]).toBe('Add slugify with tests');
     const killedNode = (await taskRows('KILLED-'))[0]?.node_id;
     killed.child.kill('SIGKILL');
     await new Promise((resolve) => killed.child.once('exit', resolve));
@@ -222,7 +247,7 @@ it(
     for (const row of rows) expect(row.node_id).not.toBe(killedNode);
     // The first commit, made on the killed node, is kept under the resumed attempt's.
     for (const id of ids)
-      expect(remoteLog(bare, id).slice(0, 2)).toEqual(['Add a changelog', 'Add slugify with tests']);
+      expect(remoteLog(repo, id).slice(0, 2)).toEqual(['Add a changelog', 'Add slugify with tests']);
     // One node per lease generation: the killed node's lines under 1, another node's under 2.
     const generations = await reader.query<{ task_id: string; lease_generation: number; nodes: string[] }>(
       `SELECT task_id, lease_generation, array_agg(DISTINCT node_id) AS nodes FROM agent_runner.events
