@@ -32,6 +32,8 @@ export interface FleetTask {
   generation: number;
   /** Another node ran it before (its journal is in the database, its refs on the remote): resume it. */
   resume: boolean;
+  /** Whether this node still holds the task's lease (asked before each push: a stale node pushes nothing). */
+  holds?: () => Promise<boolean>;
 }
 
 /** How a task ended, as its journal says. */
@@ -73,6 +75,8 @@ export class FleetNode {
   /** Tasks this node lost to another (fenced): their end is not written. */
   private readonly lost = new Set<string>();
   private healthy = false;
+  /** Since when the node's heartbeats reach the database (it sweeps others' tasks only a lease later). */
+  private healthySince = Date.now();
   private stopped = false;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -98,6 +102,7 @@ export class FleetNode {
       [this.id, os.hostname(), process.pid, this.options.url ?? null, this.options.capacity],
     );
     this.healthy = true;
+    this.healthySince = Date.now();
     this.heartbeatTimer = setInterval(
       () => void this.heartbeat(),
       this.options.heartbeatMs ?? Math.min(HEARTBEAT_SECONDS, this.leaseSeconds() / 3) * 1_000,
@@ -126,9 +131,10 @@ export class FleetNode {
         'UPDATE agent_runner.nodes SET heartbeat_at = now(), running = $2 WHERE id = $1',
         [this.id, this.running.size],
       );
-      await this.fence();
-      await this.sweep();
-      if (!this.healthy) this.options.log?.('control database reachable again: taking tasks');
+      if (!this.healthy) {
+        this.options.log?.('control database reachable again: taking tasks');
+        this.healthySince = Date.now();
+      }
       this.healthy = true;
     } catch (error) {
       if (this.healthy)
@@ -136,6 +142,15 @@ export class FleetNode {
           `control database unreachable (${(error as Error).message}): no new task until it is back`,
         );
       this.healthy = false;
+      return;
+    }
+    try {
+      await this.fence();
+      // Sweep only after a whole lease of beating: after an outage of the database every node's heartbeat is
+      // old, and the first node back must not take the tasks of the others before they could beat again.
+      if (Date.now() - this.healthySince >= this.leaseSeconds() * 1_000) await this.sweep();
+    } catch (error) {
+      this.options.log?.(`could not check the fleet's leases: ${(error as Error).message}`);
     }
   }
 
@@ -259,6 +274,7 @@ export class FleetNode {
         prd: row.prd,
         generation,
         resume: row.ran_before,
+        holds: () => this.holds(taskId, generation),
       });
     } catch (error) {
       end = { state: 'FAILED', exitCode: null };
@@ -294,6 +310,15 @@ export class FleetNode {
       this.held.delete(taskId);
     }
     this.options.log?.(`task ${taskId}: ${end.state ?? 'ended'}${end.reason ? `: ${end.reason}` : ''}`);
+  }
+
+  private async holds(taskId: string, generation: number): Promise<boolean> {
+    if (this.lost.has(taskId)) return false;
+    const { rowCount } = await this.database.pool.query(
+      'SELECT 1 FROM agent_runner.tasks WHERE id = $1 AND node_id = $2 AND lease_generation = $3',
+      [taskId, this.id, generation],
+    );
+    return rowCount === 1;
   }
 
   /** The lease generation this node holds for a task it runs (its event rows carry it), or null. */

@@ -75,7 +75,16 @@ export class FleetTaskBoards implements FleetTaskRunner {
       // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
       if (pushed !== null)
         await tryGit(['update-ref', `refs/heads/agent-runner/${task.taskId}`, pushed], { cwd: cached.root });
-      await board.resume(task.taskId);
+      const finished = await board.resume(task.taskId).then(
+        () => null,
+        async (error: unknown) => {
+          // The node died after the task's end but before the database heard of it: the journal has the end.
+          const end = await board.get(task.taskId);
+          if (end?.state) return { state: end.state, exitCode: end.exitCode ?? null };
+          throw error;
+        },
+      );
+      if (finished !== null) return finished;
     } else {
       // The base as a commit: the cache is bare-like, its branches are the remote's, fetched now.
       await board.start({ taskId: task.taskId, prd: task.prd, base: cached.baseSha });
@@ -84,8 +93,11 @@ export class FleetTaskBoards implements FleetTaskRunner {
     const taskBoard = board;
     const ended = () => !taskBoard.isLive(task.taskId);
     const copied = this.options.copyEvents?.(task, journalFile, ended);
-    const push = async () => {
+    const push = async (last = false) => {
+      // Fenced: a node whose lease was taken over pushes nothing. While the database is away a run's push is
+      // left to the next one; the last one waits (up to a minute) to know.
       if (this.abandoned.has(task.taskId)) return;
+      if (task.holds && !(await leaseHeld(task.holds, last ? 60 : 0))) return;
       const result = await pushTaskBranch({
         repoRoot: cached.root,
         taskId: task.taskId,
@@ -104,7 +116,7 @@ export class FleetTaskBoards implements FleetTaskRunner {
     try {
       await board.settled(task.taskId);
       await pushes;
-      await push();
+      await push(true);
       await copied;
     } finally {
       this.boardOf.delete(task.taskId);
@@ -163,6 +175,18 @@ export class FleetTaskBoards implements FleetTaskRunner {
     await mkdir(path.dirname(journalFile), { recursive: true });
     await writeFile(journalFile, lines.map((line) => `${line}\n`).join(''), { mode: 0o600 });
     return true;
+  }
+}
+
+/** Whether the lease is held, asked up to `retries` more times a second apart while the database is away. */
+async function leaseHeld(holds: () => Promise<boolean>, retries: number): Promise<boolean> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await holds();
+    } catch {
+      if (attempt >= retries) return false;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
   }
 }
 
