@@ -9,6 +9,8 @@ import { DurationSequencer } from './tests/support/duration-sequencer.js';
 //      bound a wall time or a process's memory (`timed`) two at a time, each a single task or sandbox (two of
 //      them load two cores no more than one Docker file does), then the one that runs five tasks at once
 //      (`timed-alone`), with nothing beside it.
+// Each project has a group of its own (vitest runs groups in order and needs one worker count per group), so
+// `vitest run FILE…` across projects works too.
 // Each group runs its files longest first, whatever their project, from the durations a clean-clone run
 // measured (tests/file-durations.json; tests/support/duration-sequencer.ts says why), so the two workers are
 // busy to the end. Files running side by side share the engine only: every test has its own repository,
@@ -21,6 +23,7 @@ const LIGHT = [
   'tests/integration/gateway-resources.test.ts', // sockets the process holds
   'tests/integration/control-plane.test.ts', // PostgreSQL only (scripts/postgres.sh), no Docker
   'tests/integration/control-node.test.ts', // PostgreSQL only
+  'tests/integration/fleet-events.test.ts', // PostgreSQL only
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a
@@ -37,7 +40,7 @@ const TIMED = [
 // Timed, and loads the machine by itself: five tasks side by side, each to end within --timeout + 30 s.
 const TIMED_ALONE = ['tests/security/hang-paths.test.ts'];
 
-const DOCKER = { sequence: { groupOrder: 1 }, maxWorkers: 2, fileParallelism: true } as const;
+const DOCKER = { sequence: { groupOrder: 2 }, maxWorkers: 2, fileParallelism: true } as const;
 
 export default defineConfig({
   test: {
@@ -95,7 +98,7 @@ export default defineConfig({
           include: TIMED,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           maxWorkers: 2,
           fileParallelism: true,
         },
@@ -106,7 +109,7 @@ export default defineConfig({
           include: TIMED_ALONE,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          sequence: { groupOrder: 3 },
+          sequence: { groupOrder: 4 },
           maxWorkers: 1,
           fileParallelism: false,
         },

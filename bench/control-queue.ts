@@ -52,7 +52,7 @@ const commits = async () =>
   );
 
 const nodes: FleetNode[] = [];
-const instant = { run: async () => ({ state: 'COMPLETE', exitCode: 0 }) };
+const instant = { run: async () => ({ state: 'COMPLETE', exitCode: 0 }), abandon: async () => {} };
 for (let n = 0; n < NODES; n += 1) {
   const database = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()), { max: 2 });
   const queue = await startQueueClient(database);

@@ -65,7 +65,7 @@ export async function startServer(
   });
   const token = randomBytes(24).toString('base64url');
   let lastActivity = Date.now();
-  const fleet = await joinFleet(options, config.control.url, parallelMax(config), app, context);
+  const fleet = await joinFleet(options, config.control, parallelMax(config), app, context);
   const api = createApi(board, {
     token,
     redaction: context.redaction,
@@ -148,31 +148,46 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
   });
 }
 
+/** The control plane's modules, loaded only by a node (a plain `serve` never pays for pg and pg-boss). */
+async function loadFleetModules() {
+  const [controlUrlModule, database, queue, fleetNode, boards, sink, fleetTasks, fleetEvents] =
+    await Promise.all([
+      import('../control/control-url.js'),
+      import('../control/control-database.js'),
+      import('../control/task-queue.js'),
+      import('../control/fleet-node.js'),
+      import('../serve/fleet-task-runner.js'),
+      import('../control/event-sink.js'),
+      import('../control/fleet-tasks.js'),
+      import('../control/fleet-events.js'),
+    ]);
+  return {
+    controlUrl: controlUrlModule.controlUrl,
+    openControlDatabase: database.openControlDatabase,
+    startQueueClient: queue.startQueueClient,
+    enqueueTask: queue.enqueueTask,
+    FleetNode: fleetNode.FleetNode,
+    boards,
+    sink,
+    listFleetTasks: fleetTasks.listFleetTasks,
+    fleetEvents,
+  };
+}
+
 /** With a control URL: this server as a node of the fleet (its queue, its tasks on remote repositories). */
 async function joinFleet(
   options: ServeOptions,
-  configured: string | undefined,
+  control: { url?: string | undefined; leaseSeconds?: number | undefined },
   capacity: number,
   app: App,
   context: CommandContext,
 ) {
-  const given = options.control ?? configured;
+  const given = options.control ?? control.url;
+  const { leaseSeconds } = control;
   if (given === undefined) return null;
-  const [
-    { controlUrl },
-    { openControlDatabase },
-    { startQueueClient, enqueueTask },
-    { FleetNode },
-    boards,
-    sink,
-  ] = await Promise.all([
-    import('../control/control-url.js'),
-    import('../control/control-database.js'),
-    import('../control/task-queue.js'),
-    import('../control/fleet-node.js'),
-    import('../serve/fleet-task-runner.js'),
-    import('../control/event-sink.js'),
-  ]);
+  const fleet = await loadFleetModules();
+  const { controlUrl, openControlDatabase, startQueueClient, enqueueTask, FleetNode, boards, sink } = fleet;
+  const { listFleetTasks, fleetEvents } = fleet;
   const url = controlUrl(given, context.redaction, options.control ? '--control' : 'control.url');
   const database = await openControlDatabase(url, { applicationName: 'agent-runner-node' });
   // A node supervises too: pg-boss's maintenance (expiring jobs past their lease) runs on whichever node holds its lock.
@@ -181,22 +196,21 @@ async function joinFleet(
   const runner = new boards.FleetTaskBoards(app, context.env, context.redaction, {
     ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
     // Every journal line to the database as well (buffered in the journal itself while the database is away).
-    copyEvents: (taskId, journalFile, ended) =>
+    copyEvents: (task, journalFile, ended) =>
       sink
-        .copyJournalToDatabase(database, taskId, journalFile, {
+        .copyJournalToDatabase(database, task.taskId, journalFile, {
           ended,
           signal: stopCopies.signal,
           redactJsonText: context.redaction.redactJsonText,
           log: (line) => context.output.err(`agent-runner serve: ${line}`),
+          ...(node ? { lease: { nodeId: node.id, generation: task.generation } } : {}),
         })
         .catch(() => 0),
+    journalOf: (taskId) => sink.journalFromDatabase(database, taskId),
+    log: (line) => context.output.err(`agent-runner serve: ${line}`),
   });
   let node: InstanceType<typeof FleetNode> | null = null;
   context.output.err(`agent-runner serve: a node of the fleet at ${url.shown} (capacity ${capacity})`);
-  const [{ listFleetTasks }, fleetEvents] = await Promise.all([
-    import('../control/fleet-tasks.js'),
-    import('../control/fleet-events.js'),
-  ]);
   // One LISTEN connection for every follower of another node's task.
   const feed = new fleetEvents.FleetEventFeed(database);
   await feed.start();
@@ -210,9 +224,11 @@ async function joinFleet(
       return taskId;
     },
     start: async (apiUrl: string) => {
+      await sweepFleetOrphans(context);
       node = new FleetNode(database, boss, runner, {
         capacity,
         url: apiUrl,
+        ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
         log: (line) => context.output.err(`agent-runner serve: ${line}`),
       });
       await node.start();
@@ -227,6 +243,58 @@ async function joinFleet(
       await database.close().catch(() => undefined);
     },
   };
+}
+
+/**
+ * A node back after a crash (kill -9, power loss): the containers its earlier process left in the repository
+ * cache (labelled with a runner that is no longer alive on this host) are removed before it takes a task. Their
+ * tasks are not run again here: their leases expired and other nodes resumed them.
+ */
+async function sweepFleetOrphans(context: CommandContext): Promise<void> {
+  const [
+    { createDockerClient },
+    { DockerSandboxRuntime },
+    orphans,
+    { cacheRoot },
+    { VERSION },
+    { taskLayout },
+    { capVolumesUnder, releaseCapVolume },
+  ] = await Promise.all([
+    import('../sandbox/docker-client.js'),
+    import('../sandbox/docker-runtime.js'),
+    import('../lifecycle/orphan-sandboxes.js'),
+    import('../remote/repository-cache.js'),
+    import('../version.js'),
+    import('../workspace/layout.js'),
+    import('../sandbox/cap-volume.js'),
+  ]);
+  try {
+    const runtime = new DockerSandboxRuntime(createDockerClient(context.env), {
+      version: VERSION,
+      env: context.env,
+    });
+    const under = `${path.resolve(cacheRoot(context.env))}${path.sep}`;
+    const dead = (await orphans.findOrphanSandboxes(runtime)).filter((sandbox) =>
+      path.resolve(sandbox.repo || '/').startsWith(under),
+    );
+    const swept = await orphans.removeSandboxes(runtime, dead);
+    // The disk caps their runner mounted (loop devices, as `gc` releases them): the files go back in place.
+    for (const sandbox of swept.removed) {
+      const layout = taskLayout(sandbox.repo, sandbox.taskId);
+      for (const dir of [layout.sandboxDir, layout.runDir])
+        for (const mountPath of await capVolumesUnder(dir)) await releaseCapVolume(mountPath);
+    }
+    for (const sandbox of swept.removed)
+      context.output.err(
+        `agent-runner serve: removed ${sandbox.name}, left by a node that died (task ${sandbox.taskId})`,
+      );
+    for (const { sandbox, message } of swept.failed)
+      context.output.err(`agent-runner serve: could not remove ${sandbox.name}: ${message}`);
+  } catch (error) {
+    context.output.err(
+      `agent-runner serve: could not look for orphaned containers: ${(error as Error).message}`,
+    );
+  }
 }
 
 /** `serve --repo`: the remote fetched into its cache (its credentials hidden from every answer); tasks start at its HEAD. */

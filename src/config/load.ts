@@ -140,7 +140,10 @@ export function environmentLayer(env: NodeJS.ProcessEnv): ConfigLayer {
         baseUrl: pick('AGENT_RUNNER_WORKER_BASE_URL'),
       },
       sandbox: { image: pick('AGENT_RUNNER_IMAGE'), network: pick('AGENT_RUNNER_NETWORK') },
-      control: { url: pick('AGENT_RUNNER_CONTROL_URL') },
+      control: {
+        url: pick('AGENT_RUNNER_CONTROL_URL'),
+        leaseSeconds: pick('AGENT_RUNNER_CONTROL_LEASE_SECONDS'),
+      },
       // A self-hosted forge named outside the repository (CI): `run --repo` reads no config before its clone.
       deliver: { forge: pick('AGENT_RUNNER_FORGE'), apiUrl: pick('AGENT_RUNNER_FORGE_API_URL') },
     },

@@ -330,6 +330,11 @@ export const configSchema = z
           .string()
           .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL')
           .optional(),
+        /**
+         * A node without a heartbeat for this long is stale: its tasks are taken over by other nodes and
+         * resumed there (default 30; AGENT_RUNNER_CONTROL_LEASE_SECONDS).
+         */
+        leaseSeconds: z.coerce.number().int().min(3).max(86_400).optional(),
       })
       .prefault({}),
     patterns: z.strictObject({ dirs: z.array(z.string().min(1)).default([]) }).prefault({}),

@@ -21,6 +21,11 @@ export interface EventSinkOptions {
   signal: AbortSignal;
   redactJsonText: (text: string) => string;
   log?: (line: string) => void;
+  /**
+   * The lease the lines are written under: a row names the node and its generation, and a batch is written only
+   * while the task's row still names them (a node whose task was taken over writes nothing more).
+   */
+  lease?: { nodeId: string; generation: number };
 }
 
 /** Copies `journalFile` of `taskId` to the database until the task ended and every line is there. */
@@ -36,7 +41,10 @@ export async function copyJournalToDatabase(
   const flush = async () => {
     while (batch.length > 0) {
       try {
-        await insertBatch(database, taskId, batch, options.redactJsonText);
+        if (!(await insertBatch(database, taskId, batch, options.redactJsonText, options.lease))) {
+          options.log?.(`task ${taskId}: its lease was taken over; no more events written from here`);
+          return written;
+        }
         written += batch.length;
         batch = [];
         if (failing) options.log?.(`task ${taskId}: events written again`);
@@ -86,17 +94,36 @@ async function insertBatch(
   taskId: string,
   lines: readonly JournalLine[],
   redactJsonText: (text: string) => string,
-): Promise<void> {
-  const values: unknown[] = [taskId];
+  lease: { nodeId: string; generation: number } | undefined,
+): Promise<boolean> {
+  const values: unknown[] = [taskId, lease?.nodeId ?? null, lease?.generation ?? null];
   const rows = lines.map((line, index) => {
     values.push(line.id, redactJsonText(line.text));
-    return `($1, $${index * 2 + 2}, $${index * 2 + 3}::jsonb)`;
+    return `($${index * 2 + 4}::integer, $${index * 2 + 5}::jsonb)`;
   });
-  await database.pool.query(
-    `WITH written AS (
-       INSERT INTO agent_runner.events (task_id, seq, event) VALUES ${rows.join(', ')}
+  // Fenced: with a lease, nothing is written unless the task's row still names this node and generation.
+  const { rows: held } = await database.pool.query<{ held: boolean }>(
+    `WITH lease AS (
+       SELECT 1 FROM agent_runner.tasks
+        WHERE id = $1 AND ($2::text IS NULL OR (node_id = $2 AND lease_generation = $3::integer))),
+     written AS (
+       INSERT INTO agent_runner.events (task_id, seq, event, node_id, lease_generation)
+       SELECT $1, seq, event, $2, $3 FROM (VALUES ${rows.join(', ')}) AS v (seq, event)
+        WHERE EXISTS (SELECT 1 FROM lease)
        ON CONFLICT (task_id, seq) DO NOTHING RETURNING 1)
-     SELECT pg_notify('${EVENTS_CHANNEL}', $1) FROM (SELECT 1) AS once WHERE EXISTS (SELECT 1 FROM written)`,
+     SELECT EXISTS (SELECT 1 FROM lease) AS held,
+            (SELECT pg_notify('${EVENTS_CHANNEL}', $1) FROM (SELECT 1) AS once
+              WHERE EXISTS (SELECT 1 FROM written)) AS notified`,
     values,
   );
+  return held[0]?.held ?? false;
+}
+
+/** A task's journal as the database holds it, in order (what a node resuming the task writes to its disk). */
+export async function journalFromDatabase(database: ControlDatabase, taskId: string): Promise<string[]> {
+  const { rows } = await database.pool.query<{ event: string }>(
+    'SELECT event::text AS event FROM agent_runner.events WHERE task_id = $1 ORDER BY seq',
+    [taskId],
+  );
+  return rows.map((row) => row.event);
 }

@@ -8,17 +8,20 @@
  *   fleet-events.ts); `answer`/`stop` of another node's task (a row in a new migration that the running node
  *   LISTENs for) and `--control URL` on `wait`/`logs`/`answer`/`stop`; `serve --control` without a repository;
  *   in bench/control-queue.ts, the overhead of `--control` on one real task against a plain `serve`.
- * TODO(issue 36, step 4): push the task branch and the WIP ref after each worker run (src/deliver/push.ts,
- *   from FleetTaskBoards); fail the jobs of nodes stale past NODE_STALE_SECONDS (task-queue-options.ts) so
- *   pg-boss's retry gives them to another node, and there run `board.resume` on a fresh cache from the
- *   remote's refs and the events in the database instead of `board.start`; a node back from the dead removes
- *   its orphaned containers and does not run those tasks again (its job is no longer active for it).
+ *
+ * The lease (issue 36, step 4): every heartbeat also sweeps the fleet's tasks whose node is stale (no heartbeat
+ * for `leaseSeconds`): one UPDATE hands each such task back (QUEUED, no node) and, in the same transaction,
+ * fails its job, so pg-boss's retry gives it to another node, which resumes it (the remote's refs, the journal
+ * in the database). Two nodes sweeping at once: the row lock lets only one of them see each task. Taking a
+ * task bumps its `lease_generation` (the fencing token); a node that finds, at its heartbeat, a task it runs
+ * held by another node or another generation has lost it: it stops it and writes nothing of its end.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type PgBoss from 'pg-boss';
 import type { ControlDatabase } from './control-database.js';
-import { HEARTBEAT_SECONDS, TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
+import { inTransaction } from './task-queue.js';
+import { HEARTBEAT_SECONDS, NODE_STALE_SECONDS, TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
 
 /** A task as a node receives it from the queue. */
 export interface FleetTask {
@@ -26,6 +29,12 @@ export interface FleetTask {
   repoUrl: string;
   base: string | null;
   prd: string;
+  /** The lease's generation this node holds (1 the first time the task is taken). */
+  generation: number;
+  /** Another node ran it before (its journal is in the database, its refs on the remote): resume it. */
+  resume: boolean;
+  /** Whether this node still holds the task's lease (asked before each push: a stale node pushes nothing). */
+  holds?: () => Promise<boolean>;
 }
 
 /** How a task ended, as its journal says. */
@@ -39,6 +48,8 @@ export interface FleetTaskEnd {
 /** The port a node runs its tasks through. */
 export interface FleetTaskRunner {
   run(task: FleetTask): Promise<FleetTaskEnd>;
+  /** Stops a task this node no longer holds (its lease was taken over); its end is not reported. */
+  abandon(taskId: string): Promise<void>;
 }
 
 export interface FleetNodeOptions {
@@ -51,6 +62,8 @@ export interface FleetNodeOptions {
   /** How often the node asks the queue for work when it has free slots. */
   pollMs?: number;
   heartbeatMs?: number;
+  /** A node without a heartbeat for this long is stale and its tasks go to others (`control.leaseSeconds`). */
+  leaseSeconds?: number;
   /** A line for the server's log (a task taken, the database lost or back). */
   log?: (line: string) => void;
 }
@@ -58,7 +71,13 @@ export interface FleetNodeOptions {
 export class FleetNode {
   readonly id: string;
   private readonly running = new Map<string, Promise<void>>();
+  /** The lease generation of each task this node holds; a task taken over by another node leaves it. */
+  private readonly held = new Map<string, number>();
+  /** Tasks this node lost to another (fenced): their end is not written. */
+  private readonly lost = new Set<string>();
   private healthy = false;
+  /** Since when the node's heartbeats reach the database (it sweeps others' tasks only a lease later). */
+  private healthySince = Date.now();
   private stopped = false;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -84,9 +103,10 @@ export class FleetNode {
       [this.id, os.hostname(), process.pid, this.options.url ?? null, this.options.capacity],
     );
     this.healthy = true;
+    this.healthySince = Date.now();
     this.heartbeatTimer = setInterval(
       () => void this.heartbeat(),
-      this.options.heartbeatMs ?? HEARTBEAT_SECONDS * 1_000,
+      this.options.heartbeatMs ?? Math.min(HEARTBEAT_SECONDS, this.leaseSeconds() / 3) * 1_000,
     );
     this.pollTimer = setInterval(() => void this.poll(), this.options.pollMs ?? 1_000);
     void this.poll();
@@ -102,13 +122,20 @@ export class FleetNode {
     return this.healthy;
   }
 
+  private leaseSeconds(): number {
+    return this.options.leaseSeconds ?? NODE_STALE_SECONDS;
+  }
+
   private async heartbeat(): Promise<void> {
     try {
       await this.database.pool.query(
         'UPDATE agent_runner.nodes SET heartbeat_at = now(), running = $2 WHERE id = $1',
         [this.id, this.running.size],
       );
-      if (!this.healthy) this.options.log?.('control database reachable again: taking tasks');
+      if (!this.healthy) {
+        this.options.log?.('control database reachable again: taking tasks');
+        this.healthySince = Date.now();
+      }
       this.healthy = true;
     } catch (error) {
       if (this.healthy)
@@ -116,6 +143,70 @@ export class FleetNode {
           `control database unreachable (${(error as Error).message}): no new task until it is back`,
         );
       this.healthy = false;
+      return;
+    }
+    try {
+      await this.fence();
+      // Sweep only after a whole lease of beating: after an outage of the database every node's heartbeat is
+      // old, and the first node back must not take the tasks of the others before they could beat again.
+      if (Date.now() - this.healthySince >= this.leaseSeconds() * 1_000) await this.sweep();
+    } catch (error) {
+      this.options.log?.(`could not check the fleet's leases: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * The fencing check: a task this node runs whose row names another node or a newer generation was taken over
+   * (this node was stale: paused, cut off); it is stopped here and its end never written.
+   */
+  private async fence(): Promise<void> {
+    if (this.held.size === 0) return;
+    const { rows } = await this.database.pool.query<{
+      id: string;
+      node_id: string | null;
+      lease_generation: number;
+    }>('SELECT id, node_id, lease_generation FROM agent_runner.tasks WHERE id = ANY($1)', [
+      [...this.held.keys()],
+    ]);
+    for (const row of rows) {
+      if (row.node_id === this.id && row.lease_generation === this.held.get(row.id)) continue;
+      if (this.lost.has(row.id)) continue;
+      this.lost.add(row.id);
+      this.options.log?.(
+        `task ${row.id}: taken over by ${row.node_id ?? 'the queue'} (lease generation ${row.lease_generation}): stopping it here`,
+      );
+      void this.runner.abandon(row.id).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Hands the tasks of stale nodes back to the queue. One UPDATE: when two nodes sweep at once, the second
+   * waits on the row locks, then finds the rows no longer RUNNING and returns nothing. The jobs are failed in
+   * the same transaction, so a task is never QUEUED with its job still active (or the reverse).
+   */
+  private async sweep(): Promise<void> {
+    const client = await this.database.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ id: string; job_id: string | null; node_id: string }>(
+        `UPDATE agent_runner.tasks t SET state = 'QUEUED', node_id = NULL
+           FROM agent_runner.nodes n
+          WHERE n.id = t.node_id AND t.state = 'RUNNING' AND n.id <> $1
+            AND n.heartbeat_at < now() - make_interval(secs => $2)
+          RETURNING t.id, t.job_id, n.id AS node_id`,
+        [this.id, this.leaseSeconds()],
+      );
+      const jobs = rows.flatMap((row) => (row.job_id === null ? [] : [row.job_id]));
+      for (const job of jobs)
+        await this.boss.fail(TASK_QUEUE, job, { reason: 'its node is stale' }, { db: inTransaction(client) });
+      await client.query('COMMIT');
+      for (const row of rows)
+        this.options.log?.(`task ${row.id}: node ${row.node_id} is stale, the task goes to another node`);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
     }
   }
 
@@ -150,40 +241,90 @@ export class FleetNode {
 
   private async runJob(job: PgBoss.Job<TaskJobData>): Promise<void> {
     const { taskId } = job.data;
-    const { rows } = await this.database.pool.query<{ repo_url: string; base: string | null; prd: string }>(
-      `UPDATE agent_runner.tasks SET state = 'RUNNING', node_id = $2, started_at = coalesce(started_at, now())
-         WHERE id = $1 RETURNING repo_url, base, prd`,
+    // Taking the task bumps its fencing token; a task already ended (a job retried after its end) is not run.
+    const { rows } = await this.database.pool.query<{
+      repo_url: string;
+      base: string | null;
+      prd: string;
+      lease_generation: number;
+      ran_before: boolean;
+    }>(
+      `UPDATE agent_runner.tasks SET state = 'RUNNING', node_id = $2, lease_generation = lease_generation + 1,
+              started_at = coalesce(started_at, now())
+         WHERE id = $1 AND state IN ('QUEUED', 'RUNNING')
+       RETURNING repo_url, base, prd, lease_generation,
+                 EXISTS (SELECT 1 FROM agent_runner.events e WHERE e.task_id = $1) AS ran_before`,
       [taskId, this.id],
     );
     const row = rows[0];
     if (row === undefined) {
-      await this.boss.fail(TASK_QUEUE, job.id, { reason: 'no such task row' });
+      await this.boss.fail(TASK_QUEUE, job.id, { reason: 'no such task row, or the task has ended' });
       return;
     }
-    this.options.log?.(`task ${taskId}: taken (${row.repo_url})`);
+    const generation = row.lease_generation;
+    this.held.set(taskId, generation);
+    this.options.log?.(
+      `task ${taskId}: taken (${row.repo_url}, lease generation ${generation}${row.ran_before ? ', resumed' : ''})`,
+    );
     let end: FleetTaskEnd;
     try {
-      end = await this.runner.run({ taskId, repoUrl: row.repo_url, base: row.base, prd: row.prd });
+      end = await this.runner.run({
+        taskId,
+        repoUrl: row.repo_url,
+        base: row.base,
+        prd: row.prd,
+        generation,
+        resume: row.ran_before,
+        holds: () => this.holds(taskId, generation),
+      });
     } catch (error) {
       end = { state: 'FAILED', exitCode: null };
       this.options.log?.(`task ${taskId}: could not run: ${(error as Error).message}`);
     }
     // The database may be away now: the end is kept and written when it is back (else the job would expire
     // and the task run again elsewhere). A node stopped meanwhile leaves it to the lease.
-    for (;;) {
-      try {
-        await this.database.pool.query(
-          `UPDATE agent_runner.tasks SET state = $2, exit_code = $3, ended_at = now() WHERE id = $1`,
-          [taskId, end.state ?? 'FAILED', end.exitCode],
-        );
-        await this.boss.complete(TASK_QUEUE, job.id, { state: end.state, exitCode: end.exitCode });
-        break;
-      } catch (error) {
-        if (this.stopped) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
+    try {
+      for (;;) {
+        if (this.lost.has(taskId)) {
+          this.options.log?.(`task ${taskId}: stopped here, it runs on another node`);
+          return;
+        }
+        try {
+          // Fenced: only the holder of this generation writes the end and completes the job.
+          const written = await this.database.pool.query(
+            `UPDATE agent_runner.tasks SET state = $2, exit_code = $3, ended_at = now()
+              WHERE id = $1 AND node_id = $4 AND lease_generation = $5`,
+            [taskId, end.state ?? 'FAILED', end.exitCode, this.id, generation],
+          );
+          if (written.rowCount === 0) {
+            this.lost.add(taskId);
+            continue;
+          }
+          await this.boss.complete(TASK_QUEUE, job.id, { state: end.state, exitCode: end.exitCode });
+          break;
+        } catch (error) {
+          if (this.stopped) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
       }
+    } finally {
+      this.held.delete(taskId);
     }
     this.options.log?.(`task ${taskId}: ${end.state ?? 'ended'}${end.reason ? `: ${end.reason}` : ''}`);
+  }
+
+  private async holds(taskId: string, generation: number): Promise<boolean> {
+    if (this.lost.has(taskId)) return false;
+    const { rowCount } = await this.database.pool.query(
+      'SELECT 1 FROM agent_runner.tasks WHERE id = $1 AND node_id = $2 AND lease_generation = $3',
+      [taskId, this.id, generation],
+    );
+    return rowCount === 1;
+  }
+
+  /** The lease generation this node holds for a task it runs (its event rows carry it), or null. */
+  generationOf(taskId: string): number | null {
+    return this.held.get(taskId) ?? null;
   }
 
   /**

@@ -36,7 +36,7 @@ export async function startQueueClient(database: ControlDatabase, options: { sup
 }
 
 /** pg-boss's Db port on one client of ours: its statements join our transaction. */
-function inTransaction(client: pg.PoolClient): PgBoss.Db {
+export function inTransaction(client: pg.PoolClient): PgBoss.Db {
   return { executeSql: (text, values) => client.query(text, values) };
 }
 

@@ -34,6 +34,10 @@ export interface PushInput {
   leaseFor: (remote: string) => string | null;
   redact: Redactor;
   timeoutMs?: number;
+  /** git config that carries the credential (a fleet node's, from the `--repo` URL); else the forge's token. */
+  credentialConfig?: Record<string, string>;
+  /** More refs of the host repository pushed as they are, replacing the remote's (a task's WIP ref); absent ones skipped. */
+  extraRefs?: readonly string[];
 }
 
 /** The kinds of a failed push, each reported with its fix. */
@@ -83,8 +87,18 @@ export async function pushTaskBranch(input: PushInput): Promise<PushResult> {
   }
   const lease = input.leaseFor(shown);
   const notes = await refSha(input.repoRoot, EVIDENCE_NOTES_REF);
-  const credential = remoteCredential(remote, input.env, input.forgeOverride);
-  const refspecs = [`${sha}:${branchRef}`, ...(notes ? [`${EVIDENCE_NOTES_REF}:${EVIDENCE_NOTES_REF}`] : [])];
+  const credentialConfig =
+    input.credentialConfig ?? remoteCredential(remote, input.env, input.forgeOverride)?.gitConfig ?? {};
+  const extra: string[] = [];
+  for (const ref of input.extraRefs ?? []) {
+    const extraSha = await refSha(input.repoRoot, ref);
+    if (extraSha !== null) extra.push(`+${extraSha}:${ref}`);
+  }
+  const refspecs = [
+    `${sha}:${branchRef}`,
+    ...(notes ? [`${EVIDENCE_NOTES_REF}:${EVIDENCE_NOTES_REF}`] : []),
+    ...extra,
+  ];
   const result = await tryGit(
     [
       'push',
@@ -97,7 +111,7 @@ export async function pushTaskBranch(input: PushInput): Promise<PushResult> {
     {
       cwd: input.repoRoot,
       config: {
-        ...(credential?.gitConfig ?? {}),
+        ...credentialConfig,
         'push.gpgSign': 'false',
         'credential.interactive': 'false',
       },

@@ -139,6 +139,8 @@ export interface PrepareRepositoryCacheOptions {
    */
   forge?: ForgeKind | null;
   signal?: AbortSignal;
+  /** A task id whose WIP ref is fetched too (a fleet node resuming a task another node ran). */
+  taskRefs?: string;
 }
 
 /**
@@ -186,15 +188,7 @@ export async function prepareRepositoryCache(
       const head = await networkGit(['ls-remote', '--symref', fetchUrl, 'HEAD'], root, network, url, secrets);
       const defaultBranch = /^ref: refs\/heads\/(\S+)\s+HEAD$/m.exec(head)?.[1] ?? null;
       await networkGit(
-        [
-          'fetch',
-          '--quiet',
-          '--prune',
-          '--no-tags',
-          '--no-write-fetch-head',
-          fetchUrl,
-          '+refs/heads/*:refs/remotes/origin/*',
-        ],
+        [...FETCH, fetchUrl, '+refs/heads/*:refs/remotes/origin/*', ...wipRefspec(options.taskRefs)],
         root,
         network,
         url,
@@ -226,6 +220,26 @@ export async function prepareRepositoryCache(
   } finally {
     await release().catch(() => undefined);
   }
+}
+
+/**
+ * The fetch of a task's WIP ref as the remote holds it (a task resumed from another node; its branch comes
+ * with heads/*). A pattern refspec: a WIP ref the remote does not have is no error.
+ */
+const FETCH = ['fetch', '--quiet', '--prune', '--no-tags', '--no-write-fetch-head'];
+
+function wipRefspec(taskId: string | undefined): string[] {
+  if (taskId === undefined) return [];
+  const wip = `refs/agent-runner/wip/${taskId}`;
+  return [`+${wip}*:${wip}*`];
+}
+
+/** The git config that carries a remote URL's credential for host git (a fleet node's push). */
+export function remoteNetworkAccess(
+  raw: string,
+  env: NodeJS.ProcessEnv,
+): { gitConfig: Record<string, string> } {
+  return { gitConfig: networkAccess(parseRepoOption(raw), env, null).gitConfig };
 }
 
 /**

@@ -2,15 +2,37 @@
  * How a `serve --control` node runs a task it took from the fleet's queue: the remote's cached clone (as
  * `--repo`: fetched, cloned the first time, the node's own credentials), then the TaskBoard of that clone,
  * so the task goes through the same composition as `run` and `serve` (journal, note, sandbox, stop switch).
+ *
+ * Nothing is lost with the node: after every worker run (the journal's `facts`, `preserved` and
+ * `task_finished` events) the task branch and its WIP ref are pushed from the host to the remote. A task
+ * another node ran before is resumed here: its branch and WIP ref fetched from the remote, its journal
+ * rebuilt from the database's copy, then the board's resume (the path `agent-runner resume` takes).
  */
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { App } from '../app.js';
 import type { FleetTask, FleetTaskEnd, FleetTaskRunner } from '../control/fleet-node.js';
 import type { Redaction } from '../notes/redact.js';
+import { pushTaskBranch } from '../deliver/push.js';
+import { tryGit } from '../workspace/git/git-command.js';
+import { journalLines } from './journal-follow.js';
 import { TaskBoard } from './task-board.js';
+
+/** The journal events after which a node pushes: a run's commits are on the branch, its WIP saved, the end. */
+const PUSH_AFTER = new Set(['facts', 'preserved', 'task_finished']);
+
+/** The ref a task's uncommitted work is saved under at the end of a run (git-task-workspace.ts). */
+export function wipRef(taskId: string): string {
+  return `refs/agent-runner/wip/${taskId}`;
+}
 
 export class FleetTaskBoards implements FleetTaskRunner {
   /** One board per cached clone, made on the first task of its remote. */
   private readonly boards = new Map<string, TaskBoard>();
+  /** The board each running task is on (to stop it). */
+  private readonly boardOf = new Map<string, TaskBoard>();
+  /** Tasks this node lost to another: nothing of theirs is pushed any more. */
+  private readonly abandoned = new Set<string>();
 
   constructor(
     private readonly app: App,
@@ -19,16 +41,20 @@ export class FleetTaskBoards implements FleetTaskRunner {
     private readonly options: {
       modelScript?: string;
       /** Copies the task's journal elsewhere (the fleet's database) until `ended()`; the task's end waits for it. */
-      copyEvents?: (taskId: string, journalFile: string, ended: () => boolean) => Promise<unknown>;
+      copyEvents?: (task: FleetTask, journalFile: string, ended: () => boolean) => Promise<unknown>;
+      /** The task's journal lines as the fleet's database holds them (a task another node ran before). */
+      journalOf?: (taskId: string) => Promise<string[]>;
+      log?: (line: string) => void;
     } = {},
   ) {}
 
   async run(task: FleetTask): Promise<FleetTaskEnd> {
-    const { prepareRepositoryCache } = await import('../remote/repository-cache.js');
+    const { prepareRepositoryCache, remoteNetworkAccess } = await import('../remote/repository-cache.js');
     const cached = await prepareRepositoryCache({
       url: task.repoUrl,
       env: this.env,
       ...(task.base !== null ? { base: task.base } : {}),
+      ...(task.resume ? { taskRefs: task.taskId } : {}),
     });
     this.redaction.add(cached.secrets);
     let board = this.boards.get(cached.root);
@@ -38,28 +64,143 @@ export class FleetTaskBoards implements FleetTaskRunner {
       });
       this.boards.set(cached.root, board);
     }
-    // TODO(issue 36, step 4): a task that already has a journal in the database is resumed (board.resume on
-    //   the remote's refs) instead of started again.
-    // The base as a commit: the cache is bare-like, its branches are the remote's, fetched now.
-    await board.start({ taskId: task.taskId, prd: task.prd, base: cached.baseSha });
+    const access = remoteNetworkAccess(task.repoUrl, this.env);
+    // What the remote holds now: the lease of the first push (another node's last push, or nothing).
+    let pushed = await refCommit(cached.root, `refs/remotes/origin/agent-runner/${task.taskId}`);
+    const journalFile = board.journalFile(task.taskId);
+    const resumed = task.resume && (await this.rebuildJournal(task.taskId, journalFile));
+    // The pushes follow what this attempt writes, from here on.
+    const before = await lineCount(journalFile);
+    if (resumed) {
+      // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
+      if (pushed !== null)
+        await tryGit(['update-ref', `refs/heads/agent-runner/${task.taskId}`, pushed], { cwd: cached.root });
+      const finished = await board.resume(task.taskId).then(
+        () => null,
+        async (error: unknown) => {
+          // The node died after the task's end but before the database heard of it: the journal has the end.
+          const end = await board.get(task.taskId);
+          if (end?.state) return { state: end.state, exitCode: end.exitCode ?? null };
+          throw error;
+        },
+      );
+      if (finished !== null) return finished;
+    } else {
+      // The base as a commit: the cache is bare-like, its branches are the remote's, fetched now.
+      await board.start({ taskId: task.taskId, prd: task.prd, base: cached.baseSha });
+    }
+    this.boardOf.set(task.taskId, board);
     const taskBoard = board;
-    const copied = this.options.copyEvents?.(
-      task.taskId,
-      board.journalFile(task.taskId),
-      () => !taskBoard.isLive(task.taskId),
-    );
-    await board.settled(task.taskId);
-    await copied;
-    const ended = await board.get(task.taskId);
-    return {
-      state: ended?.state ?? null,
-      exitCode: ended?.exitCode ?? null,
-      reason: ended?.error ?? ended?.reason ?? null,
+    const ended = () => !taskBoard.isLive(task.taskId);
+    const copied = this.options.copyEvents?.(task, journalFile, ended);
+    const push = async (last = false) => {
+      // Fenced: a node whose lease was taken over pushes nothing. While the database is away a run's push is
+      // left to the next one; the last one waits (up to a minute) to know.
+      if (this.abandoned.has(task.taskId)) return;
+      if (task.holds && !(await leaseHeld(task.holds, last ? 60 : 0))) return;
+      const result = await pushTaskBranch({
+        repoRoot: cached.root,
+        taskId: task.taskId,
+        remoteName: 'origin',
+        env: this.env,
+        forgeOverride: null,
+        leaseFor: () => pushed,
+        redact: this.redaction.redact,
+        credentialConfig: access.gitConfig,
+        extraRefs: [wipRef(task.taskId)],
+      });
+      if (result.ok) pushed = result.sha;
+      else if (result.kind !== 'no_branch') this.options.log?.(`task ${task.taskId}: ${result.message}`);
     };
+    const pushes = this.pushAfterRuns(journalFile, before, ended, push);
+    try {
+      await board.settled(task.taskId);
+      await pushes;
+      await push(true);
+      await copied;
+    } finally {
+      this.boardOf.delete(task.taskId);
+    }
+    const end = await board.get(task.taskId);
+    return {
+      state: end?.state ?? null,
+      exitCode: end?.exitCode ?? null,
+      reason: end?.error ?? end?.reason ?? null,
+    };
+  }
+
+  async abandon(taskId: string): Promise<void> {
+    this.abandoned.add(taskId);
+    const board = this.boardOf.get(taskId);
+    if (board?.isLive(taskId)) board.stop(taskId);
   }
 
   /** Every board's tasks (to stop them with the server). */
   all(): TaskBoard[] {
     return [...this.boards.values()];
   }
+
+  /** Follows the journal and pushes after each event of {@link PUSH_AFTER}, one push at a time. */
+  private async pushAfterRuns(
+    journalFile: string,
+    afterLine: number,
+    ended: () => boolean,
+    push: () => Promise<void>,
+  ) {
+    const done = new AbortController();
+    for await (const line of journalLines(journalFile, {
+      afterLine,
+      follow: true,
+      signal: done.signal,
+      ended,
+    })) {
+      let type: unknown;
+      try {
+        type = (JSON.parse(line.text) as { type?: unknown }).type;
+      } catch {
+        continue;
+      }
+      if (typeof type === 'string' && PUSH_AFTER.has(type)) await push().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Writes the database's copy of the journal where the resume path reads it, unless this node's own journal
+   * is as long already (it ran the task before). False when the database has none (nothing to resume).
+   */
+  private async rebuildJournal(taskId: string, journalFile: string): Promise<boolean> {
+    const lines = (await this.options.journalOf?.(taskId)) ?? [];
+    if (lines.length === 0) return (await lineCount(journalFile)) > 0;
+    if ((await lineCount(journalFile)) >= lines.length) return true;
+    await mkdir(path.dirname(journalFile), { recursive: true });
+    await writeFile(journalFile, lines.map((line) => `${line}\n`).join(''), { mode: 0o600 });
+    return true;
+  }
+}
+
+/** Whether the lease is held, asked up to `retries` more times a second apart while the database is away. */
+async function leaseHeld(holds: () => Promise<boolean>, retries: number): Promise<boolean> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await holds();
+    } catch {
+      if (attempt >= retries) return false;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
+async function refCommit(cwd: string, ref: string): Promise<string | null> {
+  const result = await tryGit(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd });
+  return result.exitCode === 0 ? result.stdout.trim() : null;
+}
+
+/** Lines of a journal file now (0 when it does not exist). */
+async function lineCount(file: string): Promise<number> {
+  if (!(await stat(file).catch(() => null))) return 0;
+  let count = 0;
+  const stop = new AbortController();
+  for await (const line of journalLines(file, { afterLine: 0, follow: false, signal: stop.signal }))
+    count = line.id;
+  return count;
 }

@@ -6,7 +6,7 @@
  *
  * PostgreSQL stopped for 10 s mid-task: the task goes on, the node says so, and no event is lost.
  *
- * TODO(issue 36): branches on the remote (step 4), GET /api/tasks across nodes (step 3), kill -9 of a node and the resume after its lease.
+ * The remote's branches, the lease, kill -9 and the resume: tests/e2e/control-fleet-survive.test.ts.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -41,6 +41,10 @@ class WaitingRunner implements FleetTaskRunner {
     this.now -= 1;
     return { state: 'COMPLETE', exitCode: 0 };
   }
+  readonly abandoned: string[] = [];
+  async abandon(taskId: string) {
+    this.abandoned.push(taskId);
+  }
 }
 
 async function nodeDatabase() {
@@ -97,3 +101,63 @@ it('two nodes of capacity 2 take four queued tasks, two each, and record their e
   const jobs = await client.pool.query(`SELECT state FROM pgboss.job WHERE name = 'tasks'`);
   expect(jobs.rows.map((row: { state: string }) => row.state)).toEqual(Array(4).fill('completed'));
 }, 120_000);
+
+it('a stale node loses its task to a live one (generation 2), learns it at its heartbeat and writes no end', async () => {
+  const client = await nodeDatabase();
+  const sender = await startQueueClient(client);
+  await enqueueTask(client, sender, {
+    taskId: 'LEASE-1',
+    repoUrl: 'https://git.example/lease.git',
+    prd: '# L\n',
+  });
+  await sender.stop({ graceful: false, wait: true });
+  // The first node beats every 4 s with a 2 s lease: between beats it is stale (as a paused or cut-off node).
+  const slow = new WaitingRunner(7_000);
+  const fast = new WaitingRunner(300);
+  const first = await nodeDatabase();
+  const firstBoss = await startQueueClient(first);
+  const stale = new FleetNode(first, firstBoss, slow, {
+    id: 'stale-node',
+    capacity: 1,
+    pollMs: 200,
+    heartbeatMs: 4_000,
+    leaseSeconds: 2,
+  });
+  await stale.start();
+  const until = async (check: () => Promise<boolean> | boolean, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  };
+  await until(() => slow.ran.length === 1, 10_000);
+  const second = await nodeDatabase();
+  const secondBoss = await startQueueClient(second);
+  const live = new FleetNode(second, secondBoss, fast, {
+    id: 'live-node',
+    capacity: 1,
+    pollMs: 200,
+    heartbeatMs: 300,
+    leaseSeconds: 2,
+  });
+  await live.start();
+  const state = async () =>
+    (await client.pool.query<{ state: string }>(`SELECT state FROM agent_runner.tasks WHERE id = 'LEASE-1'`))
+      .rows[0]?.state;
+  await until(async () => (await state()) === 'COMPLETE', 20_000);
+  await until(() => slow.abandoned.length === 1, 10_000);
+  await live.stop();
+  await stale.stop();
+  for (const boss of [firstBoss, secondBoss]) await boss.stop({ graceful: false, wait: true });
+
+  expect(slow.ran.map((task) => task.generation)).toEqual([1]);
+  expect(fast.ran.map((task) => [task.taskId, task.generation])).toEqual([['LEASE-1', 2]]);
+  expect(slow.abandoned).toEqual(['LEASE-1']);
+  const row = await client.pool.query(
+    `SELECT state, node_id, lease_generation, exit_code FROM agent_runner.tasks WHERE id = 'LEASE-1'`,
+  );
+  // The stale node's end (after its 7 s) was refused: the row is the live node's.
+  expect(row.rows).toEqual([{ state: 'COMPLETE', node_id: 'live-node', lease_generation: 2, exit_code: 0 }]);
+  const jobs = await client.pool.query(
+    `SELECT state, retry_count FROM pgboss.job WHERE data->>'taskId' = 'LEASE-1'`,
+  );
+  expect(jobs.rows).toEqual([{ state: 'completed', retry_count: 1 }]);
+}, 60_000);

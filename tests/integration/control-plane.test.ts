@@ -40,7 +40,7 @@ describe('control migrate', () => {
     expect(first.stderr).toBe('');
     expect(first.exitCode).toBe(0);
     const result = JSON.parse(first.stdout) as { applied: string[]; nodeRole: { canLogin: boolean } };
-    expect(result.applied).toEqual(['1764300000000_control-plane']);
+    expect(result.applied).toEqual(['1764300000000_control-plane', '1764400000000_task-lease']);
     expect(result.nodeRole.canLogin).toBe(true);
 
     const second = await runCliCaptured(['control', 'migrate', '--control', db.url], { env });
