@@ -4,7 +4,8 @@
  * node A's API on a file:// remote are taken two by each node (capacity 2: parallel.max) and all end COMPLETE,
  * each row naming its node, every journal line in agent_runner.events. The URL's password shows in no output.
  *
- * PostgreSQL stopped for 10 s mid-task: the task goes on, the node says so, and no event is lost.
+ * PostgreSQL (a server of the test's own) stopped for 10 s mid-task: the task goes on, the node says so, and no
+ * event is lost.
  *
  * The remote's branches, the lease, kill -9 and the resume: tests/e2e/control-fleet-survive.test.ts.
  */
@@ -22,12 +23,7 @@ import { openControlDatabase } from '../../src/control/control-database.js';
 import { migrateControl } from '../../src/control/migrate-control.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { ServeClient } from '../../src/serve/api-client.js';
-import {
-  adminUrl,
-  createTestDatabase,
-  stopPostgres,
-  type TestDatabase,
-} from '../support/control-database.js';
+import { createTestDatabase, privatePostgres, type TestDatabase } from '../support/control-database.js';
 import { DEMO_PRD, createDemoRepo } from '../support/demo-task.js';
 import { DEMO_SCRIPT } from '../support/serve-repo.js';
 
@@ -49,7 +45,7 @@ afterAll(async () => {
 });
 
 /** A node: a server started in its own (demo) repository, capacity 2, its own repository cache. */
-async function startNode(name: string) {
+async function startNode(name: string, control = db.nodeUrl) {
   const { dir, remove } = createDemoRepo('parallel:\n  max: 2\n');
   const state = mkdtempSync(path.join(tmpdir(), `ar-node-${name}-`));
   const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', XDG_STATE_HOME: state };
@@ -59,7 +55,7 @@ async function startNode(name: string) {
   const log: string[] = [];
   nodeLogs.push(log);
   const server = await startServer(
-    { port: '0', control: db.nodeUrl, modelScript: DEMO_SCRIPT },
+    { port: '0', control, modelScript: DEMO_SCRIPT },
     {
       output: safeOutput({ out: (t) => log.push(t), err: (t) => log.push(t), isTTY: false }, redaction),
       redaction,
@@ -190,7 +186,14 @@ it(
     execFileSync('git', ['clone', '-q', '--bare', source, bare]);
     remove();
     cleanups.push(() => rmSync(bare, { recursive: true, force: true }));
-    const node = await startNode('c');
+    // A server of this test's own: the files running beside it use the shared one.
+    const cluster = await privatePostgres();
+    cleanups.push(() => cluster.remove());
+    const own = await createTestDatabase(cluster.adminUrl);
+    const admin = await openControlDatabase(controlUrl(own.url, new Redaction()));
+    await migrateControl(admin, { nodePassword: own.nodePassword });
+    await admin.close();
+    const node = await startNode('c', own.nodeUrl);
     const logs = () => nodeLogs.flat().join('\n');
     await node.client.request('POST', '/api/tasks', {
       repo: `file://${bare}`,
@@ -198,7 +201,7 @@ it(
       taskId: 'FLEET-OUTAGE',
     });
     const connect = async () => {
-      const client = new pg.Client({ connectionString: db.url });
+      const client = new pg.Client({ connectionString: own.url });
       client.on('error', () => undefined);
       await client.connect();
       cleanups.push(() => client.end().catch(() => undefined));
@@ -215,9 +218,9 @@ it(
       await new Promise((resolve) => setTimeout(resolve, 200));
     expect(await count()).toBeGreaterThanOrEqual(2);
 
-    await stopPostgres();
+    await cluster.stop();
     await new Promise((resolve) => setTimeout(resolve, 10_000));
-    await adminUrl(); // starts it again
+    await cluster.start();
     reader = await connect();
 
     const ended = async () =>

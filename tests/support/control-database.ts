@@ -1,9 +1,14 @@
 /**
  * A database of its own for a test file, on the PostgreSQL that scripts/postgres.sh starts (installing it when
- * missing, as CI's clean machine needs): CREATE DATABASE with a random name; `drop()` removes it.
+ * missing, as CI's clean machine needs): CREATE DATABASE with a random name; `drop()` removes it. A test that
+ * takes the database away mid-task gets a PostgreSQL server of its own (`privatePostgres`): the shared one
+ * serves the other files running beside it.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -12,19 +17,52 @@ const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
 /** The superuser's URL of the local PostgreSQL, started now if it is not running. */
 export async function adminUrl(): Promise<string> {
-  const { stdout } = await promisify(execFile)('bash', [path.join(ROOT, 'scripts', 'postgres.sh')], {
+  return postgresScript({}, 'start');
+}
+
+async function postgresScript(env: NodeJS.ProcessEnv, action: 'start' | 'stop'): Promise<string> {
+  const { stdout } = await promisify(execFile)('bash', [path.join(ROOT, 'scripts', 'postgres.sh'), action], {
     timeout: 600_000,
+    env: { ...process.env, ...env },
   });
+  if (action === 'stop') return '';
   const url = stdout.trim().split('\n').at(-1) ?? '';
   if (!url.startsWith('postgres://')) throw new Error('scripts/postgres.sh did not print a postgres:// URL');
   return url;
 }
 
-/** Stops the local PostgreSQL (the database away mid-task); `adminUrl()` starts it again. */
-export async function stopPostgres(): Promise<void> {
-  await promisify(execFile)('bash', [path.join(ROOT, 'scripts', 'postgres.sh'), 'stop'], {
-    timeout: 120_000,
-  });
+/** A PostgreSQL server of a test's own (scripts/postgres.sh on a free port and a temporary directory). */
+export interface PrivatePostgres {
+  adminUrl: string;
+  /** Stops the server (the database away mid-task); `start()` brings it back on the same port and data. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops it and removes its files. */
+  remove(): Promise<void>;
+}
+
+export async function privatePostgres(): Promise<PrivatePostgres> {
+  const root = mkdtempSync(path.join(tmpdir(), 'ar-pg-'));
+  const env = { AGENT_RUNNER_PG_ROOT: root, AGENT_RUNNER_PG_PORT: String(await freePort()) };
+  const url = await postgresScript(env, 'start');
+  return {
+    adminUrl: url,
+    stop: async () => void (await postgresScript(env, 'stop')),
+    start: async () => void (await postgresScript(env, 'start')),
+    remove: async () => {
+      await postgresScript(env, 'stop');
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('no free port');
+  return address.port;
 }
 
 export interface TestDatabase {
@@ -40,8 +78,9 @@ export interface TestDatabase {
 /** The node role's password in tests: one for the whole server (roles are cluster-wide). */
 export const TEST_NODE_PASSWORD = 'node-password-for-tests';
 
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const admin = await adminUrl();
+/** A database on the shared PostgreSQL, or on the server whose superuser's URL is `admin`. */
+export async function createTestDatabase(admin?: string): Promise<TestDatabase> {
+  admin ??= await adminUrl();
   const name = `ar_test_${randomBytes(6).toString('hex')}`;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
