@@ -114,30 +114,27 @@ it('a stale node loses its task to a live one (generation 2), learns it at its h
   // The first node beats every 4 s with a 2 s lease: between beats it is stale (as a paused or cut-off node).
   const slow = new WaitingRunner(7_000);
   const fast = new WaitingRunner(300);
-  const first = await nodeDatabase();
-  const firstBoss = await startQueueClient(first);
-  const stale = new FleetNode(first, firstBoss, slow, {
-    id: 'stale-node',
-    capacity: 1,
-    pollMs: 200,
-    heartbeatMs: 4_000,
-    leaseSeconds: 2,
-  });
+  /** A node of capacity 1 with a 2 s lease, beating every `heartbeatMs`. */
+  const leasedNode = async (id: string, runner: WaitingRunner, heartbeatMs: number) => {
+    const database = await nodeDatabase();
+    const boss = await startQueueClient(database);
+    const node = new FleetNode(database, boss, runner, {
+      id,
+      capacity: 1,
+      pollMs: 200,
+      heartbeatMs,
+      leaseSeconds: 2,
+    });
+    return { node, boss };
+  };
+  const { node: stale, boss: firstBoss } = await leasedNode('stale-node', slow, 4_000);
   await stale.start();
   const until = async (check: () => Promise<boolean> | boolean, ms: number) => {
     const deadline = Date.now() + ms;
     while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   };
   await until(() => slow.ran.length === 1, 10_000);
-  const second = await nodeDatabase();
-  const secondBoss = await startQueueClient(second);
-  const live = new FleetNode(second, secondBoss, fast, {
-    id: 'live-node',
-    capacity: 1,
-    pollMs: 200,
-    heartbeatMs: 300,
-    leaseSeconds: 2,
-  });
+  const { node: live, boss: secondBoss } = await leasedNode('live-node', fast, 300);
   await live.start();
   const state = async () =>
     (await client.pool.query<{ state: string }>(`SELECT state FROM agent_runner.tasks WHERE id = 'LEASE-1'`))
