@@ -2,6 +2,8 @@
  * Nodes against the real PostgreSQL: two nodes of capacity 2 take four queued tasks, two each, never more at
  * once, and every task's row ends with its state and its node. The tasks run through a runner that implements
  * the node's port and waits (the sandbox and the model are the e2e's: tests/e2e/control-fleet.test.ts).
+ * A stale node loses its task to a live one. A node whose database goes away (a server of the test's own,
+ * stopped) takes nothing until its heartbeat reaches it again, then takes the next task.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { controlUrl } from '../../src/control/control-url.js';
@@ -10,7 +12,7 @@ import { FleetNode, type FleetTask, type FleetTaskRunner } from '../../src/contr
 import { migrateControl } from '../../src/control/migrate-control.js';
 import { enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
 import { Redaction } from '../../src/notes/redact.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import { createTestDatabase, privatePostgres, type TestDatabase } from '../support/control-database.js';
 
 let db: TestDatabase;
 const opened: ControlDatabase[] = [];
@@ -158,3 +160,49 @@ it('a stale node loses its task to a live one (generation 2), learns it at its h
   );
   expect(jobs.rows).toEqual([{ state: 'completed', retry_count: 1 }]);
 }, 60_000);
+
+it('a node that cannot reach its database takes no task until it can again, then takes the next', async () => {
+  // A server of this test's own: stopping it leaves the shared one to the files running beside this one.
+  const cluster = await privatePostgres();
+  try {
+    const own = await createTestDatabase(cluster.adminUrl);
+    const admin = await openControlDatabase(controlUrl(own.url, new Redaction()));
+    await migrateControl(admin, { nodePassword: own.nodePassword });
+    await admin.close();
+    const database = await openControlDatabase(controlUrl(own.nodeUrl, new Redaction()));
+    const boss = await startQueueClient(database);
+    const runner = new WaitingRunner(100);
+    const log: string[] = [];
+    const node = new FleetNode(database, boss, runner, {
+      id: 'cut-off-node',
+      capacity: 1,
+      pollMs: 200,
+      heartbeatMs: 300,
+      log: (line) => log.push(line),
+    });
+    await node.start();
+    const until = async (check: () => boolean, ms: number) => {
+      const deadline = Date.now() + ms;
+      while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    };
+    await cluster.stop();
+    await until(() => !node.isHealthy(), 10_000);
+    expect(node.isHealthy(), log.join('\n')).toBe(false);
+    expect(log.join('\n')).toContain('control database unreachable');
+    await cluster.start();
+    await until(() => node.isHealthy(), 20_000);
+    expect(log.join('\n')).toContain('control database reachable again: taking tasks');
+    await enqueueTask(database, boss, {
+      taskId: 'BACK-1',
+      repoUrl: 'https://git.example/b.git',
+      prd: '# B\n',
+    });
+    await until(() => runner.ran.length === 1, 20_000);
+    expect(runner.ran.map((task) => task.taskId)).toEqual(['BACK-1']);
+    await node.stop();
+    await boss.stop({ graceful: false, wait: true });
+    await database.close();
+  } finally {
+    await cluster.remove();
+  }
+}, 120_000);
