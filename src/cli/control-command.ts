@@ -74,7 +74,9 @@ async function statusCommand(options: ControlOptions, context: CommandContext): 
   ]);
   const database = await openControlDatabase(url, { max: 1 });
   try {
-    const status = await fleetStatus(database);
+    // Stale as the nodes judge it: past the fleet's lease (control.leaseSeconds, else its default).
+    const config = await loadConfig({ repoRoot: context.cwd, env: context.env, flags: {} });
+    const status = await fleetStatus(database, config.control.leaseSeconds);
     if (options.json) context.output.out(JSON.stringify(status));
     else for (const line of formatFleetStatus(status)) context.output.out(line);
   } finally {

@@ -1,6 +1,6 @@
 /**
  * `agent-runner control status`: the fleet as the control database sees it. Nodes with their load and the
- * age of their last heartbeat (stale past NODE_STALE_SECONDS), the queue's depth, the oldest queued task.
+ * age of their last heartbeat (stale past the lease, `control.leaseSeconds`), the queue's depth, the oldest queued task.
  * Ages are measured by the database's clock alone, so a node whose clock is off does not look stale or fresh.
  */
 import type { ControlDatabase } from './control-database.js';
@@ -26,7 +26,11 @@ export interface FleetStatus {
   oldestQueued: { taskId: string; repoUrl: string; ageSeconds: number } | null;
 }
 
-export async function fleetStatus(database: ControlDatabase): Promise<FleetStatus> {
+/** `staleSeconds`: the fleet's lease (`control.leaseSeconds`), past which a node's tasks are taken over. */
+export async function fleetStatus(
+  database: ControlDatabase,
+  staleSeconds = NODE_STALE_SECONDS,
+): Promise<FleetStatus> {
   const { pool } = database;
   const nodes = await pool.query<{
     id: string;
@@ -60,7 +64,7 @@ export async function fleetStatus(database: ControlDatabase): Promise<FleetStatu
       capacity: row.capacity,
       running: row.running,
       heartbeatAgeSeconds: Math.round(row.age * 10) / 10,
-      stale: row.age > NODE_STALE_SECONDS,
+      stale: row.age > staleSeconds,
     })),
     queued: Number(counts.rows[0]?.queued ?? 0),
     running: Number(counts.rows[0]?.running ?? 0),

@@ -185,6 +185,16 @@ describe('control status', () => {
     expect(printed.stdout).toMatch(/node-a\talpha \(pid 11\)\t1\/2\t[\d.]+ s ago\n/);
     expect(printed.stdout).toContain('oldest queued OLD-1');
     expect(printed.stdout + printed.stderr).not.toContain(adminPassword());
+    // Stale as the nodes judge it: past the fleet's lease. With a lease of 10 minutes, node-b is not stale yet.
+    const longLease = await runCliCaptured(['control', 'status', '--json'], {
+      env: { AGENT_RUNNER_CONTROL_URL: db.url, AGENT_RUNNER_CONTROL_LEASE_SECONDS: '600' },
+    });
+    expect(longLease.exitCode, longLease.stderr).toBe(0);
+    const judged = JSON.parse(longLease.stdout) as { nodes: { id: string; stale: boolean }[] };
+    expect(judged.nodes.map((node) => [node.id, node.stale])).toEqual([
+      ['node-a', false],
+      ['node-b', false],
+    ]);
   });
 
   it('fails with exit 4 and the fix when the database cannot be reached, the password hidden', async () => {
