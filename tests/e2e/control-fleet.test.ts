@@ -3,16 +3,20 @@
  * port, with the demo's scripted model, the real codex binary and real Docker sandboxes: four tasks queued over
  * node A's API on a file:// remote are taken two by each node (capacity 2: parallel.max) and all end COMPLETE,
  * each row naming its node, every journal line in agent_runner.events. The URL's password shows in no output.
+ * Node B is a pure node (started in a directory that is no git repository): it takes fleet tasks, and a local
+ * task (no `repo`) is refused saying so. Node A's page, in headless Chromium, lists a task running on node B
+ * with B's node id, opens it and shows its events arriving until it ends.
  *
  * PostgreSQL stopped for 10 s mid-task: the task goes on, the node says so, and no event is lost.
  *
  * The remote's branches, the lease, kill -9 and the resume: tests/e2e/control-fleet-survive.test.ts.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { processRedaction, safeOutput } from '../../src/cli/output.js';
 import { waitCommand } from '../../src/cli/client-commands.js';
@@ -28,7 +32,7 @@ import {
   stopPostgres,
   type TestDatabase,
 } from '../support/control-database.js';
-import { DEMO_PRD, createDemoRepo } from '../support/demo-task.js';
+import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
 import { DEMO_SCRIPT } from '../support/serve-repo.js';
 
 let db: TestDatabase;
@@ -48,9 +52,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A node: a server started in its own (demo) repository, capacity 2, its own repository cache. */
-async function startNode(name: string) {
-  const { dir, remove } = createDemoRepo('parallel:\n  max: 2\n');
+/**
+ * A node: a server started in its own (demo) repository, capacity 2, its own repository cache; a pure node in
+ * a directory that is no repository (its agent-runner.yaml gives the capacity).
+ */
+async function startNode(name: string, kind: 'repository' | 'pure' = 'repository') {
+  const { dir, remove } =
+    kind === 'pure' ? emptyDirectory(name, 'parallel:\n  max: 2\n') : createDemoRepo('parallel:\n  max: 2\n');
   const state = mkdtempSync(path.join(tmpdir(), `ar-node-${name}-`));
   const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', XDG_STATE_HOME: state };
   delete env.OPENAI_API_KEY;
@@ -76,8 +84,14 @@ async function startNode(name: string) {
   return { server, log, dir, env, redaction, client: new ServeClient(server.info.url, server.info.token) };
 }
 
+function emptyDirectory(name: string, config: string): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), `ar-pure-node-${name}-`));
+  writeFileSync(path.join(dir, 'agent-runner.yaml'), config);
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 it(
-  'two nodes of capacity 2 run four queued tasks, two each, all COMPLETE',
+  "two nodes of capacity 2 (B a pure node) run four queued tasks, two each, all COMPLETE; A's page shows B's task live",
   async () => {
     const { dir: source, remove } = createDemoRepo('');
     const bare = mkdtempSync(path.join(tmpdir(), 'ar-fleet-remote-'));
@@ -86,8 +100,19 @@ it(
     cleanups.push(() => rmSync(bare, { recursive: true, force: true }));
 
     const a = await startNode('a');
-    const b = await startNode('b');
+    const b = await startNode('b', 'pure');
     const prd = readFileSync(DEMO_PRD, 'utf8');
+    // The pure node: a task that needs a local repository is refused, saying how to queue it instead.
+    await expect(b.client.request('POST', '/api/tasks', { prd })).rejects.toThrow(
+      /This node has no repository .*Give `repo`/,
+    );
+    expect(existsSync(path.join(b.dir, '.agent-runner'))).toBe(false);
+    const reader = new pg.Client({ connectionString: db.url });
+    // The next test stops PostgreSQL: the connection's end is expected then.
+    reader.on('error', () => undefined);
+    await reader.connect();
+    cleanups.push(() => reader.end());
+
     for (const n of [1, 2, 3, 4]) {
       const answer = await a.client.request<{ taskId: string; queued: boolean }>('POST', '/api/tasks', {
         repo: `file://${bare}`,
@@ -96,12 +121,7 @@ it(
       });
       expect(answer).toEqual({ taskId: `FLEET-E2E-${n}`, queued: true });
     }
-
-    const reader = new pg.Client({ connectionString: db.url });
-    // The next test stops PostgreSQL: the connection's end is expected then.
-    reader.on('error', () => undefined);
-    await reader.connect();
-    cleanups.push(() => reader.end());
+    await pageShowsTaskOfB(a, b, reader);
     const rows = async () =>
       (
         await reader.query<{ id: string; state: string; node_id: string; ended_at: Date | null }>(
@@ -130,6 +150,13 @@ it(
       ended.map((row) => [row.id, 'COMPLETE', row.node_id]).sort(),
     );
     expect(new Set(listed.fleet.map((task) => task.node.id)).size).toBe(2);
+    // The pure node lists nothing of its own, and the fleet's tasks as any node does.
+    const listedOnB = await b.client.request<{ tasks: unknown[]; fleet: { taskId: string }[] }>(
+      'GET',
+      '/api/tasks',
+    );
+    expect(listedOnB.tasks).toEqual([]);
+    expect(listedOnB.fleet.map((task) => task.taskId).sort()).toEqual(ended.map((row) => row.id));
 
     // Every journal line of every task is in the database, in order, from the start to task_finished.
     const events = await reader.query<{ task_id: string; seqs: number[]; types: string[] }>(
@@ -181,6 +208,23 @@ it(
   },
   20 * 60_000,
 );
+
+it('a server outside any repository and without a control database says so', async () => {
+  const { dir, remove } = emptyDirectory('plain', '');
+  cleanups.push(remove);
+  const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
+  delete env.AGENT_RUNNER_CONTROL_URL;
+  const redaction = processRedaction(env);
+  const context = {
+    output: safeOutput({ out: () => undefined, err: () => undefined, isTTY: false }, redaction),
+    redaction,
+    env,
+    cwd: dir,
+    setExitCode: () => undefined,
+  };
+  await expect(startServer({ port: '0' }, context)).rejects.toThrow(/is not inside a git repository/);
+  expect(existsSync(path.join(dir, '.agent-runner'))).toBe(false);
+});
 
 it(
   'PostgreSQL stopped for 10 s mid-task: the task ends COMPLETE and no event is lost',
@@ -251,3 +295,83 @@ it(
   },
   20 * 60_000,
 );
+
+/**
+ * Node A's page (headless Chromium) lists a task that runs on node B with B's node id, opens it, and shows its
+ * events arriving through A's `/events` stream until it ends: the COMPLETE transition is not yet in the
+ * database when the page has opened the task, and shows on the page later.
+ */
+async function pageShowsTaskOfB(
+  a: Awaited<ReturnType<typeof startNode>>,
+  b: Awaited<ReturnType<typeof startNode>>,
+  reader: pg.Client,
+): Promise<void> {
+  const started = Date.now();
+  const executablePath = execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], {
+    encoding: 'utf8',
+  }).trim();
+  // As root, Chromium's own sandbox cannot start; the page is ours, served from this machine.
+  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  cleanups.push(() => browser.close());
+  const nodeB = (
+    await reader.query<{ id: string }>('SELECT id FROM agent_runner.nodes WHERE url = $1', [
+      b.server.info.url,
+    ])
+  ).rows[0]?.id;
+  expect(nodeB).toBeDefined();
+  // A task B runs and has not ended (a task's first minute is its sandbox and its plan).
+  let taskId: string | undefined;
+  const deadline = Date.now() + 5 * 60_000;
+  while (taskId === undefined && Date.now() < deadline) {
+    taskId = (
+      await reader.query<{ id: string }>(
+        `SELECT id FROM agent_runner.tasks WHERE node_id = $1 AND state = 'RUNNING' ORDER BY id LIMIT 1`,
+        [nodeB],
+      )
+    ).rows[0]?.id;
+    if (taskId === undefined) await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  expect(taskId, [...a.log, ...b.log].join('\n')).toBeDefined();
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${a.server.info.url}/?token=${a.server.info.token}`);
+  const row = page.locator(`#board tr[data-task="${taskId}"]`);
+  await row.waitFor({ timeout: 15_000 });
+  expect(await row.getAttribute('data-node')).toBe(nodeB);
+  await expect(row.locator('td.node').textContent()).resolves.toBe(nodeB);
+  // Listed once: a task of the fleet is one row.
+  for (const id of await page
+    .locator('#board tr[data-task]')
+    .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-task'))))
+    expect(await page.locator(`#board tr[data-task="${id}"]`).count()).toBe(1);
+
+  await row.locator('a').click();
+  await page.locator(`#task-node[data-node="${nodeB}"]`).waitFor({ timeout: 15_000 });
+  await page.locator('#timeline li').first().waitFor({ timeout: 15_000 });
+  const completeInDatabase = async () =>
+    Number(
+      (
+        await reader.query(
+          `SELECT count(*) AS n FROM agent_runner.events
+            WHERE task_id = $1 AND event->>'type' = 'transition' AND event->>'to' = 'COMPLETE'`,
+          [taskId],
+        )
+      ).rows[0]?.n,
+    );
+  // The probe: the end is still to come, so what follows arrives live.
+  expect(await completeInDatabase()).toBe(0);
+  const openedAt = Date.now();
+  await page.locator('#timeline li[data-state="COMPLETE"]').waitFor({ timeout: 10 * 60_000 });
+  expect(await completeInDatabase()).toBe(1);
+  // The end event: the header shows the row's final state; the worker's commands arrived with their exits.
+  await page.locator('#task-header .state[data-state="COMPLETE"]').waitFor({ timeout: 15_000 });
+  expect(await page.locator('#runs li.command').count()).toBeGreaterThan(0);
+  expect(await page.locator('#criteria li[data-criterion]').count()).toBeGreaterThan(0);
+  expect(problems).toEqual([]);
+  console.log(
+    `page of node A: ${taskId} on node B followed live for ${Math.round((Date.now() - openedAt) / 1000)} s ` +
+      `(browser work ${Math.round((Date.now() - started) / 1000)} s, mostly the task running)`,
+  );
+  await page.close();
+}
