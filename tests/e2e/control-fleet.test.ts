@@ -4,7 +4,7 @@
  * node A's API on a file:// remote are taken two by each node (capacity 2: parallel.max) and all end COMPLETE,
  * each row naming its node, every journal line in agent_runner.events. The URL's password shows in no output.
  * Node B is a pure node (started in a directory that is no git repository): it takes fleet tasks, and a local
- * task (no `repo`) is refused saying so. Node A's page, in headless Chromium, lists a task running on node B
+ * task (no `repo`) is refused saying so, over the API and on its page. Node A's page, in headless Chromium, lists a task running on node B
  * with B's node id, opens it and shows its events arriving until it ends.
  *
  * PostgreSQL stopped for 10 s mid-task: the task goes on, the node says so, and no event is lost.
@@ -322,6 +322,14 @@ async function pageShowsTaskOfB(
     ])
   ).rows[0]?.id;
   expect(nodeB).toBeDefined();
+  // The pure node's page: its start form takes a remote's URL, and a task without one gets the node's answer.
+  const pageOfB = await browser.newPage();
+  await pageOfB.goto(`${b.server.info.url}/?token=${b.server.info.token}`);
+  await pageOfB.locator('#start-repo:not([hidden])').waitFor({ timeout: 15_000 });
+  await pageOfB.locator('#start-form textarea').fill('# A task\n\nNeeds a repository.');
+  await pageOfB.locator('#start-form button').click();
+  await pageOfB.locator('#start-form .error', { hasText: 'This node has no repository' }).waitFor();
+  await pageOfB.close();
   const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
