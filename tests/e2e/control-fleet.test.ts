@@ -371,6 +371,8 @@ async function pageShowsTaskOfB(
   await page.locator('#task-header .state[data-state="COMPLETE"]').waitFor({ timeout: 15_000 });
   expect(await page.locator('#runs li.command').count()).toBeGreaterThan(0);
   expect(await page.locator('#criteria li[data-criterion]').count()).toBeGreaterThan(0);
+  // Its note and diff stay on B: the page says where.
+  expect(await page.locator('#note').textContent()).toContain(`On node ${nodeB}`);
   expect(problems).toEqual([]);
   console.log(
     `page of node A: ${taskId} on node B followed live for ${Math.round((Date.now() - openedAt) / 1000)} s ` +

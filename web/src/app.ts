@@ -394,6 +394,12 @@ function showTask(taskId: string): void {
       fleetTask = true;
       header.replaceChildren(fleetHeader(answer));
       document.getElementById('criteria-box')?.replaceChildren(criteria(fromEvents));
+      const where = answer.node
+        ? `node ${answer.node.id}${answer.node.url ? ` (${answer.node.url})` : ''}`
+        : '';
+      const away = where ? `On ${where}, which runs the task: its note and diff are there.` : '';
+      (document.getElementById('note') as HTMLElement).textContent = away;
+      (document.getElementById('diff') as HTMLElement).textContent = away;
       return;
     }
     const detail = answer;
