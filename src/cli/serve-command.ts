@@ -15,6 +15,7 @@ import { loadConfig } from '../config/load.js';
 import { parseDuration } from '../config/units.js';
 import { UserError } from '../errors.js';
 import { SERVE_FILE, type ServeInfo } from '../serve/api-client.js';
+import { tryGit } from '../workspace/git/git-command.js';
 import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CommandContext } from './program.js';
 
@@ -35,30 +36,42 @@ export interface ServeOptions {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
+/** A server that listens. */
+export interface StartedServer {
+  info: ServeInfo;
+  repoRoot: string;
+  /** A pure node of the fleet: no repository, fleet tasks only. */
+  pure: boolean;
+  idleFor: () => number;
+  close: () => Promise<void>;
+}
+
 /** Starts the server; resolves once it listens, with a function that stops it (and its tasks). */
-export async function startServer(
-  options: ServeOptions,
-  context: CommandContext,
-): Promise<{ info: ServeInfo; repoRoot: string; idleFor: () => number; close: () => Promise<void> }> {
+export async function startServer(options: ServeOptions, context: CommandContext): Promise<StartedServer> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port === undefined ? DEFAULT_SERVE_PORT : Number(options.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UserError('usage', `--port ${options.port}: give a port number (0 for any free one).`);
-  const repository = options.repo
+  const repository: { root: string; pure?: UserError } = options.repo
     ? await fetchedCache(options.repo, context)
-    : await inspectRepository(context.cwd);
+    : await localRepository(context);
   // The repository's keys and patterns are hidden from every answer from the start.
   const config = await loadConfig({ repoRoot: repository.root, env: context.env, flags: {} });
-  const [{ createApp }, { TaskBoard }, { createApi }, { serve }, { parallelMax }] = await Promise.all([
-    import('../app.js'),
-    import('../serve/task-board.js'),
-    import('../serve/http-api.js'),
-    import('@hono/node-server'),
-    import('../parallel/parallel-max.js'),
-  ]);
+  if (repository.pure && options.control === undefined && config.control.url === undefined)
+    throw repository.pure;
+  const [{ createApp }, { TaskBoard }, { PureNodeBoard }, { createApi }, { serve }, { parallelMax }] =
+    await Promise.all([
+      import('../app.js'),
+      import('../serve/task-board.js'),
+      import('../serve/pure-node-board.js'),
+      import('../serve/http-api.js'),
+      import('@hono/node-server'),
+      import('../parallel/parallel-max.js'),
+    ]);
   const app = createApp(context.env, {}, context.redaction);
   app.host.protect(config, context.env);
-  const board = new TaskBoard(repository.root, app, context.env, {
+  // A pure node: its directory is no repository, and a task that needs one is refused saying how to queue it.
+  const board = new (repository.pure ? PureNodeBoard : TaskBoard)(repository.root, app, context.env, {
     // As many tasks at once as a project's subtasks: parallel.max, or what the machine's cores and memory hold.
     maxRunning: parallelMax(config),
     ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
@@ -91,13 +104,14 @@ export async function startServer(
   const actualPort = typeof address === 'object' && address !== null ? address.port : port;
   const shown = host.includes(':') ? `[${host}]` : host;
   const info: ServeInfo = { url: `http://${shown}:${actualPort}`, token, pid: process.pid };
-  const serveFile = path.join(repository.root, '.agent-runner', SERVE_FILE);
-  await mkdir(path.dirname(serveFile), { recursive: true });
-  await writeFile(serveFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  // A pure node writes nothing in its working directory: `wait`, `logs` and `run --detach` find a server
+  // through a repository's serve.json, and this directory is none.
+  const serveFile = repository.pure ? null : await writeServeFile(repository.root, info);
   await fleet?.start(info.url);
   return {
     info,
     repoRoot: repository.root,
+    pure: repository.pure !== undefined,
     idleFor: () => (board.hasLive() ? 0 : Date.now() - lastActivity),
     close: async () => {
       await Promise.all([board.stopAll(), fleet?.stop()]);
@@ -105,7 +119,7 @@ export async function startServer(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       if ('closeAllConnections' in server) server.closeAllConnections();
       await closed;
-      await rm(serveFile, { force: true });
+      if (serveFile !== null) await rm(serveFile, { force: true });
     },
   };
 }
@@ -122,7 +136,11 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
   if (idleExitMs === null && options.idleExit !== undefined)
     throw new UserError('usage', `--idle-exit ${options.idleExit}: give a duration like 10m.`);
   const server = await startServer(options, context);
-  output.err(`agent-runner serve: ${server.repoRoot}`);
+  output.err(
+    server.pure
+      ? `agent-runner serve: ${server.repoRoot} is no repository: this node runs the fleet's tasks only`
+      : `agent-runner serve: ${server.repoRoot}`,
+  );
   output.out(`${server.info.url}/?token=${server.info.token}`);
   output.err(`Token (every request needs it, as Authorization: Bearer <token>): ${server.info.token}`);
   output.err('Ctrl-C stops the server and every task it runs (their work saved, their notes written).');
@@ -295,6 +313,32 @@ async function sweepFleetOrphans(context: CommandContext): Promise<void> {
       `agent-runner serve: could not look for orphaned containers: ${(error as Error).message}`,
     );
   }
+}
+
+/** `.agent-runner/serve.json`: where `run --detach`, `wait`, `logs` and `answer` find the server. */
+async function writeServeFile(repoRoot: string, info: ServeInfo): Promise<string> {
+  const serveFile = path.join(repoRoot, '.agent-runner', SERVE_FILE);
+  await mkdir(path.dirname(serveFile), { recursive: true });
+  await writeFile(serveFile, `${JSON.stringify(info)}\n`, { mode: 0o600 });
+  return serveFile;
+}
+
+/**
+ * The working directory's repository; outside any git repository, a pure node if a control database is given
+ * (the caller checks, and else throws `pure`: the error a plain `serve` there gives). A pure node runs the
+ * fleet's tasks only, each on its `--repo` cache; its settings come from the environment and that directory's
+ * agent-runner.yaml (`parallel.max`, `control.url`).
+ */
+async function localRepository(context: CommandContext): Promise<{ root: string; pure?: UserError }> {
+  // Not in any repository (a bare one, a linked worktree or one without commits is a mistake to fix: inspected).
+  if ((await tryGit(['rev-parse', '--git-dir'], { cwd: context.cwd })).exitCode === 0)
+    return inspectRepository(context.cwd);
+  const pure = await inspectRepository(context.cwd).then(
+    () => null,
+    (error: unknown) => error,
+  );
+  if (!(pure instanceof UserError)) throw pure ?? new Error(`${context.cwd}: git says no repository`);
+  return { root: path.resolve(context.cwd), pure };
 }
 
 /** `serve --repo`: the remote fetched into its cache (its credentials hidden from every answer); tasks start at its HEAD. */

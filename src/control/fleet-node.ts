@@ -4,10 +4,9 @@
  * same TaskBoard, hence the same composition as `run`, on the task's `--repo` cache). A node whose last
  * heartbeat failed (the database is away) takes no new task; the tasks it runs go on.
  *
- * TODO(issue 36, step 3): the page showing `fleet` (another node's task and its stream are served already:
- *   fleet-events.ts); `answer`/`stop` of another node's task (a row in a new migration that the running node
- *   LISTENs for) and `--control URL` on `wait`/`logs`/`answer`/`stop`; `serve --control` without a repository;
- *   in bench/control-queue.ts, the overhead of `--control` on one real task against a plain `serve`.
+ * TODO(issue 36, step 3): `answer`/`stop` of another node's task (a row in a new migration that the running
+ *   node LISTENs for) and `--control URL` on `wait`/`logs`/`answer`/`stop`. (Done: the page showing the fleet,
+ *   web/src/app.ts; a pure node, serve-command.ts; the overhead of `--control`, bench/control-overhead.ts.)
  *
  * The lease (issue 36, step 4): every heartbeat also sweeps the fleet's tasks whose node is stale (no heartbeat
  * for `leaseSeconds`): one UPDATE hands each such task back (QUEUED, no node) and, in the same transaction,
@@ -20,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type PgBoss from 'pg-boss';
 import type { ControlDatabase } from './control-database.js';
+import { EVENTS_CHANNEL } from './event-sink.js';
 import { inTransaction } from './task-queue.js';
 import { HEARTBEAT_SECONDS, NODE_STALE_SECONDS, TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
 
@@ -300,6 +300,11 @@ export class FleetNode {
             this.lost.add(taskId);
             continue;
           }
+          // The task's followers on every node (`/events`, `wait`, the page) see the end now rather than at
+          // their next slow poll (2 s); lost, they still see it then.
+          await this.database.pool
+            .query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, taskId])
+            .catch(() => undefined);
           await this.boss.complete(TASK_QUEUE, job.id, { state: end.state, exitCode: end.exitCode });
           break;
         } catch (error) {

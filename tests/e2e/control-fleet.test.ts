@@ -3,6 +3,9 @@
  * port, with the demo's scripted model, the real codex binary and real Docker sandboxes: four tasks queued over
  * node A's API on a file:// remote are taken two by each node (capacity 2: parallel.max) and all end COMPLETE,
  * each row naming its node, every journal line in agent_runner.events. The URL's password shows in no output.
+ * Node B is a pure node (started in a directory that is no git repository): it takes fleet tasks, and a local
+ * task (no `repo`) is refused saying so, over the API and on its page. Node A's page, in headless Chromium, lists a task running on node B
+ * with B's node id, opens it and shows its events arriving until it ends.
  *
  * PostgreSQL (a server of the test's own) stopped for 10 s mid-task: the task goes on, the node says so, and no
  * event is lost.
@@ -10,10 +13,11 @@
  * The remote's branches, the lease, kill -9 and the resume: tests/e2e/control-fleet-survive.test.ts.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { processRedaction, safeOutput } from '../../src/cli/output.js';
 import { waitCommand } from '../../src/cli/client-commands.js';
@@ -24,7 +28,7 @@ import { migrateControl } from '../../src/control/migrate-control.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { ServeClient } from '../../src/serve/api-client.js';
 import { createTestDatabase, privatePostgres, type TestDatabase } from '../support/control-database.js';
-import { DEMO_PRD, createDemoRepo } from '../support/demo-task.js';
+import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
 import { DEMO_SCRIPT } from '../support/serve-repo.js';
 
 let db: TestDatabase;
@@ -44,9 +48,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A node: a server started in its own (demo) repository, capacity 2, its own repository cache. */
-async function startNode(name: string, control = db.nodeUrl) {
-  const { dir, remove } = createDemoRepo('parallel:\n  max: 2\n');
+/**
+ * A node: a server started in its own (demo) repository, capacity 2, its own repository cache; a pure node in
+ * a directory that is no repository (its agent-runner.yaml gives the capacity). `control`: its database.
+ */
+async function startNode(name: string, kind: 'repository' | 'pure' = 'repository', control = db.nodeUrl) {
+  const { dir, remove } =
+    kind === 'pure' ? emptyDirectory(name, 'parallel:\n  max: 2\n') : createDemoRepo('parallel:\n  max: 2\n');
   const state = mkdtempSync(path.join(tmpdir(), `ar-node-${name}-`));
   const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', XDG_STATE_HOME: state };
   delete env.OPENAI_API_KEY;
@@ -72,8 +80,14 @@ async function startNode(name: string, control = db.nodeUrl) {
   return { server, log, dir, env, redaction, client: new ServeClient(server.info.url, server.info.token) };
 }
 
+function emptyDirectory(name: string, config: string): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), `ar-pure-node-${name}-`));
+  writeFileSync(path.join(dir, 'agent-runner.yaml'), config);
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 it(
-  'two nodes of capacity 2 run four queued tasks, two each, all COMPLETE',
+  "two nodes of capacity 2 (B a pure node) run four queued tasks, two each, all COMPLETE; A's page shows B's task live",
   async () => {
     const { dir: source, remove } = createDemoRepo('');
     const bare = mkdtempSync(path.join(tmpdir(), 'ar-fleet-remote-'));
@@ -82,22 +96,30 @@ it(
     cleanups.push(() => rmSync(bare, { recursive: true, force: true }));
 
     const a = await startNode('a');
-    const b = await startNode('b');
+    const b = await startNode('b', 'pure');
     const prd = readFileSync(DEMO_PRD, 'utf8');
-    for (const n of [1, 2, 3, 4]) {
-      const answer = await a.client.request<{ taskId: string; queued: boolean }>('POST', '/api/tasks', {
-        repo: `file://${bare}`,
-        prd,
-        taskId: `FLEET-E2E-${n}`,
-      });
-      expect(answer).toEqual({ taskId: `FLEET-E2E-${n}`, queued: true });
-    }
-
+    // The pure node: a task that needs a local repository is refused, saying how to queue it instead.
+    await expect(b.client.request('POST', '/api/tasks', { prd })).rejects.toThrow(
+      /This node has no repository .*Give `repo`/,
+    );
+    expect(existsSync(path.join(b.dir, '.agent-runner'))).toBe(false);
     const reader = new pg.Client({ connectionString: db.url });
     // The next test stops PostgreSQL: the connection's end is expected then.
     reader.on('error', () => undefined);
     await reader.connect();
     cleanups.push(() => reader.end());
+
+    // The page is open before the tasks are queued: it follows B's task from its first minute.
+    await pageShowsTaskOfB(a, b, reader, async () => {
+      for (const n of [1, 2, 3, 4]) {
+        const answer = await a.client.request<{ taskId: string; queued: boolean }>('POST', '/api/tasks', {
+          repo: `file://${bare}`,
+          prd,
+          taskId: `FLEET-E2E-${n}`,
+        });
+        expect(answer).toEqual({ taskId: `FLEET-E2E-${n}`, queued: true });
+      }
+    });
     const rows = async () =>
       (
         await reader.query<{ id: string; state: string; node_id: string; ended_at: Date | null }>(
@@ -126,6 +148,13 @@ it(
       ended.map((row) => [row.id, 'COMPLETE', row.node_id]).sort(),
     );
     expect(new Set(listed.fleet.map((task) => task.node.id)).size).toBe(2);
+    // The pure node lists nothing of its own, and the fleet's tasks as any node does.
+    const listedOnB = await b.client.request<{ tasks: unknown[]; fleet: { taskId: string }[] }>(
+      'GET',
+      '/api/tasks',
+    );
+    expect(listedOnB.tasks).toEqual([]);
+    expect(listedOnB.fleet.map((task) => task.taskId).sort()).toEqual(ended.map((row) => row.id));
 
     // Every journal line of every task is in the database, in order, from the start to task_finished.
     const events = await reader.query<{ task_id: string; seqs: number[]; types: string[] }>(
@@ -178,6 +207,23 @@ it(
   20 * 60_000,
 );
 
+it('a server outside any repository and without a control database says so', async () => {
+  const { dir, remove } = emptyDirectory('plain', '');
+  cleanups.push(remove);
+  const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
+  delete env.AGENT_RUNNER_CONTROL_URL;
+  const redaction = processRedaction(env);
+  const context = {
+    output: safeOutput({ out: () => undefined, err: () => undefined, isTTY: false }, redaction),
+    redaction,
+    env,
+    cwd: dir,
+    setExitCode: () => undefined,
+  };
+  await expect(startServer({ port: '0' }, context)).rejects.toThrow(/is not inside a git repository/);
+  expect(existsSync(path.join(dir, '.agent-runner'))).toBe(false);
+});
+
 it(
   'PostgreSQL stopped for 10 s mid-task: the task ends COMPLETE and no event is lost',
   async () => {
@@ -193,7 +239,7 @@ it(
     const admin = await openControlDatabase(controlUrl(own.url, new Redaction()));
     await migrateControl(admin, { nodePassword: own.nodePassword });
     await admin.close();
-    const node = await startNode('c', own.nodeUrl);
+    const node = await startNode('c', 'repository', own.nodeUrl);
     const logs = () => nodeLogs.flat().join('\n');
     await node.client.request('POST', '/api/tasks', {
       repo: `file://${bare}`,
@@ -254,3 +300,86 @@ it(
   },
   20 * 60_000,
 );
+
+/**
+ * Node A's page (headless Chromium) lists a task that runs on node B with B's node id, opens it, and shows its
+ * events arriving through A's `/events` stream until it ends: the COMPLETE transition is not yet in the
+ * database when the page has opened the task, and shows on the page later.
+ */
+async function pageShowsTaskOfB(
+  a: Awaited<ReturnType<typeof startNode>>,
+  b: Awaited<ReturnType<typeof startNode>>,
+  reader: pg.Client,
+  enqueue: () => Promise<void>,
+): Promise<void> {
+  const started = Date.now();
+  const executablePath = execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], {
+    encoding: 'utf8',
+  }).trim();
+  // As root, Chromium's own sandbox cannot start; the page is ours, served from this machine.
+  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  cleanups.push(() => browser.close());
+  const nodeB = (
+    await reader.query<{ id: string }>('SELECT id FROM agent_runner.nodes WHERE url = $1', [
+      b.server.info.url,
+    ])
+  ).rows[0]?.id;
+  expect(nodeB).toBeDefined();
+  // The pure node's page: its start form takes a remote's URL, and a task without one gets the node's answer.
+  const pageOfB = await browser.newPage();
+  await pageOfB.goto(`${b.server.info.url}/?token=${b.server.info.token}`);
+  await pageOfB.locator('#start-repo:not([hidden])').waitFor({ timeout: 15_000 });
+  await pageOfB.locator('#start-form textarea').fill('# A task\n\nNeeds a repository.');
+  await pageOfB.locator('#start-form button').click();
+  await pageOfB.locator('#start-form .error', { hasText: 'This node has no repository' }).waitFor();
+  await pageOfB.close();
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${a.server.info.url}/?token=${a.server.info.token}`);
+  await page.locator('#board').waitFor();
+  await enqueue();
+  // The first task B takes shows on A's board with B's node id (the board asks every second).
+  const firstOfB = page.locator(`#board tr[data-node="${nodeB}"]`).first();
+  await firstOfB.waitFor({ timeout: 5 * 60_000 });
+  const taskId = await firstOfB.getAttribute('data-task');
+  expect(taskId).toMatch(/^FLEET-E2E-/);
+  const row = page.locator(`#board tr[data-task="${taskId}"]`);
+  await expect(row.locator('td.node').textContent()).resolves.toBe(nodeB);
+  // Listed once: a task of the fleet is one row.
+  for (const id of await page
+    .locator('#board tr[data-task]')
+    .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-task'))))
+    expect(await page.locator(`#board tr[data-task="${id}"]`).count()).toBe(1);
+
+  await row.locator('a').click();
+  await page.locator(`#task-node[data-node="${nodeB}"]`).waitFor({ timeout: 15_000 });
+  await page.locator('#timeline li').first().waitFor({ timeout: 15_000 });
+  const completeInDatabase = async () =>
+    Number(
+      (
+        await reader.query(
+          `SELECT count(*) AS n FROM agent_runner.events
+            WHERE task_id = $1 AND event->>'type' = 'transition' AND event->>'to' = 'COMPLETE'`,
+          [taskId],
+        )
+      ).rows[0]?.n,
+    );
+  // The probe: the end is still to come, so what follows arrives live.
+  expect(await completeInDatabase()).toBe(0);
+  const openedAt = Date.now();
+  await page.locator('#timeline li[data-state="COMPLETE"]').waitFor({ timeout: 10 * 60_000 });
+  expect(await completeInDatabase()).toBe(1);
+  // The end event: the header shows the row's final state; the worker's commands arrived with their exits.
+  await page.locator('#task-header .state[data-state="COMPLETE"]').waitFor({ timeout: 15_000 });
+  expect(await page.locator('#runs li.command').count()).toBeGreaterThan(0);
+  expect(await page.locator('#criteria li[data-criterion]').count()).toBeGreaterThan(0);
+  // Its note and diff stay on B: the page says where.
+  expect(await page.locator('#note').textContent()).toContain(`On node ${nodeB}`);
+  expect(problems).toEqual([]);
+  console.log(
+    `page of node A: ${taskId} on node B followed live for ${Math.round((Date.now() - openedAt) / 1000)} s ` +
+      `(browser work ${Math.round((Date.now() - started) / 1000)} s, mostly the task running)`,
+  );
+  await page.close();
+}

@@ -4,10 +4,14 @@
  * the node's port and waits (the sandbox and the model are the e2e's: tests/e2e/control-fleet.test.ts).
  * A stale node loses its task to a live one. A node whose database goes away (a server of the test's own,
  * stopped) takes nothing until its heartbeat reaches it again, then takes the next task.
+ * A task's end is NOTIFYed, so a follower on another node sees it at once.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { controlUrl } from '../../src/control/control-url.js';
 import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
+import { EVENTS_CHANNEL } from '../../src/control/event-sink.js';
+import { FleetEventFeed, fleetEventLines } from '../../src/control/fleet-events.js';
 import { FleetNode, type FleetTask, type FleetTaskRunner } from '../../src/control/fleet-node.js';
 import { migrateControl } from '../../src/control/migrate-control.js';
 import { enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
@@ -206,3 +210,59 @@ it('a node that cannot reach its database takes no task until it can again, then
     await cluster.remove();
   }
 }, 120_000);
+
+it("a task's end written by its node is NOTIFYed: a follower on another node sees it at once, not at its poll", async () => {
+  const client = await nodeDatabase();
+  const sender = await startQueueClient(client);
+  await enqueueTask(client, sender, {
+    taskId: 'FLEET-END',
+    repoUrl: 'https://git.example/r.git',
+    prd: '# P\n',
+  });
+  await sender.stop({ graceful: false, wait: true });
+  // The probe: a LISTEN of our own on the channel every follower waits on. The runner writes no journal line,
+  // so the only NOTIFY for this task is the one that comes with its end.
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const notified: number[] = [];
+  listener.on('notification', (message) => {
+    if (message.channel === EVENTS_CHANNEL && message.payload === 'FLEET-END') notified.push(Date.now());
+  });
+  await listener.query(`LISTEN ${EVENTS_CHANNEL}`);
+  const feed = new FleetEventFeed(client);
+  await feed.start();
+
+  const database = await nodeDatabase();
+  const boss = await startQueueClient(database);
+  const node = new FleetNode(database, boss, new WaitingRunner(1_500), {
+    id: 'node-end',
+    capacity: 1,
+    pollMs: 200,
+  });
+  await node.start();
+  const running = async () =>
+    (await client.pool.query(`SELECT 1 FROM agent_runner.tasks WHERE id = 'FLEET-END' AND state = 'RUNNING'`))
+      .rowCount;
+  const deadline = Date.now() + 30_000;
+  while ((await running()) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  // A follower of the running task (as `/events` on another node): it waits on the feed until the end.
+  for await (const line of fleetEventLines(client, feed, 'FLEET-END', {
+    afterLine: 0,
+    follow: true,
+    signal: AbortSignal.timeout(30_000),
+  }))
+    void line;
+  const followerDone = Date.now();
+  await node.stop();
+  await boss.stop({ graceful: false, wait: true });
+  await feed.close();
+  await listener.end();
+
+  const row = await client.pool.query<{ state: string; ended_at: Date }>(
+    `SELECT state, ended_at FROM agent_runner.tasks WHERE id = 'FLEET-END'`,
+  );
+  expect(row.rows[0]?.state).toBe('COMPLETE');
+  expect(notified.length).toBeGreaterThanOrEqual(1);
+  // The follower's poll is 2 s; by NOTIFY it ends well before.
+  expect(followerDone - (row.rows[0]?.ended_at.getTime() ?? 0)).toBeLessThan(1_000);
+}, 60_000);

@@ -1,5 +1,6 @@
 /**
- * The web view of `agent-runner serve`: a board of the repository's tasks that updates live, a task's page
+ * The web view of `agent-runner serve`: a board of the repository's tasks (and, on a node of a fleet, every
+ * task of the fleet with the node that runs it) that updates live, a task's page
  * (its state timeline, criteria and their evidence, each worker run's commands arriving with their exit
  * codes, DoD checks, its question as a form, its note), and a form that starts a task. Plain DOM, bundled at
  * `npm run build` into dist/web/app.js and served by the server itself: nothing is fetched from elsewhere.
@@ -10,6 +11,8 @@
  */
 import DOMPurify from 'dompurify';
 import { marked } from 'marked';
+import type { FleetTaskDetail } from '../../src/control/fleet-events.js';
+import type { FleetTaskRow } from '../../src/control/fleet-tasks.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
 
@@ -81,10 +84,22 @@ const stateBadge = (state: string | null, status: string) =>
     state ?? status,
   );
 
-function boardRow(task: BoardTask): HTMLElement {
+/** What `GET /api/tasks` answers: `fleet` on a node of a fleet only (null while its database is away). */
+interface TaskList {
+  tasks: BoardTask[];
+  fleet?: FleetTaskRow[] | null;
+}
+
+/** A fleet task's place in its life, as a local task's `status` says it. */
+function fleetStatus(task: { state: string; endedAt: string | null }): string {
+  if (task.endedAt !== null) return 'finished';
+  return task.state === 'QUEUED' ? 'queued' : 'running';
+}
+
+function boardRow(task: BoardTask, fleet: boolean): HTMLElement {
   return el(
     'tr',
-    { 'data-task': task.taskId },
+    { 'data-task': task.taskId, 'data-node': '' },
     el('td', {}, el('a', { href: `#/task/${encodeURIComponent(task.taskId)}` }, task.taskId)),
     el('td', {}, task.title ?? ''),
     el('td', {}, stateBadge(task.state, task.status)),
@@ -93,6 +108,27 @@ function boardRow(task: BoardTask): HTMLElement {
     el('td', {}, String(task.runs)),
     el('td', {}, `$${task.costUsd.toFixed(4)}`),
     el('td', {}, task.question ? 'question waiting' : ''),
+    ...(fleet ? [el('td', { class: 'node' }, 'this server')] : []),
+  );
+}
+
+/** A task of the fleet that is not this server's own: its row in the control database, with its node. */
+function fleetRow(task: FleetTaskRow): HTMLElement {
+  const status = fleetStatus(task);
+  const started = task.startedAt === null ? null : Date.parse(task.startedAt);
+  const until = task.endedAt === null ? Date.now() : Date.parse(task.endedAt);
+  return el(
+    'tr',
+    { 'data-task': task.taskId, 'data-node': task.node?.id ?? '', class: 'fleet-task' },
+    el('td', {}, el('a', { href: `#/task/${encodeURIComponent(task.taskId)}` }, task.taskId)),
+    el('td', {}, task.repoUrl),
+    el('td', {}, stateBadge(task.state, status)),
+    el('td', {}, status),
+    el('td', {}, elapsed(started === null ? null : until - started)),
+    el('td', {}, '-'),
+    el('td', {}, '-'),
+    el('td', {}, ''),
+    el('td', { class: 'node' }, task.node?.id ?? 'not taken yet'),
   );
 }
 
@@ -103,12 +139,20 @@ function startForm(): HTMLElement {
     placeholder: '# Title\n\nWhat to build, with examples.',
   });
   const base = el('input', { name: 'base', placeholder: 'base branch (default: HEAD)' });
+  // Shown on a node of a fleet: a remote repository's URL queues the task on the fleet.
+  const repo = el('input', {
+    name: 'repo',
+    id: 'start-repo',
+    hidden: '',
+    placeholder: 'remote repository URL (queued on the fleet; empty: this repository)',
+  });
   const error = el('p', { class: 'error' });
   const form = el(
     'form',
     { id: 'start-form' },
     el('h2', {}, 'Start a task'),
     prd,
+    repo,
     base,
     el('button', { type: 'submit' }, 'Start'),
     error,
@@ -117,7 +161,12 @@ function startForm(): HTMLElement {
     event.preventDefault();
     const text = (prd as HTMLTextAreaElement).value;
     const baseRef = (base as HTMLInputElement).value.trim();
-    api<{ taskId: string }>('POST', '/api/tasks', { prd: text, ...(baseRef ? { base: baseRef } : {}) }).then(
+    const repoUrl = (repo as HTMLInputElement).value.trim();
+    api<{ taskId: string }>('POST', '/api/tasks', {
+      prd: text,
+      ...(baseRef ? { base: baseRef } : {}),
+      ...(repoUrl ? { repo: repoUrl } : {}),
+    }).then(
       ({ taskId }) => {
         location.hash = `#/task/${encodeURIComponent(taskId)}`;
       },
@@ -129,27 +178,31 @@ function startForm(): HTMLElement {
   return form;
 }
 
+const COLUMNS = ['Task', 'Title', 'State', 'Status', 'Elapsed', 'Runs', 'Cost', ''];
+
 function showBoard(): void {
+  const head = el('tr', {}, ...COLUMNS.map((h) => el('th', {}, h)));
   const body = el('tbody');
-  const table = el(
-    'table',
-    { id: 'board' },
-    el(
-      'thead',
-      {},
-      el(
-        'tr',
-        {},
-        ...['Task', 'Title', 'State', 'Status', 'Elapsed', 'Runs', 'Cost', ''].map((h) => el('th', {}, h)),
-      ),
-    ),
-    body,
-  );
-  main().replaceChildren(el('h1', {}, 'Tasks'), table, startForm());
+  const table = el('table', { id: 'board' }, el('thead', {}, head), body);
+  const fleetState = el('p', { id: 'fleet-state', class: 'error' });
+  main().replaceChildren(el('h1', {}, 'Tasks'), fleetState, table, startForm());
   const refresh = () =>
-    api<{ tasks: BoardTask[] }>('GET', '/api/tasks').then(
-      ({ tasks }) => {
-        body.replaceChildren(...tasks.filter((task) => task.parent === null).map(boardRow));
+    api<TaskList>('GET', '/api/tasks').then(
+      ({ tasks, fleet }) => {
+        const node = fleet !== undefined;
+        // A node of a fleet: its own tasks, then the fleet's others (a task listed by both is this server's).
+        const own = new Set(tasks.map((task) => task.taskId));
+        const others = (fleet ?? []).filter((task) => !own.has(task.taskId));
+        if (node && head.childElementCount === COLUMNS.length) head.append(el('th', {}, 'Node'));
+        document.getElementById('start-repo')?.toggleAttribute('hidden', !node);
+        fleetState.textContent =
+          fleet === null
+            ? "The control database is unreachable: the fleet's other tasks are not listed now."
+            : '';
+        body.replaceChildren(
+          ...tasks.filter((task) => task.parent === null).map((task) => boardRow(task, node)),
+          ...others.map(fleetRow),
+        );
       },
       () => undefined,
     );
@@ -231,7 +284,7 @@ function onJournal(event: StampedEvent, runs: Map<number, HTMLElement>): void {
     );
 }
 
-function criteria(detail: BoardTask & TaskDetail): HTMLElement {
+function criteria(detail: Pick<TaskDetail, 'plan' | 'summary'>): HTMLElement {
   const evidence = new Map((detail.summary?.criteria ?? []).map((criterion) => [criterion.id, criterion]));
   return el(
     'ul',
@@ -286,6 +339,20 @@ function actions(detail: BoardTask): HTMLElement | string {
   return resumable ? button('Resume', 'resume', route) : '';
 }
 
+/** Another node's task: its row in the control database (its note and diff stay on that node). */
+function fleetHeader(task: FleetTaskDetail): HTMLElement {
+  return el(
+    'p',
+    {},
+    stateBadge(task.state, fleetStatus(task)),
+    ' on node ',
+    el('strong', { id: 'task-node', 'data-node': task.node?.id ?? '' }, task.node?.id ?? 'none yet'),
+    task.node?.host ? ` (${task.node.host})` : '',
+    `, ${task.repoUrl}`,
+    task.exitCode === null ? '' : `, exit ${task.exitCode}`,
+  );
+}
+
 /** The note's Markdown as sanitised HTML (see the header). */
 function renderNote(markdown: string): string {
   const html = marked.parse(markdown, { async: false, gfm: true });
@@ -315,8 +382,27 @@ function showTask(taskId: string): void {
     el('h2', {}, 'Note'),
     el('article', { id: 'note' }),
   );
+  // Another node's task: its plan and its end come from its events (its journal is on that node).
+  const fromEvents: Pick<TaskDetail, 'plan' | 'summary'> = { plan: null, summary: null };
+  let fleetTask = false;
   const refresh = async () => {
-    const detail = await api<BoardTask & TaskDetail>('GET', `/api/tasks/${encodeURIComponent(taskId)}`);
+    const answer = await api<(BoardTask & TaskDetail) | FleetTaskDetail>(
+      'GET',
+      `/api/tasks/${encodeURIComponent(taskId)}`,
+    );
+    if ('fleet' in answer) {
+      fleetTask = true;
+      header.replaceChildren(fleetHeader(answer));
+      document.getElementById('criteria-box')?.replaceChildren(criteria(fromEvents));
+      const where = answer.node
+        ? `node ${answer.node.id}${answer.node.url ? ` (${answer.node.url})` : ''}`
+        : '';
+      const away = where ? `On ${where}, which runs the task: its note and diff are there.` : '';
+      (document.getElementById('note') as HTMLElement).textContent = away;
+      (document.getElementById('diff') as HTMLElement).textContent = away;
+      return;
+    }
+    const detail = answer;
     const question = detail.question ? questionForm(taskId, detail.question) : '';
     const subtasks = detail.subtasks.length
       ? el(
@@ -375,6 +461,10 @@ function showTask(taskId: string): void {
   source.addEventListener('journal', (message) => {
     const event = JSON.parse((message as MessageEvent<string>).data) as StampedEvent;
     onJournal(event, runs);
+    if (event.type === 'plan') fromEvents.plan = event.plan;
+    if (event.type === 'task_finished') fromEvents.summary = event.summary;
+    if (fleetTask && (event.type === 'plan' || event.type === 'task_finished'))
+      document.getElementById('criteria-box')?.replaceChildren(criteria(fromEvents));
     // A note written: fetched again whatever the state says.
     if (event.type === 'note_written') shown = '';
     soon();

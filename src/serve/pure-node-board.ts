@@ -1,0 +1,30 @@
+/**
+ * The board of a pure node of the fleet (`serve --control` started in a directory that is no git repository):
+ * it runs the fleet's tasks only (each on its `--repo` cache, through the fleet's runner), so whatever needs a
+ * local repository (a task started or resumed without `repo`) is refused with one message that says how to
+ * queue the task instead. Its list holds nothing of its own; the fleet's tasks come from the database.
+ */
+import { UserError } from '../errors.js';
+import type { StartTaskRequest } from './api-schemas.js';
+import { TaskBoard } from './task-board.js';
+
+/** What a pure node answers to a request that needs a local repository. */
+export function noRepositoryMessage(directory: string): string {
+  return (
+    `This node has no repository (it was started in ${directory}, not a git repository): it runs the fleet's ` +
+    "tasks only. Give `repo` (the remote repository's URL) in the request to queue the task on the fleet, " +
+    'or start `agent-runner serve` in a repository to run tasks there.'
+  );
+}
+
+export class PureNodeBoard extends TaskBoard {
+  override start(request: StartTaskRequest): Promise<string> {
+    void request;
+    return Promise.reject(new UserError('repository_invalid', noRepositoryMessage(this.repoRoot)));
+  }
+
+  override resume(taskId: string): Promise<string> {
+    void taskId;
+    return Promise.reject(new UserError('repository_invalid', noRepositoryMessage(this.repoRoot)));
+  }
+}
