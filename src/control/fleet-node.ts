@@ -5,9 +5,9 @@
  * heartbeat failed (the database is away) takes no new task; the tasks it runs go on.
  *
  * TODO(issue 36, step 3): the page showing `fleet` (another node's task and its stream are served already:
- *   fleet-events.ts); `answer`/`stop` of another node's task (a row in a new migration that the running node
- *   LISTENs for) and `--control URL` on `wait`/`logs`/`answer`/`stop`; `serve --control` without a repository;
- *   in bench/control-queue.ts, the overhead of `--control` on one real task against a plain `serve`.
+ *   fleet-events.ts; its answer and stop too: task-requests.ts, the CLI through any node's `--server`);
+ *   `serve --control` without a repository; in bench/control-queue.ts, the overhead of `--control` on one
+ *   real task against a plain `serve`.
  *
  * The lease (issue 36, step 4): every heartbeat also sweeps the fleet's tasks whose node is stale (no heartbeat
  * for `leaseSeconds`): one UPDATE hands each such task back (QUEUED, no node) and, in the same transaction,
