@@ -126,6 +126,15 @@ export async function detachRun(options: RunCommandOptions, context: CommandCont
 /** The variable `--server` reads its token from (a token in argv would show in `ps`). */
 export const SERVER_TOKEN_VARIABLE = 'AGENT_RUNNER_TOKEN';
 
+/** A URL's scheme (`http:`), or '' when it is no URL (`URL.parse` is Node 20.18+; we support all of 20). */
+function protocolOf(text: string): string {
+  try {
+    return new URL(text).protocol;
+  } catch {
+    return '';
+  }
+}
+
 /** Which server a client command talks to: `--server URL`, else the repository's. */
 export interface ServerOption {
   server?: string;
@@ -140,14 +149,11 @@ async function clientHere(context: CommandContext, options: ServerOption = {}): 
       'usage',
       `--server ${options.server}: set ${SERVER_TOKEN_VARIABLE} to the server's token (\`serve\` prints it).`,
     );
-  try {
-    new URL(options.server);
-  } catch {
+  if (!/^https?:$/.test(protocolOf(options.server)))
     throw new UserError(
       'usage',
       `--server ${options.server}: give the server's URL, e.g. http://127.0.0.1:7770.`,
     );
-  }
   context.redaction.add([token]);
   // A path is kept: a server behind a proxy under a prefix.
   return new ServeClient(options.server.replace(/\/+$/, ''), token);
