@@ -24,6 +24,7 @@ const LIGHT = [
   'tests/integration/control-plane.test.ts', // PostgreSQL only (scripts/postgres.sh), no Docker
   'tests/integration/control-node.test.ts', // PostgreSQL only
   'tests/integration/fleet-events.test.ts', // PostgreSQL only
+  'tests/integration/fleet-requests.test.ts', // PostgreSQL only
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a

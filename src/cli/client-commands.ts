@@ -2,8 +2,10 @@
  * The CLI verbs that talk to the repository's server, thin clients of its API: `run --detach` (start a task
  * and return its id at once; a server is started on demand, detached, when none runs), `wait ID...` (until
  * every task ended; the highest exit code), `logs [-f] ID` (its progress, as `run` prints it) and
- * `answer ID TEXT` (its `ask_human` question). They work the same for tasks started from the web page, and
- * `wait` and `logs` for tasks started by `run` in a terminal (the server reads the same journals).
+ * `answer ID TEXT` (its `ask_human` question) and `stop ID` (as Ctrl-C; again to hurry). They work the same for
+ * tasks started from the web page, and `wait` and `logs` for tasks started by `run` in a terminal (the server
+ * reads the same journals). With `--server URL` (the token in AGENT_RUNNER_TOKEN, never on the command line)
+ * they talk to that server instead of the repository's: any node of a fleet serves every task of the fleet.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -121,8 +123,40 @@ export async function detachRun(options: RunCommandOptions, context: CommandCont
   }
 }
 
-async function clientHere(context: CommandContext): Promise<ServeClient> {
-  return ServeClient.forRepository((await inspectRepository(context.cwd)).root);
+/** The variable `--server` reads its token from (a token in argv would show in `ps`). */
+export const SERVER_TOKEN_VARIABLE = 'AGENT_RUNNER_TOKEN';
+
+/** A URL's scheme (`http:`), or '' when it is no URL (`URL.parse` is Node 20.18+; we support all of 20). */
+function protocolOf(text: string): string {
+  try {
+    return new URL(text).protocol;
+  } catch {
+    return '';
+  }
+}
+
+/** Which server a client command talks to: `--server URL`, else the repository's. */
+export interface ServerOption {
+  server?: string;
+}
+
+async function clientHere(context: CommandContext, options: ServerOption = {}): Promise<ServeClient> {
+  if (options.server === undefined)
+    return ServeClient.forRepository((await inspectRepository(context.cwd)).root);
+  const token = context.env[SERVER_TOKEN_VARIABLE];
+  if (!token)
+    throw new UserError(
+      'usage',
+      `--server ${options.server}: set ${SERVER_TOKEN_VARIABLE} to the server's token (\`serve\` prints it).`,
+    );
+  if (!/^https?:$/.test(protocolOf(options.server)))
+    throw new UserError(
+      'usage',
+      `--server ${options.server}: give the server's URL, e.g. http://127.0.0.1:7770.`,
+    );
+  context.redaction.add([token]);
+  // A path is kept: a server behind a proxy under a prefix.
+  return new ServeClient(options.server.replace(/\/+$/, ''), token);
 }
 
 /** Follows one task to its end; its summary (null: it ended without one, e.g. its runner died). */
@@ -142,10 +176,10 @@ async function waitFor(
 
 export async function waitCommand(
   taskIds: string[],
-  options: { json?: boolean },
+  options: { json?: boolean } & ServerOption,
   context: CommandContext,
 ): Promise<void> {
-  const client = await clientHere(context);
+  const client = await clientHere(context, options);
   const results = await Promise.all(taskIds.map((taskId) => waitFor(client, taskId)));
   let worst: number = EXIT_CODES.complete;
   for (const { taskId, summary, fleet } of results) {
@@ -174,19 +208,41 @@ export async function waitCommand(
 
 export async function logsCommand(
   taskId: string,
-  options: { follow?: boolean },
+  options: { follow?: boolean } & ServerOption,
   context: CommandContext,
 ): Promise<void> {
-  const client = await clientHere(context);
+  const client = await clientHere(context, options);
   const print = createProgressPrinter((line) => context.output.out(line));
   for await (const message of client.events(taskId, { follow: Boolean(options.follow) }))
     if (message.event === 'journal') print(JSON.parse(message.data) as StampedEvent);
 }
 
-export async function answerCommand(taskId: string, text: string, context: CommandContext): Promise<void> {
-  const client = await clientHere(context);
-  await client.request('POST', `/api/tasks/${taskId}/answer`, { text });
-  context.output.err(`agent-runner: answered ${taskId}`);
+export async function answerCommand(
+  taskId: string,
+  text: string,
+  context: CommandContext,
+  options: ServerOption = {},
+): Promise<void> {
+  const client = await clientHere(context, options);
+  const answer = await client.request<{ node?: string }>('POST', `/api/tasks/${taskId}/answer`, { text });
+  context.output.err(
+    `agent-runner: answered ${taskId}${answer.node ? ` (sent to node ${answer.node}, which runs it)` : ''}`,
+  );
+}
+
+/** `stop ID`: as Ctrl-C stops `run` (the work saved, the note written); a second stop hurries it. */
+export async function stopCommand(
+  taskId: string,
+  options: ServerOption,
+  context: CommandContext,
+): Promise<void> {
+  const client = await clientHere(context, options);
+  const answer = await client.request<{ stop: string; node?: string }>('POST', `/api/tasks/${taskId}/stop`);
+  context.output.err(
+    answer.stop === 'requested'
+      ? `agent-runner: stop of ${taskId} sent to node ${answer.node ?? '?'}, which runs it`
+      : `agent-runner: ${answer.stop} ${taskId}`,
+  );
 }
 
 export function registerClientCommands(program: Command, context: CommandContext): void {
@@ -197,7 +253,11 @@ export function registerClientCommands(program: Command, context: CommandContext
     )
     .argument('<id...>', 'task ids')
     .option('--json', 'one summary object per task on stdout')
-    .action(async (taskIds: string[], options: { json?: boolean }) => {
+    .option(
+      '--server <url>',
+      `a server's URL instead of the repository's (its token in ${SERVER_TOKEN_VARIABLE})`,
+    )
+    .action(async (taskIds: string[], options: { json?: boolean } & ServerOption) => {
       await waitCommand(taskIds, options, context);
     });
   program
@@ -205,7 +265,11 @@ export function registerClientCommands(program: Command, context: CommandContext
     .description("A task's progress, as `run` prints it")
     .argument('<id>', 'task id')
     .option('-f, --follow', 'keep following until the task ends')
-    .action(async (taskId: string, options: { follow?: boolean }) => {
+    .option(
+      '--server <url>',
+      `a server's URL instead of the repository's (its token in ${SERVER_TOKEN_VARIABLE})`,
+    )
+    .action(async (taskId: string, options: { follow?: boolean } & ServerOption) => {
       await logsCommand(taskId, options, context);
     });
   program
@@ -213,7 +277,24 @@ export function registerClientCommands(program: Command, context: CommandContext
     .description("Answer a task's question (ask_human) when it runs in the background")
     .argument('<id>', 'task id')
     .argument('<text>', 'the answer')
-    .action(async (taskId: string, text: string) => {
-      await answerCommand(taskId, text, context);
+    .option(
+      '--server <url>',
+      `a server's URL instead of the repository's (its token in ${SERVER_TOKEN_VARIABLE})`,
+    )
+    .action(async (taskId: string, text: string, options: ServerOption) => {
+      await answerCommand(taskId, text, context, options);
+    });
+  program
+    .command('stop')
+    .description(
+      'Stop a task running in the background as Ctrl-C does (its work saved, its note written); again to hurry',
+    )
+    .argument('<id>', 'task id')
+    .option(
+      '--server <url>',
+      `a server's URL instead of the repository's (its token in ${SERVER_TOKEN_VARIABLE})`,
+    )
+    .action(async (taskId: string, options: ServerOption) => {
+      await stopCommand(taskId, options, context);
     });
 }

@@ -168,7 +168,7 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
 
 /** The control plane's modules, loaded only by a node (a plain `serve` never pays for pg and pg-boss). */
 async function loadFleetModules() {
-  const [controlUrlModule, database, queue, fleetNode, boards, sink, fleetTasks, fleetEvents] =
+  const [controlUrlModule, database, queue, fleetNode, boards, sink, fleetTasks, fleetEvents, requests] =
     await Promise.all([
       import('../control/control-url.js'),
       import('../control/control-database.js'),
@@ -178,6 +178,7 @@ async function loadFleetModules() {
       import('../control/event-sink.js'),
       import('../control/fleet-tasks.js'),
       import('../control/fleet-events.js'),
+      import('../control/task-requests.js'),
     ]);
   return {
     controlUrl: controlUrlModule.controlUrl,
@@ -189,6 +190,7 @@ async function loadFleetModules() {
     sink,
     listFleetTasks: fleetTasks.listFleetTasks,
     fleetEvents,
+    TaskRequestTaker: requests.TaskRequestTaker,
   };
 }
 
@@ -228,6 +230,7 @@ async function joinFleet(
     log: (line) => context.output.err(`agent-runner serve: ${line}`),
   });
   let node: InstanceType<typeof FleetNode> | null = null;
+  let requests: InstanceType<typeof fleet.TaskRequestTaker> | null = null;
   context.output.err(`agent-runner serve: a node of the fleet at ${url.shown} (capacity ${capacity})`);
   // One LISTEN connection for every follower of another node's task.
   const feed = new fleetEvents.FleetEventFeed(database);
@@ -250,8 +253,14 @@ async function joinFleet(
         log: (line) => context.output.err(`agent-runner serve: ${line}`),
       });
       await node.start();
+      // Answers and stops written on any node for the tasks this one runs.
+      requests = new fleet.TaskRequestTaker(database, feed, node.id, runner, (line) =>
+        context.output.err(`agent-runner serve: ${line}`),
+      );
+      requests.start();
     },
     stop: async () => {
+      requests?.stop();
       await Promise.all(runner.all().map((taskBoard) => taskBoard.stopAll()));
       // The copies end once their tasks have (a database still away at exit: the rest is in the journals).
       setTimeout(() => stopCopies.abort(), 10_000).unref();

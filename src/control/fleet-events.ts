@@ -3,12 +3,14 @@
  * {@link EVENTS_CHANNEL}. One LISTEN connection per node (not per client): every follower of every task waits
  * on the same {@link FleetEventFeed}; while that connection is down (the database restarts) followers fall back
  * to a slow poll and the feed reconnects. The lines are the same as the local journal's, so the event stream
- * of a fleet task has the same shape as a local one.
+ * of a fleet task has the same shape as a local one. The same connection hears the requests (answer, stop) for
+ * the tasks this node runs (task-requests.ts).
  */
 import pg from 'pg';
 import type { JournalLine } from '../serve/journal-follow.js';
 import type { ControlDatabase } from './control-database.js';
 import { EVENTS_CHANNEL } from './event-sink.js';
+import { REQUESTS_CHANNEL, requestTask, type TaskRequest } from './task-requests.js';
 
 /** A follower's wait when no NOTIFY can arrive (the LISTEN connection is down), and the safety net when one is up. */
 const SLOW_POLL_MS = 2_000;
@@ -23,6 +25,8 @@ export class FleetEventFeed {
   private client: pg.Client | null = null;
   private closed = false;
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** Woken by a request for a task (answer, stop: task-requests.ts) and on each reconnect. */
+  private readonly requestListeners = new Set<(taskId: string | null) => void>();
   private reconnectTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly database: ControlDatabase) {}
@@ -54,12 +58,16 @@ export class FleetEventFeed {
     });
     client.on('notification', (message) => {
       if (message.channel === EVENTS_CHANNEL && message.payload) this.wake(message.payload);
+      if (message.channel === REQUESTS_CHANNEL)
+        for (const listener of this.requestListeners) listener(message.payload ?? null);
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      await client.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${REQUESTS_CHANNEL}`);
       this.client = client;
       this.wakeAll();
+      // A request written while the connection was down is taken now rather than at the next poll.
+      for (const listener of this.requestListeners) listener(null);
     } catch {
       client.removeAllListeners();
       client.on('error', () => undefined);
@@ -101,6 +109,12 @@ export class FleetEventFeed {
       signal.addEventListener('abort', done, { once: true });
       set.add(done);
     });
+  }
+
+  /** Calls `listener` at each request NOTIFY (its task id) and after each reconnect (null); returns the unsubscribe. */
+  onRequest(listener: (taskId: string | null) => void): () => void {
+    this.requestListeners.add(listener);
+    return () => this.requestListeners.delete(listener);
   }
 
   async close(): Promise<void> {
@@ -211,5 +225,6 @@ export function fleetTaskSource(database: ControlDatabase, feed: FleetEventFeed)
     detail: (taskId: string) => fleetTaskDetail(database, taskId),
     lines: (taskId: string, options: { afterLine: number; follow: boolean; signal: AbortSignal }) =>
       fleetEventLines(database, feed, taskId, options),
+    request: (taskId: string, request: TaskRequest) => requestTask(database, taskId, request),
   };
 }

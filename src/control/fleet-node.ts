@@ -2,11 +2,8 @@
  * One node of the fleet (`serve --control`): it registers itself in agent_runner.nodes, heartbeats, and takes
  * queued tasks from pg-boss up to its capacity, each run through a {@link FleetTaskRunner} (in `serve`: the
  * same TaskBoard, hence the same composition as `run`, on the task's `--repo` cache). A node whose last
- * heartbeat failed (the database is away) takes no new task; the tasks it runs go on.
- *
- * TODO(issue 36, step 3): `answer`/`stop` of another node's task (a row in a new migration that the running
- *   node LISTENs for) and `--control URL` on `wait`/`logs`/`answer`/`stop`. (Done: the page showing the fleet,
- *   web/src/app.ts; a pure node, serve-command.ts; the overhead of `--control`, bench/control-overhead.ts.)
+ * heartbeat failed (the database is away) takes no new task; the tasks it runs go on. Answer and stop of a task
+ * another node runs: task-requests.ts; the page and a pure node: web/src/app.ts, pure-node-board.ts.
  *
  * The lease (issue 36, step 4): every heartbeat also sweeps the fleet's tasks whose node is stale (no heartbeat
  * for `leaseSeconds`): one UPDATE hands each such task back (QUEUED, no node) and, in the same transaction,

@@ -97,6 +97,8 @@ async function grantNodeRole(database: ControlDatabase, password: string | undef
     `GRANT USAGE ON SCHEMA ${CONTROL_SCHEMA}, ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE ON agent_runner.nodes TO ${NODE_ROLE}`,
     `GRANT SELECT, INSERT, UPDATE ON agent_runner.tasks, agent_runner.events TO ${NODE_ROLE}`,
+    `GRANT SELECT, INSERT, UPDATE ON agent_runner.task_requests TO ${NODE_ROLE}`,
+    `GRANT USAGE ON SEQUENCE agent_runner.task_requests_id_seq TO ${NODE_ROLE}`,
     `REVOKE ALL ON ${CONTROL_SCHEMA}.migrations FROM ${NODE_ROLE}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,
     `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,

@@ -12,6 +12,7 @@ import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from '../app.js';
 import type { FleetTask, FleetTaskEnd, FleetTaskRunner } from '../control/fleet-node.js';
+import type { TaskRequest, TaskRequestTarget } from '../control/task-requests.js';
 import type { Redaction } from '../notes/redact.js';
 import { pushTaskBranch } from '../deliver/push.js';
 import { tryGit } from '../workspace/git/git-command.js';
@@ -26,7 +27,7 @@ export function wipRef(taskId: string): string {
   return `refs/agent-runner/wip/${taskId}`;
 }
 
-export class FleetTaskBoards implements FleetTaskRunner {
+export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
   /** One board per cached clone, made on the first task of its remote. */
   private readonly boards = new Map<string, TaskBoard>();
   /** The board each running task is on (to stop it). */
@@ -133,6 +134,19 @@ export class FleetTaskBoards implements FleetTaskRunner {
     this.abandoned.add(taskId);
     const board = this.boardOf.get(taskId);
     if (board?.isLive(taskId)) board.stop(taskId);
+  }
+
+  /** Tasks running here whose board holds them (a request from another node can be applied to them). */
+  liveTasks(): string[] {
+    return [...this.boardOf].filter(([taskId, board]) => board.isLive(taskId)).map(([taskId]) => taskId);
+  }
+
+  /** A request written on another node (task-requests.ts), applied as the local API applies it. */
+  apply(taskId: string, request: TaskRequest): void {
+    const board = this.boardOf.get(taskId);
+    if (board === undefined) throw new Error(`task ${taskId} does not run here`);
+    if (request.kind === 'stop') board.stop(taskId);
+    else board.answer(taskId, request.text);
   }
 
   /** Every board's tasks (to stop them with the server). */

@@ -11,6 +11,7 @@ import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { z } from 'zod';
 import { UserError } from '../errors.js';
+import type { TaskRequest, TaskRequestResult } from '../control/task-requests.js';
 import type { Redaction } from '../notes/redact.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { answerSchema, resumeSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
@@ -144,6 +145,8 @@ export interface FleetTaskSource {
     taskId: string,
     options: { afterLine: number; follow: boolean; signal: AbortSignal },
   ): AsyncIterable<JournalLine>;
+  /** Writes an answer or a stop for the node that runs the task (task-requests.ts). */
+  request?(taskId: string, request: TaskRequest): Promise<TaskRequestResult>;
 }
 
 /** Another node's task as Server-Sent Events: the same events as a local task's stream, read from the database. */
@@ -214,11 +217,44 @@ function registerWebView(app: Hono): void {
     });
 }
 
-/** What a client does to a task: stop it, resume it, answer its question. */
-function registerTaskActions(app: Hono, board: TaskBoard): void {
+/**
+ * A stop or an answer for a task this server does not run but the fleet does: written for its node (202), 409
+ * when it is queued or ended, null when the fleet has no such task (the local answer follows).
+ */
+async function fleetRequest(
+  c: Context,
+  fleet: FleetTaskSource | undefined,
+  taskId: string,
+  request: TaskRequest,
+): Promise<Response | null> {
+  if (fleet?.request === undefined) return null;
+  const result = await fleet.request(taskId, request);
+  if (!result.written)
+    return result.reason === 'not_found'
+      ? null
+      : apiError(
+          c,
+          409,
+          'not_running',
+          result.state === 'QUEUED'
+            ? `Task ${taskId} is queued: it runs on no node yet. Stop or answer it once a node has taken it.`
+            : `Task ${taskId} has ended (${result.state}): it has no question waiting and nothing to stop.`,
+        );
+  const node = result.nodeId;
+  return request.kind === 'stop'
+    ? c.json({ taskId, stop: 'requested', node }, 202)
+    : c.json({ taskId, answered: true, node }, 202);
+}
+
+/** What a client does to a task: stop it, resume it, answer its question (here, or on the node that runs it). */
+function registerTaskActions(app: Hono, board: TaskBoard, fleet: FleetTaskSource | undefined): void {
   app.post('/api/tasks/:id/stop', async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
+    if (!board.isServed(task.taskId)) {
+      const requested = await fleetRequest(c, fleet, task.taskId, { kind: 'stop' });
+      if (requested !== null) return requested;
+    }
     if ((await board.get(task.taskId)) === null)
       return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
     return c.json({ taskId: task.taskId, stop: board.stop(task.taskId) }, 202);
@@ -240,6 +276,13 @@ function registerTaskActions(app: Hono, board: TaskBoard): void {
     if ('answer' in task) return task.answer;
     const checked = await body(c, answerSchema);
     if ('answer' in checked) return checked.answer;
+    if (!board.isServed(task.taskId)) {
+      const requested = await fleetRequest(c, fleet, task.taskId, {
+        kind: 'answer',
+        text: checked.value.text,
+      });
+      if (requested !== null) return requested;
+    }
     if ((await board.get(task.taskId)) === null)
       return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
     board.answer(task.taskId, checked.value.text);
@@ -328,7 +371,7 @@ export function createApi(
 
   registerDetail(app, board, options);
 
-  registerTaskActions(app, board);
+  registerTaskActions(app, board, options.fleetTask);
   registerEvents(app, board, options);
 
   app.get('/api/tasks/:id/diff', async (c) => {

@@ -68,9 +68,12 @@ function taskPaths(): Record<string, unknown> {
         parameters: [taskId],
         requestBody: { required: true, content: json(answerSchema) },
         responses: {
-          '202': { description: 'Answered' },
+          '202': { description: "Answered (another node's task: sent to its node, `node` names it)" },
           ...errors,
-          '409': { description: 'Not run by this server', content: errorBody },
+          '409': {
+            description: 'Not run by this server, or a fleet task that is queued or ended',
+            content: errorBody,
+          },
         },
       },
     },
@@ -88,9 +91,12 @@ function taskPaths(): Record<string, unknown> {
         summary: 'Stop the task as Ctrl-C does (its work saved, its note written); again to hurry',
         parameters: [taskId],
         responses: {
-          '202': { description: 'Stopping' },
+          '202': { description: 'Stopping (another node\'s task: `"stop": "requested"`, `node` names it)' },
           ...errors,
-          '409': { description: 'Not run by this server', content: errorBody },
+          '409': {
+            description: 'Not run by this server, or a fleet task that is queued or ended',
+            content: errorBody,
+          },
         },
       },
     },

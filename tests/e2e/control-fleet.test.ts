@@ -10,6 +10,10 @@
  * PostgreSQL (a server of the test's own) stopped for 10 s mid-task: the task goes on, the node says so, and no
  * event is lost.
  *
+ * Answer and stop across the fleet: a task on one node asks its question (ask_human), answered through the
+ * other node (`agent-runner answer --server`), and ends COMPLETE; another is stopped through the other node
+ * (`agent-runner stop --server`) and ends as a local stop ends it, its container gone.
+ *
  * The remote's branches, the lease, kill -9 and the resume: tests/e2e/control-fleet-survive.test.ts.
  */
 import { execFileSync } from 'node:child_process';
@@ -20,16 +24,25 @@ import pg from 'pg';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { processRedaction, safeOutput } from '../../src/cli/output.js';
-import { waitCommand } from '../../src/cli/client-commands.js';
+import {
+  SERVER_TOKEN_VARIABLE,
+  answerCommand,
+  logsCommand,
+  stopCommand,
+  waitCommand,
+} from '../../src/cli/client-commands.js';
 import { startServer } from '../../src/cli/serve-command.js';
 import { controlUrl } from '../../src/control/control-url.js';
 import { openControlDatabase } from '../../src/control/control-database.js';
 import { migrateControl } from '../../src/control/migrate-control.js';
 import { Redaction } from '../../src/notes/redact.js';
+import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { ServeClient } from '../../src/serve/api-client.js';
 import { createTestDatabase, privatePostgres, type TestDatabase } from '../support/control-database.js';
 import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
 import { DEMO_SCRIPT } from '../support/serve-repo.js';
+import { decisionReply } from '../support/meta-replies.js';
+import { parse, stringify } from 'yaml';
 
 let db: TestDatabase;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -52,7 +65,12 @@ afterAll(async () => {
  * A node: a server started in its own (demo) repository, capacity 2, its own repository cache; a pure node in
  * a directory that is no repository (its agent-runner.yaml gives the capacity). `control`: its database.
  */
-async function startNode(name: string, kind: 'repository' | 'pure' = 'repository', control = db.nodeUrl) {
+async function startNode(
+  name: string,
+  kind: 'repository' | 'pure' = 'repository',
+  control = db.nodeUrl,
+  modelScript = DEMO_SCRIPT,
+) {
   const { dir, remove } =
     kind === 'pure' ? emptyDirectory(name, 'parallel:\n  max: 2\n') : createDemoRepo('parallel:\n  max: 2\n');
   const state = mkdtempSync(path.join(tmpdir(), `ar-node-${name}-`));
@@ -63,7 +81,7 @@ async function startNode(name: string, kind: 'repository' | 'pure' = 'repository
   const log: string[] = [];
   nodeLogs.push(log);
   const server = await startServer(
-    { port: '0', control, modelScript: DEMO_SCRIPT },
+    { port: '0', control, modelScript },
     {
       output: safeOutput({ out: (t) => log.push(t), err: (t) => log.push(t), isTTY: false }, redaction),
       redaction,
@@ -383,3 +401,132 @@ async function pageShowsTaskOfB(
   );
   await page.close();
 }
+
+it(
+  'answer and stop through one node reach a task on the other: answered, it ends COMPLETE; stopped, it ends as a local stop, its container gone',
+  async () => {
+    // A fleet of its own (the nodes above run the plain demo): both nodes ask before their first worker run.
+    const fleet = await createTestDatabase();
+    cleanups.push(() => fleet.drop());
+    const admin = await openControlDatabase(controlUrl(fleet.url, new Redaction()));
+    await migrateControl(admin, { nodePassword: fleet.nodePassword });
+    await admin.close();
+    const question = 'Should slugify keep digits?';
+    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[] };
+    const scripts = mkdtempSync(path.join(tmpdir(), 'ar-fleet-ask-'));
+    cleanups.push(() => rmSync(scripts, { recursive: true, force: true }));
+    const askScript = path.join(scripts, 'ask.yaml');
+    writeFileSync(
+      askScript,
+      stringify({
+        ...demo,
+        meta: [demo.meta[0], decisionReply('ask_human', 'Digits?', question), ...demo.meta.slice(1)],
+      }),
+    );
+    const { dir: source, remove } = createDemoRepo('');
+    const bare = mkdtempSync(path.join(tmpdir(), 'ar-fleet-remote-'));
+    execFileSync('git', ['clone', '-q', '--bare', source, bare]);
+    remove();
+    cleanups.push(() => rmSync(bare, { recursive: true, force: true }));
+    const nodes = [
+      await startNode('d', 'repository', fleet.nodeUrl, askScript),
+      await startNode('e', 'repository', fleet.nodeUrl, askScript),
+    ];
+    const started = Date.now();
+    const prd = readFileSync(DEMO_PRD, 'utf8');
+    for (const taskId of ['FLEET-ASK', 'FLEET-STOP'])
+      await nodes[0]?.client.request('POST', '/api/tasks', { repo: `file://${bare}`, prd, taskId });
+
+    const reader = new pg.Client({ connectionString: fleet.url });
+    await reader.connect();
+    cleanups.push(() => reader.end());
+    /** The node that does not run the task, once it asks (its decision in the fleet's events). */
+    const otherThanRunner = async (taskId: string) => {
+      const deadline = Date.now() + 5 * 60_000;
+      while (Date.now() < deadline) {
+        const { rows } = await reader.query<{ url: string | null; asked: boolean }>(
+          `SELECT n.url, EXISTS (SELECT 1 FROM agent_runner.events e WHERE e.task_id = t.id
+                    AND e.event->'decision'->>'action' = 'ask_human') AS asked
+             FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id WHERE t.id = $1`,
+          [taskId],
+        );
+        const row = rows[0];
+        if (row?.asked && row.url !== null) {
+          const runner = nodes.find((node) => node.server.info.url === row.url);
+          const other = nodes.find((node) => node !== runner);
+          if (runner === undefined || other === undefined) throw new Error(`no node at ${row.url}`);
+          return other;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      throw new Error(`${taskId} asked nothing within 5 minutes:\n${nodeLogs.flat().join('\n')}`);
+    };
+    /** `agent-runner <command> --server <the other node>`, in a directory of no repository of its own. */
+    const cli = (node: (typeof nodes)[number]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      let exitCode: number | undefined;
+      const env = { ...node.env, [SERVER_TOKEN_VARIABLE]: node.server.info.token };
+      const context = {
+        output: safeOutput(
+          { out: (t: string) => out.push(t), err: (t: string) => err.push(t), isTTY: false },
+          node.redaction,
+        ),
+        redaction: node.redaction,
+        env,
+        cwd: tmpdir(),
+        setExitCode: (code: number) => {
+          exitCode = code;
+        },
+      };
+      return { context, out, err, server: { server: node.server.info.url }, exitCode: () => exitCode };
+    };
+
+    const [answerVia, stopVia] = await Promise.all([
+      otherThanRunner('FLEET-ASK'),
+      otherThanRunner('FLEET-STOP'),
+    ]);
+    const answering = cli(answerVia);
+    await answerCommand('FLEET-ASK', 'Yes, keep digits.', answering.context, answering.server);
+    expect(answering.err.join('\n')).toMatch(/answered FLEET-ASK \(sent to node .+, which runs it\)/);
+    // The probe: the task waiting on its question has its sandbox up (so the check below can see one).
+    const docker = createDockerClient();
+    const containers = (all: boolean) =>
+      docker.listContainers({ all, filters: { label: ['agent-runner.task=FLEET-STOP'] } });
+    expect((await containers(false)).length).toBeGreaterThanOrEqual(1);
+    const stopping = cli(stopVia);
+    await stopCommand('FLEET-STOP', stopping.server, stopping.context);
+    expect(stopping.err.join('\n')).toMatch(/stop of FLEET-STOP sent to node .+, which runs it/);
+
+    // `wait` and `logs` through the node that runs neither... or either: any node serves the fleet's tasks.
+    const waiting = cli(answerVia);
+    await waitCommand(['FLEET-ASK', 'FLEET-STOP'], { json: true, ...waiting.server }, waiting.context);
+    const summaries = waiting.out.map(
+      (line) => JSON.parse(line) as { taskId: string; state: string; exitCode: number },
+    );
+    expect(summaries, nodeLogs.flat().join('\n')).toEqual([
+      { type: 'summary', taskId: 'FLEET-ASK', state: 'COMPLETE', exitCode: 0 },
+      // As a local stop of a task waiting on its question: nobody answers, the task goes to its note for review.
+      { type: 'summary', taskId: 'FLEET-STOP', state: 'NEEDS_REVIEW', exitCode: 3 },
+    ]);
+    expect(waiting.exitCode()).toBe(3);
+    const logs = cli(stopVia);
+    await logsCommand('FLEET-ASK', { ...logs.server }, logs.context);
+    expect(logs.out.join('\n')).toContain(question);
+
+    // The answer reached the task as given; the stopped one was told nobody answers.
+    const human = await reader.query<{ task_id: string; answer: string | null }>(
+      `SELECT task_id, event->>'answer' AS answer FROM agent_runner.events WHERE event->>'type' = 'human' ORDER BY task_id`,
+    );
+    expect(human.rows).toEqual([
+      { task_id: 'FLEET-ASK', answer: 'Yes, keep digits.' },
+      { task_id: 'FLEET-STOP', answer: null },
+    ]);
+    // Nothing of the stopped task is left on its node.
+    expect(await containers(true)).toEqual([]);
+    // The answer's text is the user's input to the task, in no node's log.
+    expect(nodeLogs.flat().join('\n')).not.toContain('Yes, keep digits.');
+    console.log(`answer and stop across the fleet: ${Math.round((Date.now() - started) / 1000)} s`);
+  },
+  20 * 60_000,
+);

@@ -40,7 +40,11 @@ describe('control migrate', () => {
     expect(first.stderr).toBe('');
     expect(first.exitCode).toBe(0);
     const result = JSON.parse(first.stdout) as { applied: string[]; nodeRole: { canLogin: boolean } };
-    expect(result.applied).toEqual(['1764300000000_control-plane', '1764400000000_task-lease']);
+    expect(result.applied).toEqual([
+      '1764300000000_control-plane',
+      '1764400000000_task-lease',
+      '1764500000000_task-requests',
+    ]);
     expect(result.nodeRole.canLogin).toBe(true);
 
     const second = await runCliCaptured(['control', 'migrate', '--control', db.url], { env });
@@ -55,7 +59,13 @@ describe('control migrate', () => {
     const tables = await admin.pool.query<{ table_name: string }>(
       `SELECT table_name FROM information_schema.tables WHERE table_schema = 'agent_runner' ORDER BY 1`,
     );
-    expect(tables.rows.map((row) => row.table_name)).toEqual(['events', 'migrations', 'nodes', 'tasks']);
+    expect(tables.rows.map((row) => row.table_name)).toEqual([
+      'events',
+      'migrations',
+      'nodes',
+      'task_requests',
+      'tasks',
+    ]);
     const queue = await admin.pool.query(`SELECT name FROM pgboss.queue WHERE name = $1`, [TASK_QUEUE]);
     expect(queue.rowCount).toBe(1);
   });
@@ -73,6 +83,8 @@ describe('control migrate', () => {
       );
       await expect(node.query('DROP TABLE agent_runner.events')).rejects.toThrow(/must be owner/);
       await expect(node.query('SELECT * FROM agent_runner.migrations')).rejects.toThrow(/permission denied/);
+      // A request is taken (marked), never deleted: the table is what was asked of each task.
+      await expect(node.query('DELETE FROM agent_runner.task_requests')).rejects.toThrow(/permission denied/);
     } finally {
       await node.end();
     }
