@@ -2,9 +2,9 @@ import { defineConfig } from 'vitest/config';
 import { DurationSequencer } from './tests/support/duration-sequencer.js';
 
 // Tests by cost. `npm test` is two runs:
-//   1. `unit` (all cores), then `light` (the integration files that need no Docker engine, one at a time, as
-//      two of them bound wall times), with --bail=1: a broken build stops here, in seconds, not after the
-//      Docker files;
+//   1. `unit` (all cores), then `postgres` (the control plane's files against PostgreSQL, two at a time), then
+//      `light` (the other integration files that need no Docker engine, one at a time, as two of them bound
+//      wall times), with --bail=1: a broken build stops here, in seconds, not after the Docker files;
 //   2. the Docker files (`integration`, `e2e`, `security`) two at a time, then the few files whose assertions
 //      bound a wall time or a process's memory (`timed`) two at a time, each a single task or sandbox (two of
 //      them load two cores no more than one Docker file does), then the one that runs five tasks at once
@@ -21,10 +21,15 @@ const LIGHT = [
   'tests/integration/meta-plan-command.test.ts',
   'tests/integration/meta-openai-chat-model.test.ts', // retry waits to the millisecond
   'tests/integration/gateway-resources.test.ts', // sockets the process holds
-  'tests/integration/control-plane.test.ts', // PostgreSQL only (scripts/postgres.sh), no Docker
-  'tests/integration/control-node.test.ts', // PostgreSQL only
-  'tests/integration/fleet-events.test.ts', // PostgreSQL only
-  'tests/integration/fleet-requests.test.ts', // PostgreSQL only
+];
+
+// PostgreSQL only (scripts/postgres.sh), no Docker: two at a time, each in a database of its own (a file that
+// stops its server starts one of its own). They wait on the database more than they compute.
+const POSTGRES = [
+  'tests/integration/control-plane.test.ts',
+  'tests/integration/control-node.test.ts',
+  'tests/integration/fleet-events.test.ts',
+  'tests/integration/fleet-requests.test.ts',
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a
@@ -41,7 +46,7 @@ const TIMED = [
 // Timed, and loads the machine by itself: five tasks side by side, each to end within --timeout + 30 s.
 const TIMED_ALONE = ['tests/security/hang-paths.test.ts'];
 
-const DOCKER = { sequence: { groupOrder: 2 }, maxWorkers: 2, fileParallelism: true } as const;
+const DOCKER = { sequence: { groupOrder: 3 }, maxWorkers: 2, fileParallelism: true } as const;
 
 export default defineConfig({
   test: {
@@ -55,10 +60,20 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'postgres',
+          include: POSTGRES,
+          testTimeout: 180_000,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
+          fileParallelism: true,
+        },
+      },
+      {
+        test: {
           name: 'light',
           include: LIGHT,
           testTimeout: 180_000,
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
           maxWorkers: 1,
           fileParallelism: false,
         },
@@ -67,7 +82,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['tests/integration/**/*.test.ts', 'tests/faults/**/*.test.ts'],
-          exclude: [...LIGHT, ...TIMED, ...TIMED_ALONE],
+          exclude: [...LIGHT, ...POSTGRES, ...TIMED, ...TIMED_ALONE],
           testTimeout: 180_000,
           hookTimeout: 600_000,
           ...DOCKER,
@@ -99,7 +114,7 @@ export default defineConfig({
           include: TIMED,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          sequence: { groupOrder: 3 },
+          sequence: { groupOrder: 4 },
           maxWorkers: 2,
           fileParallelism: true,
         },
@@ -110,7 +125,7 @@ export default defineConfig({
           include: TIMED_ALONE,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          sequence: { groupOrder: 4 },
+          sequence: { groupOrder: 5 },
           maxWorkers: 1,
           fileParallelism: false,
         },

@@ -1,7 +1,7 @@
 /**
  * Two `serve --control` nodes on one real PostgreSQL (scripts/postgres.sh), each in this process on a free
- * port, with the demo's scripted model, the real codex binary and real Docker sandboxes: four tasks queued over
- * node A's API on a file:// remote are taken two by each node (capacity 2: parallel.max) and all end COMPLETE,
+ * port, with the demo's scripted model, the real codex binary and real Docker sandboxes: two tasks queued over
+ * node A's API on a file:// remote are taken one by each node (capacity 1: parallel.max) and all end COMPLETE,
  * each row naming its node, every journal line in agent_runner.events. The URL's password shows in no output.
  * Node B is a pure node (started in a directory that is no git repository): it takes fleet tasks, and a local
  * task (no `repo`) is refused saying so, over the API and on its page. Node A's page, in headless Chromium, lists a task running on node B
@@ -62,17 +62,20 @@ afterAll(async () => {
 });
 
 /**
- * A node: a server started in its own (demo) repository, capacity 2, its own repository cache; a pure node in
- * a directory that is no repository (its agent-runner.yaml gives the capacity). `control`: its database.
+ * A node: a server started in its own (demo) repository, its own repository cache; a pure node in a directory
+ * that is no repository (its agent-runner.yaml gives the capacity). `control`: its database.
  */
 async function startNode(
   name: string,
-  kind: 'repository' | 'pure' = 'repository',
-  control = db.nodeUrl,
-  modelScript = DEMO_SCRIPT,
+  {
+    kind = 'repository',
+    control = db.nodeUrl,
+    modelScript = DEMO_SCRIPT,
+    capacity = 2,
+  }: { kind?: 'repository' | 'pure'; control?: string; modelScript?: string; capacity?: number } = {},
 ) {
-  const { dir, remove } =
-    kind === 'pure' ? emptyDirectory(name, 'parallel:\n  max: 2\n') : createDemoRepo('parallel:\n  max: 2\n');
+  const config = `parallel:\n  max: ${capacity}\n`;
+  const { dir, remove } = kind === 'pure' ? emptyDirectory(name, config) : createDemoRepo(config);
   const state = mkdtempSync(path.join(tmpdir(), `ar-node-${name}-`));
   const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true', XDG_STATE_HOME: state };
   delete env.OPENAI_API_KEY;
@@ -105,7 +108,7 @@ function emptyDirectory(name: string, config: string): { dir: string; remove: ()
 }
 
 it(
-  "two nodes of capacity 2 (B a pure node) run four queued tasks, two each, all COMPLETE; A's page shows B's task live",
+  "two nodes of capacity 1 (B a pure node) run two queued tasks, one each, all COMPLETE; A's page shows B's task live",
   async () => {
     const { dir: source, remove } = createDemoRepo('');
     const bare = mkdtempSync(path.join(tmpdir(), 'ar-fleet-remote-'));
@@ -113,8 +116,8 @@ it(
     remove();
     cleanups.push(() => rmSync(bare, { recursive: true, force: true }));
 
-    const a = await startNode('a');
-    const b = await startNode('b', 'pure');
+    const a = await startNode('a', { capacity: 1 });
+    const b = await startNode('b', { kind: 'pure', capacity: 1 });
     const prd = readFileSync(DEMO_PRD, 'utf8');
     // The pure node: a task that needs a local repository is refused, saying how to queue it instead.
     await expect(b.client.request('POST', '/api/tasks', { prd })).rejects.toThrow(
@@ -129,7 +132,7 @@ it(
 
     // The page is open before the tasks are queued: it follows B's task from its first minute.
     await pageShowsTaskOfB(a, b, reader, async () => {
-      for (const n of [1, 2, 3, 4]) {
+      for (const n of [1, 2]) {
         const answer = await a.client.request<{ taskId: string; queued: boolean }>('POST', '/api/tasks', {
           repo: `file://${bare}`,
           prd,
@@ -152,10 +155,10 @@ it(
     expect(
       ended.map((row) => [row.id, row.state]),
       [...a.log, ...b.log].join('\n'),
-    ).toEqual([1, 2, 3, 4].map((n) => [`FLEET-E2E-${n}`, 'COMPLETE']));
+    ).toEqual([1, 2].map((n) => [`FLEET-E2E-${n}`, 'COMPLETE']));
     const perNode = new Map<string, number>();
     for (const row of ended) perNode.set(row.node_id, (perNode.get(row.node_id) ?? 0) + 1);
-    expect([...perNode.values()]).toEqual([2, 2]);
+    expect([...perNode.values()]).toEqual([1, 1]);
     expect([...a.log, ...b.log].join('\n')).not.toContain(db.nodePassword);
 
     // Node A's list holds node B's tasks too, each with its node.
@@ -179,7 +182,7 @@ it(
       `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(event->>'type' ORDER BY seq) AS types
        FROM agent_runner.events GROUP BY task_id ORDER BY task_id`,
     );
-    expect(events.rows.map((row) => row.task_id)).toEqual([1, 2, 3, 4].map((n) => `FLEET-E2E-${n}`));
+    expect(events.rows.map((row) => row.task_id)).toEqual([1, 2].map((n) => `FLEET-E2E-${n}`));
     for (const row of events.rows) {
       expect(row.seqs).toEqual(row.seqs.map((_, index) => index + 1));
       expect(row.types).toContain('task_started');
@@ -257,7 +260,7 @@ it(
     const admin = await openControlDatabase(controlUrl(own.url, new Redaction()));
     await migrateControl(admin, { nodePassword: own.nodePassword });
     await admin.close();
-    const node = await startNode('c', 'repository', own.nodeUrl);
+    const node = await startNode('c', { control: own.nodeUrl });
     const logs = () => nodeLogs.flat().join('\n');
     await node.client.request('POST', '/api/tasks', {
       repo: `file://${bare}`,
@@ -429,8 +432,8 @@ it(
     remove();
     cleanups.push(() => rmSync(bare, { recursive: true, force: true }));
     const nodes = [
-      await startNode('d', 'repository', fleet.nodeUrl, askScript),
-      await startNode('e', 'repository', fleet.nodeUrl, askScript),
+      await startNode('d', { control: fleet.nodeUrl, modelScript: askScript }),
+      await startNode('e', { control: fleet.nodeUrl, modelScript: askScript }),
     ];
     const started = Date.now();
     const prd = readFileSync(DEMO_PRD, 'utf8');
