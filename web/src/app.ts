@@ -403,7 +403,12 @@ function showTask(taskId: string): void {
       return;
     }
     const detail = answer;
-    const question = detail.question ? questionForm(taskId, detail.question) : '';
+    // One form per question, kept across refreshes: a new one at every event would drop what the user typed.
+    if (asked?.question !== detail.question)
+      asked = detail.question
+        ? { question: detail.question, form: questionForm(taskId, detail.question) }
+        : null;
+    const question = asked?.form ?? '';
     const subtasks = detail.subtasks.length
       ? el(
           'ul',
@@ -446,6 +451,7 @@ function showTask(taskId: string): void {
     (document.getElementById('diff') as HTMLElement).textContent = diff;
   };
   let shown = '';
+  let asked: { question: string; form: HTMLElement } | null = null;
   let fetches = 0;
   let pending: ReturnType<typeof setTimeout> | null = null;
   const soon = () => {
