@@ -24,7 +24,7 @@ import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { userStateFile } from '../config/user-state.js';
 import { EnvironmentError, UserError } from '../errors.js';
-import { STATE_DIR_NAME } from '../workspace/layout.js';
+import { STATE_DIR_NAME, wipRef } from '../workspace/layout.js';
 import { tryGit, type GitCommandResult } from '../workspace/git/git-command.js';
 import { writeJsonAtomic } from '../workspace/workspace-state.js';
 import { basicAuthConfig, remoteCredential } from './remote-credentials.js';
@@ -230,7 +230,7 @@ const FETCH = ['fetch', '--quiet', '--prune', '--no-tags', '--no-write-fetch-hea
 
 function wipRefspec(taskId: string | undefined): string[] {
   if (taskId === undefined) return [];
-  const wip = `refs/agent-runner/wip/${taskId}`;
+  const wip = wipRef(taskId);
   return [`+${wip}*:${wip}*`];
 }
 

@@ -16,16 +16,12 @@ import type { TaskRequest, TaskRequestTarget } from '../control/task-requests.js
 import type { Redaction } from '../notes/redact.js';
 import { pushTaskBranch } from '../deliver/push.js';
 import { tryGit } from '../workspace/git/git-command.js';
+import { taskLayout, wipRef } from '../workspace/layout.js';
 import { journalLines } from './journal-follow.js';
 import { TaskBoard } from './task-board.js';
 
 /** The journal events after which a node pushes: a run's commits are on the branch, its WIP saved, the end. */
 const PUSH_AFTER = new Set(['facts', 'preserved', 'task_finished']);
-
-/** The ref a task's uncommitted work is saved under at the end of a run (git-task-workspace.ts). */
-export function wipRef(taskId: string): string {
-  return `refs/agent-runner/wip/${taskId}`;
-}
 
 export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
   /** One board per cached clone, made on the first task of its remote. */
@@ -67,15 +63,15 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     }
     const access = remoteNetworkAccess(task.repoUrl, this.env);
     // What the remote holds now: the lease of the first push (another node's last push, or nothing).
-    let pushed = await refCommit(cached.root, `refs/remotes/origin/agent-runner/${task.taskId}`);
+    const { branch, branchRef } = taskLayout(cached.root, task.taskId);
+    let pushed = await refCommit(cached.root, `refs/remotes/origin/${branch}`);
     const journalFile = board.journalFile(task.taskId);
     const resumed = task.resume && (await this.rebuildJournal(task.taskId, journalFile));
     // The pushes follow what this attempt writes, from here on.
     const before = await lineCount(journalFile);
     if (resumed) {
       // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
-      if (pushed !== null)
-        await tryGit(['update-ref', `refs/heads/agent-runner/${task.taskId}`, pushed], { cwd: cached.root });
+      if (pushed !== null) await tryGit(['update-ref', branchRef, pushed], { cwd: cached.root });
       const finished = await board.resume(task.taskId).then(
         () => null,
         async (error: unknown) => {

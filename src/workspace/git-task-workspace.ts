@@ -19,7 +19,7 @@ import { runDodChecks } from './checks/dod-checks.js';
 import { git, tryGit } from './git/git-command.js';
 import { removeTaskSandbox } from './sandbox-repo/remove-task-sandbox.js';
 import { SANDBOX_GIT_LOOKUP_MS, sandboxGit } from './sandbox-repo/sandbox-git.js';
-import { taskLayout } from './layout.js';
+import { taskLayout, wipRef } from './layout.js';
 import type { OwnershipApplier } from './scope/permissions.js';
 import {
   prepareTaskWorkspace,
@@ -306,7 +306,7 @@ export class GitTaskWorkspace implements TaskWorkspacePort {
     });
     if (result.exitCode === 3) return null;
     if (result.exitCode !== 0) return null;
-    const ref = `refs/agent-runner/wip/${workspace.taskId}`;
+    const ref = wipRef(workspace.taskId);
     // fetchFromSandbox: `-c safe.directory` does not reach upload-pack for a local path (git drops -c there).
     const fetched = await fetchFromSandbox({
       repoRoot: workspace.repoRoot,

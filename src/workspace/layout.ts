@@ -39,6 +39,11 @@ export function assertValidTaskId(taskId: string): void {
   }
 }
 
+/** The ref a task's uncommitted work is saved under at the end of a run (pushed with the branch by a fleet node). */
+export function wipRef(taskId: string): string {
+  return `refs/agent-runner/wip/${taskId}`;
+}
+
 /** The layout of one task inside `<repoRoot>/.agent-runner/`. */
 export function taskLayout(repoRoot: string, taskId: string): TaskLayout {
   assertValidTaskId(taskId);
