@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.agent-runner/', 'examples/**/repo/', 'coverage/'] },
+  { ignores: ['dist/', '.test-cli-*/', 'node_modules/', '.agent-runner/', 'examples/**/repo/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -2,33 +2,22 @@
  * Bundles the built CLI (dist/cli/main.js) into dist/cli.js plus chunks for what it imports lazily, so that a
  * start resolves and reads a handful of files instead of hundreds: module loading is most of the time from
  * `agent-runner run` to its first Meta-agent request. The files stay in dist/ itself, where the modules that
- * find the package root from their own location (`..`) expect to be. dockerode stays external: it is CommonJS
- * with optional native parts, and only the Docker side, loaded while planning, imports it.
+ * find the package root from their own location (`..`) expect to be. The options are shared with the tests'
+ * bundle (scripts/cli-bundle-options.mjs).
  */
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { CLI_BUNDLE_OPTIONS } from './cli-bundle-options.mjs';
 
 const dist = path.join(import.meta.dirname, '..', 'dist');
 for (const name of readdirSync(dist)) if (/^cli(-[A-Z0-9]+)?\.js$/.test(name)) rmSync(path.join(dist, name));
 const cli = await build({
+  ...CLI_BUNDLE_OPTIONS,
   entryPoints: { cli: path.join(dist, 'cli', 'main.js') },
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
   outdir: dist,
   chunkNames: 'cli-[hash]',
-  // jsonc-parser's main file is a UMD build whose require() calls a bundler cannot follow. pg (and pg-boss and
-  // node-pg-migrate on it) reach an optional native driver by require(), and only `--control` loads them.
-  external: ['dockerode', 'jsonc-parser', 'pg', 'pg-boss', 'node-pg-migrate'],
-  // CommonJS dependencies bundled into ESM still call require() for Node's built-in modules.
-  banner: {
-    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-  },
-  logLevel: 'warning',
   metafile: true,
 });
 

@@ -9,17 +9,14 @@ import { spawn, execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { assistantMessage, commandCall } from '../support/scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
 import { taskContainers } from '../support/task-containers.js';
+import { cliArgs } from '../support/cli-bundle.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const TSX = pathToFileURL(path.join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 const USER = 1000;
 const isRoot = process.getuid?.() === 0;
 const dockerGroup = (() => {
@@ -57,10 +54,7 @@ function runAsUser(
       `--groups=${dockerGroup}`,
       '--',
       process.execPath,
-      '--import',
-      TSX,
-      MAIN,
-      ...args,
+      ...cliArgs(args),
     ],
     { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );

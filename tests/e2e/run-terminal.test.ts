@@ -3,16 +3,12 @@
  * own process on a real pseudo-terminal (util-linux `script`), the person's answer is typed into it.
  */
 import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { decisionReply, planReply } from '../support/meta-replies.js';
 import { startScriptedChatServer, type ScriptedChatServer } from '../support/scripted-chat-server.js';
 import { createNodeRepo } from '../support/task-repo.js';
+import { cliArgs } from '../support/cli-bundle.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const TSX = pathToFileURL(path.join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 let chat: ScriptedChatServer;
 
 beforeAll(async () => {
@@ -39,7 +35,7 @@ describe('ask_human on a terminal', () => {
       TERM: 'dumb',
     };
     delete env.CI;
-    const command = [process.execPath, '--import', TSX, MAIN, 'run', '--prd', 'PRD.md', '--task-id', id]
+    const command = [process.execPath, ...cliArgs(['run', '--prd', 'PRD.md', '--task-id', id])]
       .map((part) => `'${part}'`)
       .join(' ');
     const child = spawn('script', ['-qfec', command, '/dev/null'], {

@@ -9,7 +9,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
@@ -21,12 +20,10 @@ import {
 } from '../support/scripted-responses-server.js';
 import { createNodeRepo, git } from '../support/task-repo.js';
 import { filesUnder } from '../support/files-under.js';
+import { cliArgs } from '../support/cli-bundle.js';
 
 const SECRET = 'SECRET-Q7W3E9R2T5Y8';
 const CANARY = 'CANARY-visible-5b7e';
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-/** tsx's loader by URL: the CLI runs in the task's repository, where no tsx is installed. */
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
 
 interface Outputs {
   taskId: string;
@@ -81,10 +78,7 @@ async function runPrintingTask(taskId: string, json: boolean): Promise<Outputs> 
   const cassette = path.join(cassetteDir, 'run.cassette.json');
   const result = await execa(
     process.execPath,
-    [
-      '--import',
-      TSX,
-      MAIN,
+    cliArgs([
       'run',
       '--prd',
       'PRD.md',
@@ -94,7 +88,7 @@ async function runPrintingTask(taskId: string, json: boolean): Promise<Outputs> 
       '--record',
       cassette,
       ...(json ? ['--json'] : []),
-    ],
+    ]),
     {
       cwd: repo.root,
       reject: false,

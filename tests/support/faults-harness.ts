@@ -6,18 +6,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { taskContainers } from './task-containers.js';
 import { startScriptedChatServer, type ScriptedChatServer } from './scripted-chat-server.js';
 import { ScriptedResponsesServer, commandCall, type ScriptedReply } from './scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, createNodeRepo, git, writeFileCommand } from './task-repo.js';
+import { cliArgs } from './cli-bundle.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const MAIN = path.join(REPO_ROOT, 'src', 'cli', 'main.ts');
-// `--import tsx` resolves from the child's cwd (a temp repository): name the loader by its absolute URL.
-const TSX_LOADER = pathToFileURL(path.join(REPO_ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
 
 export interface RunnerProcess {
   child: ChildProcess;
@@ -28,9 +26,9 @@ export interface RunnerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `node --import tsx src/cli/main.ts ...args` in `cwd`. */
+/** Starts the CLI (tests/support/cli-bundle.ts) with `args` in `cwd`. */
 export function startRunner(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): RunnerProcess {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, MAIN, ...args], {
+  const child = spawn(process.execPath, cliArgs(args), {
     cwd: options.cwd,
     env: options.env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,14 +8,10 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { onTestFinished } from 'vitest';
 import { stringify } from 'yaml';
 import { git, writeFileCommand } from './task-repo.js';
-
-const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
-const TSX = pathToFileURL(path.join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+import { cliArgs } from './cli-bundle.js';
 
 export interface RealProjectRun {
   exitCode: number | null;
@@ -130,10 +126,7 @@ export async function runRealProject(
   delete env.OPENAI_BASE_URL;
   const child = spawn(
     process.execPath,
-    [
-      '--import',
-      TSX,
-      MAIN,
+    cliArgs([
       'run',
       '--prd',
       'PRD.md',
@@ -143,7 +136,7 @@ export async function runRealProject(
       scriptFile,
       '--json',
       ...extraArgs,
-    ],
+    ]),
     { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';
