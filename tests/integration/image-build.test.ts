@@ -48,6 +48,21 @@ describe('the real worker image', () => {
     expect(uid.stdout.trim()).not.toBe('0');
   });
 
+  it("runs an official Node build (V8's startup snapshot) of the base's own Node version", async () => {
+    const probe = ['node', '-p', 'process.version + " " + process.config.variables.node_use_node_snapshot'];
+    const base = await dockerRun(baseImage, probe);
+    const worker = await dockerRun(first.tag, probe);
+    expect(base.exitCode).toBe(0);
+    expect(worker.exitCode).toBe(0);
+    const [baseVersion, baseSnapshot] = base.stdout.trim().split(' ');
+    expect(baseVersion).toMatch(/^v\d+\.\d+\.\d+$/);
+    expect(worker.stdout.trim()).toBe(`${baseVersion} true`);
+    // Debian's Node (the base scripts/ensure-docker.sh builds) has no snapshot: the registry's build is in front.
+    const resolved = await dockerRun(first.tag, ['readlink', '-f', '/usr/local/bin/node']);
+    if (baseSnapshot === 'false')
+      expect(resolved.stdout.trim()).toMatch(/^\/opt\/agent-runner\/base-node\/.*\/bin\/node$/);
+  });
+
   it('is reused, with the same image id, when nothing changed', async () => {
     const again = await buildWorkerImage(docker, {
       baseImage,
