@@ -276,6 +276,7 @@ export async function releaseCapVolume(mountPath: string): Promise<void> {
     if (entries !== null && entries.length > 0) return;
     await mkdir(mountPath, { recursive: true });
     await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime,ro', image, mountPath]);
+    remember(mountPath);
   }
   const out = await mkdtemp(`${mountPath}.out-`);
   try {
@@ -292,11 +293,14 @@ export async function releaseCapVolume(mountPath: string): Promise<void> {
 
 /** Unmounts the file system at `mountPath` (lazily when a process still holds it); the image stays. */
 export async function unmountCapVolume(mountPath: string): Promise<void> {
+  if (await isMountPoint(mountPath)) {
+    const plain = await execa('umount', [mountPath], { reject: false, timeout: 30_000 });
+    // Still held (a container being removed, a shell in it): detached now, freed when the last user goes.
+    if (plain.exitCode !== 0) await execa('umount', ['-l', mountPath], { reject: false, timeout: 30_000 });
+  }
+  // Forgotten only once it is gone: a process that exits while `umount` runs (a server stopped with SIGTERM as
+  // a task's sandbox is released) kills that umount with it, and the exit hook must still detach the mount.
   mountedHere.delete(mountPath);
-  if (!(await isMountPoint(mountPath))) return;
-  const plain = await execa('umount', [mountPath], { reject: false, timeout: 30_000 });
-  // Still held (a container being removed, a shell in it): detached now, freed when the last user goes.
-  if (plain.exitCode !== 0) await execa('umount', ['-l', mountPath], { reject: false, timeout: 30_000 });
 }
 
 /** Unmounts and deletes the capped file system at `mountPath` (the directory's files go with it). */

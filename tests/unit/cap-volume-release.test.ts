@@ -30,6 +30,7 @@ import {
 } from '../../src/sandbox/cap-volume.js';
 
 const MiB = 1024 ** 2;
+const CAP_VOLUME = path.resolve(import.meta.dirname, '..', '..', 'src', 'sandbox', 'cap-volume.ts');
 const support = await hardCapSupport();
 const skipReason = support.kind === 'watched' ? support.reason : '';
 
@@ -115,6 +116,32 @@ describe.skipIf(support.kind !== 'hard')(
       expect(readFileSync(path.join(mountPath, 'wip.txt'), 'utf8')).toBe('uncommitted\n');
       expect(existsSync(capImagePath(mountPath))).toBe(false);
       expect(await mountPoints()).not.toContain(mountPath);
+    });
+
+    it('a process that exits while it unmounts still leaves nothing mounted (its exit hook detaches it)', async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'ar-cap-exit-'));
+      const mountPath = path.join(dir, 'repo');
+      onTestFinished(async () => {
+        await removeCapVolume(mountPath);
+        rmSync(dir, { recursive: true, force: true });
+      });
+      // As a server stopped by SIGTERM while a finished task's sandbox is released: the process exits with the
+      // unmount started and not done (execa's umount would die with it).
+      const script = [
+        `import { mountCapVolume, unmountCapVolume } from ${JSON.stringify(CAP_VOLUME)};`,
+        `const request = { mountPath: ${JSON.stringify(mountPath)}, capBytes: ${8 * MiB}, startBytes: 0, startFiles: 0, owner: { uid: 0, gid: 0 } };`,
+        "if ((await mountCapVolume(request)).kind !== 'hard') process.exit(3);",
+        'void unmountCapVolume(request.mountPath);',
+        'process.exit(0);',
+      ].join('\n');
+      execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        cwd: path.resolve(import.meta.dirname, '..', '..'),
+        stdio: 'pipe',
+      });
+      // The probe: the image was made and mounted by the child (it exited 0, not 3).
+      expect(existsSync(capImagePath(mountPath))).toBe(true);
+      expect(await mountPoints()).not.toContain(mountPath);
+      expect(loopDevicesOf(capImagePath(mountPath))).toBe('');
     });
   },
 );
