@@ -92,8 +92,14 @@ function terminalEvent(loop: TaskLoop, state: TaskRecord['state'], reason: strin
 
 /** The longest the finish spends bringing back the commits of a run cut short. */
 export const FINISH_OBSERVE_MS = 10_000;
-/** The longest the finish spends saving uncommitted work to the WIP ref (the sandbox's git, then the fetch). */
-export const FINISH_PRESERVE_MS = 15_000;
+/**
+ * The longest the finish spends saving uncommitted work to the WIP ref (the sandbox's git, then the fetch). Past
+ * it the work is not lost: it stays in the sandbox repository on disk, where `resume` finds it. 10 s, not more:
+ * after the wall clock the whole finish (this, the note, the container's removal) must end within 30 s, and a
+ * worker's FIFO at `.git/config` makes this wait its whole bound (with 15 s a task ended 25.7 s after its
+ * `--timeout`, alone on the machine).
+ */
+export const FINISH_PRESERVE_MS = 10_000;
 
 /**
  * A run cut short (interrupt, error) was never observed: its commits come to the task branch now, so the note
