@@ -81,6 +81,17 @@ async function pythonSetup(
   return decision.commands;
 }
 
+/**
+ * Go builds a module from `vendor/` by default when `vendor/modules.txt` exists and go.mod says go 1.14 or
+ * later (1.16 is assumed without a `go` line): its checks need no download, and `go mod download` would fetch
+ * every requirement from the proxy anyway, failing for a private module or where the proxy is unreachable.
+ */
+function goVendored(directory: string, goMod: string): boolean {
+  if (!existsSync(path.join(directory, 'vendor', 'modules.txt'))) return false;
+  const version = /^\s*go\s+(\d+)\.(\d+)/m.exec(goMod);
+  return version === null || Number(version[1]) > 1 || Number(version[2]) >= 14;
+}
+
 /** Detects the set-up from the files at the top of `directory` (the user's repository, not the sandbox's). */
 export async function detectSetup(
   directory: string,
@@ -97,8 +108,8 @@ export async function detectSetup(
     ...(await pythonSetup(directory, names, detection)),
   ];
   const goMod = await readText(path.join(directory, 'go.mod'));
-  // A module with no requirement has nothing to download.
-  if (goMod !== null && /^\s*require\b/m.test(goMod))
+  // A module with no requirement has nothing to download; a vendored one builds from vendor/.
+  if (goMod !== null && /^\s*require\b/m.test(goMod) && !goVendored(directory, goMod))
     commands.push({ command: 'go mod download', detectedFrom: 'go.mod' });
   return commands;
 }
