@@ -14,8 +14,7 @@ export async function imageNodeVersion(
   image: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
-  const version = await rememberedImageAnswer(docker, image, { name: IMAGE_NODE_VERSIONS_FILE, env }, () =>
-    runInImage(docker, image, ['node', '--version']),
+  return rememberedImageAnswer(docker, image, { name: IMAGE_NODE_VERSIONS_FILE, env }, async () =>
+    (await runInImage(docker, image, ['node', '--version'])).trim(),
   );
-  return version.trim();
 }
