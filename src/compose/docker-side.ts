@@ -103,13 +103,21 @@ async function haltTaskSandboxes(
   }
 }
 
-/** `sandbox.setup` when set (`[]` included), else what the repository's lockfile and manifests call for. */
+/**
+ * `sandbox.setup` when set (`[]` included), else what the repository's lockfile and manifests call for, on
+ * `image` (whose python3 decides whether a Python project gets a virtual environment).
+ */
 async function taskSetup(
-  config: Config,
-  repoRoot: string,
+  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string },
+  docker: Docker,
+  image: string,
   onNotice: (text: string) => void,
 ): Promise<{ commands: string[]; detected: DetectedCommand[] }> {
-  const resolved = await resolveSetup(config.sandbox.setup, repoRoot);
+  const { imagePython } = await import('../toolchain/image-python.js');
+  const resolved = await resolveSetup(where.config.sandbox.setup, where.repoRoot, {
+    imagePython: () => imagePython(docker, image, where.env),
+    onNotice,
+  });
   const detected = resolved.source === 'detected' ? resolved.commands : [];
   for (const item of detected)
     onNotice(
@@ -195,6 +203,6 @@ export async function startDockerSide(
   });
   const image = taskImage.image;
   for (const layer of taskImage.layers) onNotice(`sandbox toolchain: ${layer} (image ${image})`);
-  const setup = await taskSetup(config, repoRoot, onNotice);
+  const setup = await taskSetup(where, docker, image, onNotice);
   return { image, setup: [...taskImage.setup, ...setup.commands], setupDetected: setup.detected };
 }
