@@ -68,7 +68,7 @@ test('five', () => assert.ok(isNumber(5)));
     expect(run.stderr).toContain('sandbox toolchain: pnpm 9.15.9 (packageManager, corepack)');
   });
 
-  it("Python in a venv (the README's set-up): the project installed into .venv, pytest run from it, COMPLETE", async () => {
+  it('Python in a venv (the set-up of docs/toolchains.md): the project installed into .venv, pytest run from it, COMPLETE', async () => {
     const root = realProjectRepo('rp-venv', {
       '.gitignore': `${PYTHON_IGNORE}${VENV_IGNORE}`,
       ...VENV_PROJECT_FILES,
