@@ -138,6 +138,7 @@ describe('deliver: push to a file:// remote', () => {
       const refused = await runCliCaptured(['deliver', task.taskId], { cwd: task.repo.root, env: {} });
       expect(refused.exitCode).toBe(2);
       expect(refused.stderr).toContain('deliver.when is complete');
+      expect(refused.stderr.match(/deliver\.when is complete/g)).toHaveLength(1);
       expect(await remote.ref('plain', task.branch)).toBeNull();
       // The evidence `agent-runner verify` reads goes with the branch.
       task.repo.git('notes', '--ref', 'agent-runner', 'add', '-m', 'evidence', task.head);
@@ -175,5 +176,14 @@ describe('deliver: push to a file:// remote', () => {
     expect(result.exitCode).toBe(6);
     expect(result.stderr).toContain('has no remote "origin"');
     expect(result.stderr).toContain('deliver.remote');
+    // The failure is said once, on stderr, and nothing else is (no summary line repeats it).
+    expect(result.stderr.match(/has no remote "origin"/g)).toHaveLength(1);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stdout).toBe('');
+    // With --json the outcome is the object on stdout, and stderr says the failure once.
+    const json = await runCliCaptured(['deliver', task.taskId, '--json'], { cwd: task.repo.root, env: {} });
+    expect(json.exitCode).toBe(6);
+    expect(JSON.parse(json.stdout.trim())).toMatchObject({ type: 'delivery', error: { kind: 'no_remote' } });
+    expect(json.stderr.match(/has no remote "origin"/g)).toHaveLength(1);
   });
 });
