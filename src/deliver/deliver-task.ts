@@ -111,7 +111,7 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
         `Set deliver.when: always (or \`agent-runner deliver ${input.taskId} --draft\`) to deliver it as a draft.`,
     });
   }
-  const forgeOverride = input.settings.forge === 'auto' ? null : input.settings.forge;
+  const forgeOverride = namedForgeOf(input.settings, journal?.options?.forge ?? project?.forge);
   const pushed = await pushTaskBranch({
     repoRoot: input.repoRoot,
     taskId: input.taskId,
@@ -147,6 +147,11 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
         taskBase: undefined,
       };
   return record(await requestOutcome(input, evidence, after, pushed.remote, forgeOverride));
+}
+
+/** The forge named now, else the one the task was started with (a self-hosted forge's host says nothing). */
+function namedForgeOf(settings: DeliverySettings, started: ForgeKind | undefined): ForgeKind | null {
+  return settings.forge !== 'auto' ? settings.forge : (started ?? null);
 }
 
 /** What a request's body is built from: the task's records, and for a project one section per subtask. */

@@ -4,7 +4,8 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { resumeTaskSpec } from '../../src/compose/resume-task-spec.js';
 import { readDeliveries } from '../../src/deliver/delivery-record.js';
 import { noteDigest, recordedNoteDigests } from '../../src/notes/note-digest.js';
 import { runCliCaptured } from '../support/cli.js';
@@ -125,6 +126,48 @@ describe('deliver: push from the host', () => {
     expect(result.exitCode).toBe(6);
     expect(result.stderr).toContain('GH_TOKEN or GITHUB_TOKEN');
     expect(result.stderr).not.toContain('ghp_wrongToken');
+  });
+});
+
+describe('deliver: the forge the task was started with', () => {
+  it('a task started with --forge github delivers with GH_TOKEN to a host that names no forge; a forge named now wins', async () => {
+    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
+    onTestFinished(() => remote.stop());
+    // No deliver.forge anywhere: only the task's journal says github (`run --forge github`).
+    const task = await createFinishedTask({ startOptions: { forge: 'github' } });
+    await remote.createFrom('app', task.repo.root);
+    task.repo.git('remote', 'add', 'origin', remote.url('app'));
+    const env = { GH_TOKEN: TOKEN };
+    const result = await runCliCaptured(['deliver', task.taskId], { cwd: task.repo.root, env });
+    expect(result.stderr).toBe('');
+    expect(result.exitCode).toBe(0);
+    expect(await remote.ref('app', task.branch)).toBe(task.head);
+    expect(remote.requests.some((request) => request.authorized)).toBe(true);
+    // `--forge` given now (AGENT_RUNNER_FORGE here) wins: gitlab's token is not set, so the push has none.
+    task.addCommit('Resume: more work');
+    const other = await runCliCaptured(['deliver', task.taskId], {
+      cwd: task.repo.root,
+      env: { ...env, AGENT_RUNNER_FORGE: 'gitlab' },
+    });
+    expect(other.exitCode).toBe(6);
+    expect(other.stderr).toContain('GITLAB_TOKEN');
+  });
+
+  it('resume takes the recorded forge unless the attempt names one', async () => {
+    const task = await createFinishedTask({ state: 'NEEDS_REVIEW', startOptions: { forge: 'gitlab' } });
+    const input = { repoRoot: task.repo.root, taskId: task.taskId, cwd: task.repo.root, env: {} };
+    const resumed = await resumeTaskSpec({ ...input, overrides: {} });
+    expect(resumed.spec.config.deliver.forge).toBe('gitlab');
+    const named = await resumeTaskSpec({ ...input, overrides: { deliver: { forge: 'github' } } });
+    expect(named.spec.config.deliver.forge).toBe('github');
+    const plain = await createFinishedTask({ state: 'NEEDS_REVIEW' });
+    const auto = await resumeTaskSpec({
+      ...input,
+      repoRoot: plain.repo.root,
+      taskId: plain.taskId,
+      overrides: {},
+    });
+    expect(auto.spec.config.deliver.forge).toBe('auto');
   });
 });
 
