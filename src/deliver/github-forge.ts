@@ -36,7 +36,7 @@ interface PullLike {
   state: string;
   draft?: boolean;
   merged_at?: string | null;
-  head: { ref: string };
+  head: { ref: string; sha?: string };
   base: { ref: string };
 }
 
@@ -48,6 +48,7 @@ function changeRequestOf(pull: PullLike): ChangeRequest {
     draft: Boolean(pull.draft),
     head: pull.head.ref,
     base: pull.base.ref,
+    headSha: pull.head.sha ?? null,
   };
 }
 

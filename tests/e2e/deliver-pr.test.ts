@@ -134,7 +134,10 @@ describe('run --pr (end to end)', () => {
     expect(github.pulls.size).toBe(1);
     expect(github.calls.map((call) => call.operation)).toEqual(['list', 'create', 'list', 'update']);
 
-    // A reviewer verifies the pull request by its URL: its branch and the evidence come from the remote.
+    // A reviewer verifies the pull request by its URL: its head ref (kept by GitHub under refs/pull/1/head, the
+    // commit the API names) and the evidence come from the remote.
+    git(repo.root, 'push', '-q', remote.path('acme/app'), `${summary.headSha}:refs/pull/1/head`);
+    github.setHead(1, { sha: summary.headSha });
     const verified = await runCliCaptured(
       ['verify', 'https://github.test/acme/app/pull/1', '--json', '--config', config],
       { cwd: repo.root, env },
@@ -142,7 +145,7 @@ describe('run --pr (end to end)', () => {
     expect(verified.exitCode, verified.stderr).toBe(0);
     const report = JSON.parse(verified.stdout) as { branch: string; headSha: string; allHold: boolean };
     expect(report).toMatchObject({
-      branch: `origin/agent-runner/${id}`,
+      branch: 'origin/pull/1/head',
       headSha: summary.headSha,
       allHold: true,
     });
