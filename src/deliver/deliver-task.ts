@@ -26,7 +26,7 @@ import {
   type ChangeRequestEvidence,
 } from './change-request-body.js';
 import { appendDelivery, lastPushedSha, type DeliveryOutcome } from './delivery-record.js';
-import { ForgeError } from './forge-error.js';
+import { ForgeError, MAX_RETRY_AFTER_SECONDS } from './forge-error.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient } from './forge-port.js';
 import { createGitHubForge } from './github-forge.js';
 import { createGitLabForge } from './gitlab-forge.js';
@@ -286,6 +286,8 @@ function forgeMessage(error: ForgeError, forge: ForgeKind, taskId: string): stri
     case 'permission':
       return `The branch is pushed, but the token may not open a ${what} (${said}). Grant it ${failure.permission ?? 'write access to merge requests (the api scope)'}, ${retry}.`;
     case 'rate_limited':
+      if (failure.retryAfter !== undefined)
+        return `The branch is pushed, but ${forge} rate-limited the ${what} call (${said}) and asked to wait ${failure.retryAfter} s, longer than delivery waits (${MAX_RETRY_AFTER_SECONDS} s). Wait that long, ${retry}.`;
       return `The branch is pushed, but ${forge} rate-limited the ${what} call (${said}) after retries. Wait, ${retry}.`;
     case 'unavailable':
     case 'unreachable':

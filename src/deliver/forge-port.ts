@@ -45,6 +45,8 @@ export interface ForgeFailure {
   status: number | null;
   message: string;
   permission?: string;
+  /** Seconds the forge asked to wait, when that was more than delivery waits (`rate_limited`). */
+  retryAfter?: number;
 }
 
 /** One forge, one repository on it, with the credentials already in the client. */

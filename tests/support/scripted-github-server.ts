@@ -115,6 +115,8 @@ export interface GitHubCall {
   authorization: string | undefined;
   body: Json | null;
   status: number;
+  /** When it arrived (`Date.now()`), to measure the waits between retries. */
+  at: number;
 }
 
 interface ScriptedFailure {
@@ -219,6 +221,7 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
       authorization: request.headers.authorization,
       body,
       status: 0,
+      at: Date.now(),
     };
     this.calls.push(call);
     const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
