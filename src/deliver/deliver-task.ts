@@ -14,7 +14,7 @@ import { UserError } from '../errors.js';
 import { readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { noteDigest, recordedNoteDigests } from '../notes/note-digest.js';
 import { PROJECT_JOURNAL, readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
-import type { Redaction } from '../notes/redact.js';
+import type { Redaction, Redactor } from '../notes/redact.js';
 import { forgeToken, forgeTokens, TOKEN_VARIABLES } from '../remote/remote-credentials.js';
 import { displayUrl, forgeOf, type ForgeKind, type RemoteUrl } from '../remote/remote-url.js';
 import { tryGit } from '../workspace/git/git-command.js';
@@ -143,7 +143,7 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
       }
     : {
         evidence: { summary, runs: [], baseline: null },
-        extra: subtaskSections(input.repoRoot, project),
+        extra: subtaskSections(input.repoRoot, project, input.redaction.redact),
         taskBase: undefined,
       };
   return record(await requestOutcome(input, evidence, after, pushed.remote, forgeOverride));
@@ -162,7 +162,7 @@ interface RequestEvidence {
 }
 
 /** Each subtask of a project, from the journal of its last attempt, in the order they were planned. */
-function subtaskSections(repoRoot: string, project: ProjectResume | null): string[] {
+function subtaskSections(repoRoot: string, project: ProjectResume | null, redact: Redactor): string[] {
   if (!project) return [];
   return project.subtasks.map((subtask) => {
     const last = project.states[subtask.id];
@@ -172,6 +172,7 @@ function subtaskSections(repoRoot: string, project: ProjectResume | null): strin
       subtask.id,
       finished?.state ?? last?.state ?? 'not started',
       journal && finished ? { summary: finished, runs: journal.runs, baseline: journal.baseline } : null,
+      redact,
     );
   });
 }
