@@ -276,6 +276,7 @@ function runnerOptions(
       ...(spec.keepSandbox ? { keepSandbox: true } : {}),
       ...(models.record ? { record: models.record } : {}),
       ...(models.replay ? { replay: models.replay } : {}),
+      ...(config.deliver.forge !== 'auto' ? { forge: config.deliver.forge } : {}),
     },
     ...(resume ? { previous: resume.previous } : {}),
     ...(spec.start.kind === 'planned' ? { givenPlan: spec.start.plan } : {}),

@@ -21,6 +21,10 @@ import {
 } from './records.js';
 
 /** How the task was started, recorded in `task_started` so `resume` can start it again the same way. */
+/** The forges agent-runner opens pull requests (GitHub) and merge requests (GitLab) on. */
+export const forgeKindSchema = z.enum(['github', 'gitlab']);
+export type ForgeKind = z.infer<typeof forgeKindSchema>;
+
 export const taskStartOptionsSchema = z.object({
   prdPath: z.string(),
   /** The PRD text as it was when the task started (a resumed task keeps working on the same PRD). */
@@ -33,6 +37,11 @@ export const taskStartOptionsSchema = z.object({
   keepSandbox: z.boolean().optional(),
   record: z.string().optional(),
   replay: z.string().optional(),
+  /**
+   * The forge named when the task started (`--forge`, `AGENT_RUNNER_FORGE`, `deliver.forge`): a later
+   * `resume` or `deliver` that names none uses it, so its token still answers the remote.
+   */
+  forge: forgeKindSchema.optional(),
 });
 export type TaskStartOptions = z.infer<typeof taskStartOptionsSchema>;
 

@@ -11,13 +11,72 @@
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
-import { ForgeError, failureKindOf } from './forge-error.js';
+import {
+  ForgeError,
+  MAX_RETRY_AFTER_SECONDS,
+  RETRY_LATER_RETRIES,
+  failureKindOf,
+  retryAfterSeconds,
+} from './forge-error.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient, ForgeFailure } from './forge-port.js';
-
-const GitHubClient = Octokit.plugin(retry, throttling);
 
 /** Retries of a rate-limited call before it is reported. */
 const RATE_LIMIT_RETRIES = 2;
+
+type Headers = Record<string, string | number | undefined>;
+
+/** What a failed Octokit call carries that the retry rule reads. */
+interface FailedCall {
+  status?: number;
+  message?: string;
+  response?: { headers?: Headers };
+}
+
+/** GitHub's primary or secondary rate limit: plugin-throttling's to wait out (it honours both). */
+function throttled(failed: FailedCall): boolean {
+  return (
+    failed.response?.headers?.['x-ratelimit-remaining'] === '0' ||
+    /\bsecondary rate\b/i.test(failed.message ?? '')
+  );
+}
+
+/**
+ * The one rule for a call GitHub asks to retry later: a 429 or a 5xx is retried after the `retry-after` it
+ * names (else plugin-retry's own back-off, (n+1)² seconds), at most {@link RETRY_LATER_RETRIES} times; a wait
+ * over {@link MAX_RETRY_AFTER_SECONDS} is not waited and the call fails at once. plugin-retry carries the
+ * retry out (`octokit.retry.retryRequest`, its documented way to ask for one); its own rule is off (every
+ * status is in its `doNotRetry`), since it retried a 429 after a second whatever GitHub asked. Registered
+ * before plugin-retry, so this hook runs inside its retry loop.
+ */
+function retryLater(octokit: Pick<Octokit, 'hook'>): void {
+  octokit.hook.error('request', (error, options) => {
+    const failed = error as FailedCall;
+    const status = failed.status ?? 0;
+    if (!(status === 429 || status >= 500) || throttled(failed)) throw error;
+    const asked = retryAfterSeconds(String(failed.response?.headers?.['retry-after'] ?? ''));
+    if (asked !== null && asked > MAX_RETRY_AFTER_SECONDS) throw error;
+    const retryCount = (options.request as { retryCount?: number } | undefined)?.retryCount ?? 0;
+    const retrying = octokit as unknown as {
+      retry: { retryRequest(error: unknown, retries: number, retryAfter: number): Error };
+    };
+    throw retrying.retry.retryRequest(error, RETRY_LATER_RETRIES, asked ?? (retryCount + 1) ** 2);
+  });
+}
+
+/** plugin-retry decides nothing itself: every HTTP error status (see {@link retryLater}). */
+const EVERY_ERROR_STATUS = Array.from({ length: 200 }, (_, index) => 400 + index);
+
+const GitHubClient = Octokit.plugin(retryLater, retry, throttling);
+
+/** Seconds GitHub asked to wait: `retry-after`, else an exhausted quota's reset; null when it named none. */
+function askedWait(headers: Headers): number | null {
+  const after = retryAfterSeconds(String(headers['retry-after'] ?? ''));
+  if (after !== null) return after;
+  const reset = Number(headers['x-ratelimit-reset']);
+  return headers['x-ratelimit-remaining'] === '0' && reset > 0
+    ? Math.max(0, Math.ceil(reset - Date.now() / 1000))
+    : null;
+}
 
 export interface GitHubForgeOptions {
   token: string;
@@ -36,7 +95,7 @@ interface PullLike {
   state: string;
   draft?: boolean;
   merged_at?: string | null;
-  head: { ref: string };
+  head: { ref: string; sha?: string };
   base: { ref: string };
 }
 
@@ -48,6 +107,7 @@ function changeRequestOf(pull: PullLike): ChangeRequest {
     draft: Boolean(pull.draft),
     head: pull.head.ref,
     base: pull.base.ref,
+    headSha: pull.head.sha ?? null,
   };
 }
 
@@ -68,6 +128,8 @@ export function gitHubFailure(error: unknown): ForgeFailure {
   if (status === 403 && (headers['x-ratelimit-remaining'] === '0' || /rate limit/i.test(message)))
     kind = 'rate_limited';
   const failure: ForgeFailure = { kind, status, message };
+  const asked = askedWait(headers);
+  if (asked !== null && asked > MAX_RETRY_AFTER_SECONDS) failure.retryAfter = asked;
   if (kind === 'permission') {
     const accepted = headers['x-accepted-github-permissions'];
     failure.permission =
@@ -110,13 +172,14 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
     userAgent: 'agent-runner',
     // Octokit logs request failures on its own; delivery reports them once, redacted.
     log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
-    retry: { retryAfterBaseValue: base },
+    retry: { retryAfterBaseValue: base, doNotRetry: EVERY_ERROR_STATUS },
     throttle: {
       retryAfterBaseValue: base,
-      onRateLimit: (_after: number, _options: unknown, _client: unknown, retryCount: number) =>
-        retryCount < RATE_LIMIT_RETRIES,
-      onSecondaryRateLimit: (_after: number, _options: unknown, _client: unknown, retryCount: number) =>
-        retryCount < RATE_LIMIT_RETRIES,
+      // The wait GitHub names, a few times, unless it is longer than delivery waits.
+      onRateLimit: (after: number, _options: unknown, _client: unknown, retryCount: number) =>
+        after <= MAX_RETRY_AFTER_SECONDS && retryCount < RATE_LIMIT_RETRIES,
+      onSecondaryRateLimit: (after: number, _options: unknown, _client: unknown, retryCount: number) =>
+        after <= MAX_RETRY_AFTER_SECONDS && retryCount < RATE_LIMIT_RETRIES,
     },
   });
   const call = async <T>(run: () => Promise<T>): Promise<T> => {

@@ -32,6 +32,7 @@ interface MergeRequestLike {
   work_in_progress?: boolean;
   source_branch: string;
   target_branch: string;
+  sha?: string | null;
 }
 
 function changeRequestOf(request: MergeRequestLike): ChangeRequest {
@@ -42,6 +43,7 @@ function changeRequestOf(request: MergeRequestLike): ChangeRequest {
     draft: Boolean(request.draft ?? request.work_in_progress ?? request.title.startsWith(DRAFT_PREFIX)),
     head: request.source_branch,
     base: request.target_branch,
+    headSha: request.sha ?? null,
   };
 }
 

@@ -74,6 +74,7 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
     subtasks,
     prd: spec.prd,
     prdPath: spec.prdPath,
+    ...(config.deliver.forge !== 'auto' ? { forge: config.deliver.forge } : {}),
   });
   const orchestrator = new ProjectOrchestrator(
     {

@@ -62,6 +62,17 @@ export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
     this.failures[operation].push({ status, message });
   }
 
+  /**
+   * Sets merge request `iid`'s head as GitLab reports it: the commit (`sha`) and, for a request from a fork,
+   * the source project's id; the source branch's name stays.
+   */
+  setHead(iid: number, head: { sha: string; sourceProjectId?: number }): void {
+    const request = this.mergeRequests.get(iid);
+    if (!request) throw new Error(`no merge request ${iid}`);
+    request.sha = head.sha;
+    if (head.sourceProjectId !== undefined) request.source_project_id = head.sourceProjectId;
+  }
+
   listEmptyOnce(): void {
     this.emptyLists += 1;
   }
@@ -157,6 +168,10 @@ export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
         updated_at: now,
         source_branch: input.source_branch,
         target_branch: input.target_branch,
+        source_project_id: 42,
+        target_project_id: 42,
+        // GitLab names the source branch's head; this server knows no git: a test sets it (setHead).
+        sha: null,
         draft: String(input.title).startsWith('Draft:'),
         work_in_progress: String(input.title).startsWith('Draft:'),
         web_url: `https://gitlab.test/${project}/-/merge_requests/${iid}`,
