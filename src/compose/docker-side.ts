@@ -16,6 +16,7 @@ import {
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import { imageWorkers } from '../config/workers.js';
 import type { DetectedCommand } from '../core/detected-command.js';
+import type { SandboxRuntimeChoice } from '../core/records.js';
 import { resolveSetup } from '../workspace/checks/detect-setup.js';
 
 /** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
@@ -119,18 +120,29 @@ async function taskSetup(
 }
 
 /**
- * Pings the engine, sweeps this repository's orphaned sandboxes, checks the worker image and resolves the
- * task's image (the toolchain the repository declares); returns it and the set-up commands to run.
+ * Pings the engine, chooses the runtime of the task's containers (`sandbox.runtime`), sweeps this repository's
+ * orphaned sandboxes, checks the worker image and resolves the task's image (the toolchain the repository
+ * declares); returns them and the set-up commands to run.
  */
 export async function startDockerSide(
   docker: Docker,
   runtime: SandboxRuntime,
   where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string; taskId?: string },
   onNotice: (text: string) => void = () => {},
-): Promise<{ image: string; setup: string[]; setupDetected: DetectedCommand[] }> {
+): Promise<{
+  image: string;
+  setup: string[];
+  setupDetected: DetectedCommand[];
+  containerRuntime: SandboxRuntimeChoice;
+}> {
   const { config, env, repoRoot } = where;
-  const { pingDocker } = await import('../sandbox/docker-client.js');
+  const [{ pingDocker }, { resolveContainerRuntime }] = await Promise.all([
+    import('../sandbox/docker-client.js'),
+    import('../sandbox/container-runtime.js'),
+  ]);
   await pingDocker(docker, env);
+  const containerRuntime = await resolveContainerRuntime(docker, config.sandbox);
+  onNotice(`sandbox runtime: ${containerRuntime.runtime} (${containerRuntime.reason})`);
   // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
   const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
   for (const sandbox of kept.filter((sandbox) => sandbox.taskId !== where.taskId))
@@ -196,5 +208,10 @@ export async function startDockerSide(
   const image = taskImage.image;
   for (const layer of taskImage.layers) onNotice(`sandbox toolchain: ${layer} (image ${image})`);
   const setup = await taskSetup(config, repoRoot, onNotice);
-  return { image, setup: [...taskImage.setup, ...setup.commands], setupDetected: setup.detected };
+  return {
+    image,
+    setup: [...taskImage.setup, ...setup.commands],
+    setupDetected: setup.detected,
+    containerRuntime,
+  };
 }

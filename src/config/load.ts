@@ -139,7 +139,11 @@ export function environmentLayer(env: NodeJS.ProcessEnv): ConfigLayer {
         model: pick('AGENT_RUNNER_WORKER_MODEL'),
         baseUrl: pick('AGENT_RUNNER_WORKER_BASE_URL'),
       },
-      sandbox: { image: pick('AGENT_RUNNER_IMAGE'), network: pick('AGENT_RUNNER_NETWORK') },
+      sandbox: {
+        image: pick('AGENT_RUNNER_IMAGE'),
+        network: pick('AGENT_RUNNER_NETWORK'),
+        runtime: pick('AGENT_RUNNER_RUNTIME'),
+      },
       control: {
         url: pick('AGENT_RUNNER_CONTROL_URL'),
         leaseSeconds: pick('AGENT_RUNNER_CONTROL_LEASE_SECONDS'),

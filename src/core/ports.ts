@@ -7,6 +7,8 @@ import type { DiskCapKinds, DiskCapReached } from './limits.js';
 import type { z } from 'zod';
 import type { Pattern } from '../patterns/pattern-library.js';
 import type {
+  ContainerRuntime,
+  SandboxRuntimeChoice,
   tokenUsageSchema,
   workerCommandSchema,
   workerEventSchema,
@@ -57,6 +59,8 @@ export interface SandboxSpec {
    * relay and then sleeps, so a killed relay does not stop the container.
    */
   keeper?: string[];
+  /** The OCI runtime to create it with (default: the engine's default, runc). */
+  runtime?: ContainerRuntime;
 }
 
 export interface SandboxInfo {
@@ -137,6 +141,8 @@ export interface SandboxRuntime {
     image: string;
     hostDir: string;
     entries: readonly OwnershipEntry[];
+    /** The task's runtime: the helper runs under it like every other container of the task. */
+    runtime?: ContainerRuntime;
   }): Promise<OwnershipPassReport>;
   /**
    * Moves a running sandbox to `network`: leaves every network it is on, then joins `network` (nothing for
@@ -347,6 +353,8 @@ export interface SandboxProviderPort {
   checkDisk?(): Promise<DiskCapReached | null>;
   /** Each disk cap's kind (hard, or watched and why); null before the sandbox was created. */
   diskCaps?(): DiskCapKinds | null;
+  /** The runtime the sandbox runs under and why (`sandbox.runtime`); null before the sandbox was created. */
+  sandboxRuntime?(): SandboxRuntimeChoice | null;
 }
 
 /** An earlier task's note offered to the Meta-agent as memory: its title, its summary and where it is. */
