@@ -220,12 +220,7 @@ export const configSchema = z
             hard: z.boolean().default(true),
           })
           .prefault({}),
-        /**
-         * The OCI runtime of every container a task starts (src/sandbox/container-runtime.ts): `runc` shares the
-         * host's kernel behind the hardening; `runsc` puts gVisor's user-space kernel between the worker and the
-         * host (registered with the engine by scripts/ensure-runsc.sh); `auto` takes runsc where the engine has
-         * it registered as agent-runner needs, else runc, and the note says which and why.
-         */
+        /** The OCI runtime of a task's containers: runc, runsc (gVisor), or auto (src/sandbox/container-runtime.ts). */
         runtime: z.enum(['runc', 'runsc', 'auto']).default('auto'),
         network: networkPolicySchema.default('gateway-only'),
         allowlist: z.array(z.string().min(1)).default([]),
@@ -371,17 +366,14 @@ export const configSchema = z
       .prefault({}),
   })
   .superRefine((config, context) => {
-    // gVisor's own network is off in its registration (--network=none, what Docker 20.10 needs), so a runsc
-    // sandbox has loopback only: the open policy, the one that needs the container's own network, cannot hold.
-    if (config.sandbox.runtime === 'runsc')
-      for (const key of ['network', 'setupNetwork'] as const)
-        if (config.sandbox[key] === 'open')
-          context.addIssue({
-            code: 'custom',
-            path: ['sandbox', key],
-            message:
-              "open needs the container's own network, which a runsc sandbox does not have (gVisor runs with --network=none); use allowlist (the gateway's proxy works under runsc), or sandbox.runtime: runc",
-          });
+    // A runsc sandbox has loopback only (gVisor is registered with --network=none): `open` cannot hold.
+    for (const key of ['network', 'setupNetwork'] as const)
+      if (config.sandbox.runtime === 'runsc' && config.sandbox[key] === 'open')
+        context.addIssue({
+          code: 'custom',
+          path: ['sandbox', key],
+          message: `open needs the container's own network, which a runsc sandbox lacks (gVisor runs with --network=none): use allowlist, or sandbox.runtime: runc`,
+        });
     // Set-up and the worker see sandbox.env: a secret there would be readable by the worker, so refuse it.
     const keyEnvs = new Set(
       [
