@@ -112,8 +112,8 @@ export default defineConfig({
       {
         // The security files again with every sandbox under gVisor (AGENT_RUNNER_RUNTIME=runsc reaches the
         // CLI through the harnesses' environment and the helpers that create sandboxes through
-        // tests/support/test-runtime.ts): each defence holds under both runtimes. In the Docker files' group,
-        // two at a time. Needs runsc registered (scripts/ensure-runsc.sh, run by scripts/setup.sh).
+        // tests/support/test-runtime.ts). In the Docker files' group, two at a time; not in `npm test` until it is
+        // green under runsc. Needs runsc registered (scripts/ensure-runsc.sh, run by scripts/setup.sh).
         test: {
           name: 'security-runsc',
           include: ['tests/security/**/*.test.ts'],

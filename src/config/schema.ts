@@ -221,7 +221,7 @@ export const configSchema = z
           })
           .prefault({}),
         /** The OCI runtime of a task's containers: runc, runsc (gVisor), or auto (src/sandbox/container-runtime.ts). */
-        runtime: z.enum(['runc', 'runsc', 'auto']).default('auto'),
+        runtime: z.enum(['runc', 'runsc', 'auto']).default('runc'),
         network: networkPolicySchema.default('gateway-only'),
         allowlist: z.array(z.string().min(1)).default([]),
         /** Unset: detected from the repository's lockfile and manifests (src/workspace/checks/detect-setup.ts). */
