@@ -140,6 +140,7 @@ export const ENVIRONMENT_KEYS = {
   AGENT_RUNNER_WORKER_BASE_URL: 'worker.baseUrl',
   AGENT_RUNNER_IMAGE: 'sandbox.image',
   AGENT_RUNNER_NETWORK: 'sandbox.network',
+  AGENT_RUNNER_RUNTIME: 'sandbox.runtime',
   AGENT_RUNNER_CONTROL_URL: 'control.url',
   AGENT_RUNNER_CONTROL_LEASE_SECONDS: 'control.leaseSeconds',
   AGENT_RUNNER_FORGE: 'deliver.forge',

@@ -283,6 +283,14 @@ export const configSchema = z
     deliver: deliverSchema.prefault({}),
   })
   .superRefine((config, context) => {
+    // A runsc sandbox has loopback only (gVisor is registered with --network=none): `open` cannot hold.
+    for (const key of ['network', 'setupNetwork'] as const)
+      if (config.sandbox.runtime === 'runsc' && config.sandbox[key] === 'open')
+        context.addIssue({
+          code: 'custom',
+          path: ['sandbox', key],
+          message: `open needs the container's own network, which a runsc sandbox lacks (gVisor runs with --network=none): use allowlist, or sandbox.runtime: runc`,
+        });
     // Set-up and the worker see sandbox.env: a secret there would be readable by the worker, so refuse it.
     const keyEnvs = new Set(
       [

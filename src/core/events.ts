@@ -13,6 +13,7 @@ import {
   metaDecisionSchema,
   planSchema,
   runRecordSchema,
+  sandboxRuntimeSchema,
   taskFactsSchema,
   taskStateSchema,
   taskSummarySchema,
@@ -108,7 +109,8 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
     options: taskStartOptionsSchema.optional(),
   }),
   event('transition', { from: taskStateSchema, to: taskStateSchema, reason: z.string().optional() }),
-  event('sandbox_started', { sandboxId: z.string() }),
+  /** `runtime`: the OCI runtime it runs under and why (absent in journals of older versions). */
+  event('sandbox_started', { sandboxId: z.string(), runtime: sandboxRuntimeSchema.optional() }),
   event('setup_command', setupCommandReportSchema.shape),
   event('plan', { plan: planSchema, usage: usageSchema }),
   event('decision', { decision: metaDecisionSchema, usage: usageSchema }),
