@@ -26,7 +26,8 @@ import {
   type ChangeRequestEvidence,
 } from './change-request-body.js';
 import { appendDelivery, lastPushedSha, type DeliveryOutcome } from './delivery-record.js';
-import { ForgeError, MAX_RETRY_AFTER_SECONDS } from './forge-error.js';
+import { ForgeError } from './forge-error.js';
+import { MAX_RETRY_AFTER_SECONDS } from './forge-retry.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient } from './forge-port.js';
 import { createGitHubForge } from './github-forge.js';
 import { createGitLabForge } from './gitlab-forge.js';

@@ -21,22 +21,3 @@ export function failureKindOf(status: number | null): ForgeFailure['kind'] {
   if (status >= 500) return 'unavailable';
   return 'invalid';
 }
-
-/**
- * The longest wait a forge may ask for (`retry-after`, a rate limit's reset) that delivery waits out; a longer
- * one ends the call at once as `rate_limited`, the wait named in the message, instead of holding a run or a
- * CI job for an hour.
- */
-export const MAX_RETRY_AFTER_SECONDS = 120;
-
-/** Retries of a call the forge asked to retry later (429, 5xx), after the first attempt. */
-export const RETRY_LATER_RETRIES = 3;
-
-/** Seconds a `retry-after` header asks for (delta seconds or an HTTP date); null when absent or unreadable. */
-export function retryAfterSeconds(value: string | null | undefined, now: number = Date.now()): number | null {
-  const text = value?.trim();
-  if (!text) return null;
-  if (/^\d+$/.test(text)) return Number(text);
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000));
-}

@@ -11,13 +11,14 @@
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
+import { ForgeError, failureKindOf } from './forge-error.js';
 import {
-  ForgeError,
   MAX_RETRY_AFTER_SECONDS,
   RETRY_LATER_RETRIES,
-  failureKindOf,
-  retryAfterSeconds,
-} from './forge-error.js';
+  askedWaitSeconds,
+  retryLater,
+  type ForgeWaitHeaders,
+} from './forge-retry.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient, ForgeFailure } from './forge-port.js';
 
 /** Retries of a rate-limited call before it is reported. */
@@ -41,41 +42,44 @@ function throttled(failed: FailedCall): boolean {
 }
 
 /**
- * The one rule for a call GitHub asks to retry later: a 429 or a 5xx is retried after the `retry-after` it
- * names (else plugin-retry's own back-off, (n+1)² seconds), at most {@link RETRY_LATER_RETRIES} times; a wait
- * over {@link MAX_RETRY_AFTER_SECONDS} is not waited and the call fails at once. plugin-retry carries the
- * retry out (`octokit.retry.retryRequest`, its documented way to ask for one); its own rule is off (every
- * status is in its `doNotRetry`), since it retried a 429 after a second whatever GitHub asked. Registered
- * before plugin-retry, so this hook runs inside its retry loop.
+ * A call GitHub asks to retry later (a 429 or a 5xx) follows delivery's one rule ({@link retryLater}): retried
+ * after the `retry-after` it names (else (n+1)² seconds) a few times, a wait over
+ * {@link MAX_RETRY_AFTER_SECONDS} not waited. plugin-retry carries the retry out
+ * (`octokit.retry.retryRequest`, its documented way to ask for one); its own rule is off (every status is in its
+ * `doNotRetry`), since it retried a 429 after a second whatever GitHub asked. Registered before plugin-retry, so
+ * this hook runs inside its retry loop; a rate limit GitHub names as such is plugin-throttling's.
  */
-function retryLater(octokit: Pick<Octokit, 'hook'>): void {
+function retryLaterHook(octokit: Pick<Octokit, 'hook'>): void {
   octokit.hook.error('request', (error, options) => {
     const failed = error as FailedCall;
-    const status = failed.status ?? 0;
-    if (!(status === 429 || status >= 500) || throttled(failed)) throw error;
-    const asked = retryAfterSeconds(String(failed.response?.headers?.['retry-after'] ?? ''));
-    if (asked !== null && asked > MAX_RETRY_AFTER_SECONDS) throw error;
+    if (throttled(failed)) throw error;
     const retryCount = (options.request as { retryCount?: number } | undefined)?.retryCount ?? 0;
+    const decision = retryLater(
+      failed.status ?? 0,
+      askedWaitSeconds(waitHeaders(failed.response?.headers ?? {})),
+      retryCount,
+    );
+    if (decision.action === 'fail') throw error;
     const retrying = octokit as unknown as {
       retry: { retryRequest(error: unknown, retries: number, retryAfter: number): Error };
     };
-    throw retrying.retry.retryRequest(error, RETRY_LATER_RETRIES, asked ?? (retryCount + 1) ** 2);
+    throw retrying.retry.retryRequest(error, RETRY_LATER_RETRIES, decision.waitSeconds);
   });
 }
 
-/** plugin-retry decides nothing itself: every HTTP error status (see {@link retryLater}). */
+/** plugin-retry decides nothing itself: every HTTP error status (see {@link retryLaterHook}). */
 const EVERY_ERROR_STATUS = Array.from({ length: 200 }, (_, index) => 400 + index);
 
-const GitHubClient = Octokit.plugin(retryLater, retry, throttling);
+const GitHubClient = Octokit.plugin(retryLaterHook, retry, throttling);
 
-/** Seconds GitHub asked to wait: `retry-after`, else an exhausted quota's reset; null when it named none. */
-function askedWait(headers: Headers): number | null {
-  const after = retryAfterSeconds(String(headers['retry-after'] ?? ''));
-  if (after !== null) return after;
-  const reset = Number(headers['x-ratelimit-reset']);
-  return headers['x-ratelimit-remaining'] === '0' && reset > 0
-    ? Math.max(0, Math.ceil(reset - Date.now() / 1000))
-    : null;
+/** GitHub's answer's headers about waiting, in the shared rule's words. */
+function waitHeaders(headers: Headers): ForgeWaitHeaders {
+  const value = (name: string) => (headers[name] === undefined ? undefined : String(headers[name]));
+  return {
+    retryAfter: value('retry-after'),
+    remaining: value('x-ratelimit-remaining'),
+    reset: value('x-ratelimit-reset'),
+  };
 }
 
 export interface GitHubForgeOptions {
@@ -128,7 +132,7 @@ export function gitHubFailure(error: unknown): ForgeFailure {
   if (status === 403 && (headers['x-ratelimit-remaining'] === '0' || /rate limit/i.test(message)))
     kind = 'rate_limited';
   const failure: ForgeFailure = { kind, status, message };
-  const asked = askedWait(headers);
+  const asked = askedWaitSeconds(waitHeaders(headers));
   if (asked !== null && asked > MAX_RETRY_AFTER_SECONDS) failure.retryAfter = asked;
   if (kind === 'permission') {
     const accepted = headers['x-accepted-github-permissions'];
