@@ -4,9 +4,12 @@
  * of scripts/postgres.sh. Two parts:
  *   - idle: the nodes wait with free slots; tasks are queued one at a time, each after the last has ended:
  *     enqueue → start p50/p95 (the node is woken by the queue's NOTIFY; its poll is only the safety net);
- *   - deep: BENCH_DEPTHS (default 100, 1,000, 10,000) tasks queued at once by 4 producers, then the nodes
- *     drain them: tasks per second, enqueue → start p50/p95, database transactions per task
- *     (pg_stat_database.xact_commit) and PostgreSQL's CPU per task (/proc), each node's own CPU and peak memory.
+ *   - deep: BENCH_DEPTHS (default 100, 1,000, 10,000) tasks queued by 4 producers as fast as they can while
+ *     the nodes take them: tasks per second, enqueue → start p50/p95, database transactions per task
+ *     (pg_stat_database.xact_commit) and PostgreSQL's CPU per task (/proc);
+ *   - drain: BENCH_DRAIN_TASKS (default 1,000) queued while the nodes are paused (SIGSTOP), then released: the
+ *     rate at which the fleet empties a deep queue.
+ * Each node reports its own CPU time and peak memory at the end.
  * Times are the database's clock (tasks.started_at − created_at). Prints one JSON object on stdout.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -27,6 +30,7 @@ const CAPACITY = 4;
 const IDLE_TASKS = Number(process.env.BENCH_IDLE_TASKS ?? 100);
 const DEPTHS = (process.env.BENCH_DEPTHS ?? '100,1000,10000').split(',').map(Number);
 const PRODUCERS = 4;
+const DRAIN_TASKS = Number(process.env.BENCH_DRAIN_TASKS ?? 1_000);
 const TICK = 100; // USER_HZ on Linux
 
 /** CPU seconds (user + system) of every process named postgres. */
@@ -181,6 +185,39 @@ for (const depth of DEPTHS) {
   load.push(os.loadavg());
 }
 
+// Drain: DRAIN_TASKS queued while every node is paused (SIGSTOP), then the nodes go on at once: how fast the
+// fleet empties a deep queue, apart from how fast one client can fill it.
+const drainPrefix = 'DRAIN-';
+await sleep(1_500);
+for (const node of nodes) node.child.kill('SIGSTOP');
+let nextDrain = 0;
+await Promise.all(
+  Array.from({ length: PRODUCERS }, async () => {
+    for (let n = nextDrain++; n < DRAIN_TASKS; n = nextDrain++)
+      await enqueueTask(client, boss, {
+        taskId: `${drainPrefix}${n}`,
+        repoUrl: 'https://git.example/r.git',
+        prd: '# P\n',
+      });
+  }),
+);
+const drainCommitsBefore = await commitsOf(admin);
+const drainCpuBefore = postgresCpuSeconds();
+const drainStarted = Date.now();
+for (const node of nodes) node.child.kill('SIGCONT');
+await untilEnded(admin, drainPrefix, DRAIN_TASKS);
+const drainWall = (Date.now() - drainStarted) / 1_000;
+const drainCpu = postgresCpuSeconds() - drainCpuBefore;
+await sleep(1_500);
+const drain = {
+  tasks: DRAIN_TASKS,
+  wallSeconds: round(drainWall),
+  tasksPerSecond: round(DRAIN_TASKS / drainWall),
+  transactionsPerTask: round(((await commitsOf(admin)) - drainCommitsBefore) / DRAIN_TASKS),
+  postgresCpuMsPerTask: round((drainCpu * 1_000) / DRAIN_TASKS),
+};
+load.push(os.loadavg());
+
 for (const node of nodes) node.child.kill('SIGTERM');
 const reports = await Promise.all(nodes.map((node) => node.report));
 console.log(
@@ -190,6 +227,7 @@ console.log(
       capacityPerNode: CAPACITY,
       idle,
       deep,
+      drain,
       perNode: reports.map((report) => ({
         ...report,
         cpuSeconds: round(report.cpuSeconds),
