@@ -189,7 +189,7 @@ export async function* fleetEventLines(
 ): AsyncGenerator<JournalLine> {
   let last = options.afterLine;
   while (!options.signal.aborted) {
-    let page: { seq: number; event: string }[];
+    let page: { seq: number; line: string }[];
     let live: boolean;
     try {
       // The state first: a line written before the end is then surely in the page that follows.
@@ -198,8 +198,8 @@ export async function* fleetEventLines(
         [taskId],
       );
       live = LIVE_STATES.has(state.rows[0]?.state ?? '');
-      const result = await database.pool.query<{ seq: number; event: string }>(
-        `SELECT seq, event::text AS event FROM agent_runner.events
+      const result = await database.pool.query<{ seq: number; line: string }>(
+        `SELECT seq, line FROM agent_runner.events
           WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE_LINES}`,
         [taskId, last],
       );
@@ -211,7 +211,7 @@ export async function* fleetEventLines(
     }
     for (const row of page) {
       last = row.seq;
-      yield { id: row.seq, text: row.event };
+      yield { id: row.seq, text: row.line };
     }
     if (page.length === PAGE_LINES) continue;
     if (!options.follow || !live) return;

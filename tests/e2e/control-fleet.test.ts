@@ -179,7 +179,7 @@ it(
 
     // Every journal line of every task is in the database, in order, from the start to task_finished.
     const events = await reader.query<{ task_id: string; seqs: number[]; types: string[] }>(
-      `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(event->>'type' ORDER BY seq) AS types
+      `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(agent_runner.event_json(line)->>'type' ORDER BY seq) AS types
        FROM agent_runner.events GROUP BY task_id ORDER BY task_id`,
     );
     expect(events.rows.map((row) => row.task_id)).toEqual([1, 2].map((n) => `FLEET-E2E-${n}`));
@@ -312,7 +312,7 @@ it(
     expect(log).toContain('control database reachable again');
     expect(log).toContain('FLEET-OUTAGE: events written again');
     const events = await reader.query<{ seqs: number[]; types: string[] }>(
-      `SELECT array_agg(seq ORDER BY seq) AS seqs, array_agg(event->>'type' ORDER BY seq) AS types
+      `SELECT array_agg(seq ORDER BY seq) AS seqs, array_agg(agent_runner.event_json(line)->>'type' ORDER BY seq) AS types
        FROM agent_runner.events WHERE task_id = 'FLEET-OUTAGE'`,
     );
     const row = events.rows[0];
@@ -381,7 +381,7 @@ async function pageShowsTaskOfB(
       (
         await reader.query(
           `SELECT count(*) AS n FROM agent_runner.events
-            WHERE task_id = $1 AND event->>'type' = 'transition' AND event->>'to' = 'COMPLETE'`,
+            WHERE task_id = $1 AND agent_runner.event_json(line)->>'type' = 'transition' AND agent_runner.event_json(line)->>'to' = 'COMPLETE'`,
           [taskId],
         )
       ).rows[0]?.n,
@@ -449,7 +449,7 @@ it(
       while (Date.now() < deadline) {
         const { rows } = await reader.query<{ url: string | null; asked: boolean }>(
           `SELECT n.url, EXISTS (SELECT 1 FROM agent_runner.events e WHERE e.task_id = t.id
-                    AND e.event->'decision'->>'action' = 'ask_human') AS asked
+                    AND agent_runner.event_json(e.line)->'decision'->>'action' = 'ask_human') AS asked
              FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id WHERE t.id = $1`,
           [taskId],
         );
@@ -519,7 +519,7 @@ it(
 
     // The answer reached the task as given; the stopped one was told nobody answers.
     const human = await reader.query<{ task_id: string; answer: string | null }>(
-      `SELECT task_id, event->>'answer' AS answer FROM agent_runner.events WHERE event->>'type' = 'human' ORDER BY task_id`,
+      `SELECT task_id, agent_runner.event_json(line)->>'answer' AS answer FROM agent_runner.events WHERE agent_runner.event_json(line)->>'type' = 'human' ORDER BY task_id`,
     );
     expect(human.rows).toEqual([
       { task_id: 'FLEET-ASK', answer: 'Yes, keep digits.' },

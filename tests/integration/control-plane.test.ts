@@ -44,6 +44,7 @@ describe('control migrate', () => {
       '1764300000000_control-plane',
       '1764400000000_task-lease',
       '1764500000000_task-requests',
+      '1764600000000_event-lines',
     ]);
     expect(result.nodeRole.canLogin).toBe(true);
 
