@@ -12,7 +12,12 @@
  * surrogate: never a line agent-runner writes, whose JSON escapes all three) or that the database refuses as
  * data is stored as a `journal_line_unstored` event saying why, at its own number; the lines after it go on.
  * Only the database being away (not a line's content) makes the copy wait.
+ *
+ * The same statement keeps the task's row's `question` (what every node shows as the question it waits on):
+ * set by a line asking the person (`decision` ask_human), cleared by the line that answered (`human`) or its end.
  */
+import { z } from 'zod';
+import { askedQuestion, metaDecisionSchema } from '../core/records.js';
 import { journalLines, type JournalLine } from '../serve/journal-follow.js';
 import type { ControlDatabase } from './control-database.js';
 
@@ -126,6 +131,39 @@ function storedRow(line: JournalLine, redactJsonText: (text: string) => string):
   return { seq: line.id, line: reason === null ? redactJsonText(line.text) : unstoredLine(reason) };
 }
 
+const askingLine = z.object({
+  type: z.literal('decision'),
+  decision: metaDecisionSchema.refine((decision) => decision.action === 'ask_human'),
+});
+const answeringLine = z.object({ type: z.enum(['human', 'task_finished']) });
+
+/**
+ * What `lines` say of the question the task waits on: the last line asking the person sets it, a later answer
+ * (or nobody to answer: `human`) or the task's end clears it (null); undefined when they say nothing of it.
+ */
+export function questionAfter(lines: readonly string[]): string | null | undefined {
+  let question: string | null | undefined;
+  for (const line of lines) {
+    // Only the events that ask or answer are parsed (a key of the event itself: a string's quotes are escaped).
+    if (!/"type":"(?:decision|human|task_finished)"/.test(line)) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const asking = askingLine.safeParse(value);
+    if (asking.success) question = shownText(askedQuestion(asking.data.decision));
+    else if (answeringLine.safeParse(value).success) question = null;
+  }
+  return question;
+}
+
+/** Text for a column that shows it (not the journal's record): a NUL or a lone surrogate shows as U+FFFD. */
+function shownText(text: string): string {
+  return text.replaceAll('\u0000', '\ufffd').replace(new RegExp(LONE_SURROGATE.source, 'g'), '\ufffd');
+}
+
 /** A refusal of the data itself (SQLSTATE class 22, or 54: a value over a limit), not of the connection. */
 function refusedAsData(error: unknown): error is Error {
   const code = (error as { code?: unknown }).code;
@@ -173,10 +211,12 @@ async function insertRows(
   rows: readonly EventRow[],
   lease: { nodeId: string; generation: number } | undefined,
 ): Promise<boolean> {
+  const question = questionAfter(rows.map((row) => row.line));
   const values: unknown[] = [taskId, lease?.nodeId ?? null, lease?.generation ?? null];
+  values.push(question !== undefined, question ?? null);
   const placeholders = rows.map((row, index) => {
     values.push(row.seq, row.line);
-    return `($${index * 2 + 4}::integer, $${index * 2 + 5}::text)`;
+    return `($${index * 2 + 6}::integer, $${index * 2 + 7}::text)`;
   });
   // Fenced: with a lease, nothing is written unless the task's row still names this node and generation.
   const { rows: held } = await database.pool.query<{ held: boolean }>(
@@ -187,7 +227,10 @@ async function insertRows(
        INSERT INTO agent_runner.events (task_id, seq, line, node_id, lease_generation)
        SELECT $1, seq, line, $2, $3 FROM (VALUES ${placeholders.join(', ')}) AS v (seq, line)
         WHERE EXISTS (SELECT 1 FROM lease)
-       ON CONFLICT (task_id, seq) DO NOTHING RETURNING 1)
+       ON CONFLICT (task_id, seq) DO NOTHING RETURNING 1),
+     asked AS (
+       UPDATE agent_runner.tasks SET question = $5::text
+        WHERE id = $1 AND $4::boolean AND EXISTS (SELECT 1 FROM lease) RETURNING 1)
      SELECT EXISTS (SELECT 1 FROM lease) AS held,
             (SELECT pg_notify('${EVENTS_CHANNEL}', $1) FROM (SELECT 1) AS once
               WHERE EXISTS (SELECT 1 FROM written)) AS notified`,

@@ -10,6 +10,7 @@ import pg from 'pg';
 import type { JournalLine } from '../serve/journal-follow.js';
 import type { ControlDatabase } from './control-database.js';
 import { EVENTS_CHANNEL } from './event-sink.js';
+import { FLEET_TASK_COLUMNS, fleetTaskRow, type FleetTaskColumns, type FleetTaskRow } from './fleet-tasks.js';
 import { REQUESTS_CHANNEL, requestTask, type TaskRequest } from './task-requests.js';
 
 /** A follower's wait when no NOTIFY can arrive (the LISTEN connection is down), and the safety net when one is up. */
@@ -127,53 +128,24 @@ export class FleetEventFeed {
   }
 }
 
-/** A fleet task's row as the API's detail shows it (the same fields a local task's list entry has). */
-export interface FleetTaskDetail {
-  taskId: string;
-  state: string;
-  exitCode: number | null;
-  repoUrl: string;
-  node: { id: string; host: string; url: string | null } | null;
-  createdAt: string;
-  startedAt: string | null;
-  endedAt: string | null;
+/** A fleet task's row as the API's detail shows it (the fleet's list entry), marked as served from the database. */
+export type FleetTaskDetail = FleetTaskRow & {
   /** Where it runs: not on the node that answers. */
   fleet: true;
-}
+};
 
 /** The task's row, or null when the fleet has no such task. */
 export async function fleetTaskDetail(
   database: ControlDatabase,
   taskId: string,
 ): Promise<FleetTaskDetail | null> {
-  const { rows } = await database.pool.query<{
-    state: string;
-    exit_code: number | null;
-    repo_url: string;
-    node_id: string | null;
-    host: string | null;
-    url: string | null;
-    created_at: Date;
-    started_at: Date | null;
-    ended_at: Date | null;
-  }>(
-    `SELECT t.state, t.exit_code, t.repo_url, t.node_id, n.host, n.url, t.created_at, t.started_at, t.ended_at
+  const { rows } = await database.pool.query<FleetTaskColumns>(
+    `SELECT ${FLEET_TASK_COLUMNS}
        FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id WHERE t.id = $1`,
     [taskId],
   );
   const row = rows[0];
-  if (row === undefined) return null;
-  return {
-    taskId,
-    state: row.state,
-    exitCode: row.exit_code,
-    repoUrl: row.repo_url,
-    node: row.node_id === null ? null : { id: row.node_id, host: row.host ?? '', url: row.url },
-    createdAt: row.created_at.toISOString(),
-    startedAt: row.started_at?.toISOString() ?? null,
-    endedAt: row.ended_at?.toISOString() ?? null,
-    fleet: true,
-  };
+  return row === undefined ? null : { ...fleetTaskRow(row), fleet: true };
 }
 
 /**

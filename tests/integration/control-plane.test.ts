@@ -45,6 +45,7 @@ describe('control migrate', () => {
       '1764400000000_task-lease',
       '1764500000000_task-requests',
       '1764600000000_event-lines',
+      '1764700000000_task-question',
     ]);
     expect(result.nodeRole.canLogin).toBe(true);
 
