@@ -226,6 +226,18 @@ it('NUL, lone surrogates and bytes that are not UTF-8 reach the database and com
     'half a pair \ud800, a NUL \0 too',
   );
 
+  // In SQL: the lines as jsonb where jsonb can hold them, NULL for the others (a query over them still runs).
+  const types = await node.pool.query<{ type: string | null }>(
+    `SELECT agent_runner.event_json(line)->>'type' AS type FROM agent_runner.events WHERE task_id = $1 ORDER BY seq`,
+    [taskId],
+  );
+  expect(types.rows.map((row) => row.type)).toEqual(
+    stored.map((line) =>
+      /\\u0000|\\ud[89ab]|\\ud[c-f]/i.test(line) ? null : (JSON.parse(line) as { type: string }).type,
+    ),
+  );
+  expect(types.rows.filter((row) => row.type === null).length).toBeGreaterThanOrEqual(3);
+
   // The takeover: the database's copy written as the journal `resume` reads, valid against its schema.
   const rebuilt = path.join(runDir, 'rebuilt.jsonl');
   writeFileSync(rebuilt, stored.map((line) => `${line}\n`).join(''));
