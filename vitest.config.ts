@@ -30,6 +30,8 @@ const POSTGRES = [
   'tests/integration/control-node.test.ts',
   'tests/integration/fleet-events.test.ts',
   'tests/integration/fleet-requests.test.ts',
+  'tests/integration/fleet-journal.test.ts',
+  'tests/integration/fleet-question.test.ts',
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a

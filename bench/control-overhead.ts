@@ -117,9 +117,9 @@ try {
   }>(
     `SELECT t.id, extract(epoch FROM t.started_at - t.created_at) * 1000 AS start,
             extract(epoch FROM t.ended_at - t.created_at) * 1000 AS row_end,
-            extract(epoch FROM t.ended_at - (e.event->>'at')::timestamptz) * 1000 AS after_finished
+            extract(epoch FROM t.ended_at - (agent_runner.event_json(e.line)->>'at')::timestamptz) * 1000 AS after_finished
        FROM agent_runner.tasks t
-       JOIN agent_runner.events e ON e.task_id = t.id AND e.event->>'type' = 'task_finished'
+       JOIN agent_runner.events e ON e.task_id = t.id AND agent_runner.event_json(e.line)->>'type' = 'task_finished'
       WHERE t.id <> 'OVERHEAD-CONTROL-0'`,
   );
   const column = (name: 'start' | 'row_end' | 'after_finished') =>

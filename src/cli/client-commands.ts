@@ -14,6 +14,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { StampedEvent } from '../core/events.js';
+import { askedQuestion } from '../core/records.js';
 import type { TaskSummary } from '../core/types.js';
 import { EXIT_CODES, UserError } from '../errors.js';
 import type { FleetTaskDetail } from '../control/fleet-events.js';
@@ -213,8 +214,22 @@ export async function logsCommand(
 ): Promise<void> {
   const client = await clientHere(context, options);
   const print = createProgressPrinter((line) => context.output.out(line));
-  for await (const message of client.events(taskId, { follow: Boolean(options.follow) }))
-    if (message.event === 'journal') print(JSON.parse(message.data) as StampedEvent);
+  // A question is the one thing a follower must act on: its text, one line, as it is asked.
+  const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
+  for await (const message of client.events(taskId, { follow: Boolean(options.follow) })) {
+    if (message.event !== 'journal') continue;
+    const event = JSON.parse(message.data) as StampedEvent;
+    print(event);
+    if (event.type === 'decision' && event.decision.action === 'ask_human')
+      context.output.out(`        asks: ${oneLine(askedQuestion(event.decision))}`);
+  }
+  if (options.follow) return;
+  // What the journal cannot say: whether the question still waits (here, or on the node of the fleet that runs it).
+  const detail = await client.request<{ question?: string | null }>('GET', `/api/tasks/${taskId}`);
+  if (detail.question)
+    context.output.out(
+      `waiting for an answer: ${oneLine(detail.question)} (\`agent-runner answer ${taskId} "..."\`)`,
+    );
 }
 
 export async function answerCommand(

@@ -170,6 +170,11 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
     case 'preserved':
       write(`${t} uncommitted worker changes saved at ${event.ref}`);
       break;
+    case 'journal_line_unstored':
+      write(
+        `${t} a journal line is not in the fleet's database (${clip(event.reason)}): see the node's journal`,
+      );
+      break;
     default:
       break;
   }

@@ -11,6 +11,7 @@ import pg from 'pg';
 import type { JournalLine } from '../serve/journal-follow.js';
 import type { ControlDatabase } from './control-database.js';
 import { EVENTS_CHANNEL } from './event-sink.js';
+import { FLEET_TASK_COLUMNS, fleetTaskRow, type FleetTaskColumns, type FleetTaskRow } from './fleet-tasks.js';
 import { REQUESTS_CHANNEL, requestTask, type TaskRequest } from './task-requests.js';
 import { QUEUE_CHANNEL } from './task-queue-options.js';
 
@@ -139,53 +140,24 @@ export class FleetEventFeed {
   }
 }
 
-/** A fleet task's row as the API's detail shows it (the same fields a local task's list entry has). */
-export interface FleetTaskDetail {
-  taskId: string;
-  state: string;
-  exitCode: number | null;
-  repoUrl: string;
-  node: { id: string; host: string; url: string | null } | null;
-  createdAt: string;
-  startedAt: string | null;
-  endedAt: string | null;
+/** A fleet task's row as the API's detail shows it (the fleet's list entry), marked as served from the database. */
+export type FleetTaskDetail = FleetTaskRow & {
   /** Where it runs: not on the node that answers. */
   fleet: true;
-}
+};
 
 /** The task's row, or null when the fleet has no such task. */
 export async function fleetTaskDetail(
   database: ControlDatabase,
   taskId: string,
 ): Promise<FleetTaskDetail | null> {
-  const { rows } = await database.pool.query<{
-    state: string;
-    exit_code: number | null;
-    repo_url: string;
-    node_id: string | null;
-    host: string | null;
-    url: string | null;
-    created_at: Date;
-    started_at: Date | null;
-    ended_at: Date | null;
-  }>(
-    `SELECT t.state, t.exit_code, t.repo_url, t.node_id, n.host, n.url, t.created_at, t.started_at, t.ended_at
+  const { rows } = await database.pool.query<FleetTaskColumns>(
+    `SELECT ${FLEET_TASK_COLUMNS}
        FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id WHERE t.id = $1`,
     [taskId],
   );
   const row = rows[0];
-  if (row === undefined) return null;
-  return {
-    taskId,
-    state: row.state,
-    exitCode: row.exit_code,
-    repoUrl: row.repo_url,
-    node: row.node_id === null ? null : { id: row.node_id, host: row.host ?? '', url: row.url },
-    createdAt: row.created_at.toISOString(),
-    startedAt: row.started_at?.toISOString() ?? null,
-    endedAt: row.ended_at?.toISOString() ?? null,
-    fleet: true,
-  };
+  return row === undefined ? null : { ...fleetTaskRow(row), fleet: true };
 }
 
 /**
@@ -201,7 +173,7 @@ export async function* fleetEventLines(
 ): AsyncGenerator<JournalLine> {
   let last = options.afterLine;
   while (!options.signal.aborted) {
-    let page: { seq: number; event: string }[];
+    let page: { seq: number; line: string }[];
     let live: boolean;
     try {
       // The state first: a line written before the end is then surely in the page that follows.
@@ -210,8 +182,8 @@ export async function* fleetEventLines(
         [taskId],
       );
       live = LIVE_STATES.has(state.rows[0]?.state ?? '');
-      const result = await database.pool.query<{ seq: number; event: string }>(
-        `SELECT seq, event::text AS event FROM agent_runner.events
+      const result = await database.pool.query<{ seq: number; line: string }>(
+        `SELECT seq, line FROM agent_runner.events
           WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE_LINES}`,
         [taskId, last],
       );
@@ -223,7 +195,7 @@ export async function* fleetEventLines(
     }
     for (const row of page) {
       last = row.seq;
-      yield { id: row.seq, text: row.event };
+      yield { id: row.seq, text: row.line };
     }
     if (page.length === PAGE_LINES) continue;
     if (!options.follow || !live) return;

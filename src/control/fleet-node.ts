@@ -11,6 +11,8 @@
  * in the database). Two nodes sweeping at once: the row lock lets only one of them see each task. Taking a
  * task bumps its `lease_generation` (the fencing token); a node that finds, at its heartbeat, a task it runs
  * held by another node or another generation has lost it: it stops it and writes nothing of its end.
+ * A task's waiting question (the row's `question`, kept by event-sink.ts) is cleared when a node takes the task,
+ * when it goes back to the queue and at its end: a question is asked again by the attempt that needs it.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -191,7 +193,7 @@ export class FleetNode {
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<{ id: string; job_id: string | null; node_id: string }>(
-        `UPDATE agent_runner.tasks t SET state = 'QUEUED', node_id = NULL
+        `UPDATE agent_runner.tasks t SET state = 'QUEUED', node_id = NULL, question = NULL
            FROM agent_runner.nodes n
           WHERE n.id = t.node_id AND t.state = 'RUNNING' AND n.id <> $1
             AND n.heartbeat_at < now() - make_interval(secs => $2)
@@ -263,7 +265,7 @@ export class FleetNode {
       ran_before: boolean;
     }>(
       `UPDATE agent_runner.tasks SET state = 'RUNNING', node_id = $2, lease_generation = lease_generation + 1,
-              started_at = coalesce(started_at, now())
+              started_at = coalesce(started_at, now()), question = NULL
          WHERE id = $1 AND state IN ('QUEUED', 'RUNNING')
        RETURNING repo_url, base, prd, lease_generation,
                  EXISTS (SELECT 1 FROM agent_runner.events e WHERE e.task_id = $1) AS ran_before`,
@@ -305,7 +307,7 @@ export class FleetNode {
         try {
           // Fenced: only the holder of this generation writes the end and completes the job.
           const written = await this.database.pool.query(
-            `UPDATE agent_runner.tasks SET state = $2, exit_code = $3, ended_at = now()
+            `UPDATE agent_runner.tasks SET state = $2, exit_code = $3, ended_at = now(), question = NULL
               WHERE id = $1 AND node_id = $4 AND lease_generation = $5`,
             [taskId, end.state ?? 'FAILED', end.exitCode, this.id, generation],
           );

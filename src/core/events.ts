@@ -154,6 +154,12 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
   event('task_finished', { summary: taskSummarySchema }),
   /** Written by the composition root as the gateway refuses a request (at most a bounded number per task). */
   event('gateway_refused', { refusal: gatewayRefusalSchema }),
+  /**
+   * In the fleet's database only, in place of a journal line it could not hold as the journal has it (bytes that
+   * are not UTF-8, a raw NUL: never a line agent-runner writes; src/control/event-sink.ts): why. The line stays
+   * in the journal file of the node that ran the task; a resume from the database's copy reads past it.
+   */
+  event('journal_line_unstored', { reason: z.string() }),
 ]);
 export type RunnerEvent = z.infer<typeof runnerEventSchema>;
 

@@ -170,6 +170,11 @@ export const metaDecisionSchema = z.object({
   question: z.string().optional(),
 });
 
+/** What an `ask_human` decision asks the person: its question, else its reason (the one rule). */
+export function askedQuestion(decision: z.infer<typeof metaDecisionSchema>): string {
+  return decision.question ?? decision.reason;
+}
+
 export const workerCommandSchema = z.object({
   command: z.string(),
   exitCode: z.number().nullable(),

@@ -5,6 +5,7 @@
  */
 import { AgentRunnerError } from '../errors.js';
 import { Ledger } from './ledger.js';
+import { askedQuestion } from './records.js';
 import { goOn, stop, type Next, type TaskOutcome } from './outcome.js';
 import type { Clock, PreparedTask } from './ports.js';
 import { StallCounter, stallDescription } from './stall.js';
@@ -175,7 +176,7 @@ export class TaskRunner {
 
   private async askHuman(decision: MetaDecision): Promise<Next> {
     const { loop } = this;
-    const question = decision.question ?? decision.reason;
+    const question = askedQuestion(decision);
     const answer = loop.options.headless ? null : await loop.deps.human.ask(question);
     loop.emit({ type: 'human', question, answer });
     if (answer === null) {

@@ -18,7 +18,8 @@ import { answerSchema, resumeSchema, startTaskSchema, taskIdParamSchema } from '
 import { journalLines, type JournalLine } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
 import { RequestFieldError } from './repository-path.js';
-import { NotServedError, type TaskBoard } from './task-board.js';
+import { NotServedError, TaskNotFoundError } from './board-errors.js';
+import type { TaskBoard } from './task-board.js';
 
 /** The web view's files: route, file below the package root, content type. */
 const WEB_FILES: readonly (readonly [string, string, string])[] = [
@@ -265,8 +266,7 @@ function registerTaskActions(app: Hono, board: TaskBoard, fleet: FleetTaskSource
     if ('answer' in task) return task.answer;
     const checked = await body(c, resumeSchema, {});
     if ('answer' in checked) return checked.answer;
-    if ((await board.get(task.taskId)) === null)
-      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
+    // The board answers an unknown task (404), and a pure node every resume (400 `repository_invalid`).
     const { config, modelScript } = checked.value;
     return c.json({ taskId: await board.resume(task.taskId, config ?? {}, modelScript) }, 202);
   });
@@ -349,6 +349,7 @@ export function createApi(
 
   app.onError((error, c) => {
     if (error instanceof NotServedError) return apiError(c, 409, 'not_served', error.message);
+    if (error instanceof TaskNotFoundError) return apiError(c, 404, 'not_found', error.message);
     // A path or key the client may not name: 400 naming the field, as a bad body is.
     if (error instanceof RequestFieldError)
       return apiError(c, 400, 'invalid_field', options.redaction.redact(error.message), error.field);

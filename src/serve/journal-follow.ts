@@ -10,6 +10,22 @@ export interface JournalLine {
   /** 1-based line number: the SSE event id, so a client resumes with `Last-Event-ID`. */
   id: number;
   text: string;
+  /**
+   * Set when the line's bytes are not UTF-8 (agent-runner never writes such a line; another program did): `text`
+   * shows each bad sequence as U+FFFD, so it is not the line as the file holds it.
+   */
+  notUtf8?: true;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** One line's bytes as text: decoded whole, so a character is never cut where a read of the file ended. */
+function decodeLine(bytes: Buffer, id: number): JournalLine {
+  try {
+    return { id, text: strictUtf8.decode(bytes) };
+  } catch {
+    return { id, text: bytes.toString('utf8'), notUtf8: true };
+  }
 }
 
 const CHUNK_BYTES = 64 * 1024;
@@ -40,7 +56,9 @@ export async function* journalLines(
 ): AsyncGenerator<JournalLine> {
   let offset = 0;
   let line = 0;
-  let pending = '';
+  // Bytes, not text, until a line is whole: a read that ends inside a multi-byte character must not change it.
+  // The start of a line still being read, in pieces (a long line is joined once, when its newline comes).
+  let pending: Buffer[] = [];
   const buffer = Buffer.alloc(CHUNK_BYTES);
   while (!options.signal.aborted) {
     const size = await stat(file).then(
@@ -54,16 +72,22 @@ export async function* journalLines(
           const { bytesRead } = await handle.read(buffer, 0, Math.min(CHUNK_BYTES, size - offset), offset);
           if (bytesRead === 0) break;
           offset += bytesRead;
-          pending += buffer.subarray(0, bytesRead).toString('utf8');
-          let newline = pending.indexOf('\n');
+          const chunk = buffer.subarray(0, bytesRead);
+          let start = 0;
+          let newline = chunk.indexOf(0x0a);
           while (newline !== -1) {
-            const text = pending.slice(0, newline);
-            pending = pending.slice(newline + 1);
-            newline = pending.indexOf('\n');
-            if (text.trim() === '') continue;
+            const bytes = Buffer.concat([...pending, chunk.subarray(start, newline)]);
+            pending = [];
+            start = newline + 1;
+            newline = chunk.indexOf(0x0a, start);
+            const decoded = decodeLine(bytes, line + 1);
+            // A blank line is no event and has no number (as every reader of a journal counts).
+            if (decoded.text.trim() === '') continue;
             line += 1;
-            if (line > options.afterLine) yield { id: line, text };
+            if (line > options.afterLine) yield decoded;
           }
+          // Copied: the read buffer is used again.
+          if (start < chunk.length) pending.push(Buffer.from(chunk.subarray(start)));
         }
       } finally {
         await handle.close();

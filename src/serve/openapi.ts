@@ -83,7 +83,15 @@ function taskPaths(): Record<string, unknown> {
           'Resume the task from its journal (a stale one, or one that ended NEEDS_REVIEW or FAILED), as `agent-runner resume`',
         parameters: [taskId],
         requestBody: { required: false, content: json(resumeSchema) },
-        responses: { '202': { description: '{"taskId": ...}' }, ...errors },
+        responses: {
+          '202': { description: '{"taskId": ...}' },
+          ...errors,
+          '400': {
+            description:
+              'A bad body or task id (the field is named); `repository_invalid` on a pure node of a fleet (no repository: it resumes no task, whatever the id)',
+            content: errorBody,
+          },
+        },
       },
     },
     '/api/tasks/{id}/stop': {
@@ -118,7 +126,15 @@ export function openApiDocument(): Record<string, unknown> {
         post: {
           summary: 'Start a task; answers its id at once (the task goes on in the server)',
           requestBody: { required: true, content: json(startTaskSchema) },
-          responses: { '202': { description: '{"taskId": ...}' }, ...errors },
+          responses: {
+            '202': { description: '{"taskId": ...}' },
+            ...errors,
+            '400': {
+              description:
+                'A bad body (the field is named); `repository_invalid` on a pure node of a fleet without `repo`',
+              content: errorBody,
+            },
+          },
         },
       },
       ...taskPaths(),

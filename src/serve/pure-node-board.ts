@@ -8,13 +8,16 @@ import { UserError } from '../errors.js';
 import type { StartTaskRequest } from './api-schemas.js';
 import { TaskBoard } from './task-board.js';
 
-/** What a pure node answers to a request that needs a local repository. */
-export function noRepositoryMessage(directory: string): string {
-  return (
+/** What a pure node answers to a request that needs a local repository (to start a task, or to resume one). */
+export function noRepositoryMessage(directory: string, asked: 'start' | 'resume' = 'start'): string {
+  const node =
     `This node has no repository (it was started in ${directory}, not a git repository): it runs the fleet's ` +
-    "tasks only. Give `repo` (the remote repository's URL) in the request to queue the task on the fleet, " +
-    'or start `agent-runner serve` in a repository to run tasks there.'
-  );
+    'tasks only. ';
+  return asked === 'start'
+    ? `${node}Give \`repo\` (the remote repository's URL) in the request to queue the task on the fleet, ` +
+        'or start `agent-runner serve` in a repository to run tasks there.'
+    : `${node}A fleet task is resumed by the fleet (another node takes over a task whose node stopped); ` +
+        "resume a task of a repository through that repository's server (`agent-runner resume ID` there).";
 }
 
 export class PureNodeBoard extends TaskBoard {
@@ -23,8 +26,9 @@ export class PureNodeBoard extends TaskBoard {
     return Promise.reject(new UserError('repository_invalid', noRepositoryMessage(this.repoRoot)));
   }
 
+  /** Every resume, whether or not the fleet knows the task (the API's 400, not a 404): no journal is here. */
   override resume(taskId: string): Promise<string> {
     void taskId;
-    return Promise.reject(new UserError('repository_invalid', noRepositoryMessage(this.repoRoot)));
+    return Promise.reject(new UserError('repository_invalid', noRepositoryMessage(this.repoRoot, 'resume')));
   }
 }

@@ -19,6 +19,7 @@ import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { StartTaskRequest } from './api-schemas.js';
+import { NotServedError, TaskNotFoundError } from './board-errors.js';
 import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
 
 /** Tasks that ended with an error before their journal held an end: the newest are kept for the board. */
@@ -91,7 +92,8 @@ export class TaskBoard {
   ): Promise<string> {
     assertValidTaskId(taskId);
     const current = await this.get(taskId);
-    if (current !== null && this.isLive(taskId, current.status))
+    if (current === null) throw new TaskNotFoundError(taskId);
+    if (this.isLive(taskId, current.status))
       throw new UserError('usage', `Task ${taskId} is running; it can be resumed once it has stopped.`);
     const checked = await checkClientInputs(this.repoRoot, this.env, {
       config: overrides,
@@ -386,15 +388,5 @@ export class TaskBoard {
     );
     await writeFile(file, text);
     return file;
-  }
-}
-
-/** A task this server does not run (it may exist: started from a terminal, or by another server). */
-export class NotServedError extends UserError {
-  constructor(readonly taskId: string) {
-    super(
-      'usage',
-      `Task ${taskId} is not run by this server: stop it where it runs (Ctrl-C), or resume it here.`,
-    );
   }
 }

@@ -180,7 +180,7 @@ it(
     expect(new Set(rows.map((row) => row.node_id)).size).toBe(3);
     for (const id of ids) expect(remoteLog(repo, id)[0]).toBe('Add slugify with tests');
     const events = await reader.query<{ task_id: string; seqs: number[]; types: string[] }>(
-      `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(event->>'type' ORDER BY seq) AS types
+      `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(agent_runner.event_json(line)->>'type' ORDER BY seq) AS types
          FROM agent_runner.events WHERE task_id LIKE 'SURVIVE-%' GROUP BY task_id ORDER BY task_id`,
     );
     expect(events.rows.map((row) => row.task_id)).toEqual(ids);
@@ -194,7 +194,7 @@ it(
         (r) => r.method === 'POST' && r.target.includes('git-receive-pack') && r.authorized,
       ),
     ).toBe(true);
-    const leaked = await reader.query(`SELECT 1 FROM agent_runner.events WHERE strpos(event::text, $1) > 0`, [
+    const leaked = await reader.query(`SELECT 1 FROM agent_runner.events WHERE strpos(line, $1) > 0`, [
       remote.password,
     ]);
     expect(leaked.rowCount).toBe(0);
@@ -215,7 +215,7 @@ it(
     const inSecondRun = async () => {
       const { rows } = await reader.query<{ n: string }>(
         `SELECT count(*) AS n FROM agent_runner.events
-          WHERE task_id = ANY($1) AND event->>'type' = 'worker_started' AND event->>'run' = '2'`,
+          WHERE task_id = ANY($1) AND agent_runner.event_json(line)->>'type' = 'worker_started' AND agent_runner.event_json(line)->>'run' = '2'`,
         [ids],
       );
       return Number(rows[0]?.n) === 2;

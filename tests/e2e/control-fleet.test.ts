@@ -10,9 +10,11 @@
  * PostgreSQL (a server of the test's own) stopped for 10 s mid-task: the task goes on, the node says so, and no
  * event is lost.
  *
- * Answer and stop across the fleet: a task on one node asks its question (ask_human), answered through the
- * other node (`agent-runner answer --server`), and ends COMPLETE; another is stopped through the other node
- * (`agent-runner stop --server`) and ends as a local stop ends it, its container gone.
+ * Answer and stop across the fleet: a task on one node asks its question (ask_human), shown by the other node
+ * (its list, the task's detail, `logs`, its page in headless Chromium), answered through it (`agent-runner
+ * answer --server`), and ends COMPLETE; another is stopped through the other node (`agent-runner stop
+ * --server`) and ends as a local stop ends it, its container gone. Their Meta-agent reply holds a lone
+ * surrogate and the worker prints a NUL and bytes that are not UTF-8: every line still reaches the database.
  *
  * The remote's branches, the lease, kill -9 and the resume: tests/e2e/control-fleet-survive.test.ts.
  */
@@ -179,7 +181,7 @@ it(
 
     // Every journal line of every task is in the database, in order, from the start to task_finished.
     const events = await reader.query<{ task_id: string; seqs: number[]; types: string[] }>(
-      `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(event->>'type' ORDER BY seq) AS types
+      `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(agent_runner.event_json(line)->>'type' ORDER BY seq) AS types
        FROM agent_runner.events GROUP BY task_id ORDER BY task_id`,
     );
     expect(events.rows.map((row) => row.task_id)).toEqual([1, 2].map((n) => `FLEET-E2E-${n}`));
@@ -312,7 +314,7 @@ it(
     expect(log).toContain('control database reachable again');
     expect(log).toContain('FLEET-OUTAGE: events written again');
     const events = await reader.query<{ seqs: number[]; types: string[] }>(
-      `SELECT array_agg(seq ORDER BY seq) AS seqs, array_agg(event->>'type' ORDER BY seq) AS types
+      `SELECT array_agg(seq ORDER BY seq) AS seqs, array_agg(agent_runner.event_json(line)->>'type' ORDER BY seq) AS types
        FROM agent_runner.events WHERE task_id = 'FLEET-OUTAGE'`,
     );
     const row = events.rows[0];
@@ -381,7 +383,7 @@ async function pageShowsTaskOfB(
       (
         await reader.query(
           `SELECT count(*) AS n FROM agent_runner.events
-            WHERE task_id = $1 AND event->>'type' = 'transition' AND event->>'to' = 'COMPLETE'`,
+            WHERE task_id = $1 AND agent_runner.event_json(line)->>'type' = 'transition' AND agent_runner.event_json(line)->>'to' = 'COMPLETE'`,
           [taskId],
         )
       ).rows[0]?.n,
@@ -415,7 +417,7 @@ it(
     await migrateControl(admin, { nodePassword: fleet.nodePassword });
     await admin.close();
     const question = 'Should slugify keep digits?';
-    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[] };
+    const demo = parse(readFileSync(DEMO_SCRIPT, 'utf8')) as { meta: string[]; worker: unknown[] };
     const scripts = mkdtempSync(path.join(tmpdir(), 'ar-fleet-ask-'));
     cleanups.push(() => rmSync(scripts, { recursive: true, force: true }));
     const askScript = path.join(scripts, 'ask.yaml');
@@ -423,7 +425,14 @@ it(
       askScript,
       stringify({
         ...demo,
-        meta: [demo.meta[0], decisionReply('ask_human', 'Digits?', question), ...demo.meta.slice(1)],
+        // A lone surrogate in the Meta-agent's reply, a NUL and bytes that are not UTF-8 in the worker's output:
+        // lines jsonb refused (the copy stuck, the task's row stayed RUNNING and `wait` hung).
+        meta: [demo.meta[0], decisionReply('ask_human', 'Digits? \ud800', question), ...demo.meta.slice(1)],
+        worker: [
+          ...demo.worker.slice(0, 2),
+          { run: "cat /proc/1/cmdline; printf 'caf\\377\\n'" },
+          ...demo.worker.slice(2),
+        ],
       }),
     );
     const { dir: source, remove } = createDemoRepo('');
@@ -448,8 +457,8 @@ it(
       const deadline = Date.now() + 5 * 60_000;
       while (Date.now() < deadline) {
         const { rows } = await reader.query<{ url: string | null; asked: boolean }>(
-          `SELECT n.url, EXISTS (SELECT 1 FROM agent_runner.events e WHERE e.task_id = t.id
-                    AND e.event->'decision'->>'action' = 'ask_human') AS asked
+          // The row's question: its decision's line holds a lone surrogate, which jsonb cannot read.
+          `SELECT n.url, t.question IS NOT NULL AS asked
              FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id WHERE t.id = $1`,
           [taskId],
         );
@@ -489,6 +498,20 @@ it(
       otherThanRunner('FLEET-ASK'),
       otherThanRunner('FLEET-STOP'),
     ]);
+    // The question, seen from the node that does not run the task: its list, the task's detail, `logs`, the page.
+    const listed = await answerVia.client.request<{ fleet: { taskId: string; question: string | null }[] }>(
+      'GET',
+      '/api/tasks',
+    );
+    expect(listed.fleet.find((task) => task.taskId === 'FLEET-ASK')).toMatchObject({ question });
+    expect(await answerVia.client.request('GET', '/api/tasks/FLEET-ASK')).toMatchObject({
+      fleet: true,
+      question,
+    });
+    const waitingLogs = cli(answerVia);
+    await logsCommand('FLEET-ASK', { ...waitingLogs.server }, waitingLogs.context);
+    expect(waitingLogs.out.join('\n')).toContain(`waiting for an answer: ${question}`);
+    await questionOnPage(answerVia, 'FLEET-ASK', question);
     const answering = cli(answerVia);
     await answerCommand('FLEET-ASK', 'Yes, keep digits.', answering.context, answering.server);
     expect(answering.err.join('\n')).toMatch(/answered FLEET-ASK \(sent to node .+, which runs it\)/);
@@ -519,12 +542,28 @@ it(
 
     // The answer reached the task as given; the stopped one was told nobody answers.
     const human = await reader.query<{ task_id: string; answer: string | null }>(
-      `SELECT task_id, event->>'answer' AS answer FROM agent_runner.events WHERE event->>'type' = 'human' ORDER BY task_id`,
+      `SELECT task_id, agent_runner.event_json(line)->>'answer' AS answer FROM agent_runner.events WHERE agent_runner.event_json(line)->>'type' = 'human' ORDER BY task_id`,
     );
     expect(human.rows).toEqual([
       { task_id: 'FLEET-ASK', answer: 'Yes, keep digits.' },
       { task_id: 'FLEET-STOP', answer: null },
     ]);
+    // Every line of both tasks reached the database, the lines jsonb refused included (the probes: a NUL's and
+    // a lone surrogate's escape are there), and no question waits once they ended.
+    const lines = await reader.query<{ task_id: string; seqs: number[]; lines: string[] }>(
+      `SELECT task_id, array_agg(seq ORDER BY seq) AS seqs, array_agg(line ORDER BY seq) AS lines
+         FROM agent_runner.events GROUP BY task_id ORDER BY task_id`,
+    );
+    for (const row of lines.rows) {
+      expect(row.seqs).toEqual(row.seqs.map((_, index) => index + 1));
+      expect(row.lines.at(-1)).toContain('"type":"task_finished"');
+      expect(row.lines.some((line) => line.includes('\\ud800'))).toBe(true);
+    }
+    expect(
+      lines.rows.find((row) => row.task_id === 'FLEET-ASK')?.lines.some((line) => line.includes('\\u0000')),
+    ).toBe(true);
+    const questions = await reader.query(`SELECT id FROM agent_runner.tasks WHERE question IS NOT NULL`);
+    expect(questions.rows).toEqual([]);
     // Nothing of the stopped task is left on its node.
     expect(await containers(true)).toEqual([]);
     // The answer's text is the user's input to the task, in no node's log.
@@ -533,3 +572,25 @@ it(
   },
   20 * 60_000,
 );
+
+/** The page of a node that does not run the task: its board says a question waits, the task's page asks it. */
+async function questionOnPage(
+  node: Awaited<ReturnType<typeof startNode>>,
+  taskId: string,
+  question: string,
+): Promise<void> {
+  const executablePath = execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], {
+    encoding: 'utf8',
+  }).trim();
+  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${node.server.info.url}/?token=${node.server.info.token}`);
+    const row = page.locator(`#board tr[data-task="${taskId}"]`);
+    await row.locator('td', { hasText: 'question waiting' }).waitFor({ timeout: 15_000 });
+    await row.locator('a').click();
+    await page.locator('#question', { hasText: question }).waitFor({ timeout: 15_000 });
+  } finally {
+    await browser.close();
+  }
+}

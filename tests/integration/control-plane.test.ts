@@ -44,6 +44,8 @@ describe('control migrate', () => {
       '1764300000000_control-plane',
       '1764400000000_task-lease',
       '1764500000000_task-requests',
+      '1764600000000_event-lines',
+      '1764700000000_task-question',
     ]);
     expect(result.nodeRole.canLogin).toBe(true);
 

@@ -149,6 +149,12 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
   record({ type: 'worker_events_dropped', run: 1, kept: 2000, dropped: 5, at });
   record({ type: 'stalled', repeats: 3, what: 'the same decision', at });
   record({ type: 'preserved', ref: 'refs/agent-runner/wip/T-1', at });
+  // Only in the fleet's database's copy (which a takeover writes as the journal it resumes from).
+  record({
+    type: 'journal_line_unstored',
+    reason: 'the journal line is not UTF-8 (agent-runner writes none such)',
+    at,
+  });
   return written;
 }
 

@@ -127,7 +127,7 @@ function fleetRow(task: FleetTaskRow): HTMLElement {
     el('td', {}, elapsed(started === null ? null : until - started)),
     el('td', {}, '-'),
     el('td', {}, '-'),
-    el('td', {}, ''),
+    el('td', {}, task.question ? 'question waiting' : ''),
     el('td', { class: 'node' }, task.node?.id ?? 'not taken yet'),
   );
 }
@@ -385,6 +385,13 @@ function showTask(taskId: string): void {
   // Another node's task: its plan and its end come from its events (its journal is on that node).
   const fromEvents: Pick<TaskDetail, 'plan' | 'summary'> = { plan: null, summary: null };
   let fleetTask = false;
+  // One form per question, kept across refreshes: a new one at every event would drop what the user typed.
+  let asked: { question: string; form: HTMLElement } | null = null;
+  const questionOf = (question: string | null): HTMLElement | string => {
+    if (asked?.question !== question)
+      asked = question ? { question, form: questionForm(taskId, question) } : null;
+    return asked?.form ?? '';
+  };
   const refresh = async () => {
     const answer = await api<(BoardTask & TaskDetail) | FleetTaskDetail>(
       'GET',
@@ -392,7 +399,8 @@ function showTask(taskId: string): void {
     );
     if ('fleet' in answer) {
       fleetTask = true;
-      header.replaceChildren(fleetHeader(answer));
+      // Its question, answered here: this server writes the answer for the node that runs the task.
+      header.replaceChildren(fleetHeader(answer), questionOf(answer.question));
       document.getElementById('criteria-box')?.replaceChildren(criteria(fromEvents));
       const where = answer.node
         ? `node ${answer.node.id}${answer.node.url ? ` (${answer.node.url})` : ''}`
@@ -403,12 +411,7 @@ function showTask(taskId: string): void {
       return;
     }
     const detail = answer;
-    // One form per question, kept across refreshes: a new one at every event would drop what the user typed.
-    if (asked?.question !== detail.question)
-      asked = detail.question
-        ? { question: detail.question, form: questionForm(taskId, detail.question) }
-        : null;
-    const question = asked?.form ?? '';
+    const question = questionOf(detail.question);
     const subtasks = detail.subtasks.length
       ? el(
           'ul',
@@ -451,7 +454,6 @@ function showTask(taskId: string): void {
     (document.getElementById('diff') as HTMLElement).textContent = diff;
   };
   let shown = '';
-  let asked: { question: string; form: HTMLElement } | null = null;
   let fetches = 0;
   let pending: ReturnType<typeof setTimeout> | null = null;
   const soon = () => {
