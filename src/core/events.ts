@@ -19,6 +19,7 @@ import {
   usageSchema,
   workerEventSchema,
 } from './records.js';
+import { auditEntrySchema } from '../identity/audit-entry.js';
 
 /** How the task was started, recorded in `task_started` so `resume` can start it again the same way. */
 export const taskStartOptionsSchema = z.object({
@@ -143,6 +144,8 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
   event('task_finished', { summary: taskSummarySchema }),
   /** Written by the composition root as the gateway refuses a request (at most a bounded number per task). */
   event('gateway_refused', { refusal: gatewayRefusalSchema }),
+  /** Written by a server for a call that acted on the task: who, what, from where (src/identity/audit-entry.ts). */
+  event('audit', auditEntrySchema.shape),
 ]);
 export type RunnerEvent = z.infer<typeof runnerEventSchema>;
 
