@@ -170,6 +170,9 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
     case 'preserved':
       write(`${t} uncommitted worker changes saved at ${event.ref}`);
       break;
+    case 'audit':
+      write(`${t} ${event.action} by ${event.actor.name} (${event.actor.role}) from ${event.from}`);
+      break;
     default:
       break;
   }

@@ -287,7 +287,7 @@ export class TaskBoard {
     if (entry === null) {
       const preparing = this.running.get(taskId);
       return preparing
-        ? { ...preparingTask(taskId, preparing), plan: null, runRecords: [], summary: null }
+        ? { ...preparingTask(taskId, preparing), plan: null, runRecords: [], summary: null, audit: [] }
         : null;
     }
     const journal = entry.journal;
@@ -295,6 +295,7 @@ export class TaskBoard {
       ...boardTask(entry, this.running.get(entry.taskId)),
       plan: journal?.plan ?? null,
       runRecords: journal?.runs ?? [],
+      audit: journal?.audit ?? [],
       summary: this.running.get(taskId)?.summary ?? journal?.finished ?? null,
     };
   }
