@@ -74,16 +74,20 @@ export function route(app: ApiApp, key: ApiRouteKey, sinks: AuditSinks, handler:
   const definition = apiRoute(key);
   const guard: MiddlewareHandler<ApiEnv> = async (c, next) => {
     const actor = c.get('actor');
-    if (!roleAllows(actor.role, definition.role))
-      return apiError(
+    if (!roleAllows(actor.role, definition.role)) {
+      const refused = apiError(
         c,
         403,
         'forbidden',
         `${definition.method} ${definition.path} needs the ${definition.role} role; the token ${actor.name} ` +
           `has ${actor.role}. An admin can create one that has it: agent-runner token create --name NAME --role ${definition.role}.`,
       );
+      // Who tried to change something without the role for it is audited too.
+      if (definition.action !== undefined) await audit(c, definition.action, actor, sinks, 403);
+      return refused;
+    }
     await next();
-    if (definition.action !== undefined) await audit(c, definition.action, actor, sinks);
+    if (definition.action !== undefined) await audit(c, definition.action, actor, sinks, c.res.status);
     return undefined;
   };
   app.on(definition.method, definition.path, guard, handler);
@@ -94,6 +98,7 @@ async function audit(
   action: AuditAction,
   actor: Actor,
   sinks: AuditSinks,
+  status: number,
 ): Promise<void> {
   const inPath = taskIdParamSchema.safeParse(c.req.param('id'));
   const taskId = c.get('auditTaskId') ?? (inPath.success ? inPath.data : undefined);
@@ -106,7 +111,7 @@ async function audit(
     ...(taskId !== undefined ? { taskId } : {}),
     ...(tokenName !== undefined ? { tokenName } : {}),
     from: remoteAddress(c),
-    status: c.res.status,
+    status,
     ...(node !== undefined ? { node } : {}),
   };
   try {
@@ -114,7 +119,7 @@ async function audit(
   } catch (error) {
     sinks.warn?.(`could not write the audit log: ${(error as Error).message}`);
   }
-  if (taskId !== undefined && c.res.status < 300)
+  if (taskId !== undefined && status < 300)
     try {
       sinks.journal?.(taskId, entry, at);
     } catch (error) {

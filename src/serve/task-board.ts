@@ -56,7 +56,7 @@ export class TaskBoard {
   ) {
     this.audits = new TaskAuditJournal(
       (taskId) => this.journalFile(taskId),
-      app.host.redaction.redactJsonText,
+      (text) => this.app.host.redaction.redactJsonText(text),
     );
   }
 
