@@ -30,6 +30,7 @@ const POSTGRES = [
   'tests/integration/control-node.test.ts',
   'tests/integration/fleet-events.test.ts',
   'tests/integration/fleet-requests.test.ts',
+  'tests/integration/fleet-tokens.test.ts',
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a
