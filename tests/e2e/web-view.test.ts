@@ -64,7 +64,13 @@ function askingScript(): string {
 
 describe('the web view', () => {
   it('shows a task live, takes its answer, and starts another from the board', async () => {
-    const client = new ServeClient(server.info.url, server.info.token);
+    // A person of the team: an operator token made with the server's own (admin) token, used from here on.
+    const admin = new ServeClient(server.info.url, server.info.token);
+    const { token: alice } = await admin.request<{ token: string }>('POST', '/api/tokens', {
+      name: 'alice',
+      role: 'operator',
+    });
+    const client = new ServeClient(server.info.url, alice);
     const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
       prdPath: SERVED_PRD,
       modelScript: 'specs/ask.yaml',
@@ -73,7 +79,7 @@ describe('the web view', () => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(error.message));
-    await page.goto(`${server.info.url}/?token=${server.info.token}#/task/${taskId}`);
+    await page.goto(`${server.info.url}/?token=${alice}#/task/${taskId}`);
     // The token left the address bar at once.
     expect(page.url()).not.toContain('token=');
 
@@ -91,6 +97,11 @@ describe('the web view', () => {
     expect(await page.locator('#timeline li').count()).toBeGreaterThan(before);
     expect(await page.locator('#timeline li[data-state=COMPLETE]').count()).toBe(1);
     expect(await page.locator('li.command').first().textContent()).toContain('cat > slug.js');
+    // Who started it and who answered its question (from the page), as the server audited them.
+    await page.locator('#audit li[data-action="task.answer"][data-actor=alice]').waitFor({ timeout: 10_000 });
+    const who = await page.locator('#audit li').allTextContents();
+    expect(who[0]).toMatch(/^Started by alice \(operator\) from 127\.0\.0\.1 at \d\d:\d\d:\d\d$/);
+    expect(who[1]).toMatch(/^Answered by alice \(operator\) from 127\.0\.0\.1 at /);
     // The state is journaled a moment before the summary that holds the criteria's evidence: wait for it.
     await page
       .locator('#criteria li[data-criterion=AC-1]', { hasText: 'passed' })
@@ -227,6 +238,12 @@ describe('a server that dies mid-task', () => {
       await page.locator('#resume-task').click();
       await page.locator('#task-header .state[data-state=COMPLETE]').waitFor({ timeout: 240_000 });
       await page.locator('#diff').filter({ hasText: 'slug.js' }).waitFor();
+      // The first server's start and this one's resume (from the page, with its own token: the admin `server`).
+      await page.locator('#audit li[data-action="task.resume"]').waitFor({ timeout: 10_000 });
+      expect(await page.locator('#audit li').allTextContents()).toEqual([
+        expect.stringMatching(/^Started by server \(admin\) from 127\.0\.0\.1/),
+        expect.stringMatching(/^Resumed by server \(admin\) from 127\.0\.0\.1/),
+      ]);
       await page.close();
       expect(await taskContainers(taskId, repo)).toEqual([]);
     } finally {
