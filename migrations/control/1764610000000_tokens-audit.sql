@@ -29,6 +29,11 @@ CREATE TABLE agent_runner.audit (
 );
 CREATE INDEX audit_at ON agent_runner.audit (at);
 
+-- Who asked an answer or a stop of another node's task (the token's name and role, the address; never the
+-- token): the node that runs the task writes it into the task's journal as an `audit` event.
+ALTER TABLE agent_runner.task_requests ADD COLUMN requested_by jsonb;
+
 -- Down Migration
+ALTER TABLE agent_runner.task_requests DROP COLUMN requested_by;
 DROP TABLE agent_runner.audit;
 DROP TABLE agent_runner.api_tokens;

@@ -16,7 +16,7 @@ import type { AuditLog } from '../identity/audit-entry.js';
 import { TokenAuthenticator } from '../identity/authenticate.js';
 import type { TokenStore } from '../identity/token-store.js';
 import { apiError, body, named } from './api-answers.js';
-import { authenticate, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
+import { authenticate, remoteAddress, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
 import { journalLines, type JournalLine } from './journal-follow.js';
@@ -177,9 +177,13 @@ async function fleetRequest(
   fleet: FleetTaskSource | undefined,
   taskId: string,
   request: TaskRequest,
+  sinks: AuditSinks,
 ): Promise<Response | null> {
   if (fleet?.request === undefined) return null;
-  const result = await fleet.request(taskId, request);
+  // Who asked goes with the request: the node that runs the task writes it into the task's journal.
+  const node = sinks.node?.();
+  const by = { actor: c.get('actor'), from: remoteAddress(c), ...(node !== undefined ? { node } : {}) };
+  const result = await fleet.request(taskId, { ...request, by });
   if (!result.written)
     return result.reason === 'not_found'
       ? null
@@ -191,10 +195,9 @@ async function fleetRequest(
             ? `Task ${taskId} is queued: it runs on no node yet. Stop or answer it once a node has taken it.`
             : `Task ${taskId} has ended (${result.state}): it has no question waiting and nothing to stop.`,
         );
-  const node = result.nodeId;
   return request.kind === 'stop'
-    ? c.json({ taskId, stop: 'requested', node }, 202)
-    : c.json({ taskId, answered: true, node }, 202);
+    ? c.json({ taskId, stop: 'requested', node: result.nodeId }, 202)
+    : c.json({ taskId, answered: true, node: result.nodeId }, 202);
 }
 
 /** What a client does to a task: stop it, resume it, answer its question (here, or on the node that runs it). */
@@ -208,7 +211,7 @@ function registerTaskActions(
     const task = named(c);
     if ('answer' in task) return task.answer;
     if (!board.isServed(task.taskId)) {
-      const requested = await fleetRequest(c, fleet, task.taskId, { kind: 'stop' });
+      const requested = await fleetRequest(c, fleet, task.taskId, { kind: 'stop' }, sinks);
       if (requested !== null) return requested;
     }
     if ((await board.get(task.taskId)) === null)
@@ -233,10 +236,13 @@ function registerTaskActions(
     const checked = await body(c, answerSchema);
     if ('answer' in checked) return checked.answer;
     if (!board.isServed(task.taskId)) {
-      const requested = await fleetRequest(c, fleet, task.taskId, {
-        kind: 'answer',
-        text: checked.value.text,
-      });
+      const requested = await fleetRequest(
+        c,
+        fleet,
+        task.taskId,
+        { kind: 'answer', text: checked.value.text },
+        sinks,
+      );
       if (requested !== null) return requested;
     }
     if ((await board.get(task.taskId)) === null)
