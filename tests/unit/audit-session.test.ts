@@ -65,10 +65,10 @@ function askingApp(): App {
   } as unknown as App;
 }
 
-async function cli(argv: string[]) {
+async function cli(argv: string[], env: NodeJS.ProcessEnv = {}) {
   const result = await runCliCaptured(argv, {
     cwd: repo.root,
-    env: { PATH: process.env.PATH, HOME: repo.root },
+    env: { PATH: process.env.PATH, HOME: repo.root, ...env },
   });
   outputs.push(result.stdout, result.stderr);
   return result;
@@ -103,6 +103,10 @@ it('records who started, answered, stopped and resumed a task, from where, in th
   const rootToken = root.stdout.trim();
   const viewer = await cli(['token', 'create', '--name', 'vic', '--role', 'viewer']);
   const viewerToken = viewer.stdout.trim();
+  expect(
+    [root.exitCode, viewer.exitCode, rootToken, viewerToken].join(' '),
+    root.stderr + viewer.stderr,
+  ).toMatch(/^0 0 art_\S+ art_\S+$/);
 
   const taskId = 'AUD-1';
   const started = await call(server.url, 'POST', '/api/tasks', aliceToken, { prdPath: 'PRD.md', taskId });
@@ -160,6 +164,14 @@ it('records who started, answered, stopped and resumed a task, from where, in th
   ).toEqual(entries);
   expect((await cli(['audit', '--since', '1h'])).stdout).toContain('task.resume');
   expect((await call(server.url, 'GET', '/api/audit', viewerToken)).status).toBe(403);
+  // Through a server's API (--server, the token in AGENT_RUNNER_TOKEN): an admin reads, a viewer is refused.
+  const remote = await cli(['audit', '--json', '--server', server.url], { AGENT_RUNNER_TOKEN: rootToken });
+  expect(remote.stdout).toBe(printed.stdout);
+  const refusedList = await cli(['token', 'list', '--server', server.url], {
+    AGENT_RUNNER_TOKEN: viewerToken,
+  });
+  expect(refusedList.exitCode).toBe(2);
+  expect(refusedList.stderr).toContain('GET /api/tokens needs the admin role; the token vic has viewer');
 
   // The task's journal: the runner's start stays first; each change that went through follows, in order.
   const events = journal();
@@ -202,10 +214,8 @@ it('records who started, answered, stopped and resumed a task, from where, in th
 
   // The probe: every file of the state directory, every output, every answer above, the server's warnings.
   const stateDir = path.join(repo.root, '.agent-runner');
-  const secrets = [aliceToken, rootToken, viewerToken].flatMap((token) => [
-    token,
-    token.split('_')[2] as string,
-  ]);
+  // Each token whole, and its secret alone (what follows `art_<id>_`; the secret may hold `_` itself).
+  const secrets = [aliceToken, rootToken, viewerToken].flatMap((token) => [token, token.slice(17)]);
   const leaks = () =>
     [
       ...filesUnder(stateDir).map(({ file, text }) => ({ where: file, text })),
