@@ -144,7 +144,13 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
       : `agent-runner serve: ${server.repoRoot}`,
   );
   output.out(`${server.info.url}/?token=${server.info.token}`);
-  output.err(`Token (every request needs it, as Authorization: Bearer <token>): ${server.info.token}`);
+  output.err(
+    `Token (an admin; every request needs it or a named one, as Authorization: Bearer <token>): ${server.info.token}`,
+  );
+  output.err(
+    'Named tokens for a team: agent-runner token create --name NAME --role viewer|operator|admin (in this ' +
+      'repository; with --control URL for a fleet); who changed what: agent-runner audit.',
+  );
   output.err('Ctrl-C stops the server and every task it runs (their work saved, their notes written).');
   await new Promise<void>((resolve) => {
     let stopping = false;
