@@ -9,7 +9,7 @@
  * An answer's text is the user's own input to the task: stored as given (it goes into the task as a local
  * answer does), never logged.
  */
-import type { Actor } from '../identity/roles.js';
+import type { AuditEntry } from '../identity/audit-entry.js';
 import type { ControlDatabase } from './control-database.js';
 import type { FleetEventFeed } from './fleet-events.js';
 
@@ -18,13 +18,8 @@ export const REQUESTS_CHANNEL = 'agent_runner_requests';
 /** How often a node running tasks looks for requests that no NOTIFY announced. */
 const POLL_MS = 2_000;
 
-/** Who asked, for the audit event the running node writes into the task's journal: the caller and its address. */
-export interface RequestedBy {
-  actor: Actor;
-  from: string;
-  /** The node the client asked. */
-  node?: string;
-}
+/** Who asked, for the audit event the running node writes into the task's journal (the audit's own fields). */
+export type RequestedBy = Pick<AuditEntry, 'actor' | 'from' | 'node'>;
 
 /** What a client asks of a running task. */
 export type TaskRequest = ({ kind: 'answer'; text: string } | { kind: 'stop' }) & { by?: RequestedBy };
