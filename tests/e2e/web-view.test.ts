@@ -9,7 +9,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { decisionReply } from '../support/meta-replies.js';
 import { parse, stringify } from 'yaml';
 import { ServeClient, readServeInfo, type ServeInfo } from '../../src/serve/api-client.js';
 import { ROOT } from '../support/demo-task.js';
+import { filesUnder } from '../support/files-under.js';
 import { DEMO_SCRIPT, SERVED_PRD, serveDemoRepo, type ServedRepo } from '../support/serve-repo.js';
 import { taskContainers } from '../support/task-containers.js';
 
@@ -132,6 +133,19 @@ describe('the web view', () => {
     await page.screenshot({ path: path.join(ROOT, 'docs', 'web-board.png'), fullPage: true });
     expect(problems).toEqual([]);
     expect(await taskContainers(taskId, repo)).toEqual([]);
+    // The operator's token is in no file the task and the server wrote (journals, note, audit log, logs);
+    // the probe first finds it planted there. Its secret is what follows `art_<id>_`.
+    const secret = alice.slice(17);
+    const stateDir = path.join(repo, '.agent-runner');
+    const holding = () =>
+      filesUnder(stateDir, 'latin1')
+        .filter(({ text }) => text.includes(secret))
+        .map(({ file }) => file);
+    const planted = path.join(stateDir, 'runs', taskId, 'planted.txt');
+    writeFileSync(planted, `x${secret}x`);
+    expect(holding()).toEqual([planted]);
+    rmSync(planted);
+    expect(holding()).toEqual([]);
   }, 600_000);
 });
 
