@@ -132,5 +132,5 @@ export async function identityStores(
   ]);
   const stateDir = path.join((await inspectRepository(context.cwd)).root, '.agent-runner');
   const tokens = new FileTokenStore(stateDir);
-  return direct(tokens.where, tokens, new FileAuditLog(stateDir), async () => undefined);
+  return direct(stateDir, tokens, new FileAuditLog(stateDir), async () => undefined);
 }

@@ -11,6 +11,7 @@
  * journals its start with the real journal writer, asks one question, and runs until it is stopped. A real
  * task on the page is in tests/e2e/web-view.test.ts.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -22,6 +23,7 @@ import { EventJournal } from '../../src/notes/event-journal.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { taskLayout } from '../../src/workspace/layout.js';
 import { runCliCaptured } from '../support/cli.js';
+import { cliArgs } from '../support/cli-bundle.js';
 import { filesUnder } from '../support/files-under.js';
 import { createNodeRepo } from '../support/task-repo.js';
 import { call, startTokenServer, type TokenServer } from '../support/token-server.js';
@@ -95,8 +97,19 @@ afterAll(async () => {
 });
 
 it('records who started, answered, stopped and resumed a task, from where, in the audit log and its journal; no token anywhere', async () => {
-  const alice = await cli(['token', 'create', '--name', 'alice', '--role', 'operator']);
-  expect(alice.exitCode).toBe(0);
+  // The first one with the CLI as a process of its own (bundled as the package bundles it: the store's writes
+  // must work there too), the others in-process.
+  const alice = spawnSync(
+    process.execPath,
+    cliArgs(['token', 'create', '--name', 'alice', '--role', 'operator']),
+    {
+      cwd: repo.root,
+      env: { PATH: process.env.PATH, HOME: repo.root },
+      encoding: 'utf8',
+    },
+  );
+  outputs.push(alice.stdout, alice.stderr);
+  expect(alice.status, alice.stderr).toBe(0);
   const aliceToken = alice.stdout.trim();
   expect(aliceToken).toMatch(/^art_[0-9a-f]{12}_/);
   const root = await cli(['token', 'create', '--name', 'root', '--role', 'admin']);
