@@ -104,6 +104,22 @@ export default defineConfig({
           name: 'security',
           include: ['tests/security/**/*.test.ts'],
           exclude: [...TIMED, ...TIMED_ALONE],
+          env: { AGENT_RUNNER_RUNTIME: 'runc' },
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
+          ...DOCKER,
+        },
+      },
+      {
+        // The security files again with every sandbox under gVisor (AGENT_RUNNER_RUNTIME=runsc reaches the
+        // CLI through the harnesses' environment and the helpers that create sandboxes through
+        // tests/support/test-runtime.ts). In the Docker files' group, two at a time; not in `npm test` until it is
+        // green under runsc. Needs runsc registered (scripts/ensure-runsc.sh, run by scripts/setup.sh).
+        test: {
+          name: 'security-runsc',
+          include: ['tests/security/**/*.test.ts'],
+          exclude: [...TIMED, ...TIMED_ALONE],
+          env: { AGENT_RUNNER_RUNTIME: 'runsc' },
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,

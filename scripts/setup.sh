@@ -5,7 +5,9 @@
 #   2. node_modules is installed (npm ci when missing or older than package-lock.json)
 #   3. dist/ is built                                              (npm run build)
 #   4. PostgreSQL for the control plane answers on 127.0.0.1:55432 (scripts/postgres.sh)
-#   5. the worker images are built, or reused when their tags and labels match (agent-runner image build):
+#   5. gVisor's runsc is installed and registered with the engine (scripts/ensure-runsc.sh; without root or
+#      sudo it says so and tasks run under runc)
+#   6. the worker images are built, or reused when their tags and labels match (agent-runner image build):
 #      codex alone, and codex with every other worker
 # The host's CA bundle is trusted inside the image so containers can reach the npm registry behind a
 # TLS-inspecting proxy; AGENT_RUNNER_CA_CERT names another bundle (empty: none).
@@ -40,6 +42,9 @@ if [ -n "$ca" ] && [ -f "$ca" ]; then ca_args=(--ca-cert "$ca"); fi
 # A user outside the docker group reaches the engine only through sudo.
 run_cli=(node bin/agent-runner.js)
 if [ "$(id -u)" != 0 ] && ! docker info >/dev/null 2>&1; then run_cli=(sudo -E node bin/agent-runner.js); fi
+
+# gVisor for sandbox.runtime runsc/auto and the security suite's second runtime (SIGHUP of dockerd, no restart).
+log "sandbox runtime runsc: $(bash scripts/ensure-runsc.sh | tail -n 1)"
 
 # The control plane's database (serve --control, its tests): Debian's postgresql, our own cluster.
 bash scripts/postgres.sh >/dev/null

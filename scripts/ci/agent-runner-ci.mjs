@@ -7,7 +7,7 @@
  * an exit code the job's result follows (README: Exit codes):
  *   0 COMPLETE                        → 0
  *   3, 124 NEEDS_REVIEW               → the same code with --needs-review fail (default); 0 and a warning with neutral
- *   6 delivery failed                 → 6, with the message as an error
+ *   6 delivery failed                 → 6, with the delivery's reason (summary.delivery.error) as the error
  *   anything else                     → the same code, with the message as an error
  * Plain JavaScript with Node's own modules only: it runs from the installed package, before and without a build.
  *
@@ -20,6 +20,7 @@ import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { messageOf, outcomeOf } from './ci-outcome.mjs';
 
 const USAGE = `Usage: agent-runner-ci (--prd-file FILE | --issue N) [--no-pr] [--timeout 45m]
                        [--needs-review fail|neutral] [-- ARGS for agent-runner run...]`;
@@ -128,29 +129,6 @@ function runTask(args) {
       resolve({ exitCode: code ?? (signal ? 128 : 1), summary, stderrTail });
     });
   });
-}
-
-/** What the job does with an exit code: its own exit code, a level and a word. */
-function outcomeOf(exitCode, needsReview) {
-  if (exitCode === 0) return { exit: 0, level: 'notice', outcome: 'complete' };
-  if (exitCode === 3 || exitCode === 124)
-    return needsReview === 'neutral'
-      ? { exit: 0, level: 'warning', outcome: 'needs-review' }
-      : { exit: exitCode, level: 'error', outcome: 'needs-review' };
-  if (exitCode === 6) return { exit: 6, level: 'error', outcome: 'delivery-failed' };
-  return { exit: exitCode, level: 'error', outcome: 'failed' };
-}
-
-/** The one message a person reads first: the summary's reason or error, else the last line agent-runner printed. */
-function messageOf({ summary, stderrTail, exitCode }) {
-  const error = summary?.error;
-  const text =
-    (typeof error === 'string' ? error : error?.message) ??
-    summary?.reason ??
-    stderrTail.trim().split('\n').at(-1) ??
-    '';
-  const state = summary?.state ?? 'no task';
-  return `agent-runner: ${state}, exit ${exitCode}${exitCode === 6 ? ' (delivery failed)' : ''}${text ? `: ${text}` : ''}`;
 }
 
 /** Prints attacker-controlled text where GitHub cannot read a workflow command in it. */

@@ -32,14 +32,23 @@ export function deliverySettings(configured: DeliverySettings, flags: DeliveryFl
   };
 }
 
-/** The outcome's lines for a person (stdout), the failure's message on stderr. */
-export function reportDelivery(outcome: DeliveryOutcome, context: CommandContext): void {
-  if (outcome.skipped) context.output.err(`agent-runner: not delivered: ${outcome.skipped}`);
+/**
+ * The outcome's lines for a person (stdout), and the failure's message or why nothing was delivered on stderr
+ * unless `failure: 'thrown'`: then the caller throws it and the error boundary prints it, once.
+ */
+export function reportDelivery(
+  outcome: DeliveryOutcome,
+  context: CommandContext,
+  failure: 'printed' | 'thrown' = 'printed',
+): void {
+  if (outcome.skipped && failure === 'printed')
+    context.output.err(`agent-runner: not delivered: ${outcome.skipped}`);
   if (outcome.pushed)
     context.output.out(`Pushed:   ${outcome.branch} (${outcome.sha?.slice(0, 12)}) to ${outcome.remote}`);
   if (outcome.url)
     context.output.out(`${outcome.changeRequest?.draft ? 'Draft:   ' : 'Request: '} ${outcome.url}`);
-  if (outcome.error) context.output.err(`agent-runner: delivery failed: ${outcome.error.message}`);
+  if (outcome.error && failure === 'printed')
+    context.output.err(`agent-runner: delivery failed: ${outcome.error.message}`);
 }
 
 /**
@@ -103,9 +112,12 @@ export async function deliverCommand(
   });
   if (options.json)
     context.output.out(JSON.stringify(context.redaction.value({ type: 'delivery', ...outcome })));
-  else reportDelivery(outcome, context);
+  else reportDelivery(outcome, context, 'thrown');
+  // The error boundary prints the failure: it is said once, on stderr.
   if (outcome.error) {
-    throw new AgentRunnerError('delivery_failed', outcome.error.message, { exitCode: EXIT_CODES.delivery });
+    throw new AgentRunnerError('delivery_failed', `delivery failed: ${outcome.error.message}`, {
+      exitCode: EXIT_CODES.delivery,
+    });
   }
   if (outcome.skipped) throw new UserError('usage', `Task ${taskId} was not delivered: ${outcome.skipped}`);
   return outcome;

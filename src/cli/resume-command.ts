@@ -10,7 +10,13 @@ import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
 import { taskRepository } from './command-repositories.js';
 import type { CommandContext } from './program.js';
-import { driveTask, flagsLayer, type RunCommandOptions } from './run-command.js';
+import {
+  driveTask,
+  flagsLayer,
+  RUNTIME_FLAG,
+  RUNTIME_FLAG_HELP,
+  type RunCommandOptions,
+} from './run-command.js';
 
 /** The flags `resume` shares with `run` (one type: a flag added to both is declared once). */
 export type ResumeCommandOptions = Pick<
@@ -71,6 +77,7 @@ export function registerResumeCommand(program: Command, context: CommandContext)
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
     .option('--keep-sandbox', 'keep the container after the task, for debugging')
+    .option(RUNTIME_FLAG, RUNTIME_FLAG_HELP)
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')

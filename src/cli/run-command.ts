@@ -61,19 +61,27 @@ export interface RunCommandOptions {
   pr?: boolean;
   /** The forge when the remote's host does not say (deliver.forge); with `--repo`, also for the clone. */
   forge?: string;
+  /** The OCI runtime of the task's containers (sandbox.runtime). */
+  runtime?: string;
 }
+
+/** `--runtime`, which `run` and `resume` share (sandbox.runtime; also AGENT_RUNNER_RUNTIME). */
+export const RUNTIME_FLAG = '--runtime <runc|runsc|auto>';
+export const RUNTIME_FLAG_HELP =
+  "the sandbox's OCI runtime: runsc puts gVisor's kernel between the worker and the host (sandbox.runtime; also AGENT_RUNNER_RUNTIME)";
 
 /** The config layer of the flags `run` and `resume` share. */
 export function flagsLayer(
   options: Pick<
     RunCommandOptions,
-    'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr' | 'forge'
+    'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr' | 'forge' | 'runtime'
   >,
 ): Record<string, unknown> {
   const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
   return {
     meta: { model: options.model },
     worker: { type: options.worker },
+    sandbox: { runtime: options.runtime },
     limits: {
       maxIterations:
         maxIterations !== undefined && Number.isFinite(maxIterations) ? maxIterations : options.maxIterations,
@@ -108,6 +116,7 @@ export function summaryObject(
     criteria: summary.criteria,
     rootCause: summary.rootCause ?? null,
     diskCaps: summary.diskCaps ?? null,
+    sandboxRuntime: summary.sandboxRuntime ?? null,
     delivery,
   };
 }
@@ -324,6 +333,7 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--json', 'JSONL events on stdout, ending with a summary object')
     .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
     .option('--keep-sandbox', 'keep the container after the task, for debugging')
+    .option(RUNTIME_FLAG, RUNTIME_FLAG_HELP)
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option(

@@ -51,6 +51,9 @@ async function loadFleetModules() {
   };
 }
 
+/** How often a node asks the queue for work besides the NOTIFY that wakes it (a lost NOTIFY, the feed down). */
+const SAFETY_POLL_MS = 5_000;
+
 /** With a control URL: this server as a node of the fleet (its queue, its tasks on remote repositories). */
 export async function joinFleet(
   options: ServeOptions,
@@ -95,13 +98,17 @@ export async function joinFleet(
     api: fleetApi(fleet, database, boss, feed, () => node?.id),
     start: async (apiUrl: string) => {
       await sweepFleetOrphans(context);
-      node = new FleetNode(database, boss, runner, {
+      const fleetNode = new FleetNode(database, boss, runner, {
         capacity,
         url: apiUrl,
+        // Woken by the queue's NOTIFY on the feed's connection: the poll is the safety net.
+        pollMs: SAFETY_POLL_MS,
         ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
         log: (line) => context.output.err(`agent-runner serve: ${line}`),
       });
-      await node.start();
+      node = fleetNode;
+      feed.onQueued(() => fleetNode.wake());
+      await fleetNode.start();
       // Answers and stops written on any node for the tasks this one runs.
       requests = new fleet.TaskRequestTaker(database, feed, node.id, runner, (line) =>
         context.output.err(`agent-runner serve: ${line}`),

@@ -276,6 +276,7 @@ function runnerOptions(
       ...(spec.keepSandbox ? { keepSandbox: true } : {}),
       ...(models.record ? { record: models.record } : {}),
       ...(models.replay ? { replay: models.replay } : {}),
+      ...(config.deliver.forge !== 'auto' ? { forge: config.deliver.forge } : {}),
     },
     ...(resume ? { previous: resume.previous } : {}),
     ...(spec.start.kind === 'planned' ? { givenPlan: spec.start.plan } : {}),
@@ -320,7 +321,7 @@ function startTaskDockerSide(
     await started.planSent;
     const engine = await host.docker();
     runtime = new EngineWatchRuntime(engine.runtime, { taskId: spec.taskId, dockerHost: engine.hostName });
-    const { image, setup, setupDetected } = await startDockerSide(
+    const { image, setup, setupDetected, containerRuntime } = await startDockerSide(
       engine.docker,
       runtime,
       spec,
@@ -341,6 +342,7 @@ function startTaskDockerSide(
       keep: spec.keepSandbox,
       ...(hooks.onKept ? { onKept: hooks.onKept } : {}),
       labels: keptSandboxLabels(spec.keepSandbox),
+      containerRuntime,
     });
     workspace = sandbox.workspace;
     sandboxes = sandbox.sandboxes;

@@ -16,6 +16,7 @@ import {
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import { imageWorkers } from '../config/workers.js';
 import type { DetectedCommand } from '../core/detected-command.js';
+import type { SandboxRuntimeChoice } from '../core/records.js';
 import { resolveSetup } from '../workspace/checks/detect-setup.js';
 
 /** The worker image the config asks for: `sandbox.image`, else the tag of the package's Dockerfile. */
@@ -103,13 +104,21 @@ async function haltTaskSandboxes(
   }
 }
 
-/** `sandbox.setup` when set (`[]` included), else what the repository's lockfile and manifests call for. */
+/**
+ * `sandbox.setup` when set (`[]` included), else what the repository's lockfile and manifests call for, on
+ * `image` (whose python3 decides whether a Python project gets a virtual environment).
+ */
 async function taskSetup(
-  config: Config,
-  repoRoot: string,
+  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string },
+  docker: Docker,
+  image: string,
   onNotice: (text: string) => void,
 ): Promise<{ commands: string[]; detected: DetectedCommand[] }> {
-  const resolved = await resolveSetup(config.sandbox.setup, repoRoot);
+  const { imagePython } = await import('../toolchain/image-python.js');
+  const resolved = await resolveSetup(where.config.sandbox.setup, where.repoRoot, {
+    imagePython: () => imagePython(docker, image, where.env),
+    onNotice,
+  });
   const detected = resolved.source === 'detected' ? resolved.commands : [];
   for (const item of detected)
     onNotice(
@@ -118,22 +127,15 @@ async function taskSetup(
   return { commands: resolved.commands.map((item) => item.command), detected };
 }
 
-/**
- * Pings the engine, sweeps this repository's orphaned sandboxes, checks the worker image and resolves the
- * task's image (the toolchain the repository declares); returns it and the set-up commands to run.
- */
-export async function startDockerSide(
-  docker: Docker,
+/** Removes this repository's containers whose runner died (kill -9, a crash, the engine lost mid-run). */
+async function sweepOrphans(
   runtime: SandboxRuntime,
-  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string; taskId?: string },
-  onNotice: (text: string) => void = () => {},
-): Promise<{ image: string; setup: string[]; setupDetected: DetectedCommand[] }> {
-  const { config, env, repoRoot } = where;
-  const { pingDocker } = await import('../sandbox/docker-client.js');
-  await pingDocker(docker, env);
-  // Containers of this repository whose runner died (kill -9, a crash, the engine lost mid-run).
+  repoRoot: string,
+  taskId: string | undefined,
+  onNotice: (text: string) => void,
+): Promise<void> {
   const { orphans, kept } = await findDeadOwnerSandboxes(runtime, { repoRoot });
-  for (const sandbox of kept.filter((sandbox) => sandbox.taskId !== where.taskId))
+  for (const sandbox of kept.filter((sandbox) => sandbox.taskId !== taskId))
     onNotice(
       `left container ${sandbox.name} of task ${sandbox.taskId} alone: it was kept with --keep-sandbox (agent-runner gc removes it)`,
     );
@@ -144,6 +146,44 @@ export async function startDockerSide(
         `removed container ${sandbox.name} of task ${sandbox.taskId}, left by pid ${sandbox.pid} (no longer running)`,
       );
   }
+}
+
+/** The runtime of the task's containers (`sandbox.runtime` and what the engine offers), said as a notice. */
+async function taskRuntime(
+  docker: Docker,
+  config: Config,
+  onNotice: (text: string) => void,
+): Promise<SandboxRuntimeChoice> {
+  const { resolveContainerRuntime } = await import('../sandbox/container-runtime.js');
+  const choice = await resolveContainerRuntime(docker, config.sandbox);
+  onNotice(`sandbox runtime: ${choice.runtime} (${choice.reason})`);
+  return choice;
+}
+
+/** What the Docker side settles for a task: its image, set-up commands and runtime. */
+export interface TaskDockerSetting {
+  image: string;
+  setup: string[];
+  setupDetected: DetectedCommand[];
+  containerRuntime: SandboxRuntimeChoice;
+}
+
+/**
+ * Pings the engine, chooses the runtime of the task's containers (`sandbox.runtime`), sweeps this repository's
+ * orphaned sandboxes, checks the worker image and resolves the task's image (the toolchain the repository
+ * declares); returns them and the set-up commands to run.
+ */
+export async function startDockerSide(
+  docker: Docker,
+  runtime: SandboxRuntime,
+  where: { config: Config; env: NodeJS.ProcessEnv; repoRoot: string; taskId?: string },
+  onNotice: (text: string) => void = () => {},
+): Promise<TaskDockerSetting> {
+  const { config, env, repoRoot } = where;
+  const { pingDocker } = await import('../sandbox/docker-client.js');
+  await pingDocker(docker, env);
+  const containerRuntime = await taskRuntime(docker, config, onNotice);
+  await sweepOrphans(runtime, repoRoot, where.taskId, onNotice);
   // What still runs of this task now (a kept container, one the sweep could not remove) is stopped.
   if (where.taskId !== undefined) await haltTaskSandboxes(runtime, repoRoot, where.taskId, onNotice);
   const workerImage = await resolveWorkerImage(config);
@@ -195,6 +235,11 @@ export async function startDockerSide(
   });
   const image = taskImage.image;
   for (const layer of taskImage.layers) onNotice(`sandbox toolchain: ${layer} (image ${image})`);
-  const setup = await taskSetup(config, repoRoot, onNotice);
-  return { image, setup: [...taskImage.setup, ...setup.commands], setupDetected: setup.detected };
+  const setup = await taskSetup(where, docker, image, onNotice);
+  return {
+    image,
+    setup: [...taskImage.setup, ...setup.commands],
+    setupDetected: setup.detected,
+    containerRuntime,
+  };
 }

@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import type { ForgeKind } from '../core/events.js';
 import { UserError } from '../errors.js';
 import {
   assertResumable,
@@ -42,13 +43,24 @@ export interface ResumedTask {
   projectOptions: ProjectOptions;
 }
 
-function configOf(input: ResumeInput): Promise<Config> {
-  return loadConfig({
+/**
+ * The configuration of this attempt, with the forge the task was started with when this attempt names none
+ * (`deliver.forge: auto`): a task started with `--forge` delivers to the same forge after `resume`.
+ */
+async function configOf(input: ResumeInput, startedForge: ForgeKind | undefined): Promise<Config> {
+  const config = await loadConfig({
     repoRoot: input.repoRoot,
     env: input.env,
     flags: input.overrides,
     ...(input.configFile ? { configFile: input.configFile } : {}),
   });
+  return withStartedForge(config, startedForge);
+}
+
+/** `config` with `forge` as deliver.forge when the config names none; a forge named now wins. */
+export function withStartedForge(config: Config, forge: ForgeKind | undefined): Config {
+  if (!forge || config.deliver.forge !== 'auto') return config;
+  return { ...config, deliver: { ...config.deliver, forge } };
 }
 
 export async function resumeTaskSpec(input: ResumeInput): Promise<ResumedTask> {
@@ -85,7 +97,7 @@ export async function resumeTaskSpec(input: ResumeInput): Promise<ResumedTask> {
     prdPath = path.resolve(input.cwd, prdPath);
     prd = await loadPrd(prdPath);
   }
-  const config = await configOf(input);
+  const config = await configOf(input, started?.forge);
   const previous = previousAttempt(journal);
   // An explicit --timeout is this attempt's budget; otherwise the task's wall clock covers every attempt.
   if (previous && input.newTimeout) previous.elapsedMs = 0;
@@ -133,7 +145,7 @@ async function resumeProject(input: ResumeInput, project: ProjectResume): Promis
       prd: project.prd,
       prdPath: project.prdPath,
       taskId,
-      config: await configOf(input),
+      config: await configOf(input, project.forge),
       env: input.env,
       keepSandbox: false,
       dodSkipped: Boolean(input.skipDod),

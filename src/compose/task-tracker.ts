@@ -43,6 +43,7 @@ export class TaskTracker {
         },
         checkDisk: async () => (await sandboxes.checkDisk?.()) ?? null,
         diskCaps: () => sandboxes.diskCaps?.() ?? null,
+        sandboxRuntime: () => sandboxes.sandboxRuntime?.() ?? null,
       },
       worker: {
         type: worker.type,

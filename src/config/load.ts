@@ -127,27 +127,37 @@ export async function readConfigFile(repoRoot: string, fileName = CONFIG_FILE_NA
   return { source: file, values };
 }
 
-/** The environment layer: the standard OpenAI variable plus AGENT_RUNNER_* overrides. */
+/**
+ * The environment variables that set a configuration key: the standard OpenAI one plus AGENT_RUNNER_*
+ * overrides (docs/configuration.md lists them from here). The forge's two are for a self-hosted forge named
+ * outside the repository (CI): `run --repo` reads no config before its clone.
+ */
+export const ENVIRONMENT_KEYS = {
+  OPENAI_BASE_URL: 'meta.baseUrl',
+  AGENT_RUNNER_MODEL: 'meta.model',
+  AGENT_RUNNER_WORKER: 'worker.type',
+  AGENT_RUNNER_WORKER_MODEL: 'worker.model',
+  AGENT_RUNNER_WORKER_BASE_URL: 'worker.baseUrl',
+  AGENT_RUNNER_IMAGE: 'sandbox.image',
+  AGENT_RUNNER_NETWORK: 'sandbox.network',
+  AGENT_RUNNER_RUNTIME: 'sandbox.runtime',
+  AGENT_RUNNER_CONTROL_URL: 'control.url',
+  AGENT_RUNNER_CONTROL_LEASE_SECONDS: 'control.leaseSeconds',
+  AGENT_RUNNER_FORGE: 'deliver.forge',
+  AGENT_RUNNER_FORGE_API_URL: 'deliver.apiUrl',
+} as const;
+
+/** The environment layer: each variable of {@link ENVIRONMENT_KEYS} that is set and not empty. */
 export function environmentLayer(env: NodeJS.ProcessEnv): ConfigLayer {
-  const pick = (name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
-  return {
-    source: 'environment',
-    values: {
-      meta: { baseUrl: pick('OPENAI_BASE_URL'), model: pick('AGENT_RUNNER_MODEL') },
-      worker: {
-        type: pick('AGENT_RUNNER_WORKER'),
-        model: pick('AGENT_RUNNER_WORKER_MODEL'),
-        baseUrl: pick('AGENT_RUNNER_WORKER_BASE_URL'),
-      },
-      sandbox: { image: pick('AGENT_RUNNER_IMAGE'), network: pick('AGENT_RUNNER_NETWORK') },
-      control: {
-        url: pick('AGENT_RUNNER_CONTROL_URL'),
-        leaseSeconds: pick('AGENT_RUNNER_CONTROL_LEASE_SECONDS'),
-      },
-      // A self-hosted forge named outside the repository (CI): `run --repo` reads no config before its clone.
-      deliver: { forge: pick('AGENT_RUNNER_FORGE'), apiUrl: pick('AGENT_RUNNER_FORGE_API_URL') },
-    },
-  };
+  const values: Plain = {};
+  for (const [name, dotted] of Object.entries(ENVIRONMENT_KEYS)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    const [group, key] = dotted.split('.') as [string, string];
+    const inner = (values[group] ??= {}) as Plain;
+    inner[key] = value;
+  }
+  return { source: 'environment', values };
 }
 
 export interface LoadConfigOptions {

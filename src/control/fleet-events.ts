@@ -4,13 +4,15 @@
  * on the same {@link FleetEventFeed}; while that connection is down (the database restarts) followers fall back
  * to a slow poll and the feed reconnects. The lines are the same as the local journal's, so the event stream
  * of a fleet task has the same shape as a local one. The same connection hears the requests (answer, stop) for
- * the tasks this node runs (task-requests.ts).
+ * the tasks this node runs (task-requests.ts) and the queue's announcements of new tasks (task-queue.ts), which
+ * wake an idle node.
  */
 import pg from 'pg';
 import type { JournalLine } from '../serve/journal-follow.js';
 import type { ControlDatabase } from './control-database.js';
 import { EVENTS_CHANNEL } from './event-sink.js';
 import { REQUESTS_CHANNEL, requestTask, type TaskRequest } from './task-requests.js';
+import { QUEUE_CHANNEL } from './task-queue-options.js';
 
 /** A follower's wait when no NOTIFY can arrive (the LISTEN connection is down), and the safety net when one is up. */
 const SLOW_POLL_MS = 2_000;
@@ -27,6 +29,8 @@ export class FleetEventFeed {
   private readonly waiters = new Map<string, Set<() => void>>();
   /** Woken by a request for a task (answer, stop: task-requests.ts) and on each reconnect. */
   private readonly requestListeners = new Set<(taskId: string | null) => void>();
+  /** Woken by a task queued on any node, and on each reconnect (a task queued while it was down). */
+  private readonly queueListeners = new Set<() => void>();
   private reconnectTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly database: ControlDatabase) {}
@@ -60,14 +64,16 @@ export class FleetEventFeed {
       if (message.channel === EVENTS_CHANNEL && message.payload) this.wake(message.payload);
       if (message.channel === REQUESTS_CHANNEL)
         for (const listener of this.requestListeners) listener(message.payload ?? null);
+      if (message.channel === QUEUE_CHANNEL) for (const listener of this.queueListeners) listener();
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${REQUESTS_CHANNEL}`);
+      await client.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${REQUESTS_CHANNEL}; LISTEN ${QUEUE_CHANNEL}`);
       this.client = client;
       this.wakeAll();
-      // A request written while the connection was down is taken now rather than at the next poll.
+      // A request or a task written while the connection was down is taken now rather than at the next poll.
       for (const listener of this.requestListeners) listener(null);
+      for (const listener of this.queueListeners) listener();
     } catch {
       client.removeAllListeners();
       client.on('error', () => undefined);
@@ -115,6 +121,12 @@ export class FleetEventFeed {
   onRequest(listener: (taskId: string | null) => void): () => void {
     this.requestListeners.add(listener);
     return () => this.requestListeners.delete(listener);
+  }
+
+  /** Calls `listener` whenever a task is queued on the fleet (and after each reconnect); returns the unsubscribe. */
+  onQueued(listener: () => void): () => void {
+    this.queueListeners.add(listener);
+    return () => this.queueListeners.delete(listener);
   }
 
   async close(): Promise<void> {

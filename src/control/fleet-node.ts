@@ -56,7 +56,10 @@ export interface FleetNodeOptions {
   capacity: number;
   /** This node's API, shown by `control status` (no token). */
   url?: string;
-  /** How often the node asks the queue for work when it has free slots. */
+  /**
+   * How often the node asks the queue for work when it has free slots (default 1 s). A node woken by the queue's
+   * NOTIFY ({@link FleetNode.wake}) polls only as a safety net, slower.
+   */
   pollMs?: number;
   heartbeatMs?: number;
   /** A node without a heartbeat for this long is stale and its tasks go to others (`control.leaseSeconds`). */
@@ -79,6 +82,8 @@ export class FleetNode {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
+  /** A wake came while a poll was under way: its fetch may have run before the job was committed. */
+  private pollAgain = false;
 
   constructor(
     private readonly database: ControlDatabase,
@@ -207,12 +212,22 @@ export class FleetNode {
     }
   }
 
-  /** Takes as many jobs as there are free slots; one poll at a time. */
+  /** A task was queued (the queue's NOTIFY): a node with a free slot asks for it now. */
+  wake(): void {
+    void this.poll();
+  }
+
+  /** Takes as many jobs as there are free slots; one poll at a time (a wake during one asks again after it). */
   private async poll(): Promise<void> {
-    if (this.polling || this.stopped || !this.healthy) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    if (this.stopped || !this.healthy) return;
     const free = this.options.capacity - this.running.size;
     if (free <= 0) return;
     this.polling = true;
+    this.pollAgain = false;
     try {
       const jobs = await this.boss.fetch<TaskJobData>(TASK_QUEUE, { batchSize: free });
       for (const job of jobs) this.take(job);
@@ -221,6 +236,7 @@ export class FleetNode {
     } finally {
       this.polling = false;
     }
+    if (this.pollAgain) void this.poll();
   }
 
   private take(job: PgBoss.Job<TaskJobData>): void {

@@ -10,6 +10,8 @@ import type PgBoss from 'pg-boss';
 
 /** The queue's name. */
 export const TASK_QUEUE = 'tasks';
+/** The channel a new job is announced on (payload: the task id): an idle node woken by it takes the task at once. */
+export const QUEUE_CHANNEL = 'agent_runner_queue';
 /** A node heartbeats this often... */
 export const HEARTBEAT_SECONDS = 5;
 /** ...and is stale (its jobs given to others, `control status` marks it) after this long without one. */

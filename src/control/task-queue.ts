@@ -1,6 +1,8 @@
 /**
  * Enqueueing a task on the fleet: its row in agent_runner.tasks and its pg-boss job are written in one
- * transaction, so a task is never queued without its row nor listed without its job.
+ * transaction, so a task is never queued without its row nor listed without its job. The same transaction
+ * NOTIFYs {@link QUEUE_CHANNEL} (delivered at the commit, with the job): an idle node is woken by it and takes
+ * the task at once instead of at its next poll, which is only the safety net.
  */
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
@@ -8,7 +10,7 @@ import { UserError } from '../errors.js';
 import { displayUrl } from '../remote/remote-url.js';
 import { assertValidTaskId } from '../workspace/layout.js';
 import { QUEUE_SCHEMA, type ControlDatabase } from './control-database.js';
-import { TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
+import { QUEUE_CHANNEL, TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
 
 /** What a queued task is: a remote repository, a base, a PRD's text. */
 export interface QueuedTaskRequest {
@@ -69,6 +71,7 @@ export async function enqueueTask(
     if (jobId === null)
       throw new UserError('usage', `Task ${request.taskId} already has a job in the queue.`);
     await client.query('UPDATE agent_runner.tasks SET job_id = $2 WHERE id = $1', [request.taskId, jobId]);
+    await client.query('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, request.taskId]);
     await client.query('COMMIT');
     return jobId;
   } catch (error) {

@@ -13,6 +13,7 @@ import {
   metaDecisionSchema,
   planSchema,
   runRecordSchema,
+  sandboxRuntimeSchema,
   taskFactsSchema,
   taskStateSchema,
   taskSummarySchema,
@@ -22,6 +23,10 @@ import {
 import { auditEntrySchema } from '../identity/audit-entry.js';
 
 /** How the task was started, recorded in `task_started` so `resume` can start it again the same way. */
+/** The forges agent-runner opens pull requests (GitHub) and merge requests (GitLab) on. */
+export const forgeKindSchema = z.enum(['github', 'gitlab']);
+export type ForgeKind = z.infer<typeof forgeKindSchema>;
+
 export const taskStartOptionsSchema = z.object({
   prdPath: z.string(),
   /** The PRD text as it was when the task started (a resumed task keeps working on the same PRD). */
@@ -34,6 +39,11 @@ export const taskStartOptionsSchema = z.object({
   keepSandbox: z.boolean().optional(),
   record: z.string().optional(),
   replay: z.string().optional(),
+  /**
+   * The forge named when the task started (`--forge`, `AGENT_RUNNER_FORGE`, `deliver.forge`): a later
+   * `resume` or `deliver` that names none uses it, so its token still answers the remote.
+   */
+  forge: forgeKindSchema.optional(),
 });
 export type TaskStartOptions = z.infer<typeof taskStartOptionsSchema>;
 
@@ -100,7 +110,8 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
     options: taskStartOptionsSchema.optional(),
   }),
   event('transition', { from: taskStateSchema, to: taskStateSchema, reason: z.string().optional() }),
-  event('sandbox_started', { sandboxId: z.string() }),
+  /** `runtime`: the OCI runtime it runs under and why (absent in journals of older versions). */
+  event('sandbox_started', { sandboxId: z.string(), runtime: sandboxRuntimeSchema.optional() }),
   event('setup_command', setupCommandReportSchema.shape),
   event('plan', { plan: planSchema, usage: usageSchema }),
   event('decision', { decision: metaDecisionSchema, usage: usageSchema }),

@@ -60,7 +60,7 @@ export function firstErrorLine(output: string): string {
 
 const TOOLCHAIN =
   'add its toolchain to the worker image with sandbox.dockerfile (e.g. `RUN apt-get install -y <package>`) or ' +
-  'sandbox.baseImage, or install it with sandbox.setup (README: "Your project\'s toolchain")';
+  "sandbox.baseImage, or install it with sandbox.setup (agent-runner's docs/toolchains.md)";
 
 const PYTHON_VENV =
   'create a virtual environment in sandbox.setup, e.g. `python3 -m venv .venv && .venv/bin/pip install -r ' +
@@ -102,7 +102,7 @@ function missingHint(output: string, exitCode: number | null): string | null {
       `\`${command}\` is not in the sandbox: agent-runner installs it through corepack (sandbox.toolchain: auto) ` +
       `for a ${command === 'yarn' ? 'yarn.lock' : 'pnpm-lock.yaml'} at the root, or for ` +
       `\`"packageManager": "${command === 'yarn' ? 'yarn@1.22.22' : 'pnpm@9.15.9'}"\` in package.json` +
-      ' (README: "Zero configuration"); with sandbox.dockerfile, install it in that image (`RUN corepack enable`).'
+      ' (agent-runner\'s docs/toolchains.md, "Zero configuration"); with sandbox.dockerfile, install it in that image (`RUN corepack enable`).'
     );
   if (exitCode === 127 || command !== null)
     return `${command ? `\`${command}\` is` : 'A command is'} not installed in the sandbox: ${TOOLCHAIN}.`;

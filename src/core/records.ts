@@ -262,6 +262,14 @@ export type DiskCapKind = z.infer<typeof diskCapKindSchema>;
 export const diskCapKindsSchema = z.object({ repository: diskCapKindSchema, codexHome: diskCapKindSchema });
 export type DiskCapKinds = z.infer<typeof diskCapKindsSchema>;
 
+/** The OCI runtime a container runs under: `runc` (the host's kernel) or `runsc` (gVisor's user-space kernel). */
+export const containerRuntimeSchema = z.enum(['runc', 'runsc']);
+export type ContainerRuntime = z.infer<typeof containerRuntimeSchema>;
+
+/** The runtime a task's containers ran under and why it was chosen (`sandbox.runtime`, src/sandbox/container-runtime.ts). */
+export const sandboxRuntimeSchema = z.object({ runtime: containerRuntimeSchema, reason: z.string() });
+export type SandboxRuntimeChoice = z.infer<typeof sandboxRuntimeSchema>;
+
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export const taskSummarySchema = z.object({
   taskId: z.string(),
@@ -287,6 +295,8 @@ export const taskSummarySchema = z.object({
   rootCause: rootCauseSchema.nullable().optional(),
   /** Which kind each disk cap was (absent: no sandbox was made, or a journal of an older version). */
   diskCaps: diskCapKindsSchema.nullable().optional(),
+  /** The runtime the sandbox ran under and why (absent: no sandbox was made, or a journal of an older version). */
+  sandboxRuntime: sandboxRuntimeSchema.nullable().optional(),
 });
 
 /** What the worker reported while it ran (parsed from its event stream: attacker data, shown, never trusted). */

@@ -60,6 +60,7 @@ export async function finishTask(
     rootCause: state === 'COMPLETE' ? null : rootCauseOf(latest?.dod, latest?.criteriaChecks),
     baseline: loop.baseline,
     diskCaps: loop.deps.sandboxes.diskCaps?.() ?? null,
+    sandboxRuntime: loop.deps.sandboxes.sandboxRuntime?.() ?? null,
   };
   let notePath: string | null = null;
   try {

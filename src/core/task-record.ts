@@ -3,7 +3,7 @@
  * from the loop's state by pure functions.
  */
 import type { AssessmentEvidence, PreparedTask } from './ports.js';
-import type { DiskCapKinds } from './records.js';
+import type { DiskCapKinds, SandboxRuntimeChoice } from './records.js';
 import type { TaskState } from './task-state.js';
 import type {
   Assessment,
@@ -44,6 +44,8 @@ export interface TaskRecord {
   baseline?: Baseline | null;
   /** Which kind each disk cap of the sandbox was (absent: no sandbox was made). */
   diskCaps?: DiskCapKinds | null;
+  /** The runtime the sandbox ran under and why (absent: no sandbox was made). */
+  sandboxRuntime?: SandboxRuntimeChoice | null;
 }
 
 /** The latest evidence the runs hold (a task that ended before validating in this attempt). */
@@ -112,5 +114,6 @@ export function summaryOf(
     criteria: record.criteria,
     rootCause: record.rootCause ?? null,
     diskCaps: record.diskCaps ?? null,
+    sandboxRuntime: record.sandboxRuntime ?? null,
   };
 }

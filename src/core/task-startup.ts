@@ -153,7 +153,8 @@ function startSession(
     abandoned,
   }).then(async (session) => {
     loop.sandboxId = session.sandboxId;
-    loop.emit({ type: 'sandbox_started', sandboxId: session.sandboxId });
+    const runtime = loop.deps.sandboxes.sandboxRuntime?.();
+    loop.emit({ type: 'sandbox_started', sandboxId: session.sandboxId, ...(runtime ? { runtime } : {}) });
     if (!abandoned()) await runBaseline(loop, session.sandboxId, signal);
   });
 }

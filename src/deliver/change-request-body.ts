@@ -12,13 +12,35 @@ import { formatDuration } from '../config/units.js';
 import {
   NOTE_LIMITS,
   boundDocument,
-  codeSpan,
+  codeSpan as markdownCodeSpan,
   cutList,
   fencedLines,
-  inlineText,
+  inlineText as markdownInline,
+  type CodePlace,
 } from '../notes/markdown-text.js';
+import { inertForForge, wellFormed } from './forge-text.js';
 import { statusIcon } from '../notes/note-view.js';
 import type { Redactor } from '../notes/redact.js';
+
+/** Data as one line of escaped prose the forge reads no mention, reference or autolink in. */
+function inlineText(text: string, max?: number): string {
+  return markdownInline(inertForForge(text), max);
+}
+
+/** Data as a code span (a forge links nothing inside one), its broken Unicode made whole. */
+function codeSpan(text: string, max?: number, place?: CodePlace): string {
+  return markdownCodeSpan(wellFormed(text), max, place);
+}
+
+/**
+ * Every text of the records redacted before it is made inert: the word joiners that break a mention or a
+ * reference would also break a secret apart, where the redaction of the whole body could no longer find it.
+ */
+function redactedRecords<T>(records: T, redact: Redactor): T {
+  return JSON.parse(JSON.stringify(records), (_key, value: unknown) =>
+    typeof value === 'string' ? redact(value) : value,
+  ) as T;
+}
 
 /** GitHub refuses a pull request body longer than this (GitLab's limit is higher). */
 export const BODY_LIMIT = 65_536;
@@ -34,7 +56,7 @@ export interface ChangeRequestEvidence {
 
 /** The request's title: the PRD's (plan's) title, one line, bounded. */
 export function changeRequestTitle(summary: TaskSummary, redact: Redactor): string {
-  const title = redact(summary.title).replace(/\s+/g, ' ').trim() || summary.taskId;
+  const title = inertForForge(redact(summary.title)).replace(/\s+/g, ' ').trim() || summary.taskId;
   return title.length > 250 ? `${title.slice(0, 249)}…` : title;
 }
 
@@ -168,7 +190,7 @@ export function changeRequestBody(
   redact: Redactor,
   extra: readonly string[] = [],
 ): string {
-  const { summary, runs, baseline } = evidence;
+  const { summary, runs, baseline } = redactedRecords(evidence, redact);
   const sections = [
     headerSection(summary),
     criteriaSection(summary),
@@ -185,10 +207,15 @@ export function changeRequestBody(
  * One subtask of a project, for the project's request: its state and reason, its criteria and its DoD, one
  * heading level down. `evidence` is null for a subtask that never ran.
  */
-export function subtaskSection(id: string, state: string, evidence: ChangeRequestEvidence | null): string {
-  const heading = `## Subtask ${codeSpan(id, NOTE_LIMITS.code)}: ${state}`;
+export function subtaskSection(
+  id: string,
+  state: string,
+  evidence: ChangeRequestEvidence | null,
+  redact: Redactor,
+): string {
+  const heading = `## Subtask ${codeSpan(redact(id), NOTE_LIMITS.code)}: ${inlineText(redact(state))}`;
   if (!evidence) return [heading, '', 'It never ran.'].join('\n');
-  const { summary, runs, baseline } = evidence;
+  const { summary, runs, baseline } = redactedRecords(evidence, redact);
   const nested = (section: string) => section.replace(/^## /gm, '### ');
   return [
     heading,

@@ -14,7 +14,7 @@ import { UserError } from '../errors.js';
 import { readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { noteDigest, recordedNoteDigests } from '../notes/note-digest.js';
 import { PROJECT_JOURNAL, readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
-import type { Redaction } from '../notes/redact.js';
+import type { Redaction, Redactor } from '../notes/redact.js';
 import { forgeToken, forgeTokens, TOKEN_VARIABLES } from '../remote/remote-credentials.js';
 import { displayUrl, forgeOf, type ForgeKind, type RemoteUrl } from '../remote/remote-url.js';
 import { tryGit } from '../workspace/git/git-command.js';
@@ -27,6 +27,7 @@ import {
 } from './change-request-body.js';
 import { appendDelivery, lastPushedSha, type DeliveryOutcome } from './delivery-record.js';
 import { ForgeError } from './forge-error.js';
+import { MAX_RETRY_AFTER_SECONDS } from './forge-retry.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient } from './forge-port.js';
 import { createGitHubForge } from './github-forge.js';
 import { createGitLabForge } from './gitlab-forge.js';
@@ -111,7 +112,7 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
         `Set deliver.when: always (or \`agent-runner deliver ${input.taskId} --draft\`) to deliver it as a draft.`,
     });
   }
-  const forgeOverride = input.settings.forge === 'auto' ? null : input.settings.forge;
+  const forgeOverride = namedForgeOf(input.settings, journal?.options?.forge ?? project?.forge);
   const pushed = await pushTaskBranch({
     repoRoot: input.repoRoot,
     taskId: input.taskId,
@@ -143,10 +144,15 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
       }
     : {
         evidence: { summary, runs: [], baseline: null },
-        extra: subtaskSections(input.repoRoot, project),
+        extra: subtaskSections(input.repoRoot, project, input.redaction.redact),
         taskBase: undefined,
       };
   return record(await requestOutcome(input, evidence, after, pushed.remote, forgeOverride));
+}
+
+/** The forge named now, else the one the task was started with (a self-hosted forge's host says nothing). */
+function namedForgeOf(settings: DeliverySettings, started: ForgeKind | undefined): ForgeKind | null {
+  return settings.forge !== 'auto' ? settings.forge : (started ?? null);
 }
 
 /** What a request's body is built from: the task's records, and for a project one section per subtask. */
@@ -157,7 +163,7 @@ interface RequestEvidence {
 }
 
 /** Each subtask of a project, from the journal of its last attempt, in the order they were planned. */
-function subtaskSections(repoRoot: string, project: ProjectResume | null): string[] {
+function subtaskSections(repoRoot: string, project: ProjectResume | null, redact: Redactor): string[] {
   if (!project) return [];
   return project.subtasks.map((subtask) => {
     const last = project.states[subtask.id];
@@ -167,6 +173,7 @@ function subtaskSections(repoRoot: string, project: ProjectResume | null): strin
       subtask.id,
       finished?.state ?? last?.state ?? 'not started',
       journal && finished ? { summary: finished, runs: journal.runs, baseline: journal.baseline } : null,
+      redact,
     );
   });
 }
@@ -281,6 +288,8 @@ function forgeMessage(error: ForgeError, forge: ForgeKind, taskId: string): stri
     case 'permission':
       return `The branch is pushed, but the token may not open a ${what} (${said}). Grant it ${failure.permission ?? 'write access to merge requests (the api scope)'}, ${retry}.`;
     case 'rate_limited':
+      if (failure.retryAfter !== undefined)
+        return `The branch is pushed, but ${forge} rate-limited the ${what} call (${said}) and asked to wait ${failure.retryAfter} s, longer than delivery waits (${MAX_RETRY_AFTER_SECONDS} s). Wait that long, ${retry}.`;
       return `The branch is pushed, but ${forge} rate-limited the ${what} call (${said}) after retries. Wait, ${retry}.`;
     case 'unavailable':
     case 'unreachable':

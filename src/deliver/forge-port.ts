@@ -13,9 +13,14 @@ export interface ChangeRequest {
   url: string;
   state: 'open' | 'closed' | 'merged';
   draft: boolean;
-  /** The branch it merges from and the branch it merges into. */
+  /**
+   * The branch it merges from (of the request's own repository, or of a fork: the same name may be a branch of
+   * the base repository holding other code) and the branch it merges into.
+   */
   head: string;
   base: string;
+  /** The commit the request proposes, as the forge says (GitHub's `head.sha`, GitLab's `sha`); null if unsaid. */
+  headSha: string | null;
 }
 
 /** What delivery writes: the title from the PRD, the body from the evidence, a draft unless the task is COMPLETE. */
@@ -40,6 +45,8 @@ export interface ForgeFailure {
   status: number | null;
   message: string;
   permission?: string;
+  /** Seconds the forge asked to wait, when that was more than delivery waits (`rate_limited`). */
+  retryAfter?: number;
 }
 
 /** One forge, one repository on it, with the credentials already in the client. */

@@ -12,12 +12,75 @@ import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import { ForgeError, failureKindOf } from './forge-error.js';
+import {
+  MAX_RETRY_AFTER_SECONDS,
+  RETRY_LATER_RETRIES,
+  askedWaitSeconds,
+  retryLater,
+  type ForgeWaitHeaders,
+} from './forge-retry.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient, ForgeFailure } from './forge-port.js';
-
-const GitHubClient = Octokit.plugin(retry, throttling);
 
 /** Retries of a rate-limited call before it is reported. */
 const RATE_LIMIT_RETRIES = 2;
+
+type Headers = Record<string, string | number | undefined>;
+
+/** What a failed Octokit call carries that the retry rule reads. */
+interface FailedCall {
+  status?: number;
+  message?: string;
+  response?: { headers?: Headers };
+}
+
+/** GitHub's primary or secondary rate limit: plugin-throttling's to wait out (it honours both). */
+function throttled(failed: FailedCall): boolean {
+  return (
+    failed.response?.headers?.['x-ratelimit-remaining'] === '0' ||
+    /\bsecondary rate\b/i.test(failed.message ?? '')
+  );
+}
+
+/**
+ * A call GitHub asks to retry later (a 429 or a 5xx) follows delivery's one rule ({@link retryLater}): retried
+ * after the `retry-after` it names (else (n+1)² seconds) a few times, a wait over
+ * {@link MAX_RETRY_AFTER_SECONDS} not waited. plugin-retry carries the retry out
+ * (`octokit.retry.retryRequest`, its documented way to ask for one); its own rule is off (every status is in its
+ * `doNotRetry`), since it retried a 429 after a second whatever GitHub asked. Registered before plugin-retry, so
+ * this hook runs inside its retry loop; a rate limit GitHub names as such is plugin-throttling's.
+ */
+function retryLaterHook(octokit: Pick<Octokit, 'hook'>): void {
+  octokit.hook.error('request', (error, options) => {
+    const failed = error as FailedCall;
+    if (throttled(failed)) throw error;
+    const retryCount = (options.request as { retryCount?: number } | undefined)?.retryCount ?? 0;
+    const decision = retryLater(
+      failed.status ?? 0,
+      askedWaitSeconds(waitHeaders(failed.response?.headers ?? {})),
+      retryCount,
+    );
+    if (decision.action === 'fail') throw error;
+    const retrying = octokit as unknown as {
+      retry: { retryRequest(error: unknown, retries: number, retryAfter: number): Error };
+    };
+    throw retrying.retry.retryRequest(error, RETRY_LATER_RETRIES, decision.waitSeconds);
+  });
+}
+
+/** plugin-retry decides nothing itself: every HTTP error status (see {@link retryLaterHook}). */
+const EVERY_ERROR_STATUS = Array.from({ length: 200 }, (_, index) => 400 + index);
+
+const GitHubClient = Octokit.plugin(retryLaterHook, retry, throttling);
+
+/** GitHub's answer's headers about waiting, in the shared rule's words. */
+function waitHeaders(headers: Headers): ForgeWaitHeaders {
+  const value = (name: string) => (headers[name] === undefined ? undefined : String(headers[name]));
+  return {
+    retryAfter: value('retry-after'),
+    remaining: value('x-ratelimit-remaining'),
+    reset: value('x-ratelimit-reset'),
+  };
+}
 
 export interface GitHubForgeOptions {
   token: string;
@@ -36,7 +99,7 @@ interface PullLike {
   state: string;
   draft?: boolean;
   merged_at?: string | null;
-  head: { ref: string };
+  head: { ref: string; sha?: string };
   base: { ref: string };
 }
 
@@ -48,6 +111,7 @@ function changeRequestOf(pull: PullLike): ChangeRequest {
     draft: Boolean(pull.draft),
     head: pull.head.ref,
     base: pull.base.ref,
+    headSha: pull.head.sha ?? null,
   };
 }
 
@@ -68,6 +132,8 @@ export function gitHubFailure(error: unknown): ForgeFailure {
   if (status === 403 && (headers['x-ratelimit-remaining'] === '0' || /rate limit/i.test(message)))
     kind = 'rate_limited';
   const failure: ForgeFailure = { kind, status, message };
+  const asked = askedWaitSeconds(waitHeaders(headers));
+  if (asked !== null && asked > MAX_RETRY_AFTER_SECONDS) failure.retryAfter = asked;
   if (kind === 'permission') {
     const accepted = headers['x-accepted-github-permissions'];
     failure.permission =
@@ -110,13 +176,14 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
     userAgent: 'agent-runner',
     // Octokit logs request failures on its own; delivery reports them once, redacted.
     log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
-    retry: { retryAfterBaseValue: base },
+    retry: { retryAfterBaseValue: base, doNotRetry: EVERY_ERROR_STATUS },
     throttle: {
       retryAfterBaseValue: base,
-      onRateLimit: (_after: number, _options: unknown, _client: unknown, retryCount: number) =>
-        retryCount < RATE_LIMIT_RETRIES,
-      onSecondaryRateLimit: (_after: number, _options: unknown, _client: unknown, retryCount: number) =>
-        retryCount < RATE_LIMIT_RETRIES,
+      // The wait GitHub names, a few times, unless it is longer than delivery waits.
+      onRateLimit: (after: number, _options: unknown, _client: unknown, retryCount: number) =>
+        after <= MAX_RETRY_AFTER_SECONDS && retryCount < RATE_LIMIT_RETRIES,
+      onSecondaryRateLimit: (after: number, _options: unknown, _client: unknown, retryCount: number) =>
+        after <= MAX_RETRY_AFTER_SECONDS && retryCount < RATE_LIMIT_RETRIES,
     },
   });
   const call = async <T>(run: () => Promise<T>): Promise<T> => {

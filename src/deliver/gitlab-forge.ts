@@ -1,16 +1,17 @@
 /**
  * The GitLab adapter of the forge port, with GitLab's maintained client (`@gitbeaker/rest`): merge requests of
  * one project, listed by source and target branch, created and edited. A draft is GitLab's own `Draft: ` title
- * prefix, so a draft becomes ready when a later delivery edits the title without it. gitbeaker retries 429 and
- * 502 itself; other 5xx answers are retried here, a bounded number of times, before the failure is reported.
+ * prefix, so a draft becomes ready when a later delivery edits the title without it. A 429 or a 5xx is retried
+ * as GitLab asks (`Retry-After`, `RateLimit-Reset`) by the requester given to gitbeaker
+ * (`gitlab-requester.ts`), under delivery's one retry rule (`forge-retry.ts`), before the failure is reported.
  * `apiUrl` is a self-hosted GitLab's address (`https://gitlab.example.com`), default gitlab.com.
  */
 import { Gitlab } from '@gitbeaker/rest';
 import { ForgeError, failureKindOf } from './forge-error.js';
 import type { ChangeRequest, ChangeRequestContent, ForgeClient, ForgeFailure } from './forge-port.js';
+import { askedWaitSeconds, MAX_RETRY_AFTER_SECONDS } from './forge-retry.js';
+import { gitLabRequester, gitLabWaitHeaders } from './gitlab-requester.js';
 
-/** Retries of a 500, 503 or 504 (gitbeaker retries 429 and 502 on its own). */
-const SERVER_ERROR_RETRIES = 2;
 const DRAFT_PREFIX = 'Draft: ';
 
 export interface GitLabForgeOptions {
@@ -19,8 +20,8 @@ export interface GitLabForgeOptions {
   repository: string;
   /** Default `https://gitlab.com`. */
   apiUrl?: string;
-  /** Milliseconds between retries of a server error; default 1000. */
-  retryDelayMs?: number;
+  /** Milliseconds per second of a wait GitLab asks for (tests make it small); default 1000. */
+  retryAfterBaseValue?: number;
 }
 
 interface MergeRequestLike {
@@ -32,6 +33,7 @@ interface MergeRequestLike {
   work_in_progress?: boolean;
   source_branch: string;
   target_branch: string;
+  sha?: string | null;
 }
 
 function changeRequestOf(request: MergeRequestLike): ChangeRequest {
@@ -42,18 +44,19 @@ function changeRequestOf(request: MergeRequestLike): ChangeRequest {
     draft: Boolean(request.draft ?? request.work_in_progress ?? request.title.startsWith(DRAFT_PREFIX)),
     head: request.source_branch,
     base: request.target_branch,
+    headSha: request.sha ?? null,
   };
 }
 
 /** The failure of a gitbeaker call in the port's words; a 403 names the scope and role to grant. */
 export function gitLabFailure(error: unknown): ForgeFailure {
-  const failed = error as { name?: string; message?: string; cause?: { response?: { status?: number } } };
-  let status = failed.cause?.response?.status ?? null;
-  // gitbeaker's own retries ran out: its message names the last status.
-  const retried = /last status code: (\d+)/.exec(failed.message ?? '');
-  if (status === null && retried) status = Number(retried[1]);
+  const failed = error as { message?: string; cause?: { response?: Response } };
+  const response = failed.cause?.response;
+  const status = typeof response?.status === 'number' ? response.status : null;
   const kind = failureKindOf(status);
   const failure: ForgeFailure = { kind, status, message: failed.message ?? String(error) };
+  const asked = response?.headers ? askedWaitSeconds(gitLabWaitHeaders(response.headers)) : null;
+  if (asked !== null && asked > MAX_RETRY_AFTER_SECONDS) failure.retryAfter = asked;
   if (kind === 'permission')
     failure.permission = 'the `api` scope, on an account with at least the Developer role in the project';
   return failure;
@@ -64,19 +67,16 @@ export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
   const api = new Gitlab({
     token: options.token,
     host: (options.apiUrl ?? 'https://gitlab.com').replace(/\/+$/, ''),
+    requesterFn: gitLabRequester(
+      options.retryAfterBaseValue === undefined ? {} : { retryAfterBaseValue: options.retryAfterBaseValue },
+    ),
   });
   const projectId = options.repository;
-  const delay = options.retryDelayMs ?? 1000;
   const call = async <T>(run: () => Promise<T>): Promise<T> => {
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await run();
-      } catch (error) {
-        const failure = gitLabFailure(error);
-        const retryable = failure.status !== null && [500, 503, 504].includes(failure.status);
-        if (!retryable || attempt >= SERVER_ERROR_RETRIES) throw new ForgeError(failure);
-        await new Promise((resolve) => setTimeout(resolve, delay * (attempt + 1)));
-      }
+    try {
+      return await run();
+    } catch (error) {
+      throw new ForgeError(gitLabFailure(error));
     }
   };
   const title = (content: ChangeRequestContent) =>

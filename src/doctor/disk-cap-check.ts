@@ -1,7 +1,7 @@
 /**
  * Whether this machine can make hard disk caps (`sandbox.disk.hard`): a small capped file system is really
  * made, written past and removed. Without them a task's caps are watched from the host, which one large write
- * can jump before the watch sees it (README, "Disk caps").
+ * can jump before the watch sees it (docs/disk-caps.md).
  */
 import type { Config } from '../config/schema.js';
 import { probeHardCap } from '../sandbox/cap-volume.js';

@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.js';
 import { createDockerClient } from '../sandbox/docker-client.js';
 import { readWorkerImageInputs, workerImageTag } from '../sandbox/worker-image.js';
 import { checkDiskCaps } from './disk-cap-check.js';
+import { checkSandboxRuntime } from './runtime-check.js';
 import { checkDockerEngine, checkWorkerImage } from './docker-checks.js';
 import { failed, passed, type DoctorCheck } from './doctor-check.js';
 import { runInImage } from '../toolchain/run-in-image.js';
@@ -51,6 +52,8 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorCheck[]
   const image = await checkImage(docker, engine, config);
   checks.push(image);
   if (config && image.ok) checks.push(...(await checkWorkerBinaries(docker, config)));
+  if (config && engine.ok)
+    checks.push(await checkSandboxRuntime(docker, config, image.ok ? await imageTag(config) : null));
 
   checks.push(repository);
   if (configProblem) checks.push(configProblem);
@@ -140,13 +143,19 @@ async function checkEndpoints(config: Config, input: DoctorInput): Promise<Docto
   ];
 }
 
-/** Each configured worker's binary answers `--version` in the worker image. */
-async function checkWorkerBinaries(docker: Docker, config: Config): Promise<DoctorCheck[]> {
-  const tag =
+/** The worker image the configuration names or the package builds. */
+async function imageTag(config: Config): Promise<string> {
+  return (
     config.sandbox.image ??
     workerImageTag(
       await readWorkerImageInputs({ ...imageWorkers(config), baseImage: config.sandbox.baseImage }),
-    );
+    )
+  );
+}
+
+/** Each configured worker's binary answers `--version` in the worker image. */
+async function checkWorkerBinaries(docker: Docker, config: Config): Promise<DoctorCheck[]> {
+  const tag = await imageTag(config);
   return Promise.all(
     configuredWorkers(config).map(async (profile) => {
       const name = `Worker binary (${profile.type})`;

@@ -15,7 +15,7 @@ export interface DockerSidePorts {
 
 /** Ports that forward to the side once `ready` resolves; `workerType` is known before (it is config). */
 export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: string): DockerSidePorts {
-  // diskCaps() answers at once: from the side once it is there (a sandbox is created only then).
+  // diskCaps() and sandboxRuntime() answer at once: from the side once it is there (a sandbox is created only then).
   let side: DockerSidePorts | null = null;
   ready.then((value) => (side = value)).catch(() => undefined);
   return {
@@ -41,6 +41,7 @@ export function deferredPorts(ready: Promise<DockerSidePorts>, workerType: strin
       stop: async (...args) => (await ready).sandboxes.stop(...args),
       checkDisk: async () => (await ready).sandboxes.checkDisk?.() ?? null,
       diskCaps: () => side?.sandboxes.diskCaps?.() ?? null,
+      sandboxRuntime: () => side?.sandboxes.sandboxRuntime?.() ?? null,
     },
     worker: {
       type: workerType,

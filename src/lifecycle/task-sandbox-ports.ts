@@ -7,6 +7,7 @@
 import type { Config } from '../config/schema.js';
 import type { SetupCommandReport } from '../core/events.js';
 import type { MountSpec, OwnershipEntry, SandboxRuntime } from '../core/ports.js';
+import type { ContainerRuntime, SandboxRuntimeChoice } from '../core/records.js';
 import type { OwnershipApplier } from '../workspace/scope/permissions.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { DockerSandboxProvider, hardCapWanted } from '../sandbox/docker-sandbox-provider.js';
@@ -37,6 +38,8 @@ export interface TaskSandboxInput {
   noReadOnly?: boolean;
   onKept?: (sandboxId: string, execUser: string) => void;
   labels?: Record<string, string>;
+  /** The OCI runtime of the sandbox and its helper containers (startDockerSide's choice). */
+  containerRuntime?: SandboxRuntimeChoice;
 }
 
 export function taskSandboxPorts(input: TaskSandboxInput): {
@@ -54,7 +57,12 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     graceMs: config.worker.grace,
     replayCaps: config.sandbox.replay,
     // A runner that is not root cannot chown: a helper container applies the read-only ownership.
-    ...ownershipApplier(runtime, { repoRoot, taskId, image }),
+    ...ownershipApplier(runtime, {
+      repoRoot,
+      taskId,
+      image,
+      ...(input.containerRuntime ? { runtime: input.containerRuntime.runtime } : {}),
+    }),
     ...(input.noReadOnly ? { noReadOnly: true } : {}),
     diskCap: { capBytes: config.sandbox.disk.repository, ...hardCapWanted(config, input.keep) },
   });
@@ -77,6 +85,7 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     keep: input.keep,
     ...(input.onKept ? { onKept: input.onKept } : {}),
     ...(input.labels ? { labels: input.labels } : {}),
+    ...(input.containerRuntime ? { containerRuntime: input.containerRuntime } : {}),
   });
   return { workspace, sandboxes };
 }
@@ -84,12 +93,19 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
 /** The helper container that applies (or gives back) ownership for a runner that is not root, when the runtime has one. */
 export function ownershipApplier(
   runtime: SandboxRuntime,
-  where: { repoRoot: string; taskId: string; image: string },
+  where: { repoRoot: string; taskId: string; image: string; runtime?: ContainerRuntime },
 ): { applier?: OwnershipApplier } {
   if (!runtime.applyOwnership) return {};
   const apply = runtime.applyOwnership.bind(runtime);
   return {
     applier: (hostDir: string, entries: readonly OwnershipEntry[]) =>
-      apply({ taskId: where.taskId, repoPath: where.repoRoot, image: where.image, hostDir, entries }),
+      apply({
+        taskId: where.taskId,
+        repoPath: where.repoRoot,
+        image: where.image,
+        hostDir,
+        entries,
+        ...(where.runtime ? { runtime: where.runtime } : {}),
+      }),
   };
 }

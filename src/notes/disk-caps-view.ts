@@ -1,5 +1,5 @@
 /**
- * The note's disk caps row: which kind each cap of the sandbox was (README, "Disk caps").
+ * The note's disk caps row: which kind each cap of the sandbox was (docs/disk-caps.md).
  */
 import type { DiskCapKind, DiskCapKinds } from '../core/records.js';
 import { inlineText, NOTE_LIMITS } from './markdown-text.js';

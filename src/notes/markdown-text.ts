@@ -9,7 +9,7 @@
  */
 import { showControls, stripTerminalSequences } from './terminal-text.js';
 
-/** What the note shows of each kind of text at most (README: "The note"). */
+/** What the note shows of each kind of text at most (docs/evidence.md: "What the worker writes is shown, never obeyed"). */
 export const NOTE_LIMITS = {
   /** Characters of one line of prose or a table cell (a reason, a description, a comment). */
   text: 300,

@@ -351,6 +351,9 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     finishedAt: new Date(record.finishedAt).toISOString(),
     runDir: code(record.runDir),
     ...diskCapsView(record.diskCaps),
+    sandboxRuntime: record.sandboxRuntime
+      ? inlineText(`${record.sandboxRuntime.runtime} (${record.sandboxRuntime.reason})`, NOTE_LIMITS.longLine)
+      : '',
     question: record.question ? inlineText(record.question, NOTE_LIMITS.longLine) : '',
     error: errorView(record.error),
     preservedRef: record.preservedRef ? code(record.preservedRef) : '',

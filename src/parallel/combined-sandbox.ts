@@ -8,6 +8,7 @@
 import { rm } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import type { SandboxRuntime } from '../core/ports.js';
+import type { SandboxRuntimeChoice } from '../core/records.js';
 import type { TaskFacts } from '../core/types.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
@@ -35,6 +36,8 @@ export interface CombinedCheckInput {
   /** `--skip-dod` or `dod.skip`: the criteria checks run, the DoD is recorded as skipped. */
   dodSkipped: boolean;
   signal?: AbortSignal;
+  /** The OCI runtime of its containers (a task's choice, startDockerSide). */
+  containerRuntime?: SandboxRuntimeChoice;
 }
 
 /** The combined check on `headSha`, in a sandbox made for it and removed after (nothing of it is the person's). */
@@ -52,6 +55,7 @@ export async function combinedCheck(input: CombinedCheckInput): Promise<Combined
     gateway: input.gateway,
     setup: { ...(input.signal ? { signal: input.signal } : {}), commands: input.setup },
     keep: false,
+    ...(input.containerRuntime ? { containerRuntime: input.containerRuntime } : {}),
   });
   try {
     const session = await startSandboxSession(workspace, sandboxes);

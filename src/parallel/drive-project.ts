@@ -4,6 +4,7 @@
  * scope as `scope.write`; the integration branch lives in a host worktree; the combined checks run in the
  * project's integration sandbox (or one per check under `parallel.checkSandbox: fresh`); the project's own Meta-agent calls (reviews, re-plans) go through its gateway.
  */
+import type { SandboxRuntimeChoice } from '../core/records.js';
 import { startDockerSide } from '../compose/docker-side.js';
 import { runTask } from '../compose/run-task.js';
 import type { TaskHost } from '../compose/task-host.js';
@@ -61,8 +62,13 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
   if (baseSha === null) throw new Error(`--base ${spec.base ?? 'HEAD'} does not name a commit`);
   const engine = await host.docker();
   // The combined DoD's sandboxes run the image a task of this repository runs (its toolchain included).
-  const { image, setup } = await startDockerSide(engine.docker, engine.runtime, spec, hooks.onNotice);
-  const { sandbox, runCheck } = combinedChecks(input, engine.runtime, image, setup);
+  const { image, setup, containerRuntime } = await startDockerSide(
+    engine.docker,
+    engine.runtime,
+    spec,
+    hooks.onNotice,
+  );
+  const { sandbox, runCheck } = combinedChecks(input, engine.runtime, image, setup, containerRuntime);
   const integration = await GitIntegrationBranch.open({ repoRoot, taskId, baseSha, runCheck });
   const max = parallelMax(config);
   emit({
@@ -74,6 +80,7 @@ export async function driveProject(input: DriveProjectInput): Promise<TaskSummar
     subtasks,
     prd: spec.prd,
     prdPath: spec.prdPath,
+    ...(config.deliver.forge !== 'auto' ? { forge: config.deliver.forge } : {}),
   });
   const orchestrator = new ProjectOrchestrator(
     {
@@ -120,6 +127,7 @@ function combinedChecks(
   runtime: SandboxRuntime,
   image: string,
   setup: string[],
+  containerRuntime: SandboxRuntimeChoice,
 ): { sandbox: IntegrationSandbox | null; runCheck: IntegrationBranchOptions['runCheck'] } {
   const { spec, subtasks, gateway } = input;
   const { config, repoRoot, taskId } = spec;
@@ -137,6 +145,7 @@ function combinedChecks(
           image,
           setup,
           dodSkipped,
+          containerRuntime,
         })
       : null;
   let checks = 0;
@@ -161,6 +170,7 @@ function combinedChecks(
       criteria,
       dodSkipped,
       ...(signal ? { signal } : {}),
+      containerRuntime,
     });
   };
   return { sandbox, runCheck };

@@ -43,6 +43,7 @@ import { compileScope, defaultScope, mergeScope } from '../workspace/scope/scope
 import { createSnapshot } from '../workspace/sandbox-repo/snapshot.js';
 import type { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { runCombinedChecks } from './combined-sandbox.js';
+import type { SandboxRuntimeChoice } from '../core/records.js';
 import type { SubtaskCriteria } from './ports.js';
 import type { CombinedCheck } from './project-events.js';
 import { setupInputsChanged } from './setup-inputs.js';
@@ -58,6 +59,8 @@ export interface IntegrationSandboxOptions {
   /** The set-up commands a task of this repository runs (the toolchain's, then `sandbox.setup`). */
   setup: readonly string[];
   dodSkipped: boolean;
+  /** The OCI runtime of its containers (a task's choice, startDockerSide). */
+  containerRuntime?: SandboxRuntimeChoice;
 }
 
 /** A sandbox on a head, set up, with what the set-up left sealed (or why it cannot be reused). */
@@ -249,6 +252,7 @@ export class IntegrationSandbox {
       keep: false,
       extraMounts: [{ hostPath: this.inboxDir(), containerPath: CHECK_INBOX_DIR, readOnly: true }],
       noReadOnly: true,
+      ...(this.options.containerRuntime ? { containerRuntime: this.options.containerRuntime } : {}),
     });
     const session = await startSandboxSession(ports.workspace, ports.sandboxes);
     try {
@@ -315,7 +319,12 @@ export class IntegrationSandbox {
     await removeTaskSandbox(
       repoRoot,
       this.taskId,
-      ownershipApplier(runtime, { repoRoot, taskId: this.taskId, image }),
+      ownershipApplier(runtime, {
+        repoRoot,
+        taskId: this.taskId,
+        image,
+        ...(this.options.containerRuntime ? { runtime: this.options.containerRuntime.runtime } : {}),
+      }),
     ).catch(() => undefined);
     await tryGit(['worktree', 'remove', '--force', layout.worktreePath], { cwd: repoRoot });
     await tryGit(['branch', '-D', layout.branch], { cwd: repoRoot });

@@ -5,7 +5,13 @@
  * project's journal.
  */
 import { z } from 'zod';
-import { eventSchema, runnerEventSchema, writtenNoteSchema, type StampedEvent } from '../core/events.js';
+import {
+  eventSchema,
+  forgeKindSchema,
+  runnerEventSchema,
+  writtenNoteSchema,
+  type StampedEvent,
+} from '../core/events.js';
 import {
   criterionCheckResultSchema,
   dodOutcomeSchema,
@@ -70,6 +76,8 @@ export const projectEventSchema = z.discriminatedUnion('type', [
     subtasks: z.array(plannedSubtaskSchema),
     prd: z.string(),
     prdPath: z.string(),
+    /** The forge named when the project started (as a task's `options.forge`). */
+    forge: forgeKindSchema.optional(),
   }),
   event('project_plan', {
     usage: usageSchema,

@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import type { ForgeKind } from '../core/events.js';
 import type { TaskSummary, Usage } from '../core/types.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import { readJournal } from '../notes/event-journal.js';
@@ -19,6 +20,8 @@ export interface ProjectResume {
   baseSha: string;
   prd: string;
   prdPath: string;
+  /** The forge named when it started, for a later resume or deliver that names none. */
+  forge?: ForgeKind;
   /** As last planned: a re-planned subtask carries its new criteria, PRD and attempt. */
   subtasks: PlannedSubtask[];
   attempts: Record<string, number>;
@@ -79,6 +82,7 @@ export function readProjectJournal(runDir: string): ProjectResume | null {
     baseSha: started.baseSha,
     prd: started.prd,
     prdPath: started.prdPath,
+    ...(started.forge ? { forge: started.forge } : {}),
     subtasks: [...subtasks.values()],
     attempts,
     merged: [...states].filter(([, state]) => state === 'merged').map(([id]) => id),

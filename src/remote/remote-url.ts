@@ -4,10 +4,10 @@
  * journaled or written in a note is {@link displayUrl}. The forge (GitHub or GitLab) is read from the host,
  * and a person whose forge runs on its own host names it (`--forge`, `AGENT_RUNNER_FORGE`, `deliver.forge`).
  */
+import type { ForgeKind } from '../core/events.js';
 import { UserError } from '../errors.js';
 
-/** The forges agent-runner opens pull requests (GitHub) and merge requests (GitLab) on. */
-export type ForgeKind = 'github' | 'gitlab';
+export type { ForgeKind };
 
 /** A remote URL taken apart: how git reaches it and where it points. */
 export interface RemoteUrl {

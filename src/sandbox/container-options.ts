@@ -181,6 +181,7 @@ export function containerCreateOptions(
       NetworkMode: networkMode(spec.network),
       ExtraHosts: spec.extraHosts ?? [],
       Privileged: false,
+      ...(spec.runtime ? { Runtime: spec.runtime } : {}),
       RestartPolicy: { Name: 'no' },
       AutoRemove: false,
     },

@@ -136,6 +136,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
           image: spec.image,
           taskId: spec.taskId,
           repoPath: spec.repoPath,
+          ...(spec.runtime ? { runtime: spec.runtime } : {}),
         });
       } catch (error) {
         await container.remove({ force: true }).catch(() => undefined);

@@ -8,7 +8,7 @@ import { chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { DiskCapReached } from '../core/limits.js';
-import type { DiskCapKind, DiskCapKinds } from '../core/records.js';
+import type { DiskCapKind, DiskCapKinds, SandboxRuntimeChoice } from '../core/records.js';
 import type { MountSpec, SandboxNetwork, SandboxProviderPort, SandboxRuntime } from '../core/ports.js';
 import { AgentRunnerError } from '../errors.js';
 import { SANDBOX_WORKDIR, taskLayout } from '../workspace/layout.js';
@@ -69,11 +69,14 @@ export interface DockerSandboxProviderOptions {
   labels?: Record<string, string>;
   /** The disk watch's clocks (tests shorten them); the caps are `sandbox.disk`. */
   diskWatch?: Pick<DiskWatchOptions, 'intervalMs' | 'pollMs'>;
+  /** The OCI runtime the container runs under and why (absent: the engine's default). */
+  containerRuntime?: SandboxRuntimeChoice;
 }
 
 export class DockerSandboxProvider implements SandboxProviderPort {
   private watch: DiskWatch | null = null;
   private codexHomeCap: DiskCapKind | null = null;
+  private created = false;
 
   constructor(private readonly options: DockerSandboxProviderOptions) {}
 
@@ -116,7 +119,9 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       extraHosts: access.extraHosts,
       ...(access.keeper ? { keeper: access.keeper } : {}),
       ...(this.options.labels ? { labels: this.options.labels } : {}),
+      ...(this.options.containerRuntime ? { runtime: this.options.containerRuntime.runtime } : {}),
     });
+    this.created = true;
     return info.id;
   }
 
@@ -184,6 +189,11 @@ export class DockerSandboxProvider implements SandboxProviderPort {
       repository: this.options.workspace().repositoryCap ?? DISABLED,
       codexHome: this.codexHomeCap,
     };
+  }
+
+  /** The runtime the sandbox runs under and why; null before it was created. */
+  sandboxRuntime(): SandboxRuntimeChoice | null {
+    return this.created ? (this.options.containerRuntime ?? null) : null;
   }
 
   async stop(sandboxId: string): Promise<void> {

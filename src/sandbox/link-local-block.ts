@@ -10,6 +10,7 @@
  * image): one RTM_NEWROUTE per prefix, each acknowledged. The script is fixed; the prefixes are constants.
  */
 import type Docker from 'dockerode';
+import type { ContainerRuntime } from '../core/records.js';
 import { EnvironmentError } from '../errors.js';
 import type { SandboxOwner } from './container-options.js';
 import { runOneShotContainer } from './one-shot-container.js';
@@ -47,7 +48,7 @@ exit $failed;
 export async function blockLinkLocal(
   docker: Docker,
   owner: SandboxOwner,
-  request: { sandboxId: string; image: string; taskId: string; repoPath: string },
+  request: { sandboxId: string; image: string; taskId: string; repoPath: string; runtime?: ContainerRuntime },
 ): Promise<void> {
   const result = await runOneShotContainer(docker, owner, {
     image: request.image,
@@ -60,6 +61,7 @@ export async function blockLinkLocal(
     networkMode: `container:${request.sandboxId}`,
     pidsLimit: 8,
     memoryBytes: 64 * 1024 * 1024,
+    ...(request.runtime ? { runtime: request.runtime } : {}),
   });
   if (result.statusCode !== 0) {
     throw new EnvironmentError(

@@ -6,6 +6,7 @@
  * create → start → wait → remove sequence.
  */
 import type Docker from 'dockerode';
+import type { ContainerRuntime } from '../core/records.js';
 import { SANDBOX_LABELS, type SandboxOwner } from './container-options.js';
 
 export interface OneShotRequest {
@@ -24,6 +25,8 @@ export interface OneShotRequest {
   memoryBytes: number;
   /** Read the log's tail when it succeeds too (a helper that reports on its output). */
   logsOnSuccess?: boolean;
+  /** The OCI runtime (the task's; default: the engine's default). */
+  runtime?: ContainerRuntime;
 }
 
 export interface OneShotResult {
@@ -72,6 +75,7 @@ export async function runOneShotContainer(
         ReadonlyRootfs: true,
         PidsLimit: request.pidsLimit,
         Memory: request.memoryBytes,
+        ...(request.runtime ? { Runtime: request.runtime } : {}),
       },
     });
     containerId = container.id;

@@ -6,6 +6,7 @@
  * read-only root filesystem, and only two mounts: the directory to fix and the manifest (read-only). Like on
  * the host, no link is followed and a step whose entry changed since the listing is skipped and reported.
  */
+import type { ContainerRuntime } from '../core/records.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,7 @@ export interface OwnershipHelperRequest {
   image: string;
   hostDir: string;
   entries: readonly OwnershipEntry[];
+  runtime?: ContainerRuntime;
 }
 
 /**
@@ -70,6 +72,7 @@ export async function applyOwnershipInContainer(
       pidsLimit: 32,
       memoryBytes: 512 * 1024 * 1024,
       logsOnSuccess: true,
+      ...(request.runtime ? { runtime: request.runtime } : {}),
     });
     const report = result.statusCode === 0 ? parsePassReport(result.logsTail) : null;
     if (report === null) {

@@ -6,7 +6,7 @@
  * system's trust store where the image has one (`update-ca-certificates`, `update-ca-trust`, else appended to
  * `/etc/ssl/certs/ca-certificates.crt` when that exists) and point Node at it. Without a bundle the Dockerfile
  * is built exactly as written. A stage whose base image does not run as root cannot change its trust store: it
- * gets the file and NODE_EXTRA_CA_CERTS only (README: "Your project's toolchain").
+ * gets the file and NODE_EXTRA_CA_CERTS only (docs/toolchains.md).
  */
 
 /** The bundle's name in the build context and where each stage gets it. */

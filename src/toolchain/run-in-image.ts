@@ -3,6 +3,7 @@
  * command; its stdout is returned. Used to read the image's own Node version and the CA bundle it trusts.
  */
 import type Docker from 'dockerode';
+import type { ContainerRuntime } from '../core/records.js';
 
 /** Splits Docker's multiplexed log stream (8-byte frame headers) and keeps stdout. */
 export function demuxStdout(buffer: Buffer): string {
@@ -17,13 +18,18 @@ export function demuxStdout(buffer: Buffer): string {
   return Buffer.concat(parts).toString('utf8');
 }
 
-/** Runs `argv` in `image` and returns its stdout ('' when it fails). */
-export async function runInImage(docker: Docker, image: string, argv: string[]): Promise<string> {
+/** Runs `argv` in `image` (under `runtime`, default the engine's) and returns its stdout ('' when it fails). */
+export async function runInImage(
+  docker: Docker,
+  image: string,
+  argv: string[],
+  runtime?: ContainerRuntime,
+): Promise<string> {
   const container = await docker.createContainer({
     Image: image,
     Entrypoint: [argv[0] ?? 'true'],
     Cmd: argv.slice(1),
-    HostConfig: { NetworkMode: 'none', AutoRemove: false },
+    HostConfig: { NetworkMode: 'none', AutoRemove: false, ...(runtime ? { Runtime: runtime } : {}) },
   });
   try {
     await container.start();

@@ -76,7 +76,7 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
       `the branch moved since the evidence was recorded (${found.commit.slice(0, 12)} → ${target.headSha.slice(0, 12)}): verifying ${target.headSha.slice(0, 12)} against the recorded checks`,
     );
   const engine = await input.docker();
-  const { image, setup } = await startDockerSide(
+  const { image, setup, containerRuntime } = await startDockerSide(
     engine.docker,
     engine.runtime,
     { config, env, repoRoot },
@@ -110,6 +110,7 @@ export async function runVerify(input: VerifyInput): Promise<VerifyResult> {
       criteria: criteria.length > 0 ? [{ subtask: 'verify', criteria }] : [],
       dodSkipped: false,
       ...(input.signal ? { signal: input.signal } : {}),
+      containerRuntime,
     });
     return {
       branch: target.branch,

@@ -5,7 +5,7 @@
  * and `doctor`, so adding a worker is one entry here plus its adapter.
  */
 
-/** Every worker type, in the order the README lists them. */
+/** Every worker type, in the order docs/workers.md lists them. */
 export const WORKER_TYPES = ['codex', 'claude', 'gemini', 'qwen', 'opencode'] as const;
 export type WorkerType = (typeof WORKER_TYPES)[number];
 

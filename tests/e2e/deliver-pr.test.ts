@@ -4,7 +4,8 @@
  * the pull request goes to a scripted GitHub REST server validated against GitHub's OpenAPI description.
  * COMPLETE, the branch on the remote, one pull request whose body holds the criteria and the DoD; delivering
  * again updates the same pull request. A task that ends NEEDS_REVIEW opens a draft; its resume that ends COMPLETE
- * updates that pull request (never a second), rewrites its body and makes it ready for review.
+ * updates that pull request (never a second), rewrites its body and makes it ready for review, with the forge
+ * the run was started with (`--forge`), which the resume does not repeat.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,8 +53,9 @@ interface DeliveredSummary {
 /**
  * Task `id`'s repository (the Node task) with an HTTP remote as origin that takes TOKEN, the scripted GitHub
  * server, a config file naming it (plus `deliverYaml` under `deliver:`), the run's environment with GH_TOKEN.
+ * `forge: 'flag'` leaves the forge out of the config: the run names it with `--forge github`.
  */
-async function deliveryFixture(id: string, deliverYaml = '') {
+async function deliveryFixture(id: string, deliverYaml = '', forge: 'config' | 'flag' = 'config') {
   const repo = createNodeRepo();
   onTestFinished(repo.remove);
   const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
@@ -68,7 +70,8 @@ async function deliveryFixture(id: string, deliverYaml = '') {
   const configDir = mkdtempSync(path.join(tmpdir(), 'ar-deliver-config-'));
   onTestFinished(() => rmSync(configDir, { recursive: true, force: true }));
   const config = path.join(configDir, 'agent-runner.yaml');
-  writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n${deliverYaml}`);
+  const named = forge === 'config' ? '  forge: github\n' : '';
+  writeFileSync(config, `deliver:\n${named}  apiUrl: ${github.url}\n${deliverYaml}`);
   const env = scriptedRunEnv(models, 'e2e-deliver-key-value-1234', { GH_TOKEN: TOKEN });
   return { repo, remote, github, config, env };
 }
@@ -131,7 +134,10 @@ describe('run --pr (end to end)', () => {
     expect(github.pulls.size).toBe(1);
     expect(github.calls.map((call) => call.operation)).toEqual(['list', 'create', 'list', 'update']);
 
-    // A reviewer verifies the pull request by its URL: its branch and the evidence come from the remote.
+    // A reviewer verifies the pull request by its URL: its head ref (kept by GitHub under refs/pull/1/head, the
+    // commit the API names) and the evidence come from the remote.
+    git(repo.root, 'push', '-q', remote.path('acme/app'), `${summary.headSha}:refs/pull/1/head`);
+    github.setHead(1, { sha: summary.headSha });
     const verified = await runCliCaptured(
       ['verify', 'https://github.test/acme/app/pull/1', '--json', '--config', config],
       { cwd: repo.root, env },
@@ -139,7 +145,7 @@ describe('run --pr (end to end)', () => {
     expect(verified.exitCode, verified.stderr).toBe(0);
     const report = JSON.parse(verified.stdout) as { branch: string; headSha: string; allHold: boolean };
     expect(report).toMatchObject({
-      branch: `origin/agent-runner/${id}`,
+      branch: 'origin/pull/1/head',
       headSha: summary.headSha,
       allHold: true,
     });
@@ -150,8 +156,9 @@ describe('run --pr (end to end)', () => {
 
   it('NEEDS_REVIEW opens a draft; resume --pr ends COMPLETE: the same pull request, its body rewritten, ready for review', async () => {
     const id = 'e2e-deliver-resume';
-    // A task that is not COMPLETE is delivered too, as a draft.
-    const { repo, remote, github, config, env } = await deliveryFixture(id, '  when: always\n');
+    // A task that is not COMPLETE is delivered too, as a draft. The forge is named by --forge on the run only:
+    // the resume finds it in the task's journal (the remote's host, 127.0.0.1, says nothing).
+    const { repo, remote, github, config, env } = await deliveryFixture(id, '  when: always\n', 'flag');
     // The first attempt commits a slugify that fails its test, and the Meta-agent asks a person: NEEDS_REVIEW.
     models.chat.push(
       {
@@ -175,7 +182,7 @@ describe('run --pr (end to end)', () => {
     );
     models.responses.enqueue(...commitSlugTurn(SLUG_BROKEN_JS));
     const first = await runCliCaptured(
-      ['run', '--prd', 'PRD.md', '--task-id', id, '--json', '--pr', '--config', config],
+      ['run', '--prd', 'PRD.md', '--task-id', id, '--json', '--pr', '--forge', 'github', '--config', config],
       { cwd: repo.root, env },
     );
     const draft = jsonSummary<DeliveredSummary>(first.stdout);

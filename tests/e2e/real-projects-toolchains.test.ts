@@ -1,8 +1,10 @@
 /**
  * Real projects with other toolchains, end to end (real CLI, codex and sandbox; a scripted model): pnpm
  * through corepack (packageManager), a Python project whose pytest comes from a sandbox.dockerfile (Debian's
- * python3-pytest), and the same toolchain from a .devcontainer/devcontainer.json with a postCreateCommand.
- * Each ends COMPLETE with its DoD detected and passed. The two Python projects share one Dockerfile, so the
+ * python3-pytest, no python3-venv: no venv is made, the checks run with the image's Python), the same image
+ * with a requirement it lacks (exit 4 before any worker run, with the fix), and the same toolchain from a
+ * .devcontainer/devcontainer.json with a postCreateCommand. The others end COMPLETE with their DoD detected
+ * and passed. The two Python projects share one Dockerfile, so the
  * project image (and the worker layered on it) is built once and reused by the second. (Go, Python and Rust
  * from Debian's packages: tests/e2e/real-projects-debian-toolchains.test.ts, a file of its own so the two run
  * side by side.)
@@ -12,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { LOCAL_BASE_IMAGE } from '../../src/sandbox/image-builder.js';
 import { VENV_IGNORE, VENV_PROJECT_FILES } from '../support/python-venv-project.js';
 import { lastDod, realProjectRepo, runRealProject } from '../support/real-project-run.js';
+import { taskContainers } from '../support/task-containers.js';
 
 const PYTHON_DOCKERFILE = `FROM ${LOCAL_BASE_IMAGE}
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pytest && rm -rf /var/lib/apt/lists/*
@@ -65,7 +68,7 @@ test('five', () => assert.ok(isNumber(5)));
     expect(run.stderr).toContain('sandbox toolchain: pnpm 9.15.9 (packageManager, corepack)');
   });
 
-  it("Python in a venv (the README's set-up): the project installed into .venv, pytest run from it, COMPLETE", async () => {
+  it('Python in a venv (the set-up of docs/toolchains.md): the project installed into .venv, pytest run from it, COMPLETE', async () => {
     const root = realProjectRepo('rp-venv', {
       '.gitignore': `${PYTHON_IGNORE}${VENV_IGNORE}`,
       ...VENV_PROJECT_FILES,
@@ -90,10 +93,12 @@ test('five', () => assert.ok(isNumber(5)));
     expect(run.note).not.toContain('\x1b');
   }, 900_000);
 
-  it('Python with pytest from a sandbox.dockerfile: COMPLETE with pytest passed', async () => {
+  it("Python with pytest from a sandbox.dockerfile (Debian's python3-pytest, no python3-venv) and requirements it has: no venv, COMPLETE", async () => {
     const root = realProjectRepo('rp-python', {
       '.gitignore': PYTHON_IGNORE,
-      'pytest.ini': '[pytest]\n',
+      // A package and a requirements file: the detected set-up would make a venv, which this image cannot.
+      'pyproject.toml': '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.pytest.ini_options]\n',
+      'requirements-dev.txt': 'pytest>=7\n',
       'docker/Dockerfile': PYTHON_DOCKERFILE,
       'agent-runner.yaml': 'sandbox:\n  dockerfile: docker/Dockerfile\n',
     });
@@ -104,6 +109,43 @@ test('five', () => assert.ok(isNumber(5)));
       results: [{ command: 'python3 -m pytest', status: 'passed' }],
     });
     expect(run.stderr).toContain('sandbox toolchain: project image from docker/Dockerfile');
+    // The image's Python was asked: it has pytest and cannot make a venv, so nothing is set up.
+    expect(run.stderr).toMatch(
+      /sandbox set-up detected: none for Python: the image's python3 cannot make a virtual environment \(no python3-venv\) and has pytest 7\.\d+\.\d+ \(requirements-dev\.txt: pytest>=7\)/,
+    );
+    expect(run.events.filter((event) => event.type === 'setup_command')).toEqual([]);
+  });
+
+  it('the same image and a requirement it lacks: exit 4 before any worker run, python3-venv or sandbox.setup named', async () => {
+    const root = realProjectRepo('rp-python-novenv', {
+      '.gitignore': PYTHON_IGNORE,
+      'requirements.txt': 'requests>=2\n',
+      'pytest.ini': '[pytest]\n',
+      'docker/Dockerfile': PYTHON_DOCKERFILE,
+      'agent-runner.yaml': 'sandbox:\n  dockerfile: docker/Dockerfile\n',
+    });
+    const taskId = `rp-novenv-${Date.now()}`;
+    const run = await runRealProject(root, taskId, PYTHON_FILES);
+    expect(run.exitCode, run.stderr).toBe(4);
+    expect(run.summary?.state).toBe('FAILED');
+    const reason = String(run.summary?.reason);
+    expect(reason).toContain(
+      'the detected Python set-up needs a virtual environment for requests>=2 (requirements.txt; not installed)',
+    );
+    expect(reason).toContain('Install `python3-venv` in the image');
+    expect(reason).toContain('set sandbox.setup in agent-runner.yaml');
+    expect(run.events.some((event) => event.type === 'worker_started')).toBe(false);
+    expect(run.events.filter((event) => event.type === 'setup_command')).toEqual([]);
+    expect(await taskContainers(taskId, root)).toEqual([]);
+    // The repository as it was (main checked out, its files unchanged); only the note and the run's logs added.
+    expect(run.note).toContain('python3-venv');
+    expect(execFileSync('git', ['status', '--porcelain'], { cwd: root, encoding: 'utf8' })).toBe(
+      '?? .agent-runner/\n',
+    );
+    expect(execFileSync('git', ['branch', '--show-current'], { cwd: root, encoding: 'utf8' }).trim()).toBe(
+      'main',
+    );
+    expect(execFileSync('git', ['branch', '--list'], { cwd: root, encoding: 'utf8' })).toBe('* main\n');
   });
 
   it('a .devcontainer/devcontainer.json: its Dockerfile and postCreateCommand, COMPLETE with pytest passed', async () => {

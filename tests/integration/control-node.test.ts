@@ -266,3 +266,43 @@ it("a task's end written by its node is NOTIFYed: a follower on another node see
   // The follower's poll is 2 s; by NOTIFY it ends well before.
   expect(followerDone - (row.rows[0]?.ended_at.getTime() ?? 0)).toBeLessThan(1_000);
 }, 60_000);
+
+it('an idle node is woken by the queue: a task queued on another node starts at once, not at its poll', async () => {
+  const database = await nodeDatabase();
+  const boss = await startQueueClient(database);
+  const feed = new FleetEventFeed(database);
+  await feed.start();
+  const runner = new WaitingRunner(100);
+  // A poll far beyond the test: only the queue's NOTIFY can start the task in time.
+  const node = new FleetNode(database, boss, runner, { id: 'node-idle', capacity: 1, pollMs: 600_000 });
+  const unsubscribe = feed.onQueued(() => node.wake());
+  await node.start();
+  // The node's first poll (at its start) has found the queue empty.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(runner.ran).toEqual([]);
+
+  const client = await nodeDatabase();
+  const sender = await startQueueClient(client);
+  const waits: number[] = [];
+  for (const n of [1, 2, 3]) {
+    const queued = Date.now();
+    await enqueueTask(client, sender, {
+      taskId: `IDLE-${n}`,
+      repoUrl: 'https://git.example/r.git',
+      prd: '# P\n',
+    });
+    const deadline = queued + 10_000;
+    while (runner.ran.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    waits.push(Date.now() - queued);
+    // Idle again before the next one.
+    while (node.runningTasks().length > 0) await new Promise((r) => setTimeout(r, 20));
+  }
+  await sender.stop({ graceful: false, wait: true });
+  unsubscribe();
+  await node.stop();
+  await boss.stop({ graceful: false, wait: true });
+  await feed.close();
+  expect(runner.ran.map((task) => task.taskId)).toEqual(['IDLE-1', 'IDLE-2', 'IDLE-3']);
+  // Generous for a loaded machine; without the wake each would wait the whole 600 s poll.
+  for (const wait of waits) expect(wait).toBeLessThan(5_000);
+}, 120_000);

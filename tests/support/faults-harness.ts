@@ -3,6 +3,7 @@
  * scripted models, wait for a journal event, then do the fault for real (signals, docker kill, a vanishing
  * engine socket, a full disk) and inspect what is left: exit code, note, refs, containers.
  */
+import { UNDER_RUNSC } from './test-runtime.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -177,7 +178,8 @@ export async function setupFaultTask(
     OPENAI_API_KEY: 'sk-test-faults-key-000000000000',
     AGENT_RUNNER_WORKER_BASE_URL: responses.baseUrl('127.0.0.1'),
     AGENT_RUNNER_WORKER_MODEL: 'scripted-test-model',
-    AGENT_RUNNER_NETWORK: 'open',
+    // A runsc sandbox has loopback only: there the default policy (the open one is refused under runsc).
+    ...(UNDER_RUNSC ? {} : { AGENT_RUNNER_NETWORK: 'open' }),
     CI: 'true',
   };
   return { root: repo.root, env, chat, responses };

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { StampedEvent } from '../../src/core/events.js';
+import type { StampedEvent, TaskStartOptions } from '../../src/core/events.js';
 import type { RunRecord, TaskSummary } from '../../src/core/types.js';
 import { createTempRepo, type TempRepo } from './git-repo.js';
 
@@ -36,6 +36,8 @@ export async function createFinishedTask(
     state?: TaskSummary['state'];
     title?: string;
     extraSummary?: Partial<TaskSummary>;
+    /** What the task was started with beyond the PRD and base (`forge`...). */
+    startOptions?: Partial<TaskStartOptions>;
   } = {},
 ): Promise<FinishedTask> {
   const taskId = options.taskId ?? 'add-slugify-1a2b3c';
@@ -147,7 +149,13 @@ export async function createFinishedTask(
       baseSha,
       worktreePath: path.join(stateDir, 'worktrees', taskId),
       dirtyStart: false,
-      options: { prdPath: 'prd.md', prd: '# Add slugify\n', base: 'main', dodSkipped: false },
+      options: {
+        prdPath: 'prd.md',
+        prd: '# Add slugify\n',
+        base: 'main',
+        dodSkipped: false,
+        ...options.startOptions,
+      },
       at,
     },
     {

@@ -3,6 +3,7 @@
  * server on this machine (0.0.0.0, so the bridge reaches it), and a small node probe run inside the sandbox
  * to make TCP connections and HTTP requests (the images have node but no curl).
  */
+import { testRuntimeSpec } from './test-runtime.js';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,6 +47,7 @@ export async function startGatewaySandbox(
     limits: { cpus: 1, memoryBytes: 1024 ** 3, pids: 256 },
     network: gatewaySpec.network,
     keeper: gatewaySpec.keeper,
+    ...testRuntimeSpec,
   };
   const info = input.containerUserIsWorker ? await createAsBefore(spec) : await runtime.create(spec);
   onTestFinished(async () => {

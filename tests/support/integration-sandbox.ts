@@ -3,6 +3,7 @@
  * network), a unique project id, started on the repository's HEAD; disposed and its gateway closed when the test
  * ends.
  */
+import { testRuntimeChoice } from './test-runtime.js';
 import { randomUUID } from 'node:crypto';
 import { onTestFinished } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
@@ -33,6 +34,7 @@ export async function startIntegrationSandbox(input: {
     image: input.image,
     setup: input.setup,
     dodSkipped: false,
+    ...testRuntimeChoice,
   });
   onTestFinished(() => sandbox.dispose());
   sandbox.start(runGit(repoRoot, ['rev-parse', 'HEAD']).trim());

@@ -1,5 +1,5 @@
 /**
- * A Python project installed into a `.venv` by its set-up (the README's way), its tests run from the venv.
+ * A Python project installed into a `.venv` by its set-up (docs/toolchains.md's way), its tests run from the venv.
  * Debian's toolchain layer has venv, pip and pytest; `--system-site-packages` gives the venv Debian's pytest and
  * setuptools, so the editable install needs no package index (this machine reaches none).
  */

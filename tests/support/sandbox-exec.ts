@@ -4,6 +4,7 @@
  * `docker exec` enters as) and is ended at its time limit like any exec of the runner (SIGTERM to its process
  * group, then SIGKILL). One helper, so no test enters a sandbox by hand as the wrong user or without a limit.
  */
+import { testRuntimeSpec } from './test-runtime.js';
 import type { ExecOptions, ExecResult, SandboxInfo, SandboxRuntime } from '../../src/core/ports.js';
 import type { PreparedWorkspace } from '../../src/workspace/prepare-task-workspace.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
@@ -78,5 +79,6 @@ export function sandboxOverWorkspace(
     limits: { cpus: 1, memoryBytes: input.memoryBytes, pids: 256 },
     network: { mode: 'none' },
     labels: input.labels,
+    ...testRuntimeSpec,
   });
 }

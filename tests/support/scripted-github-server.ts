@@ -115,6 +115,8 @@ export interface GitHubCall {
   authorization: string | undefined;
   body: Json | null;
   status: number;
+  /** When it arrived (`Date.now()`), to measure the waits between retries. */
+  at: number;
 }
 
 interface ScriptedFailure {
@@ -172,6 +174,30 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     this.emptyLists += 1;
   }
 
+  /**
+   * Sets pull request `number`'s head as GitHub reports it: the commit (`head.sha`) and, for a request from a
+   * fork, the fork's repository (`head.repo`, `head.label`); the branch name stays.
+   */
+  setHead(number: number, head: { sha: string; repository?: string }): void {
+    const pull = this.pulls.get(number);
+    if (!pull) throw new Error(`no pull request ${number}`);
+    const current = pull.head as Json;
+    const next: Json = { ...current, sha: head.sha };
+    if (head.repository) {
+      const [owner = '', name = ''] = head.repository.split('/');
+      const repo = current.repo as Json;
+      next.repo = {
+        ...repo,
+        name,
+        full_name: head.repository,
+        owner: { ...(repo.owner as Json), login: owner },
+        fork: true,
+      };
+      next.label = `${owner}:${String(current.ref)}`;
+    }
+    pull.head = next;
+  }
+
   /** Answers the next GraphQL request with one error of `type` (GitHub's error types: FORBIDDEN, NOT_FOUND...). */
   failGraphql(type: string, message = `scripted ${type}`): void {
     this.graphqlFailures.push({ type, message });
@@ -195,6 +221,7 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
       authorization: request.headers.authorization,
       body,
       status: 0,
+      at: Date.now(),
     };
     this.calls.push(call);
     const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {

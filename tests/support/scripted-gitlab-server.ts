@@ -5,6 +5,9 @@
  * one exists for the source branch); edit one by its `iid`. The project is named by its URL-encoded path, the
  * token comes in `PRIVATE-TOKEN`. Requests outside what the documentation allows (an unknown attribute, a
  * missing required one, an unencoded project path) are recorded in `violations`; `assertValid()` fails the test.
+ * Failures are scripted per operation: `failNext` (a status, a message, headers such as a load balancer's
+ * `Retry-After`) and `rateLimitNext` (GitLab's own 429 of a throttled client: `Retry later` as plain text with
+ * the `RateLimit-*` and `Retry-After` headers of GitLab's rate limit documentation).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
@@ -45,12 +48,22 @@ export interface GitLabCall {
   token: string | undefined;
   body: Json | null;
   status: number;
+  /** When it arrived (`Date.now()`), to measure the waits between retries. */
+  at: number;
+}
+
+interface ScriptedFailure {
+  status: number;
+  /** A JSON body's `message`, or a plain text body. */
+  message: unknown;
+  text?: string;
+  headers: Record<string, string>;
 }
 
 export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
   protected readonly described = 'GitLab API documentation';
   readonly mergeRequests = new Map<number, Json>();
-  private readonly failures: Record<GitLabOperation, { status: number; message: unknown }[]> = {
+  private readonly failures: Record<GitLabOperation, ScriptedFailure[]> = {
     list: [],
     create: [],
     edit: [],
@@ -58,8 +71,48 @@ export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
   };
   private emptyLists = 0;
 
-  failNext(operation: GitLabOperation, status: number, message: unknown = `${status} scripted`): void {
-    this.failures[operation].push({ status, message });
+  /** Answers the next call of `operation` with `status`, `{message}` as its JSON body, and `headers`. */
+  failNext(
+    operation: GitLabOperation,
+    status: number,
+    message: unknown = `${status} scripted`,
+    headers: Record<string, string> = {},
+  ): void {
+    this.failures[operation].push({ status, message, headers });
+  }
+
+  /**
+   * Answers the next call of `operation` as GitLab's throttle does (the "Response headers" of GitLab's user and
+   * IP rate limits documentation): 429, `Retry later` as plain text, the quota spent (`RateLimit-Remaining: 0`), the reset as Unix
+   * time and as a date, and `Retry-After` in seconds.
+   */
+  rateLimitNext(operation: GitLabOperation, retryAfterSeconds: number): void {
+    const reset = Math.ceil(Date.now() / 1000) + retryAfterSeconds;
+    this.failures[operation].push({
+      status: 429,
+      message: null,
+      text: 'Retry later\n',
+      headers: {
+        'RateLimit-Name': 'throttle_authenticated_api',
+        'RateLimit-Limit': '60',
+        'RateLimit-Observed': '61',
+        'RateLimit-Remaining': '0',
+        'RateLimit-Reset': String(reset),
+        'RateLimit-ResetTime': new Date(reset * 1000).toUTCString(),
+        'Retry-After': String(retryAfterSeconds),
+      },
+    });
+  }
+
+  /**
+   * Sets merge request `iid`'s head as GitLab reports it: the commit (`sha`) and, for a request from a fork,
+   * the source project's id; the source branch's name stays.
+   */
+  setHead(iid: number, head: { sha: string; sourceProjectId?: number }): void {
+    const request = this.mergeRequests.get(iid);
+    if (!request) throw new Error(`no merge request ${iid}`);
+    request.sha = head.sha;
+    if (head.sourceProjectId !== undefined) request.source_project_id = head.sourceProjectId;
   }
 
   listEmptyOnce(): void {
@@ -93,6 +146,7 @@ export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
       token: request.headers['private-token'] as string | undefined,
       body,
       status: 0,
+      at: Date.now(),
     };
     this.calls.push(call);
     const send = (status: number, payload: unknown) => {
@@ -110,7 +164,11 @@ export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
     this.validate(operation, url, body);
     const failure = this.failures[operation].shift();
     if (failure) {
-      send(failure.status, { message: failure.message });
+      call.status = failure.status;
+      const text = failure.text ?? JSON.stringify({ message: failure.message });
+      const type = failure.text === undefined ? 'application/json' : 'text/plain';
+      response.writeHead(failure.status, { 'content-type': type, ...failure.headers });
+      response.end(text);
       return;
     }
     if (operation === 'list') {
@@ -157,6 +215,10 @@ export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
         updated_at: now,
         source_branch: input.source_branch,
         target_branch: input.target_branch,
+        source_project_id: 42,
+        target_project_id: 42,
+        // GitLab names the source branch's head; this server knows no git: a test sets it (setHead).
+        sha: null,
         draft: String(input.title).startsWith('Draft:'),
         work_in_progress: String(input.title).startsWith('Draft:'),
         web_url: `https://gitlab.test/${project}/-/merge_requests/${iid}`,

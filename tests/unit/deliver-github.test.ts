@@ -224,6 +224,32 @@ describe('deliver: the GitHub pull request', () => {
     ]);
   });
 
+  it("429 with retry-after: 2 is retried no sooner than GitHub asked; an hour's wait fails at once, saying so", async () => {
+    await setUp();
+    // GitHub's own timing (a second of retry-after is a second): the adapter as delivery makes it.
+    const client = createGitHubForge({ token: TOKEN, repository: 'acme/app', apiUrl: github.url });
+    github.failNext('create', 429, { message: 'Too Many Requests', headers: { 'retry-after': '2' } });
+    const created = await client.create(task.branch, 'main', { title: 't', body: 'b', draft: false });
+    expect(created.number).toBe(1);
+    const [first, second] = github.calls.filter((call) => call.operation === 'create');
+    expect([first?.status, second?.status]).toEqual([429, 201]);
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(2_000);
+    // A 503 that names its wait is waited out as long too.
+    github.failNext('get', 503, { message: 'Service Unavailable', headers: { 'retry-after': '1' } });
+    await client.get(1);
+    const gets = github.calls.filter((call) => call.operation === 'get');
+    expect(gets.map((call) => call.status)).toEqual([503, 200]);
+    expect((gets[1]?.at ?? 0) - (gets[0]?.at ?? 0)).toBeGreaterThanOrEqual(1_000);
+    // An hour: not waited, not retried; delivery says how long GitHub asked for.
+    github.failNext('list', 429, { message: 'Too Many Requests', headers: { 'retry-after': '3600' } });
+    const started = Date.now();
+    const outcome = await deliver();
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(outcome.error?.kind).toBe('rate_limited');
+    expect(outcome.error?.message).toContain('asked to wait 3600 s');
+    expect(github.calls.filter((call) => call.status === 429)).toHaveLength(2);
+  });
+
   it('5xx is retried; when it lasts, delivery is reported failed with the fix', async () => {
     await setUp();
     github.failNext('list', 502);

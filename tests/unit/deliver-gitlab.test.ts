@@ -22,7 +22,7 @@ describe('deliver: the GitLab merge request', () => {
       token: input.token,
       repository: input.repository,
       ...(input.apiUrl ? { apiUrl: input.apiUrl } : {}),
-      retryDelayMs: 5,
+      retryAfterBaseValue: 5,
     });
 
   async function setUp(options: Parameters<typeof createFinishedTask>[0] = {}) {
@@ -127,7 +127,38 @@ describe('deliver: the GitLab merge request', () => {
     expect(forbidden.error?.message).toContain('Developer role');
   });
 
-  it('429 is retried; a lasting 503 is retried, then reported', async () => {
+  it("429 with Retry-After: 2 is retried no sooner than GitLab asked, a 503's Retry-After: 1 too; an hour's wait fails at once, saying so", async () => {
+    await setUp();
+    // GitLab's own timing (a second of Retry-After is a second): the adapter as delivery makes it.
+    const client = createGitLabForge({ token: TOKEN, repository: 'acme/app', apiUrl: gitlab.url });
+    gitlab.rateLimitNext('create', 2);
+    const created = await client.create(task.branch, 'main', { title: 't', body: 'b', draft: false });
+    expect(created.number).toBe(1);
+    const [first, second] = gitlab.calls.filter((call) => call.operation === 'create');
+    expect([first?.status, second?.status]).toEqual([429, 201]);
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(2_000);
+    // A 503 that names its wait (a load balancer's) is waited out as long too.
+    gitlab.failNext('show', 503, '503 Service Unavailable', { 'Retry-After': '1' });
+    await client.get(1);
+    const shows = gitlab.calls.filter((call) => call.operation === 'show');
+    expect(shows.map((call) => call.status)).toEqual([503, 200]);
+    expect((shows[1]?.at ?? 0) - (shows[0]?.at ?? 0)).toBeGreaterThanOrEqual(1_000);
+    // An hour: not waited, not retried; delivery says how long GitLab asked for.
+    gitlab.rateLimitNext('list', 3600);
+    const started = Date.now();
+    const outcome = await deliver();
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(outcome.pushed).toBe(true);
+    expect(outcome.error?.kind).toBe('rate_limited');
+    expect(outcome.error?.message).toContain('(429: Retry later)');
+    expect(outcome.error?.message).toContain('asked to wait 3600 s, longer than delivery waits (120 s)');
+    expect(outcome.error?.message).toContain(`agent-runner deliver ${task.taskId}`);
+    expect(gitlab.calls.filter((call) => call.operation === 'list').map((call) => call.status)).toEqual([
+      429,
+    ]);
+  }, 20_000);
+
+  it('429 is retried; a lasting 503 is retried three times, then reported with its status and the fix', async () => {
     await setUp();
     gitlab.failNext('create', 429, 'Retry later');
     const retried = await deliver();
@@ -135,9 +166,14 @@ describe('deliver: the GitLab merge request', () => {
     expect(gitlab.calls.filter((call) => call.operation === 'create').map((call) => call.status)).toEqual([
       429, 201,
     ]);
-    for (let index = 0; index < 3; index += 1) gitlab.failNext('edit', 503, '503 Service Unavailable');
+    for (let index = 0; index < 4; index += 1) gitlab.failNext('edit', 503, '503 Service Unavailable');
     const outcome = await deliver();
     expect(outcome.error?.kind).toBe('unavailable');
-    expect(gitlab.calls.filter((call) => call.operation === 'edit')).toHaveLength(3);
+    expect(outcome.error?.message).toContain('(503: 503 Service Unavailable) after retries');
+    expect(outcome.error?.message).toContain('Check deliver.apiUrl');
+    expect(outcome.error?.message).toContain(`agent-runner deliver ${task.taskId}`);
+    expect(gitlab.calls.filter((call) => call.operation === 'edit').map((call) => call.status)).toEqual([
+      503, 503, 503, 503,
+    ]);
   });
 });

@@ -4,7 +4,8 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { resumeTaskSpec } from '../../src/compose/resume-task-spec.js';
 import { readDeliveries } from '../../src/deliver/delivery-record.js';
 import { noteDigest, recordedNoteDigests } from '../../src/notes/note-digest.js';
 import { runCliCaptured } from '../support/cli.js';
@@ -128,6 +129,48 @@ describe('deliver: push from the host', () => {
   });
 });
 
+describe('deliver: the forge the task was started with', () => {
+  it('a task started with --forge github delivers with GH_TOKEN to a host that names no forge; a forge named now wins', async () => {
+    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
+    onTestFinished(() => remote.stop());
+    // No deliver.forge anywhere: only the task's journal says github (`run --forge github`).
+    const task = await createFinishedTask({ startOptions: { forge: 'github' } });
+    await remote.createFrom('app', task.repo.root);
+    task.repo.git('remote', 'add', 'origin', remote.url('app'));
+    const env = { GH_TOKEN: TOKEN };
+    const result = await runCliCaptured(['deliver', task.taskId], { cwd: task.repo.root, env });
+    expect(result.stderr).toBe('');
+    expect(result.exitCode).toBe(0);
+    expect(await remote.ref('app', task.branch)).toBe(task.head);
+    expect(remote.requests.some((request) => request.authorized)).toBe(true);
+    // `--forge` given now (AGENT_RUNNER_FORGE here) wins: gitlab's token is not set, so the push has none.
+    task.addCommit('Resume: more work');
+    const other = await runCliCaptured(['deliver', task.taskId], {
+      cwd: task.repo.root,
+      env: { ...env, AGENT_RUNNER_FORGE: 'gitlab' },
+    });
+    expect(other.exitCode).toBe(6);
+    expect(other.stderr).toContain('GITLAB_TOKEN');
+  });
+
+  it('resume takes the recorded forge unless the attempt names one', async () => {
+    const task = await createFinishedTask({ state: 'NEEDS_REVIEW', startOptions: { forge: 'gitlab' } });
+    const input = { repoRoot: task.repo.root, taskId: task.taskId, cwd: task.repo.root, env: {} };
+    const resumed = await resumeTaskSpec({ ...input, overrides: {} });
+    expect(resumed.spec.config.deliver.forge).toBe('gitlab');
+    const named = await resumeTaskSpec({ ...input, overrides: { deliver: { forge: 'github' } } });
+    expect(named.spec.config.deliver.forge).toBe('github');
+    const plain = await createFinishedTask({ state: 'NEEDS_REVIEW' });
+    const auto = await resumeTaskSpec({
+      ...input,
+      repoRoot: plain.repo.root,
+      taskId: plain.taskId,
+      overrides: {},
+    });
+    expect(auto.spec.config.deliver.forge).toBe('auto');
+  });
+});
+
 describe('deliver: push to a file:// remote', () => {
   it('pushes without credentials; a task that is not COMPLETE is not delivered unless --draft', async () => {
     const task = await createFinishedTask({ state: 'NEEDS_REVIEW' });
@@ -138,6 +181,7 @@ describe('deliver: push to a file:// remote', () => {
       const refused = await runCliCaptured(['deliver', task.taskId], { cwd: task.repo.root, env: {} });
       expect(refused.exitCode).toBe(2);
       expect(refused.stderr).toContain('deliver.when is complete');
+      expect(refused.stderr.match(/deliver\.when is complete/g)).toHaveLength(1);
       expect(await remote.ref('plain', task.branch)).toBeNull();
       // The evidence `agent-runner verify` reads goes with the branch.
       task.repo.git('notes', '--ref', 'agent-runner', 'add', '-m', 'evidence', task.head);
@@ -175,5 +219,14 @@ describe('deliver: push to a file:// remote', () => {
     expect(result.exitCode).toBe(6);
     expect(result.stderr).toContain('has no remote "origin"');
     expect(result.stderr).toContain('deliver.remote');
+    // The failure is said once, on stderr, and nothing else is (no summary line repeats it).
+    expect(result.stderr.match(/has no remote "origin"/g)).toHaveLength(1);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stdout).toBe('');
+    // With --json the outcome is the object on stdout, and stderr says the failure once.
+    const json = await runCliCaptured(['deliver', task.taskId, '--json'], { cwd: task.repo.root, env: {} });
+    expect(json.exitCode).toBe(6);
+    expect(JSON.parse(json.stdout.trim())).toMatchObject({ type: 'delivery', error: { kind: 'no_remote' } });
+    expect(json.stderr.match(/has no remote "origin"/g)).toHaveLength(1);
   });
 });

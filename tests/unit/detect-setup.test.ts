@@ -68,6 +68,23 @@ describe('set-up detection', () => {
     expect(await detectSetup(dir)).toEqual([{ command: 'go mod download', detectedFrom: 'go.mod' }]);
   });
 
+  it('a vendored Go module (vendor/modules.txt, go 1.14 or later): nothing to download', async () => {
+    const goMod = (go: string) => `module example.com/m\n\n${go}\n\nrequire example.com/greet v1.0.0\n`;
+    const modules = '# example.com/greet v1.0.0\n## explicit\nexample.com/greet\n';
+    expect(await detectSetup(repo({ 'go.mod': goMod('go 1.19'), 'vendor/modules.txt': modules }))).toEqual(
+      [],
+    );
+    expect(await detectSetup(repo({ 'go.mod': goMod(''), 'vendor/modules.txt': modules }))).toEqual([]);
+    // Before go 1.14 vendor/ is used only with -mod=vendor; without modules.txt it is no vendor directory.
+    const download = [{ command: 'go mod download', detectedFrom: 'go.mod' }];
+    expect(await detectSetup(repo({ 'go.mod': goMod('go 1.13'), 'vendor/modules.txt': modules }))).toEqual(
+      download,
+    );
+    expect(await detectSetup(repo({ 'go.mod': goMod('go 1.22'), 'vendor/x.go': 'package x\n' }))).toEqual(
+      download,
+    );
+  });
+
   it('a setuptools Python package tested with pytest: a venv, the project in it, pytest', async () => {
     const dir = repo({
       'pyproject.toml':

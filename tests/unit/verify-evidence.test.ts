@@ -3,8 +3,6 @@
  * a task's own record shape, the note written and read with real git (on the head, on an ancestor when the
  * branch moved), the target forms `verify` accepts, and the comparison of recorded results with new ones.
  */
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { criterionEvidenceSchema, runRecordSchema } from '../../src/core/records.js';
 import type { TaskRecord } from '../../src/core/task-record.js';
@@ -18,11 +16,12 @@ import { recordedCriteria, withRecordedDod } from '../../src/verify/run-verify.j
 import { resolveVerifyTarget } from '../../src/verify/verify-target.js';
 import { validateConfig } from '../../src/config/load.js';
 import { runCliCaptured } from '../support/cli.js';
-import { createTempRepo, runGit } from '../support/git-repo.js';
+import { createTempRepo } from '../support/git-repo.js';
 import { createGitHubForge } from '../../src/deliver/github-forge.js';
 import { createGitLabForge } from '../../src/deliver/gitlab-forge.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { ScriptedGitLabServer } from '../support/scripted-gitlab-server.js';
+import { GitHttpRemote } from '../support/git-http-remote.js';
 
 const BASE = 'a'.repeat(40);
 const HEAD = 'b'.repeat(40);
@@ -255,41 +254,64 @@ describe('verify targets', () => {
 });
 
 describe('verify on a pull/merge request URL', () => {
-  /** A task branch with its evidence note, pushed to a bare `acme/app` remote, and a reviewer's clone of it. */
-  async function deliveredBranch() {
+  const TOKEN = 'ghp_verifyRequestToken0123456789abcdefAB';
+
+  /**
+   * The base repository `acme/app` on a git http-backend remote: its own branch `feature` (code and evidence of
+   * its own), and a request whose head is a fork's branch also named `feature` holding other code, kept by the
+   * forge under the request's head ref (`refs/pull/1/head`, `refs/merge-requests/1/head`). A reviewer's clone
+   * has the remote as origin.
+   */
+  async function forkRequest(headRef: string) {
     const repo = await createTempRepo({ 'a.txt': 'a' });
-    repo.git('checkout', '-q', '-b', 'agent-runner/T1');
-    const head = await repo.commit('work', { 'b.txt': 'b' });
-    await writeEvidenceNote(repo.root, head, JSON.stringify(evidenceOf(taskRecord(head), context)));
-    const remotes = await createTempRepo();
-    const bare = path.join(remotes.root, 'acme', 'app.git');
-    runGit(remotes.root, ['init', '-q', '--bare', bare]);
-    repo.git('push', '-q', bare, 'agent-runner/T1', 'main', `${EVIDENCE_NOTES_REF}:${EVIDENCE_NOTES_REF}`);
+    repo.git('checkout', '-q', '-b', 'feature');
+    const baseHead = await repo.commit('base feature', { 'b.txt': 'base' });
+    await writeEvidenceNote(repo.root, baseHead, JSON.stringify(evidenceOf(taskRecord(baseHead), context)));
+    repo.git('checkout', '-q', 'main');
+    repo.git('checkout', '-q', '-b', 'fork-feature');
+    const forkHead = await repo.commit('fork feature', { 'b.txt': 'fork' });
+    await writeEvidenceNote(repo.root, forkHead, JSON.stringify(evidenceOf(taskRecord(forkHead), context)));
+    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
+    onTestFinished(() => remote.stop());
+    await remote.createFrom('acme/app', repo.root);
+    const bare = remote.path('acme/app');
+    repo.git('push', '-q', bare, 'feature', `fork-feature:${headRef}`);
+    repo.git('push', '-q', bare, `${EVIDENCE_NOTES_REF}:${EVIDENCE_NOTES_REF}`);
     const reviewer = await createTempRepo();
-    reviewer.git('remote', 'add', 'origin', pathToFileURL(bare).href);
-    reviewer.git('fetch', '-q', 'origin', 'main');
-    return { head, reviewer };
+    reviewer.git('remote', 'add', 'origin', remote.url('acme/app'));
+    return { baseHead, forkHead, reviewer, remote };
   }
 
-  it("reads a GitHub pull request's branch through the API and fetches it with its evidence", async () => {
-    const { head, reviewer } = await deliveredBranch();
+  it("verifies a fork's pull request at refs/pull/N/head, not the base's branch of the same name", async () => {
+    const { baseHead, forkHead, reviewer, remote } = await forkRequest('refs/pull/1/head');
     const github = await new ScriptedGitHubServer().start();
     onTestFinished(() => github.stop());
     const opened = await createGitHubForge({
-      token: 'gh-token-1234',
+      token: TOKEN,
       repository: 'acme/app',
       apiUrl: github.url,
-    }).create('agent-runner/T1', 'main', { title: 'T1', body: 'evidence', draft: false });
-    const target = await resolveVerifyTarget(
-      reviewer.root,
-      opened.url,
-      { GH_TOKEN: 'gh-token-1234' },
-      { apiUrl: github.url },
-    );
-    expect(target.branch).toBe('origin/agent-runner/T1');
-    expect(target.headSha).toBe(head);
-    expect((await findEvidence(reviewer.root, target)).evidence.headSha).toBe(head);
+    }).create('feature', 'main', { title: 'From a fork', body: 'evidence', draft: false });
+    github.setHead(1, { sha: forkHead, repository: 'someone/app' });
+    const access = { apiUrl: github.url, forge: 'github' as const };
+    const target = await resolveVerifyTarget(reviewer.root, opened.url, { GH_TOKEN: TOKEN }, access);
+    expect(target.headSha).toBe(forkHead);
+    expect(target.headSha).not.toBe(baseHead);
+    expect(target.branch).toBe('origin/pull/1/head');
+    expect((await findEvidence(reviewer.root, target)).evidence.headSha).toBe(forkHead);
+    // The remote was asked for the request's ref, with the token (the probe sees where it went).
+    expect(remote.requests.some((request) => request.authorized)).toBe(true);
     expect(github.calls.map((call) => call.operation)).toEqual(['create', 'get']);
+    // The forge names another commit than the remote's ref holds (it moved, or a lie): refused, exit 4.
+    github.setHead(1, { sha: baseHead });
+    await expect(
+      resolveVerifyTarget(reviewer.root, opened.url, { GH_TOKEN: TOKEN }, access),
+    ).rejects.toMatchObject({
+      code: 'remote_failed',
+      exitCode: 4,
+      message: expect.stringMatching(
+        /head of pull request 1 of acme\/app is not the commit .*refs\/pull\/1\/head/,
+      ),
+    });
     github.assertValid();
     // A request the forge does not know: a usage error that names it.
     await expect(
@@ -300,30 +322,35 @@ describe('verify on a pull/merge request URL', () => {
     });
   });
 
-  it("reads a GitLab merge request's source branch, and asks for GITLAB_TOKEN without one", async () => {
-    const { head, reviewer } = await deliveredBranch();
+  it("verifies a fork's merge request at refs/merge-requests/N/head; no such ref is refused; GITLAB_TOKEN asked for", async () => {
+    const { baseHead, forkHead, reviewer } = await forkRequest('refs/merge-requests/1/head');
     const gitlab = await new ScriptedGitLabServer().start();
     onTestFinished(() => gitlab.stop());
-    const opened = await createGitLabForge({
-      token: 'gl-token-1234',
-      repository: 'acme/app',
-      apiUrl: gitlab.url,
-    }).create('agent-runner/T1', 'main', { title: 'T1', body: 'evidence', draft: false });
+    const client = createGitLabForge({ token: 'gl-token-1234', repository: 'acme/app', apiUrl: gitlab.url });
+    const opened = await client.create('feature', 'main', { title: 'From a fork', body: 'e', draft: false });
     expect(opened.url).toMatch(/\/-\/merge_requests\/1$/);
-    await expect(
-      resolveVerifyTarget(reviewer.root, opened.url, {}, { apiUrl: gitlab.url }),
-    ).rejects.toMatchObject({
+    gitlab.setHead(1, { sha: forkHead, sourceProjectId: 77 });
+    const access = { apiUrl: gitlab.url, forge: 'github' as const };
+    await expect(resolveVerifyTarget(reviewer.root, opened.url, {}, access)).rejects.toMatchObject({
       code: 'usage',
       message: expect.stringContaining('GITLAB_TOKEN'),
     });
-    const target = await resolveVerifyTarget(
-      reviewer.root,
-      opened.url,
-      { GITLAB_TOKEN: 'gl-token-1234' },
-      { apiUrl: gitlab.url },
-    );
-    expect(target.branch).toBe('origin/agent-runner/T1');
-    expect(target.headSha).toBe(head);
+    // The remote takes GH_TOKEN (deliver.forge: github names its credential); the API GITLAB_TOKEN.
+    const env = { GITLAB_TOKEN: 'gl-token-1234', GH_TOKEN: TOKEN };
+    const target = await resolveVerifyTarget(reviewer.root, opened.url, env, access);
+    expect(target.headSha).toBe(forkHead);
+    expect(target.headSha).not.toBe(baseHead);
+    expect(target.branch).toBe('origin/merge-requests/1/head');
+    // A second request whose head ref the remote lacks: refused, never its branch of the same name instead.
+    await client.create('other', 'main', { title: 'Second', body: 'e', draft: false });
+    gitlab.setHead(2, { sha: baseHead });
+    await expect(
+      resolveVerifyTarget(reviewer.root, opened.url.replace(/\/1$/, '/2'), env, access),
+    ).rejects.toMatchObject({
+      code: 'remote_failed',
+      exitCode: 4,
+      message: expect.stringMatching(/Could not fetch refs\/merge-requests\/2\/head of merge request 2/),
+    });
     gitlab.assertValid();
   });
 });
