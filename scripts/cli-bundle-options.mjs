@@ -11,7 +11,8 @@ export const CLI_BUNDLE_OPTIONS = {
   // jsonc-parser's main file is a UMD build whose require() calls a bundler cannot follow. pg (and pg-boss and
   // node-pg-migrate on it) reach an optional native driver by require(), and only `--control` loads them.
   // dockerode is CommonJS with optional native parts, and only the Docker side, loaded while planning, imports it.
-  external: ['dockerode', 'jsonc-parser', 'pg', 'pg-boss', 'node-pg-migrate'],
+  // write-file-atomic names its temporary files after its own `__filename`, which an ESM bundle does not define.
+  external: ['dockerode', 'jsonc-parser', 'pg', 'pg-boss', 'node-pg-migrate', 'write-file-atomic'],
   // CommonJS dependencies bundled into ESM still call require() for Node's built-in modules.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

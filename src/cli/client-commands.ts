@@ -141,7 +141,7 @@ export interface ServerOption {
   server?: string;
 }
 
-async function clientHere(context: CommandContext, options: ServerOption = {}): Promise<ServeClient> {
+export async function clientHere(context: CommandContext, options: ServerOption = {}): Promise<ServeClient> {
   if (options.server === undefined)
     return ServeClient.forRepository((await inspectRepository(context.cwd)).root);
   const token = context.env[SERVER_TOKEN_VARIABLE];

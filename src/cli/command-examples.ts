@@ -151,6 +151,44 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
     { command: 'agent-runner control status', does: 'nodes (load, heartbeat age, STALE), queue depth' },
     { command: 'agent-runner control status --json', does: 'the same as JSON' },
   ],
+  token: [
+    {
+      command: 'agent-runner token create --name alice --role operator',
+      does: "a token for this repository's server, printed once",
+    },
+    { command: 'agent-runner token revoke alice', does: 'refused from the next request on' },
+  ],
+  'token create': [
+    {
+      command: 'agent-runner token create --name alice --role operator',
+      does: "in this repository's .agent-runner/ (one server)",
+    },
+    {
+      command: 'agent-runner token create --name ci --role viewer --control postgres://…',
+      does: "in the fleet's database: every node accepts it",
+    },
+  ],
+  'token list': [
+    { command: 'agent-runner token list', does: 'names, roles, created, last used, revoked' },
+    {
+      command: 'AGENT_RUNNER_TOKEN=… agent-runner token list --server http://build-1:7770 --json',
+      does: "a server's tokens through its API (an admin token)",
+    },
+  ],
+  'token revoke': [
+    { command: 'agent-runner token revoke alice', does: 'every server that reads the store refuses it' },
+    { command: 'agent-runner token revoke ci --control postgres://…', does: 'on every node of the fleet' },
+  ],
+  audit: [
+    {
+      command: 'agent-runner audit --since 12h',
+      does: 'who started, answered, stopped, resumed, from where',
+    },
+    {
+      command: 'agent-runner audit --json --control postgres://…',
+      does: "the fleet's log, one entry per line",
+    },
+  ],
 };
 
 /** A command's path below the program: `run`, `image build`. */

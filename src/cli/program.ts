@@ -20,6 +20,7 @@ import { registerClientCommands } from './client-commands.js';
 import { registerVerifyCommand } from './verify-command.js';
 import { registerDeliverCommand } from './deliver-command.js';
 import { registerControlCommand } from './control-command.js';
+import { registerTokenCommands } from './token-command.js';
 import { addExamples } from './command-examples.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
@@ -58,6 +59,7 @@ export function createProgram(context: CommandContext): Command {
   registerVerifyCommand(program, context);
   registerDeliverCommand(program, context);
   registerControlCommand(program, context);
+  registerTokenCommands(program, context);
   addExamples(program);
   return program;
 }

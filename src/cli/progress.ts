@@ -175,6 +175,9 @@ function writeRunEvent(write: (line: string) => void, t: string, event: StampedE
         `${t} a journal line is not in the fleet's database (${clip(event.reason)}): see the node's journal`,
       );
       break;
+    case 'audit':
+      write(`${t} ${event.action} by ${event.actor.name} (${event.actor.role}) from ${event.from}`);
+      break;
     default:
       break;
   }

@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import type { App } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import { parseDuration } from '../config/units.js';
 import { UserError } from '../errors.js';
@@ -18,6 +17,7 @@ import { SERVE_FILE, type ServeInfo } from '../serve/api-client.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CommandContext } from './program.js';
+import { joinFleet } from './serve-fleet.js';
 
 export const DEFAULT_SERVE_PORT = 7770;
 
@@ -81,8 +81,10 @@ export async function startServer(options: ServeOptions, context: CommandContext
   const fleet = await joinFleet(options, config.control, parallelMax(config), app, context);
   const api = createApi(board, {
     token,
+    // Named tokens and the audit log: the fleet's database, else this repository's state directory.
+    ...(fleet ? fleet.api : await localIdentity(repository.root)),
     redaction: context.redaction,
-    ...(fleet ? { enqueue: fleet.enqueue, fleetTasks: fleet.tasks, fleetTask: fleet.task } : {}),
+    warn: (line) => context.output.err(`agent-runner serve: ${line}`),
     onRequest: () => {
       lastActivity = Date.now();
     },
@@ -142,7 +144,13 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
       : `agent-runner serve: ${server.repoRoot}`,
   );
   output.out(`${server.info.url}/?token=${server.info.token}`);
-  output.err(`Token (every request needs it, as Authorization: Bearer <token>): ${server.info.token}`);
+  output.err(
+    `Token (an admin; every request needs it or a named one, as Authorization: Bearer <token>): ${server.info.token}`,
+  );
+  output.err(
+    'Named tokens for a team: agent-runner token create --name NAME --role viewer|operator|admin (in this ' +
+      'repository; with --control URL for a fleet); who changed what: agent-runner audit.',
+  );
   output.err('Ctrl-C stops the server and every task it runs (their work saved, their notes written).');
   await new Promise<void>((resolve) => {
     let stopping = false;
@@ -166,169 +174,14 @@ export async function serveCommand(options: ServeOptions, context: CommandContex
   });
 }
 
-/** The control plane's modules, loaded only by a node (a plain `serve` never pays for pg and pg-boss). */
-async function loadFleetModules() {
-  const [controlUrlModule, database, queue, fleetNode, boards, sink, fleetTasks, fleetEvents, requests] =
-    await Promise.all([
-      import('../control/control-url.js'),
-      import('../control/control-database.js'),
-      import('../control/task-queue.js'),
-      import('../control/fleet-node.js'),
-      import('../serve/fleet-task-runner.js'),
-      import('../control/event-sink.js'),
-      import('../control/fleet-tasks.js'),
-      import('../control/fleet-events.js'),
-      import('../control/task-requests.js'),
-    ]);
-  return {
-    controlUrl: controlUrlModule.controlUrl,
-    openControlDatabase: database.openControlDatabase,
-    startQueueClient: queue.startQueueClient,
-    enqueueTask: queue.enqueueTask,
-    FleetNode: fleetNode.FleetNode,
-    boards,
-    sink,
-    listFleetTasks: fleetTasks.listFleetTasks,
-    fleetEvents,
-    TaskRequestTaker: requests.TaskRequestTaker,
-  };
-}
-
-/** How often a node asks the queue for work besides the NOTIFY that wakes it (a lost NOTIFY, the feed down). */
-const SAFETY_POLL_MS = 5_000;
-
-/** With a control URL: this server as a node of the fleet (its queue, its tasks on remote repositories). */
-async function joinFleet(
-  options: ServeOptions,
-  control: { url?: string | undefined; leaseSeconds?: number | undefined },
-  capacity: number,
-  app: App,
-  context: CommandContext,
-) {
-  const given = options.control ?? control.url;
-  const { leaseSeconds } = control;
-  if (given === undefined) return null;
-  const fleet = await loadFleetModules();
-  const { controlUrl, openControlDatabase, startQueueClient, enqueueTask, FleetNode, boards, sink } = fleet;
-  const { listFleetTasks, fleetEvents } = fleet;
-  const url = controlUrl(given, context.redaction, options.control ? '--control' : 'control.url');
-  const database = await openControlDatabase(url, { applicationName: 'agent-runner-node' });
-  // A node supervises too: pg-boss's maintenance (expiring jobs past their lease) runs on whichever node holds its lock.
-  const boss = await startQueueClient(database, { supervise: true });
-  const stopCopies = new AbortController();
-  const runner = new boards.FleetTaskBoards(app, context.env, context.redaction, {
-    ...(options.modelScript ? { modelScript: path.resolve(context.cwd, options.modelScript) } : {}),
-    // Every journal line to the database as well (buffered in the journal itself while the database is away).
-    copyEvents: (task, journalFile, ended) =>
-      sink
-        .copyJournalToDatabase(database, task.taskId, journalFile, {
-          ended,
-          signal: stopCopies.signal,
-          redactJsonText: context.redaction.redactJsonText,
-          log: (line) => context.output.err(`agent-runner serve: ${line}`),
-          ...(node ? { lease: { nodeId: node.id, generation: task.generation } } : {}),
-        })
-        .catch(() => 0),
-    journalOf: (taskId) => sink.journalFromDatabase(database, taskId),
-    log: (line) => context.output.err(`agent-runner serve: ${line}`),
-  });
-  let node: InstanceType<typeof FleetNode> | null = null;
-  let requests: InstanceType<typeof fleet.TaskRequestTaker> | null = null;
-  context.output.err(`agent-runner serve: a node of the fleet at ${url.shown} (capacity ${capacity})`);
-  // One LISTEN connection for every follower of another node's task.
-  const feed = new fleetEvents.FleetEventFeed(database);
-  await feed.start();
-  return {
-    tasks: () => listFleetTasks(database),
-    task: fleetEvents.fleetTaskSource(database, feed),
-    enqueue: async (request: { taskId?: string; repo: string; prd: string; base?: string }) => {
-      const { newTaskId } = await import('../app.js');
-      const taskId = request.taskId ?? newTaskId(request.prd);
-      await enqueueTask(database, boss, { ...request, taskId, repoUrl: request.repo });
-      return taskId;
-    },
-    start: async (apiUrl: string) => {
-      await sweepFleetOrphans(context);
-      const fleetNode = new FleetNode(database, boss, runner, {
-        capacity,
-        url: apiUrl,
-        // Woken by the queue's NOTIFY on the feed's connection: the poll is the safety net.
-        pollMs: SAFETY_POLL_MS,
-        ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
-        log: (line) => context.output.err(`agent-runner serve: ${line}`),
-      });
-      node = fleetNode;
-      feed.onQueued(() => fleetNode.wake());
-      await fleetNode.start();
-      // Answers and stops written on any node for the tasks this one runs.
-      requests = new fleet.TaskRequestTaker(database, feed, node.id, runner, (line) =>
-        context.output.err(`agent-runner serve: ${line}`),
-      );
-      requests.start();
-    },
-    stop: async () => {
-      requests?.stop();
-      await Promise.all(runner.all().map((taskBoard) => taskBoard.stopAll()));
-      // The copies end once their tasks have (a database still away at exit: the rest is in the journals).
-      setTimeout(() => stopCopies.abort(), 10_000).unref();
-      await node?.stop();
-      await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-      await feed.close();
-      await database.close().catch(() => undefined);
-    },
-  };
-}
-
-/**
- * A node back after a crash (kill -9, power loss): the containers its earlier process left in the repository
- * cache (labelled with a runner that is no longer alive on this host) are removed before it takes a task. Their
- * tasks are not run again here: their leases expired and other nodes resumed them.
- */
-async function sweepFleetOrphans(context: CommandContext): Promise<void> {
-  const [
-    { createDockerClient },
-    { DockerSandboxRuntime },
-    orphans,
-    { cacheRoot },
-    { VERSION },
-    { taskLayout },
-    { capVolumesUnder, releaseCapVolume },
-  ] = await Promise.all([
-    import('../sandbox/docker-client.js'),
-    import('../sandbox/docker-runtime.js'),
-    import('../lifecycle/orphan-sandboxes.js'),
-    import('../remote/repository-cache.js'),
-    import('../version.js'),
-    import('../workspace/layout.js'),
-    import('../sandbox/cap-volume.js'),
+/** One server's named tokens and audit log: files of the repository's state directory (a pure node has none). */
+async function localIdentity(repoRoot: string) {
+  const [{ FileTokenStore }, { FileAuditLog }] = await Promise.all([
+    import('../identity/file-token-store.js'),
+    import('../identity/file-audit-log.js'),
   ]);
-  try {
-    const runtime = new DockerSandboxRuntime(createDockerClient(context.env), {
-      version: VERSION,
-      env: context.env,
-    });
-    const under = `${path.resolve(cacheRoot(context.env))}${path.sep}`;
-    const dead = (await orphans.findOrphanSandboxes(runtime)).filter((sandbox) =>
-      path.resolve(sandbox.repo || '/').startsWith(under),
-    );
-    const swept = await orphans.removeSandboxes(runtime, dead);
-    // The disk caps their runner mounted (loop devices, as `gc` releases them): the files go back in place.
-    for (const sandbox of swept.removed) {
-      const layout = taskLayout(sandbox.repo, sandbox.taskId);
-      for (const dir of [layout.sandboxDir, layout.runDir])
-        for (const mountPath of await capVolumesUnder(dir)) await releaseCapVolume(mountPath);
-    }
-    for (const sandbox of swept.removed)
-      context.output.err(
-        `agent-runner serve: removed ${sandbox.name}, left by a node that died (task ${sandbox.taskId})`,
-      );
-    for (const { sandbox, message } of swept.failed)
-      context.output.err(`agent-runner serve: could not remove ${sandbox.name}: ${message}`);
-  } catch (error) {
-    context.output.err(
-      `agent-runner serve: could not look for orphaned containers: ${(error as Error).message}`,
-    );
-  }
+  const stateDir = path.join(repoRoot, '.agent-runner');
+  return { tokens: new FileTokenStore(stateDir), audit: new FileAuditLog(stateDir) };
 }
 
 /** `.agent-runner/serve.json`: where `run --detach`, `wait`, `logs` and `answer` find the server. */

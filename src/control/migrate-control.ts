@@ -99,6 +99,11 @@ async function grantNodeRole(database: ControlDatabase, password: string | undef
     `GRANT SELECT, INSERT, UPDATE ON agent_runner.tasks, agent_runner.events TO ${NODE_ROLE}`,
     `GRANT SELECT, INSERT, UPDATE ON agent_runner.task_requests TO ${NODE_ROLE}`,
     `GRANT USAGE ON SEQUENCE agent_runner.task_requests_id_seq TO ${NODE_ROLE}`,
+    // Tokens: a node checks them, marks them used, and (an admin's call) creates and revokes them; never deletes.
+    `GRANT SELECT, INSERT, UPDATE ON agent_runner.api_tokens TO ${NODE_ROLE}`,
+    // The audit log: a node adds to it and reads it; it changes and deletes nothing of it.
+    `GRANT SELECT, INSERT ON agent_runner.audit TO ${NODE_ROLE}`,
+    `GRANT USAGE ON SEQUENCE agent_runner.audit_id_seq TO ${NODE_ROLE}`,
     `REVOKE ALL ON ${CONTROL_SCHEMA}.migrations FROM ${NODE_ROLE}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,
     `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,

@@ -9,6 +9,7 @@
  * An answer's text is the user's own input to the task: stored as given (it goes into the task as a local
  * answer does), never logged.
  */
+import type { AuditEntry } from '../identity/audit-entry.js';
 import type { ControlDatabase } from './control-database.js';
 import type { FleetEventFeed } from './fleet-events.js';
 
@@ -17,8 +18,11 @@ export const REQUESTS_CHANNEL = 'agent_runner_requests';
 /** How often a node running tasks looks for requests that no NOTIFY announced. */
 const POLL_MS = 2_000;
 
+/** Who asked, for the audit event the running node writes into the task's journal (the audit's own fields). */
+export type RequestedBy = Pick<AuditEntry, 'actor' | 'from' | 'node'>;
+
 /** What a client asks of a running task. */
-export type TaskRequest = { kind: 'answer'; text: string } | { kind: 'stop' };
+export type TaskRequest = ({ kind: 'answer'; text: string } | { kind: 'stop' }) & { by?: RequestedBy };
 
 /** Whether a request was written: the task runs on a node, or why not. */
 export type TaskRequestResult =
@@ -52,11 +56,10 @@ export async function requestTask(
       await client.query('ROLLBACK');
       return { written: false, reason: 'not_running', state: row.state };
     }
-    await client.query('INSERT INTO agent_runner.task_requests (task_id, kind, text) VALUES ($1, $2, $3)', [
-      taskId,
-      request.kind,
-      request.kind === 'answer' ? request.text : null,
-    ]);
+    await client.query(
+      'INSERT INTO agent_runner.task_requests (task_id, kind, text, requested_by) VALUES ($1, $2, $3, $4)',
+      [taskId, request.kind, request.kind === 'answer' ? request.text : null, request.by ?? null],
+    );
     // Delivered at the commit, with the row.
     await client.query('SELECT pg_notify($1, $2)', [REQUESTS_CHANNEL, taskId]);
     await client.query('COMMIT');
@@ -81,19 +84,22 @@ export async function takeTaskRequests(
     task_id: string;
     kind: string;
     text: string | null;
+    requested_by: RequestedBy | null;
   }>(
     `UPDATE agent_runner.task_requests SET taken_at = now(), taken_by = $1
       WHERE taken_at IS NULL AND task_id = ANY($2)
-      RETURNING id, task_id, kind, text`,
+      RETURNING id, task_id, kind, text, requested_by`,
     [nodeId, taskIds],
   );
   return rows
     .sort((a, b) => Number(a.id) - Number(b.id))
-    .map((row) =>
-      row.kind === 'answer'
-        ? { taskId: row.task_id, kind: 'answer' as const, text: row.text ?? '' }
-        : { taskId: row.task_id, kind: 'stop' as const },
-    );
+    .map((row) => ({
+      taskId: row.task_id,
+      ...(row.kind === 'answer'
+        ? { kind: 'answer' as const, text: row.text ?? '' }
+        : { kind: 'stop' as const }),
+      ...(row.requested_by !== null ? { by: row.requested_by } : {}),
+    }));
 }
 
 /** Where a node applies a request: the board of the task it runs. */

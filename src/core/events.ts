@@ -20,6 +20,7 @@ import {
   usageSchema,
   workerEventSchema,
 } from './records.js';
+import { auditEntrySchema } from '../identity/audit-entry.js';
 
 /** How the task was started, recorded in `task_started` so `resume` can start it again the same way. */
 /** The forges agent-runner opens pull requests (GitHub) and merge requests (GitLab) on. */
@@ -160,6 +161,8 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
    * in the journal file of the node that ran the task; a resume from the database's copy reads past it.
    */
   event('journal_line_unstored', { reason: z.string() }),
+  /** Written by a server for a call that acted on the task: who, what, from where (src/identity/audit-entry.ts). */
+  event('audit', auditEntrySchema.shape),
 ]);
 export type RunnerEvent = z.infer<typeof runnerEventSchema>;
 

@@ -13,6 +13,7 @@ import { planSchema, runRecordSchema } from '../core/records.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import { UserError } from '../errors.js';
 import { EVENTS_FILE, readJournal } from '../notes/event-journal.js';
+import type { AuditRecord } from '../identity/audit-entry.js';
 
 /** What the journal says about a task. */
 export interface JournalTaskState {
@@ -43,6 +44,8 @@ export interface JournalTaskState {
   answers: { question: string; answer: string }[];
   /** The DoD on the base the first attempt ran (absent: none ran, or a journal of an older version). */
   baseline: Baseline | null;
+  /** Who started, answered, stopped or resumed the task through a server, oldest first. */
+  audit: AuditRecord[];
 }
 
 /** Folds journal events into the task's state. Pure. */
@@ -109,11 +112,18 @@ export class JournalFold {
       elapsedMs: 0,
       answers: [],
       baseline: null,
+      audit: [],
     };
   }
 
   apply(event: StampedEvent): void {
     const { state } = this;
+    // A server's record of who acted on the task: not the task's own progress (no clock, no count).
+    if (event.type === 'audit') {
+      const { type: _type, ...record } = event;
+      state.audit.push(record);
+      return;
+    }
     state.events += 1;
     state.lastEventAt = event.at;
     this.clock(event);

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { taskIdSchema } from '../core/task-id.js';
+import { roleSchema, tokenNameSchema } from '../identity/roles.js';
 
 export const startTaskSchema = z
   .strictObject({
@@ -53,3 +54,11 @@ export const answerSchema = z.strictObject({
 
 /** A task id in a route: the one task-id rule, so an id cannot name a path outside `.agent-runner/`. */
 export const taskIdParamSchema = taskIdSchema;
+
+/** `POST /api/tokens`: a named token with a role. */
+export const createTokenSchema = z.strictObject({
+  name: tokenNameSchema.describe('Who the token names in the audit log and on the page'),
+  role: roleSchema.describe(
+    'viewer: reads; operator: also starts, answers, stops, resumes; admin: also tokens, audit',
+  ),
+});

@@ -11,6 +11,8 @@ export interface TaskDetail {
   plan: JournalTaskState['plan'];
   runRecords: JournalTaskState['runs'];
   summary: TaskSummary | null;
+  /** Who started, answered, stopped or resumed it through a server (its journal's `audit` events). */
+  audit: JournalTaskState['audit'];
 }
 
 /** A task this server runs. */

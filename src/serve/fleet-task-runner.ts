@@ -143,6 +143,17 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     if (board === undefined) throw new Error(`task ${taskId} does not run here`);
     if (request.kind === 'stop') board.stop(taskId);
     else board.answer(taskId, request.text);
+    if (request.by !== undefined)
+      board.recordAudit(
+        taskId,
+        {
+          ...request.by,
+          action: request.kind === 'stop' ? 'task.stop' : 'task.answer',
+          taskId,
+          status: 202,
+        },
+        new Date().toISOString(),
+      );
   }
 
   /** Every board's tasks (to stop them with the server). */

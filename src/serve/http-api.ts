@@ -4,17 +4,21 @@
  * made from; every answer and event passes the process's redaction point. Errors are JSON:
  * `{"error": {"code", "message", "field"?}}`.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import type { TaskRequest, TaskRequestResult } from '../control/task-requests.js';
 import type { Redaction } from '../notes/redact.js';
 import { PACKAGE_ROOT } from '../version.js';
-import { answerSchema, resumeSchema, startTaskSchema, taskIdParamSchema } from './api-schemas.js';
+import type { AuditLog } from '../identity/audit-entry.js';
+import { TokenAuthenticator } from '../identity/authenticate.js';
+import type { TokenStore } from '../identity/token-store.js';
+import { apiError, body, named } from './api-answers.js';
+import { authenticate, remoteAddress, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
+import { registerAdminRoutes } from './admin-routes.js';
+import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
 import { journalLines, type JournalLine } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
 import { RequestFieldError } from './repository-path.js';
@@ -31,67 +35,14 @@ const WEB_FILES: readonly (readonly [string, string, string])[] = [
 /** How often a followed task that this server does not run is asked whether it still runs. */
 const LIVENESS_CHECK_MS = 1_000;
 
-function tokenMatches(given: string | undefined, token: string): boolean {
-  if (given === undefined) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-function apiError(
-  c: Context,
-  status: 400 | 401 | 404 | 409 | 500,
-  code: string,
-  message: string,
-  field?: string,
-) {
-  return c.json({ error: { code, message, ...(field !== undefined ? { field } : {}) } }, status);
-}
-
-/** A body checked by `schema`: the parsed value, or the 400 answer naming the first wrong field. */
-async function body<T>(
-  c: Context,
-  schema: z.ZodType<T>,
-  /** What an empty body stands for (absent: a body is required). */
-  empty?: unknown,
-): Promise<{ value: T } | { answer: Response }> {
-  let raw: unknown;
-  try {
-    const text = await c.req.text();
-    raw = text.trim() === '' && empty !== undefined ? empty : JSON.parse(text);
-  } catch {
-    return { answer: apiError(c, 400, 'invalid_json', 'The body is not JSON.') };
-  }
-  const parsed = schema.safeParse(raw);
-  if (parsed.success) return { value: parsed.data };
-  const issue = parsed.error.issues[0];
-  const field = issue?.path.map(String).join('.') || undefined;
-  return {
-    answer: apiError(
-      c,
-      400,
-      'invalid_body',
-      `${field ?? 'body'}: ${issue?.message ?? 'invalid'}`,
-      field ?? '',
-    ),
-  };
-}
-
-/** The task named in the path, or the answer when the id is malformed (400) or unknown (404). */
-function named(c: Context): { taskId: string } | { answer: Response } {
-  const parsed = taskIdParamSchema.safeParse(c.req.param('id'));
-  if (!parsed.success) return { answer: apiError(c, 400, 'invalid_task_id', 'Not a task id.', 'id') };
-  return { taskId: parsed.data };
-}
-
 /** A task's journal as Server-Sent Events: from the start or after Last-Event-ID, then live until it ends. */
 function registerEvents(
-  app: Hono,
+  app: ApiApp,
   board: TaskBoard,
-  options: { redaction: Redaction; fleetTask?: FleetTaskSource },
+  options: { redaction: Redaction; fleetTask?: FleetTaskSource; sinks: AuditSinks },
 ): void {
   const safe = <T>(value: T): T => options.redaction.value(value);
-  app.get('/api/tasks/:id/events', async (c) => {
+  route(app, 'GET /api/tasks/:id/events', options.sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     const after = Number(c.req.header('last-event-id') ?? c.req.query('after') ?? 0);
@@ -152,7 +103,7 @@ export interface FleetTaskSource {
 
 /** Another node's task as Server-Sent Events: the same events as a local task's stream, read from the database. */
 function fleetEvents(
-  c: Context,
+  c: Context<ApiEnv>,
   fleet: FleetTaskSource,
   taskId: string,
   after: number,
@@ -185,11 +136,11 @@ function fleetEvents(
 
 /** A task's detail: this server's, else (a node of a fleet) another node's task from the database. */
 function registerDetail(
-  app: Hono,
+  app: ApiApp,
   board: TaskBoard,
-  options: { redaction: Redaction; fleetTask?: FleetTaskSource },
+  options: { redaction: Redaction; fleetTask?: FleetTaskSource; sinks: AuditSinks },
 ): void {
-  app.get('/api/tasks/:id', async (c) => {
+  route(app, 'GET /api/tasks/:id', options.sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     const detail = await board.detail(task.taskId);
@@ -209,9 +160,9 @@ export type Enqueue = (request: {
 }) => Promise<string>;
 
 /** The web view: static files of the package (the page asks for its data with the token). */
-function registerWebView(app: Hono): void {
-  for (const [route, file, type] of WEB_FILES)
-    app.get(route, async (c) => {
+function registerWebView(app: ApiApp): void {
+  for (const [path_, file, type] of WEB_FILES)
+    app.get(path_, async (c) => {
       const content = await readFile(path.join(PACKAGE_ROOT, file)).catch(() => null);
       if (content === null) return c.text(`${file} is missing: run npm run build`, 500);
       return c.body(content, 200, { 'content-type': type, 'cache-control': 'no-cache' });
@@ -223,13 +174,17 @@ function registerWebView(app: Hono): void {
  * when it is queued or ended, null when the fleet has no such task (the local answer follows).
  */
 async function fleetRequest(
-  c: Context,
+  c: Context<ApiEnv>,
   fleet: FleetTaskSource | undefined,
   taskId: string,
   request: TaskRequest,
+  sinks: AuditSinks,
 ): Promise<Response | null> {
   if (fleet?.request === undefined) return null;
-  const result = await fleet.request(taskId, request);
+  // Who asked goes with the request: the node that runs the task writes it into the task's journal.
+  const node = sinks.node?.();
+  const by = { actor: c.get('actor'), from: remoteAddress(c), ...(node !== undefined ? { node } : {}) };
+  const result = await fleet.request(taskId, { ...request, by });
   if (!result.written)
     return result.reason === 'not_found'
       ? null
@@ -241,19 +196,23 @@ async function fleetRequest(
             ? `Task ${taskId} is queued: it runs on no node yet. Stop or answer it once a node has taken it.`
             : `Task ${taskId} has ended (${result.state}): it has no question waiting and nothing to stop.`,
         );
-  const node = result.nodeId;
   return request.kind === 'stop'
-    ? c.json({ taskId, stop: 'requested', node }, 202)
-    : c.json({ taskId, answered: true, node }, 202);
+    ? c.json({ taskId, stop: 'requested', node: result.nodeId }, 202)
+    : c.json({ taskId, answered: true, node: result.nodeId }, 202);
 }
 
 /** What a client does to a task: stop it, resume it, answer its question (here, or on the node that runs it). */
-function registerTaskActions(app: Hono, board: TaskBoard, fleet: FleetTaskSource | undefined): void {
-  app.post('/api/tasks/:id/stop', async (c) => {
+function registerTaskActions(
+  app: ApiApp,
+  board: TaskBoard,
+  fleet: FleetTaskSource | undefined,
+  sinks: AuditSinks,
+): void {
+  route(app, 'POST /api/tasks/:id/stop', sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     if (!board.isServed(task.taskId)) {
-      const requested = await fleetRequest(c, fleet, task.taskId, { kind: 'stop' });
+      const requested = await fleetRequest(c, fleet, task.taskId, { kind: 'stop' }, sinks);
       if (requested !== null) return requested;
     }
     if ((await board.get(task.taskId)) === null)
@@ -261,7 +220,7 @@ function registerTaskActions(app: Hono, board: TaskBoard, fleet: FleetTaskSource
     return c.json({ taskId: task.taskId, stop: board.stop(task.taskId) }, 202);
   });
 
-  app.post('/api/tasks/:id/resume', async (c) => {
+  route(app, 'POST /api/tasks/:id/resume', sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     const checked = await body(c, resumeSchema, {});
@@ -271,16 +230,19 @@ function registerTaskActions(app: Hono, board: TaskBoard, fleet: FleetTaskSource
     return c.json({ taskId: await board.resume(task.taskId, config ?? {}, modelScript) }, 202);
   });
 
-  app.post('/api/tasks/:id/answer', async (c) => {
+  route(app, 'POST /api/tasks/:id/answer', sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     const checked = await body(c, answerSchema);
     if ('answer' in checked) return checked.answer;
     if (!board.isServed(task.taskId)) {
-      const requested = await fleetRequest(c, fleet, task.taskId, {
-        kind: 'answer',
-        text: checked.value.text,
-      });
+      const requested = await fleetRequest(
+        c,
+        fleet,
+        task.taskId,
+        { kind: 'answer', text: checked.value.text },
+        sinks,
+      );
       if (requested !== null) return requested;
     }
     if ((await board.get(task.taskId)) === null)
@@ -291,8 +253,8 @@ function registerTaskActions(app: Hono, board: TaskBoard, fleet: FleetTaskSource
 }
 
 /** Starting a task: here, or (a body naming `repo`, on a node of a fleet) queued on the fleet. */
-function registerStart(app: Hono, board: TaskBoard, enqueue: Enqueue | undefined): void {
-  app.post('/api/tasks', async (c) => {
+function registerStart(app: ApiApp, board: TaskBoard, enqueue: Enqueue | undefined, sinks: AuditSinks): void {
+  route(app, 'POST /api/tasks', sinks, async (c) => {
     const checked = await body(c, startTaskSchema);
     if ('answer' in checked) return checked.answer;
     const { repo, ...request } = checked.value;
@@ -307,45 +269,63 @@ function registerStart(app: Hono, board: TaskBoard, enqueue: Enqueue | undefined
         );
       if (request.prd === undefined)
         return apiError(c, 400, 'invalid_field', 'prd: a queued task needs the PRD as text.', 'prd');
+      c.set('auditAction', 'task.queue');
       const taskId = await enqueue({
         repo,
         prd: request.prd,
         ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
         ...(request.base !== undefined ? { base: request.base } : {}),
       });
+      c.set('auditTaskId', taskId);
       return c.json({ taskId, queued: true }, 202);
     }
     const taskId = await board.start(request);
+    c.set('auditTaskId', taskId);
     return c.json({ taskId }, 202);
   });
 }
 
-export function createApi(
-  board: TaskBoard,
-  options: {
-    token: string;
-    redaction: Redaction;
-    onRequest?: () => void;
-    /** A node of a fleet (`serve --control`): a task naming `repo` is queued there; returns its id. */
-    enqueue?: Enqueue;
-    /** A node of a fleet: every task of the fleet with its node, added to the list as `fleet`. */
-    fleetTasks?: () => Promise<unknown[]>;
-    /** A node of a fleet: a task another node runs, served from the control database. */
-    fleetTask?: FleetTaskSource;
-  },
-): Hono {
-  const app = new Hono();
+/** What the server is given: its tokens, its audit log, its redaction point, the fleet behind it. */
+export interface ApiOptions {
+  /** The server's own start-up token: an admin named `server`. */
+  token: string;
+  /** Named tokens (a file of the state directory, or the control database's table). */
+  tokens?: TokenStore;
+  /** Where every call that changes something is written. */
+  audit?: AuditLog;
+  redaction: Redaction;
+  onRequest?: () => void;
+  /** Where a problem the caller is not told of (the audit log could not be written) is said. */
+  warn?: (line: string) => void;
+  /** The node's id of a fleet, for the audit log. */
+  nodeId?: () => string | undefined;
+  /** A node of a fleet (`serve --control`): a task naming `repo` is queued there; returns its id. */
+  enqueue?: Enqueue;
+  /** A node of a fleet: every task of the fleet with its node, added to the list as `fleet`. */
+  fleetTasks?: () => Promise<unknown[]>;
+  /** A node of a fleet: a task another node runs, served from the control database. */
+  fleetTask?: FleetTaskSource;
+}
+
+export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
+  const app = new Hono<ApiEnv>();
   const safe = <T>(value: T): T => options.redaction.value(value);
+  const sinks: AuditSinks = {
+    ...(options.audit ? { log: options.audit } : {}),
+    journal: (taskId, entry, at) => board.recordAudit(taskId, entry, at),
+    ...(options.nodeId ? { node: options.nodeId } : {}),
+    ...(options.warn ? { warn: options.warn } : {}),
+  };
+  const authenticator = new TokenAuthenticator({
+    serverToken: options.token,
+    ...(options.tokens ? { store: options.tokens } : {}),
+  });
 
   app.use('/api/*', async (c, next) => {
     options.onRequest?.();
-    const header = c.req.header('authorization');
-    const given = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : c.req.query('token');
-    if (!tokenMatches(given, options.token))
-      return apiError(c, 401, 'unauthorized', 'Missing or wrong token: send Authorization: Bearer <token>.');
     await next();
-    return undefined;
   });
+  app.use('/api/*', authenticate(authenticator));
 
   app.onError((error, c) => {
     if (error instanceof NotServedError) return apiError(c, 409, 'not_served', error.message);
@@ -358,9 +338,9 @@ export function createApi(
     return apiError(c, 500, 'internal', options.redaction.redact(error.message));
   });
 
-  app.get('/api/openapi.json', (c) => c.json(openApiDocument()));
+  route(app, 'GET /api/openapi.json', sinks, (c) => c.json(openApiDocument()));
 
-  app.get('/api/tasks', async (c) => {
+  route(app, 'GET /api/tasks', sinks, async (c) => {
     const tasks = await board.list();
     if (options.fleetTasks === undefined) return c.json(safe({ tasks }));
     // The database away: this node's own tasks still, and `fleet: null` saying the rest is unknown now.
@@ -368,14 +348,12 @@ export function createApi(
     return c.json(safe({ tasks, fleet }));
   });
 
-  registerStart(app, board, options.enqueue);
+  registerStart(app, board, options.enqueue, sinks);
+  registerDetail(app, board, { ...options, sinks });
+  registerTaskActions(app, board, options.fleetTask, sinks);
+  registerEvents(app, board, { ...options, sinks });
 
-  registerDetail(app, board, options);
-
-  registerTaskActions(app, board, options.fleetTask);
-  registerEvents(app, board, options);
-
-  app.get('/api/tasks/:id/diff', async (c) => {
+  route(app, 'GET /api/tasks/:id/diff', sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     const diff = await board.diff(task.taskId);
@@ -384,12 +362,17 @@ export function createApi(
     return c.text(options.redaction.redact(diff), 200, { 'content-type': 'text/plain; charset=utf-8' });
   });
 
-  app.get('/api/tasks/:id/note', async (c) => {
+  route(app, 'GET /api/tasks/:id/note', sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     const note = await readFile(board.notePath(task.taskId), 'utf8').catch(() => null);
     if (note === null) return apiError(c, 404, 'not_found', `Task ${task.taskId} has no note yet.`);
     return c.text(options.redaction.redact(note), 200, { 'content-type': 'text/markdown; charset=utf-8' });
+  });
+
+  registerAdminRoutes(app, sinks, {
+    ...(options.tokens ? { tokens: options.tokens } : {}),
+    ...(options.audit ? { audit: options.audit } : {}),
   });
 
   app.all('/api/*', (c) => apiError(c, 404, 'not_found', `No route ${c.req.method} ${c.req.path}.`));

@@ -1,10 +1,13 @@
 /**
  * The OpenAPI 3.1 document of the server's API, made from the zod schemas that check its requests (zod's own
- * JSON Schema output), so what is documented is what is accepted.
+ * JSON Schema output), so what is documented is what is accepted; its paths and each one's role
+ * (`x-required-role`) come from the route table (api-routes.ts), the same one the server registers from.
  */
 import { z } from 'zod';
+import { ROLES } from '../identity/roles.js';
 import { VERSION } from '../version.js';
-import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
+import { API_ROUTES, openApiPath, type ApiRouteKey } from './api-routes.js';
+import { answerSchema, createTokenSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
 
 const json = (schema: z.ZodType) => ({
   'application/json': { schema: z.toJSONSchema(schema, { io: 'input' }) },
@@ -24,123 +27,154 @@ const errorBody = {
   },
 };
 const taskId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const tokenName = { name: 'name', in: 'path', required: true, schema: { type: 'string' } };
 const errors = {
   '400': { description: 'A bad body or task id (the field is named)', content: errorBody },
-  '401': { description: 'The token is missing or wrong', content: errorBody },
+  '401': { description: 'The token is missing, unknown or revoked', content: errorBody },
+  '403': { description: "The token's role is below the route's x-required-role", content: errorBody },
   '404': { description: 'No such task', content: errorBody },
 };
+const notRunning = {
+  '409': {
+    description: 'Not run by this server, or a fleet task that is queued or ended',
+    content: errorBody,
+  },
+};
 
-/** The routes of one task. */
-function taskPaths(): Record<string, unknown> {
-  return {
-    '/api/tasks/{id}': {
-      get: {
-        summary: 'One task: its board line, plan, run records and summary',
-        parameters: [taskId],
-        responses: { '200': { description: 'The task' }, ...errors },
+type Operation = { summary: string } & Record<string, unknown>;
+
+/** What each route of the table does (its role and path are the table's). */
+const OPERATIONS: Record<ApiRouteKey, Operation> = {
+  'GET /api/tasks': {
+    summary: "The repository's tasks (state, title, branch, times, runs, usage, cost)",
+    responses: { '200': { description: 'The tasks' }, ...errors },
+  },
+  'POST /api/tasks': {
+    summary: 'Start a task; answers its id at once (the task goes on in the server)',
+    requestBody: { required: true, content: json(startTaskSchema) },
+    responses: {
+      '202': { description: '{"taskId": ...}' },
+      ...errors,
+      '400': {
+        description:
+          'A bad body (the field is named); `repository_invalid` on a pure node of a fleet without `repo`',
+        content: errorBody,
       },
     },
-    '/api/tasks/{id}/events': {
-      get: {
-        summary:
-          "The task's journal as Server-Sent Events (`journal` events, id = line), then live; resumes after Last-Event-ID; ends with an `end` event",
-        parameters: [taskId],
-        responses: { '200': { description: 'text/event-stream' }, ...errors },
+  },
+  'GET /api/tasks/:id': {
+    summary: 'One task: its board line, plan, run records, summary, and who acted on it (`audit`)',
+    parameters: [taskId],
+    responses: { '200': { description: 'The task' }, ...errors },
+  },
+  'GET /api/tasks/:id/events': {
+    summary:
+      "The task's journal as Server-Sent Events (`journal` events, id = line), then live; resumes after Last-Event-ID; ends with an `end` event",
+    parameters: [taskId],
+    responses: { '200': { description: 'text/event-stream' }, ...errors },
+  },
+  'GET /api/tasks/:id/diff': {
+    summary: "The task branch's diff since its base (text)",
+    parameters: [taskId],
+    responses: { '200': { description: 'text/plain' }, ...errors },
+  },
+  'GET /api/tasks/:id/note': {
+    summary: "The task's note (Markdown)",
+    parameters: [taskId],
+    responses: { '200': { description: 'text/markdown' }, ...errors },
+  },
+  'POST /api/tasks/:id/answer': {
+    summary: "Answer the task's ask_human question",
+    parameters: [taskId],
+    requestBody: { required: true, content: json(answerSchema) },
+    responses: {
+      '202': { description: "Answered (another node's task: sent to its node, `node` names it)" },
+      ...errors,
+      ...notRunning,
+    },
+  },
+  'POST /api/tasks/:id/stop': {
+    summary: 'Stop the task as Ctrl-C does (its work saved, its note written); again to hurry',
+    parameters: [taskId],
+    responses: {
+      '202': { description: 'Stopping (another node\'s task: `"stop": "requested"`, `node` names it)' },
+      ...errors,
+      ...notRunning,
+    },
+  },
+  'POST /api/tasks/:id/resume': {
+    summary:
+      'Resume the task from its journal (a stale one, or one that ended NEEDS_REVIEW or FAILED), as `agent-runner resume`',
+    parameters: [taskId],
+    requestBody: { required: false, content: json(resumeSchema) },
+    responses: {
+      '202': { description: '{"taskId": ...}' },
+      ...errors,
+      '400': {
+        description:
+          'A bad body or task id (the field is named); `repository_invalid` on a pure node of a fleet (no repository: it resumes no task, whatever the id)',
+        content: errorBody,
       },
     },
-    '/api/tasks/{id}/diff': {
-      get: {
-        summary: "The task branch's diff since its base (text)",
-        parameters: [taskId],
-        responses: { '200': { description: 'text/plain' }, ...errors },
+  },
+  'GET /api/whoami': {
+    summary: "The caller: its token's name and role",
+    responses: { '200': { description: '{"name": ..., "role": ...}' }, ...errors },
+  },
+  'GET /api/openapi.json': {
+    summary: 'This document',
+    responses: { '200': { description: 'OpenAPI 3.1' }, ...errors },
+  },
+  'GET /api/audit': {
+    summary:
+      'The audit log: every call that changed something (who, role, action, task, from where, status, when), oldest first',
+    parameters: [
+      {
+        name: 'since',
+        in: 'query',
+        required: false,
+        schema: { type: 'string' },
+        description: 'A duration back from now (90m, 12h, 7d) or an ISO time',
       },
-    },
-    '/api/tasks/{id}/note': {
-      get: {
-        summary: "The task's note (Markdown)",
-        parameters: [taskId],
-        responses: { '200': { description: 'text/markdown' }, ...errors },
-      },
-    },
-    '/api/tasks/{id}/answer': {
-      post: {
-        summary: "Answer the task's ask_human question",
-        parameters: [taskId],
-        requestBody: { required: true, content: json(answerSchema) },
-        responses: {
-          '202': { description: "Answered (another node's task: sent to its node, `node` names it)" },
-          ...errors,
-          '409': {
-            description: 'Not run by this server, or a fleet task that is queued or ended',
-            content: errorBody,
-          },
-        },
-      },
-    },
-    '/api/tasks/{id}/resume': {
-      post: {
-        summary:
-          'Resume the task from its journal (a stale one, or one that ended NEEDS_REVIEW or FAILED), as `agent-runner resume`',
-        parameters: [taskId],
-        requestBody: { required: false, content: json(resumeSchema) },
-        responses: {
-          '202': { description: '{"taskId": ...}' },
-          ...errors,
-          '400': {
-            description:
-              'A bad body or task id (the field is named); `repository_invalid` on a pure node of a fleet (no repository: it resumes no task, whatever the id)',
-            content: errorBody,
-          },
-        },
-      },
-    },
-    '/api/tasks/{id}/stop': {
-      post: {
-        summary: 'Stop the task as Ctrl-C does (its work saved, its note written); again to hurry',
-        parameters: [taskId],
-        responses: {
-          '202': { description: 'Stopping (another node\'s task: `"stop": "requested"`, `node` names it)' },
-          ...errors,
-          '409': {
-            description: 'Not run by this server, or a fleet task that is queued or ended',
-            content: errorBody,
-          },
-        },
-      },
-    },
-  };
-}
+    ],
+    responses: { '200': { description: '{"entries": [...]}' }, ...errors },
+  },
+  'GET /api/tokens': {
+    summary: 'The named tokens: name, role, created, last used, revoked (never the token)',
+    responses: { '200': { description: '{"tokens": [...]}' }, ...errors },
+  },
+  'POST /api/tokens': {
+    summary: 'Create a named token; the answer holds the token, the only time it is shown',
+    requestBody: { required: true, content: json(createTokenSchema) },
+    responses: { '201': { description: '{"token": ..., "name", "role", ...}' }, ...errors },
+  },
+  'POST /api/tokens/:name/revoke': {
+    summary:
+      'Revoke the named token: every server that reads the same store refuses it from the next request',
+    parameters: [tokenName],
+    responses: { '200': { description: 'The revoked token (no secret)' }, ...errors },
+  },
+};
 
 export function openApiDocument(): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of API_ROUTES) {
+    const operation = OPERATIONS[`${route.method} ${route.path}` as ApiRouteKey];
+    const entry = (paths[openApiPath(route.path)] ??= {});
+    entry[route.method.toLowerCase()] = {
+      ...operation,
+      description: `Needs a token whose role is ${route.role} or above (roles, lowest first: ${ROLES.join(', ')}).${
+        'action' in route ? ` Each call is written to the audit log as \`${route.action}\`.` : ''
+      }`,
+      'x-required-role': route.role,
+      ...('action' in route ? { 'x-audit-action': route.action } : {}),
+    };
+  }
   return {
     openapi: '3.1.0',
     info: { title: 'agent-runner', version: VERSION },
     components: { securitySchemes: { token: { type: 'http', scheme: 'bearer' } } },
     security: [{ token: [] }],
-    paths: {
-      '/api/tasks': {
-        get: {
-          summary: "The repository's tasks (state, title, branch, times, runs, usage, cost)",
-          responses: { '200': { description: 'The tasks' }, ...errors },
-        },
-        post: {
-          summary: 'Start a task; answers its id at once (the task goes on in the server)',
-          requestBody: { required: true, content: json(startTaskSchema) },
-          responses: {
-            '202': { description: '{"taskId": ...}' },
-            ...errors,
-            '400': {
-              description:
-                'A bad body (the field is named); `repository_invalid` on a pure node of a fleet without `repo`',
-              content: errorBody,
-            },
-          },
-        },
-      },
-      ...taskPaths(),
-      '/api/openapi.json': {
-        get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' } } },
-      },
-    },
+    paths,
   };
 }

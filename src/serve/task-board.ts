@@ -16,10 +16,13 @@ import { JournalTailCache } from '../lifecycle/journal-tail-cache.js';
 import { hasTaskFiles, listTasks, readTask } from '../lifecycle/task-inventory.js';
 import { checkClientInputs } from './client-inputs.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
-import { tryGit } from '../workspace/git/git-command.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
+import type { AuditEntry } from '../identity/audit-entry.js';
+import { TaskAuditJournal } from './task-audit-journal.js';
+import { taskDiff } from './task-diff.js';
 import type { StartTaskRequest } from './api-schemas.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
+export { NotServedError } from './board-errors.js';
 import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
 
 /** Tasks that ended with an error before their journal held an end: the newest are kept for the board. */
@@ -37,6 +40,7 @@ export class TaskBoard {
   /** Tasks of this server running now, and the queued ones' wake-ups, oldest first. */
   private runningNow = 0;
   private readonly waiting: (() => void)[] = [];
+  private readonly audits: TaskAuditJournal;
 
   constructor(
     readonly repoRoot: string,
@@ -49,7 +53,12 @@ export class TaskBoard {
       maxRunning?: number;
       now?: () => Date;
     } = {},
-  ) {}
+  ) {
+    this.audits = new TaskAuditJournal(
+      (taskId) => this.journalFile(taskId),
+      (text) => this.app.host.redaction.redactJsonText(text),
+    );
+  }
 
   private now(): Date {
     return this.options.now?.() ?? new Date();
@@ -125,6 +134,7 @@ export class TaskBoard {
       done: Promise.resolve(),
     };
     this.running.set(spec.taskId, task);
+    this.audits.launching(spec.taskId);
     task.done = this.slot(task).then(() => this.runNow(spec, projectOptions, task));
   }
 
@@ -140,6 +150,7 @@ export class TaskBoard {
   private async runNow(spec: TaskSpec, projectOptions: ProjectOptions, task: RunningTask): Promise<void> {
     if (task.stop.signal.aborted) {
       task.error = 'stopped before it started (it was queued)';
+      this.audits.ended(spec.taskId);
       this.release();
       this.forget(spec.taskId, task);
       return;
@@ -150,6 +161,7 @@ export class TaskBoard {
         {
           signal: task.stop.signal,
           hurry: task.hurry.signal,
+          onEvent: (event) => this.audits.onEvent(spec.taskId, event),
           human: {
             ask: (question) =>
               new Promise<string | null>((resolve) => {
@@ -173,6 +185,7 @@ export class TaskBoard {
           task.error = error instanceof Error ? error.message : String(error);
         },
       );
+    this.audits.ended(spec.taskId);
     this.release();
     this.forget(spec.taskId, task);
   }
@@ -275,7 +288,7 @@ export class TaskBoard {
     if (entry === null) {
       const preparing = this.running.get(taskId);
       return preparing
-        ? { ...preparingTask(taskId, preparing), plan: null, runRecords: [], summary: null }
+        ? { ...preparingTask(taskId, preparing), plan: null, runRecords: [], summary: null, audit: [] }
         : null;
     }
     const journal = entry.journal;
@@ -283,6 +296,7 @@ export class TaskBoard {
       ...boardTask(entry, this.running.get(entry.taskId)),
       plan: journal?.plan ?? null,
       runRecords: journal?.runs ?? [],
+      audit: journal?.audit ?? [],
       summary: this.running.get(taskId)?.summary ?? journal?.finished ?? null,
     };
   }
@@ -298,20 +312,13 @@ export class TaskBoard {
    */
   async diff(taskId: string): Promise<string | null> {
     assertValidTaskId(taskId);
-    const baseSha = readTask(this.repoRoot, taskId, { journals: this.journals })?.journal?.baseSha;
-    if (!baseSha) return null;
-    const result = await tryGit(
-      [
-        'diff',
-        '--no-color',
-        '--no-ext-diff',
-        '--no-textconv',
-        `${baseSha}...${taskLayout(this.repoRoot, taskId).branchRef}`,
-        '--',
-      ],
-      { cwd: this.repoRoot },
-    );
-    return result.exitCode === 0 ? result.stdout : null;
+    const entry = readTask(this.repoRoot, taskId, { journals: this.journals });
+    return taskDiff(this.repoRoot, taskId, entry?.journal?.baseSha);
+  }
+
+  /** Writes who acted on the task into its journal (held until a task launched here has journaled its start). */
+  recordAudit(taskId: string, entry: AuditEntry, at: string): void {
+    this.audits.record(taskId, entry, at);
   }
 
   /**

@@ -564,6 +564,29 @@ it(
     ).toBe(true);
     const questions = await reader.query(`SELECT id FROM agent_runner.tasks WHERE question IS NOT NULL`);
     expect(questions.rows).toEqual([]);
+    // Who asked, in each task's journal (written by the node that runs it, copied to the database) and in the
+    // fleet's audit log (written by the node that was asked), with the node and the caller's address.
+    const audited = await reader.query<{ task_id: string; action: string; actor: string; origin: string }>(
+      `SELECT task_id, e->>'action' AS action, e->'actor'->>'name' AS actor, e->>'from' AS origin
+         FROM (SELECT task_id, agent_runner.event_json(line) AS e FROM agent_runner.events) lines
+        WHERE e->>'type' = 'audit' ORDER BY task_id`,
+    );
+    expect(audited.rows).toEqual([
+      { task_id: 'FLEET-ASK', action: 'task.answer', actor: 'server', origin: '127.0.0.1' },
+      { task_id: 'FLEET-STOP', action: 'task.stop', actor: 'server', origin: '127.0.0.1' },
+    ]);
+    const log = await reader.query<{
+      action: string;
+      task_id: string;
+      node_id: string | null;
+      status: number;
+    }>(`SELECT action, task_id, node_id, status FROM agent_runner.audit ORDER BY id`);
+    expect(log.rows).toEqual([
+      { action: 'task.queue', task_id: 'FLEET-ASK', node_id: expect.any(String), status: 202 },
+      { action: 'task.queue', task_id: 'FLEET-STOP', node_id: expect.any(String), status: 202 },
+      { action: 'task.answer', task_id: 'FLEET-ASK', node_id: expect.any(String), status: 202 },
+      { action: 'task.stop', task_id: 'FLEET-STOP', node_id: expect.any(String), status: 202 },
+    ]);
     // Nothing of the stopped task is left on its node.
     expect(await containers(true)).toEqual([]);
     // The answer's text is the user's input to the task, in no node's log.

@@ -9,7 +9,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { decisionReply } from '../support/meta-replies.js';
 import { parse, stringify } from 'yaml';
 import { ServeClient, readServeInfo, type ServeInfo } from '../../src/serve/api-client.js';
 import { ROOT } from '../support/demo-task.js';
+import { filesUnder } from '../support/files-under.js';
 import { DEMO_SCRIPT, SERVED_PRD, serveDemoRepo, type ServedRepo } from '../support/serve-repo.js';
 import { taskContainers } from '../support/task-containers.js';
 
@@ -64,7 +65,13 @@ function askingScript(): string {
 
 describe('the web view', () => {
   it('shows a task live, takes its answer, and starts another from the board', async () => {
-    const client = new ServeClient(server.info.url, server.info.token);
+    // A person of the team: an operator token made with the server's own (admin) token, used from here on.
+    const admin = new ServeClient(server.info.url, server.info.token);
+    const { token: alice } = await admin.request<{ token: string }>('POST', '/api/tokens', {
+      name: 'alice',
+      role: 'operator',
+    });
+    const client = new ServeClient(server.info.url, alice);
     const { taskId } = await client.request<{ taskId: string }>('POST', '/api/tasks', {
       prdPath: SERVED_PRD,
       modelScript: 'specs/ask.yaml',
@@ -73,7 +80,7 @@ describe('the web view', () => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(error.message));
-    await page.goto(`${server.info.url}/?token=${server.info.token}#/task/${taskId}`);
+    await page.goto(`${server.info.url}/?token=${alice}#/task/${taskId}`);
     // The token left the address bar at once.
     expect(page.url()).not.toContain('token=');
 
@@ -91,6 +98,11 @@ describe('the web view', () => {
     expect(await page.locator('#timeline li').count()).toBeGreaterThan(before);
     expect(await page.locator('#timeline li[data-state=COMPLETE]').count()).toBe(1);
     expect(await page.locator('li.command').first().textContent()).toContain('cat > slug.js');
+    // Who started it and who answered its question (from the page), as the server audited them.
+    await page.locator('#audit li[data-action="task.answer"][data-actor=alice]').waitFor({ timeout: 10_000 });
+    const who = await page.locator('#audit li').allTextContents();
+    expect(who[0]).toMatch(/^Started by alice \(operator\) from 127\.0\.0\.1 at \d\d:\d\d:\d\d$/);
+    expect(who[1]).toMatch(/^Answered by alice \(operator\) from 127\.0\.0\.1 at /);
     // The state is journaled a moment before the summary that holds the criteria's evidence: wait for it.
     await page
       .locator('#criteria li[data-criterion=AC-1]', { hasText: 'passed' })
@@ -121,6 +133,19 @@ describe('the web view', () => {
     await page.screenshot({ path: path.join(ROOT, 'docs', 'web-board.png'), fullPage: true });
     expect(problems).toEqual([]);
     expect(await taskContainers(taskId, repo)).toEqual([]);
+    // The operator's token is in no file the task and the server wrote (journals, note, audit log, logs);
+    // the probe first finds it planted there. Its secret is what follows `art_<id>_`.
+    const secret = alice.slice(17);
+    const stateDir = path.join(repo, '.agent-runner');
+    const holding = () =>
+      filesUnder(stateDir, 'latin1')
+        .filter(({ text }) => text.includes(secret))
+        .map(({ file }) => file);
+    const planted = path.join(stateDir, 'runs', taskId, 'planted.txt');
+    writeFileSync(planted, `x${secret}x`);
+    expect(holding()).toEqual([planted]);
+    rmSync(planted);
+    expect(holding()).toEqual([]);
   }, 600_000);
 });
 
@@ -227,6 +252,12 @@ describe('a server that dies mid-task', () => {
       await page.locator('#resume-task').click();
       await page.locator('#task-header .state[data-state=COMPLETE]').waitFor({ timeout: 240_000 });
       await page.locator('#diff').filter({ hasText: 'slug.js' }).waitFor();
+      // The first server's start and this one's resume (from the page, with its own token: the admin `server`).
+      await page.locator('#audit li[data-action="task.resume"]').waitFor({ timeout: 10_000 });
+      expect(await page.locator('#audit li').allTextContents()).toEqual([
+        expect.stringMatching(/^Started by server \(admin\) from 127\.0\.0\.1/),
+        expect.stringMatching(/^Resumed by server \(admin\) from 127\.0\.0\.1/),
+      ]);
       await page.close();
       expect(await taskContainers(taskId, repo)).toEqual([]);
     } finally {

@@ -45,6 +45,7 @@ describe('control migrate', () => {
       '1764400000000_task-lease',
       '1764500000000_task-requests',
       '1764600000000_event-lines',
+      '1764610000000_tokens-audit',
       '1764700000000_task-question',
     ]);
     expect(result.nodeRole.canLogin).toBe(true);
@@ -62,6 +63,8 @@ describe('control migrate', () => {
       `SELECT table_name FROM information_schema.tables WHERE table_schema = 'agent_runner' ORDER BY 1`,
     );
     expect(tables.rows.map((row) => row.table_name)).toEqual([
+      'api_tokens',
+      'audit',
       'events',
       'migrations',
       'nodes',
@@ -87,6 +90,15 @@ describe('control migrate', () => {
       await expect(node.query('SELECT * FROM agent_runner.migrations')).rejects.toThrow(/permission denied/);
       // A request is taken (marked), never deleted: the table is what was asked of each task.
       await expect(node.query('DELETE FROM agent_runner.task_requests')).rejects.toThrow(/permission denied/);
+      // The audit log is appended to and read, never changed or emptied by a node; a token is revoked, never deleted.
+      await node.query(
+        `INSERT INTO agent_runner.audit (actor_name, actor_role, action, remote, status) VALUES ('p', 'admin', 'task.stop', 'h', 200)`,
+      );
+      await expect(node.query(`UPDATE agent_runner.audit SET actor_name = 'q'`)).rejects.toThrow(
+        /permission denied/,
+      );
+      await expect(node.query('DELETE FROM agent_runner.audit')).rejects.toThrow(/permission denied/);
+      await expect(node.query('DELETE FROM agent_runner.api_tokens')).rejects.toThrow(/permission denied/);
     } finally {
       await node.end();
     }

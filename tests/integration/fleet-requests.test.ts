@@ -127,9 +127,12 @@ it('a stop and an answer written on node A reach the task on node B by NOTIFY, e
     body: { taskId: 'REQ-RUN', stop: 'requested', node: 'node-b' },
   });
   expect((await target.arrival(2)) - sent).toBeLessThan(1_000);
+  // Who asked goes with each request (the caller's token name and role, its address; never the token): the
+  // running node writes it into the task's journal. Called in-process here, so there is no socket address.
+  const by = { actor: { name: 'server', role: 'admin' }, from: 'unknown' };
   expect(target.applied.map(({ at: _at, ...request }) => request)).toEqual([
-    { taskId: 'REQ-RUN', kind: 'answer', text: answer },
-    { taskId: 'REQ-RUN', kind: 'stop' },
+    { taskId: 'REQ-RUN', kind: 'answer', text: answer, by },
+    { taskId: 'REQ-RUN', kind: 'stop', by },
   ]);
 
   // Applied once: a second wake-up finds nothing pending.

@@ -147,6 +147,15 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
   ] as const)
     record({ type: 'worker_event', run: 1, event, at });
   record({ type: 'worker_events_dropped', run: 1, kept: 2000, dropped: 5, at });
+  record({
+    type: 'audit',
+    actor: { name: 'alice', role: 'operator' },
+    action: 'task.answer',
+    taskId: 'T-1',
+    from: '127.0.0.1',
+    status: 202,
+    at,
+  });
   record({ type: 'stalled', repeats: 3, what: 'the same decision', at });
   record({ type: 'preserved', ref: 'refs/agent-runner/wip/T-1', at });
   // Only in the fleet's database's copy (which a takeover writes as the journal it resumes from).

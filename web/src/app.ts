@@ -15,6 +15,7 @@ import type { FleetTaskDetail } from '../../src/control/fleet-events.js';
 import type { FleetTaskRow } from '../../src/control/fleet-tasks.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
+import { auditList } from './who.js';
 
 const TOKEN_KEY = 'agent-runner-token';
 const BOARD_REFRESH_MS = 1_000;
@@ -438,6 +439,7 @@ function showTask(taskId: string): void {
       ),
       question,
       subtasks,
+      detail.audit.length ? auditList(detail.audit) : '',
     );
     document.getElementById('criteria-box')?.replaceChildren(criteria(detail));
     // The note and the diff change with the state and after a run, not with every event: fetched then only

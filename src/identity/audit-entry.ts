@@ -1,0 +1,45 @@
+/**
+ * One entry of the audit log: who (the token's name and role), what (the action), which task, from where (the
+ * caller's address), how it ended (the HTTP status), on which node. Written for every call that changes
+ * something, to the server's audit log (a file, or the control database) and, for a task's action, to that
+ * task's journal as an `audit` event. It holds no token: a token's name is all that names the caller.
+ */
+import { z } from 'zod';
+import { actorSchema } from './roles.js';
+
+export const auditActionSchema = z.enum([
+  'task.start',
+  'task.queue',
+  'task.answer',
+  'task.stop',
+  'task.resume',
+  'token.create',
+  'token.revoke',
+]);
+export type AuditAction = z.infer<typeof auditActionSchema>;
+
+/** What an audit entry says, without its time (a journal event carries its own `at`). */
+export const auditEntrySchema = z.object({
+  actor: actorSchema,
+  action: auditActionSchema,
+  taskId: z.string().optional(),
+  /** The token the action was about (`token.create`, `token.revoke`): its name. */
+  tokenName: z.string().optional(),
+  /** The caller's address (`cli` for a command run on the store directly). */
+  from: z.string(),
+  /** The HTTP status the call was answered with (a CLI command that succeeded: 200). */
+  status: z.number(),
+  /** The node of a fleet that took the call. */
+  node: z.string().optional(),
+});
+export type AuditEntry = z.infer<typeof auditEntrySchema>;
+
+export const auditRecordSchema = auditEntrySchema.extend({ at: z.string() });
+export type AuditRecord = z.infer<typeof auditRecordSchema>;
+
+/** Where the audit log is kept: a file of the state directory, or a table of the control database. */
+export interface AuditLog {
+  append(record: AuditRecord): Promise<void>;
+  /** The entries at or after `since` (all without it), oldest first. */
+  list(options?: { since?: Date }): Promise<AuditRecord[]>;
+}

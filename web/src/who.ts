@@ -1,0 +1,30 @@
+/**
+ * Who acted on a task, as the server's audit tells (the task's journal `audit` events): started, answered,
+ * stopped, resumed, by which token's name and role, from where, when. Set as text only: a token's name is
+ * plain by construction, and nothing here is ever HTML.
+ */
+import type { AuditRecord } from '../../src/identity/audit-entry.js';
+
+const VERBS: Partial<Record<AuditRecord['action'], string>> = {
+  'task.start': 'Started',
+  'task.queue': 'Queued',
+  'task.answer': 'Answered',
+  'task.stop': 'Stopped',
+  'task.resume': 'Resumed',
+};
+
+/** One line per action on the task: `Started by alice (operator) from 127.0.0.1 at 12:03:04`. */
+export function auditList(records: readonly AuditRecord[]): HTMLElement {
+  const list = document.createElement('ul');
+  list.id = 'audit';
+  for (const record of records) {
+    const item = document.createElement('li');
+    item.dataset.action = record.action;
+    item.dataset.actor = record.actor.name;
+    item.textContent =
+      `${VERBS[record.action] ?? record.action} by ${record.actor.name} (${record.actor.role}) ` +
+      `from ${record.from} at ${record.at.slice(11, 19)}`;
+    list.append(item);
+  }
+  return list;
+}
