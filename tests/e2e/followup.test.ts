@@ -5,17 +5,22 @@
  * its session and commits once more, every criterion is checked again on the new head, and the note tells the
  * follow-up with the criteria before and after. One first run serves every assertion.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
 import { commitSlugTurn, codexTurn, jsonEvents, scriptedRunEnv } from '../support/demo-task.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { GitHttpRemote } from '../support/git-http-remote.js';
+import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { taskContainers } from '../support/task-containers.js';
 
 const models = scriptedModelServers();
 const KEY = 'e2e-followup-key-5b1d';
+const TOKEN = 'ghp_e2eFollowupToken0123456789abcdefABCDEF';
 
 /** slugify that also drops punctuation: what the follow-up asks for. */
 const SLUG_PUNCTUATION_JS =
@@ -47,6 +52,7 @@ interface Summary {
   runs: number;
   metaCalls: number;
   criteria: { id: string; status: string; checkResult: { status: string } | null }[];
+  delivery: { url: string; pushed: boolean; error: unknown } | null;
   followup: {
     number: number;
     fromSha: string;
@@ -56,19 +62,34 @@ interface Summary {
 }
 
 async function cli(repoRoot: string, args: string[]) {
-  const result = await runCliCaptured(args, { cwd: repoRoot, env: scriptedRunEnv(models, KEY) });
+  const result = await runCliCaptured(args, {
+    cwd: repoRoot,
+    env: scriptedRunEnv(models, KEY, { GH_TOKEN: TOKEN }),
+  });
   const events = args.includes('--json') ? jsonEvents(result.stdout) : [];
   return { result, events, summary: events.at(-1) as unknown as Summary };
 }
 
 describe('followup (end to end)', () => {
-  it('continues a COMPLETE task on its branch: one more criterion, one more commit, every criterion checked again', async () => {
+  it('continues a COMPLETE task on its branch: one more criterion, one more commit, every criterion checked again, the same pull request', async () => {
     const id = 'fu-slug';
     const repo = createNodeRepo();
     onTestFinished(repo.remove);
     onTestFinished(async () => {
       expect(await taskContainers(id, repo.root)).toEqual([]);
     });
+    // A real git remote over HTTP as origin, and the scripted GitHub server for the pull request.
+    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
+    onTestFinished(() => remote.stop());
+    const github = await new ScriptedGitHubServer().start();
+    onTestFinished(() => github.stop());
+    await remote.createFrom('acme/app', repo.root);
+    git(repo.root, 'remote', 'add', 'origin', remote.url('acme/app'));
+    const configDir = mkdtempSync(path.join(tmpdir(), 'ar-followup-config-'));
+    onTestFinished(() => rmSync(configDir, { recursive: true, force: true }));
+    const config = path.join(configDir, 'agent-runner.yaml');
+    writeFileSync(config, `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`);
+    const deliver = ['--pr', '--config', config];
 
     // The first run: one criterion, one commit, COMPLETE.
     models.chat.push(
@@ -77,8 +98,10 @@ describe('followup (end to end)', () => {
       { reply: assessmentReply(true, ['AC-1'], 'slugify works.') },
     );
     models.responses.enqueue(...commitSlugTurn());
-    const first = await cli(repo.root, ['run', '--prd', 'PRD.md', '--task-id', id, '--json']);
+    const first = await cli(repo.root, ['run', '--prd', 'PRD.md', '--task-id', id, '--json', ...deliver]);
     expect(first.summary.state).toBe('COMPLETE');
+    expect(first.summary.delivery).toMatchObject({ url: 'https://github.test/acme/app/pull/1', error: null });
+    expect(github.pulls.size).toBe(1);
     const firstHead = git(repo.root, 'rev-parse', `agent-runner/${id}`);
     expect(first.summary.headSha).toBe(firstHead);
 
@@ -113,6 +136,7 @@ describe('followup (end to end)', () => {
       '--message',
       INSTRUCTION,
       '--json',
+      ...deliver,
     ]);
     expect(followup.result.stderr).not.toMatch(/error/i);
     const { summary, events } = followup;
@@ -158,6 +182,14 @@ describe('followup (end to end)', () => {
     ]);
     expect(git(repo.root, 'rev-parse', `agent-runner/${id}^`)).toBe(firstHead);
     expect(summary.headSha).toBe(git(repo.root, 'rev-parse', `agent-runner/${id}`));
+
+    // Delivered to the same pull request: the branch's new head pushed, the body refreshed, no second request.
+    expect(summary.delivery).toMatchObject({ url: 'https://github.test/acme/app/pull/1', error: null });
+    expect(await remote.ref('acme/app', `agent-runner/${id}`)).toBe(summary.headSha);
+    expect(github.pulls.size).toBe(1);
+    const pull = github.pulls.get(1) as { body: string };
+    expect(pull.body).toContain('| `AC-2`');
+    expect(pull.body).toContain('| `AC-1`');
 
     // The note: a Follow-up 1 section with the instruction, its commit, the merge, both tables.
     const note = readFileSync(summary.notePath, 'utf8');
