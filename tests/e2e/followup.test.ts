@@ -188,6 +188,7 @@ describe('followup (end to end)', () => {
     expect(await remote.ref('acme/app', `agent-runner/${id}`)).toBe(summary.headSha);
     expect(github.pulls.size).toBe(1);
     const pull = github.pulls.get(1) as { body: string };
+    expect(pull.body).toContain('## Follow-up 1');
     expect(pull.body).toContain('| `AC-2`');
     expect(pull.body).toContain('| `AC-1`');
 

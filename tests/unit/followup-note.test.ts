@@ -10,6 +10,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { TaskRecord } from '../../src/core/task-runner.js';
 import type { CriterionEvidence } from '../../src/core/types.js';
 import { ZERO_USAGE } from '../../src/core/usage.js';
+import { summaryOf } from '../../src/core/task-record.js';
+import { changeRequestBody } from '../../src/deliver/change-request-body.js';
 import { EventJournal } from '../../src/notes/event-journal.js';
 import { renderTaskNote } from '../../src/notes/note-writer.js';
 import { liveMarkdown } from '../support/markdown-live.js';
@@ -164,6 +166,30 @@ describe("a follow-up's note and journal", () => {
     expect(note).toMatch(
       /\| Follow-up \| 1: its own budget; .* Before it: 1 worker runs, 4 Meta-agent calls, 1100 tokens, \$0\.0100 \|/,
     );
+  });
+
+  it("the pull request's body tells the follow-up: the instruction fenced and redacted, the merge, the spending before", () => {
+    const record = followedUp();
+    const summary = summaryOf(record, { notePath: null, exitCode: 0, headSha: 'ccccccccccccccc' });
+    const body = changeRequestBody({ summary, runs: record.runs, baseline: null }, redact);
+    expect(body).not.toContain(SECRET);
+    expect(body).toContain('## Follow-up 1');
+    expect(body).toContain('My key is [REDACTED].');
+    const live = liveMarkdown(body).join('\n');
+    expect(live).not.toMatch(/Follow-up 2|evil\.example|@admin/);
+    expect(body).toContain('- added: AC-2');
+    expect(body).toMatch(/Before this follow-up: 1 worker runs, 4 Meta-agent calls/);
+    // A first run's body has no such section.
+    const { followup: _followup, ...first } = record;
+    const plain = changeRequestBody(
+      {
+        summary: summaryOf(first, { notePath: null, exitCode: 0, headSha: 'c' }),
+        runs: record.runs,
+        baseline: null,
+      },
+      redact,
+    );
+    expect(plain).not.toContain('Follow-up');
   });
 
   it("the journal's followup_started keeps the instruction redacted", () => {
