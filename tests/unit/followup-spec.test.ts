@@ -9,7 +9,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { followupTaskId } from '../../src/cli/followup-command.js';
 import { followupTaskSpec } from '../../src/compose/followup-task-spec.js';
+import { runCliCaptured } from '../support/cli.js';
 import { resumeTaskSpec } from '../../src/compose/resume-task-spec.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRunnerOptions } from '../../src/core/task-runner.js';
@@ -178,5 +180,33 @@ describe('followupTaskSpec', () => {
     expect(running.code).toBe('task_locked');
     expect(running.exitCode).toBe(2);
     expect(running.message).toMatch(/Task T-1 is running \(agent-runner followup, pid \d+\)/);
+  });
+
+  it('the command: the task by id or branch, the instruction from exactly one of --message and --message-file', async () => {
+    expect(followupTaskId('agent-runner/T-1')).toBe('T-1');
+    expect(followupTaskId('T-1')).toBe('T-1');
+    const root = tempRepo();
+    const both = await runCliCaptured(['followup', ID, '--message', 'a', '--message-file', 'b.md'], {
+      cwd: root,
+      env: { CI: 'true' },
+    });
+    expect(both.exitCode).toBe(2);
+    expect(both.stderr).toMatch(/exactly one of `--message TEXT` or `--message-file FILE`/);
+    const missing = await runCliCaptured(['followup', ID, '--message-file', 'review.md'], {
+      cwd: root,
+      env: { CI: 'true' },
+    });
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toMatch(/Cannot read the follow-up instruction .*review\.md/);
+    // A readable file is the instruction: here the task is unknown, which is the next refusal.
+    writeFileSync(path.join(root, 'review.md'), 'Rename slugify to toSlug.\n');
+    const identity = ['-c', 'user.name=Test', '-c', 'user.email=test@example.com'];
+    execFileSync('git', [...identity, 'commit', '-q', '--allow-empty', '-m', 'initial'], { cwd: root });
+    const unknown = await runCliCaptured(['followup', `agent-runner/${ID}`, '--message-file', 'review.md'], {
+      cwd: root,
+      env: { CI: 'true' },
+    });
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr).toMatch(/Task T-1 has no journal/);
   });
 });
