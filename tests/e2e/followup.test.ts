@@ -115,6 +115,7 @@ describe('followup (end to end)', () => {
 
     // The follow-up: the revised plan leaves AC-1 out (the instruction said to ignore it) and adds AC-2.
     const chatBefore = models.chat.requests.length;
+    const responsesBefore = models.responses.responseRequests().length;
     models.chat.push(
       { reply: planReply(id, [AC2]) },
       {
@@ -153,6 +154,17 @@ describe('followup (end to end)', () => {
     expect(prompt).toContain("## Follow-up 1: the person's instruction");
     expect(prompt).toContain(INSTRUCTION);
     expect(prompt).toContain('This is follow-up 1 of task fu-slug');
+
+    // The next decision's prompt quotes the instruction too; the worker's first request carries its earlier
+    // session (the first run's prompt and final message): codex resumed it.
+    const decisionPrompt = (models.chat.requests[chatBefore + 1]!.body.messages ?? [])
+      .map((message) => message.content)
+      .join('\n');
+    expect(decisionPrompt).toContain("## Follow-up 1: the person's instruction");
+    expect(decisionPrompt).toContain(INSTRUCTION);
+    const resumedRequest = JSON.stringify(models.responses.responseRequests()[responsesBefore]!.body);
+    expect(resumedRequest).toContain('Implement slugify with a test and commit.');
+    expect(resumedRequest).toContain('Committed slugify.');
 
     // AC-1 held: kept as it was against the reply; AC-2 added; both checked again on the new head.
     expect(summary.followup).toMatchObject({
