@@ -17,6 +17,7 @@ import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRunnerOptions } from '../../src/core/task-runner.js';
 import type { Plan } from '../../src/core/types.js';
 import { UserError } from '../../src/errors.js';
+import { foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
 import { EventJournal } from '../../src/notes/event-journal.js';
 import { taskLayout } from '../../src/workspace/layout.js';
 import {
@@ -208,5 +209,52 @@ describe('followupTaskSpec', () => {
     });
     expect(unknown.exitCode).toBe(2);
     expect(unknown.stderr).toMatch(/Task T-1 has no journal/);
+  });
+});
+
+describe("a follow-up's wall clock", () => {
+  it('counts from the follow-up: neither the first run nor the time between them', () => {
+    const at = (minutes: number) => new Date(Date.UTC(2026, 10, 28, 10, minutes)).toISOString();
+    const zero = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0, costUsd: 0 };
+    const events = [
+      {
+        type: 'task_started',
+        taskId: ID,
+        branch: 'b',
+        baseSha: 's',
+        worktreePath: 'w',
+        dirtyStart: false,
+        at: at(0),
+      },
+      { type: 'plan', plan: PLAN, usage: zero, at: at(1) },
+      { type: 'transition', from: 'VALIDATING', to: 'COMPLETE', at: at(10) },
+      // Fifty minutes later, a follow-up: it runs five minutes before its runner dies.
+      {
+        type: 'followup_started',
+        number: 1,
+        instruction: 'more',
+        fromSha: 'c1',
+        before: [],
+        earlier: { runs: 0, metaCalls: 1, usage: { meta: zero, worker: zero, total: zero } },
+        at: at(60),
+      },
+      {
+        type: 'task_started',
+        taskId: ID,
+        branch: 'b',
+        baseSha: 's',
+        worktreePath: 'w',
+        dirtyStart: false,
+        at: at(60),
+      },
+      { type: 'plan', plan: PLAN, usage: zero, at: at(62) },
+      { type: 'transition', from: 'PLANNING', to: 'RUNNING', at: at(65) },
+    ] as unknown as StampedEvent[];
+    const state = foldJournal(ID, events);
+    expect(state.elapsedMs).toBe(15 * 60_000);
+    expect(state.followup).toMatchObject({ number: 1, planned: true, elapsedBefore: 10 * 60_000 });
+    const previous = previousAttempt(state);
+    expect(previous?.elapsedMs).toBe(5 * 60_000);
+    expect(previous?.metaCalls).toBe(1);
   });
 });
