@@ -31,6 +31,16 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       does: 'this attempt gets 30 minutes of its own, then delivers',
     },
   ],
+  followup: [
+    {
+      command: 'agent-runner followup T1 --message "also handle empty input"',
+      does: 'continue an ended task on its branch; every criterion is checked again',
+    },
+    {
+      command: 'agent-runner followup agent-runner/T1 --message-file review.md --pr',
+      does: 'the instruction from a file, then update the same pull request',
+    },
+  ],
   status: [
     { command: 'agent-runner status', does: 'running, stale and finished tasks, and their containers' },
     { command: 'agent-runner status --json', does: 'the same as JSON' },

@@ -13,6 +13,7 @@ import { registerDoctorCommand } from './doctor-command.js';
 import { registerImageCommand } from './image-command.js';
 import { registerRunCommand } from './run-command.js';
 import { registerResumeCommand } from './resume-command.js';
+import { registerFollowupCommand } from './followup-command.js';
 import { registerStatusCommand } from './status-command.js';
 import { registerGcCommand } from './gc-command.js';
 import { registerServeCommand } from './serve-command.js';
@@ -49,6 +50,7 @@ export function createProgram(context: CommandContext): Command {
     .exitOverride();
   registerRunCommand(program, context);
   registerResumeCommand(program, context);
+  registerFollowupCommand(program, context);
   registerStatusCommand(program, context);
   registerGcCommand(program, context);
   registerImageCommand(program, context);

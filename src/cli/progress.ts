@@ -4,6 +4,7 @@
  * from data is clipped to one line here (a worker's newline cannot start a line that looks like the runner's);
  * its terminal controls are shown as escapes where every line is printed (src/cli/output.ts).
  */
+import { describePlanChanges } from '../core/followup.js';
 import { formatDuration } from '../config/units.js';
 import { cutAtWord } from '../core/failure-hints.js';
 import { rootCauseLine } from '../core/root-cause.js';
@@ -97,6 +98,13 @@ function writeLoopEvent(write: (line: string) => void, t: string, event: Stamped
       break;
     case 'refused':
       for (const reason of event.reasons) write(`${t}   not complete: ${clip(reason)}`);
+      break;
+    case 'followup_started':
+      write(`${t} follow-up ${event.number}: ${clip(event.instruction, 400)}`);
+      break;
+    case 'followup_planned':
+      for (const line of describePlanChanges(event.changes))
+        write(`${t}   follow-up ${event.number}, the plan: ${clip(line, 200)}`);
       break;
     case 'human':
       write(

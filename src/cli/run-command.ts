@@ -117,6 +117,7 @@ export function summaryObject(
     rootCause: summary.rootCause ?? null,
     diskCaps: summary.diskCaps ?? null,
     sandboxRuntime: summary.sandboxRuntime ?? null,
+    followup: summary.followup ?? null,
     delivery,
   };
 }

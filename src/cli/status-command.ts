@@ -44,6 +44,12 @@ function projectDetail(task: TaskEntry, base: string): string {
   return `${base === '-' ? '' : `${base}; `}subtasks: ${states}`;
 }
 
+/** `follow-up N: ` for a task continued by a follow-up (its state and reason are the follow-up's). */
+function followupPrefix(task: TaskEntry): string {
+  const followup = task.journal?.followup;
+  return followup ? `follow-up ${followup.number}: ` : '';
+}
+
 /** One line per task (a project's subtasks under it), plus hints for stale tasks and orphaned containers. */
 export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
   if (tasks.length === 0) return ['No tasks in this repository.'];
@@ -55,11 +61,12 @@ export function formatStatusTable(tasks: readonly TaskEntry[]): string[] {
       task.lastEventAt ?? '-',
       (task.status === 'running' || task.status === 'unknown') && task.lock
         ? `pid ${task.lock.holder.pid} on ${task.lock.holder.hostname} (${task.lock.holder.command})`
-        : task.reason
-          ? firstLineOf(task.reason)
-          : task.status === 'stale'
-            ? 'the runner stopped without finishing'
-            : '-',
+        : followupPrefix(task) +
+          (task.reason
+            ? firstLineOf(task.reason)
+            : task.status === 'stale'
+              ? 'the runner stopped without finishing'
+              : '-'),
     ]
       .map((cell, column) => (column === 4 && task.project ? projectDetail(task, cell) : cell))
       .concat([
@@ -131,6 +138,7 @@ export function registerStatusCommand(program: Command, context: CommandContext)
           entry.tasks.map(({ journal, ...task }) => ({
             ...task,
             runs: journal?.runs.length ?? 0,
+            followup: journal?.followup ? { number: journal.followup.number } : null,
             ...(entry.repository.url === null ? {} : { repository: entry.repository.url }),
           })),
         );

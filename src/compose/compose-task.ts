@@ -279,6 +279,7 @@ function runnerOptions(
       ...(config.deliver.forge !== 'auto' ? { forge: config.deliver.forge } : {}),
     },
     ...(resume ? { previous: resume.previous } : {}),
+    ...(resume?.followup ? { followup: resume.followup } : {}),
     ...(spec.start.kind === 'planned' ? { givenPlan: spec.start.plan } : {}),
     limits: config.limits,
     worker: taskWorkerOptions(config),

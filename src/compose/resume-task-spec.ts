@@ -12,6 +12,7 @@ import { UserError } from '../errors.js';
 import {
   assertResumable,
   journalPath,
+  type JournalTaskState,
   previousAttempt,
   readTaskJournal,
 } from '../lifecycle/task-journal-state.js';
@@ -19,7 +20,7 @@ import { readProjectJournal, type ProjectResume } from '../parallel/project-jour
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { loadPrd } from '../prd/load-prd.js';
 import { taskLayout } from '../workspace/layout.js';
-import type { TaskSpec } from './task-spec.js';
+import type { FollowupStart, TaskSpec } from './task-spec.js';
 
 export interface ResumeInput {
   repoRoot: string;
@@ -47,7 +48,10 @@ export interface ResumedTask {
  * The configuration of this attempt, with the forge the task was started with when this attempt names none
  * (`deliver.forge: auto`): a task started with `--forge` delivers to the same forge after `resume`.
  */
-async function configOf(input: ResumeInput, startedForge: ForgeKind | undefined): Promise<Config> {
+export async function configOf(
+  input: Pick<ResumeInput, 'repoRoot' | 'env' | 'overrides' | 'configFile'>,
+  startedForge: ForgeKind | undefined,
+): Promise<Config> {
   const config = await loadConfig({
     repoRoot: input.repoRoot,
     env: input.env,
@@ -80,23 +84,12 @@ export async function resumeTaskSpec(input: ResumeInput): Promise<ResumedTask> {
     throw new UserError(
       'usage',
       `Task ${taskId} is already COMPLETE (see ${journal.finished.notePath ?? `.agent-runner/task-${taskId}.md`}). ` +
-        'Start a new task for further work: `agent-runner run --prd FILE`.',
+        `Continue it with a new instruction: \`agent-runner followup ${taskId} --message TEXT\`.`,
     );
   }
   assertResumable(journal, journalPath(layout.runDir));
   const started = journal.options;
-  let prd = started?.prd;
-  let prdPath = started?.prdPath ?? '';
-  if (!prd) {
-    // Journals of older versions did not record the PRD: read it again from where it was.
-    if (!prdPath)
-      throw new UserError(
-        'task_not_found',
-        `The journal of task ${taskId} does not say which PRD it ran; start it again with \`agent-runner run --prd FILE --task-id ${taskId}\`.`,
-      );
-    prdPath = path.resolve(input.cwd, prdPath);
-    prd = await loadPrd(prdPath);
-  }
+  const { prd, prdPath } = await startedPrd(journal, input.cwd);
   const config = await configOf(input, started?.forge);
   const previous = previousAttempt(journal);
   // An explicit --timeout is this attempt's budget; otherwise the task's wall clock covers every attempt.
@@ -123,10 +116,36 @@ export async function resumeTaskSpec(input: ResumeInput): Promise<ResumedTask> {
           }
         : {}),
       // No plan yet (it died while planning): the task simply starts over from the PRD.
-      start: previous ? { kind: 'resume', previous, attempt: journal.attempts + 1 } : { kind: 'new' },
+      start: previous
+        ? { kind: 'resume', previous, attempt: journal.attempts + 1, ...followupOf(journal) }
+        : { kind: 'new' },
     },
     projectOptions: {},
   };
+}
+
+/** An attempt after a follow-up began continues that follow-up: its instruction, its revised plan, its budget. */
+function followupOf(journal: JournalTaskState): { followup?: FollowupStart } {
+  if (!journal.followup) return {};
+  const { planned, elapsedBefore: _elapsed, ...followup } = journal.followup;
+  return { followup: { ...followup, stage: planned ? 'planned' : 'unplanned' } };
+}
+
+/** The PRD the task was started with (journals of older versions did not record it: read again from its path). */
+export async function startedPrd(
+  journal: JournalTaskState,
+  cwd: string,
+): Promise<{ prd: string; prdPath: string }> {
+  const started = journal.options;
+  const prdPath = started?.prdPath ?? '';
+  if (started?.prd) return { prd: started.prd, prdPath };
+  if (!prdPath)
+    throw new UserError(
+      'task_not_found',
+      `The journal of task ${journal.taskId} does not say which PRD it ran; start it again with \`agent-runner run --prd FILE --task-id ${journal.taskId}\`.`,
+    );
+  const resolved = path.resolve(cwd, prdPath);
+  return { prd: await loadPrd(resolved), prdPath: resolved };
 }
 
 /** A project (a PRD split into subtasks): its graph continues; merged subtasks stay merged. */

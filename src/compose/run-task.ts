@@ -14,12 +14,18 @@ import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 
 /** Takes the task's lock (refused, exit 2, while another live process works on this id) and runs the task. */
 export async function runTask(host: TaskHost, spec: TaskSpec, hooks: TaskHooks = {}): Promise<TaskResult> {
-  const lock = await lockTask(spec, hooks, spec.start.kind === 'resume' ? 'resume' : 'run');
+  const lock = await lockTask(spec, hooks, commandOf(spec));
   try {
     return await runLockedTask(host, spec, hooks);
   } finally {
     lock.release();
   }
+}
+
+/** The command the lock names: what started this attempt. */
+function commandOf(spec: TaskSpec): string {
+  if (spec.start.kind !== 'resume') return 'run';
+  return spec.start.followup?.stage === 'new' ? 'followup' : 'resume';
 }
 
 /** One task, one runner: the lock of `spec.taskId`, with a notice when it took over a dead runner's. */

@@ -16,6 +16,9 @@ export type { GivenPlan, PlanHandedOff } from '../core/ports.js';
 /** An earlier, interrupted attempt of the task, rebuilt from its journal. */
 export type PreviousAttempt = NonNullable<TaskRunnerOptions['previous']>;
 
+/** A follow-up of an ended task: its instruction, the criteria it starts from, and how far it got. */
+export type FollowupStart = NonNullable<TaskRunnerOptions['followup']>;
+
 /** How the task begins. */
 export type TaskStart =
   /** A new task: the Meta-agent plans it. */
@@ -25,8 +28,11 @@ export type TaskStart =
    * with its error; `handedOff` (the planner split the work) ends it unrun (see `ComposedTask.runOrHandOff`).
    */
   | { kind: 'planned'; plan: Promise<GivenPlan | PlanHandedOff> }
-  /** `resume`: continue from an earlier attempt; `attempt` is this one's number (a replay answers from it). */
-  | { kind: 'resume'; previous: PreviousAttempt; attempt: number };
+  /**
+   * `resume`: continue from an earlier attempt; `attempt` is this one's number (a replay answers from it).
+   * `followup`: the attempt belongs to a follow-up (`agent-runner followup`, or `resume` of one).
+   */
+  | { kind: 'resume'; previous: PreviousAttempt; attempt: number; followup?: FollowupStart };
 
 /** Where the model calls go besides the configured endpoints (the demo, record and replay). */
 export interface ModelSource {

@@ -9,6 +9,8 @@ import {
   assessmentSchema,
   criterionCheckResultSchema,
   dodOutcomeSchema,
+  followupPlanChangesSchema,
+  followupSummarySchema,
   baselineSchema,
   metaDecisionSchema,
   planSchema,
@@ -153,6 +155,13 @@ export const runnerEventSchema = z.discriminatedUnion('type', [
   /** Journals of earlier versions carry no digest: their notes are not memory. */
   event('note_written', writtenNoteSchema.partial({ sha256: true }).shape),
   event('task_finished', { summary: taskSummarySchema }),
+  /**
+   * A follow-up of the ended task began (`agent-runner followup`): its number, the person's instruction, the
+   * branch head it starts from, the criteria and their evidence then, and what was spent before it.
+   */
+  event('followup_started', followupSummarySchema.omit({ changes: true }).shape),
+  /** The follow-up's revised plan, as the runner merged it with the earlier criteria (src/core/followup.ts). */
+  event('followup_planned', { number: z.number(), changes: followupPlanChangesSchema }),
   /** Written by the composition root as the gateway refuses a request (at most a bounded number per task). */
   event('gateway_refused', { refusal: gatewayRefusalSchema }),
   /**

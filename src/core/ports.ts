@@ -84,54 +84,14 @@ export interface WorkerAdapter {
 
 import type {
   AcceptanceCriterion,
-  Assessment,
   CriterionCheckResult,
   DodOutcome,
-  MetaDecision,
   Plan,
-  RunRecord,
   TaskFacts,
   Usage,
 } from './types.js';
 
-/** What the Meta-agent is shown on each call (the adapter bounds it to the prompt budget). */
-export interface MetaView {
-  taskId: string;
-  prd: string;
-  plan: Plan;
-  history: readonly RunRecord[];
-  /** Things the core wants the Meta-agent to know before its next decision (refusals, human answers). */
-  feedback: readonly string[];
-  patterns: readonly { name: string; description: string }[];
-  memory: readonly MemoryEntry[];
-  /** The latest validation (facts, DoD, criteria checks), also when no worker run of this attempt led to it. */
-  latest?: AssessmentEvidence;
-}
-
-export interface MetaAgentPort {
-  plan(input: {
-    taskId: string;
-    prd: string;
-    memory: MetaView['memory'];
-    signal?: AbortSignal;
-  }): Promise<{ plan: Plan; usage: Usage }>;
-  nextAction(view: MetaView, signal?: AbortSignal): Promise<{ decision: MetaDecision; usage: Usage }>;
-  assess(
-    view: MetaView,
-    evidence: AssessmentEvidence,
-    signal?: AbortSignal,
-  ): Promise<{ assessment: Assessment; usage: Usage }>;
-}
-
-/** What the assessor judges: the latest run (if any) and what the runner observed and ran since. */
-export interface AssessmentEvidence {
-  run: RunRecord | undefined;
-  facts: TaskFacts;
-  dod: DodOutcome | undefined;
-  criteriaChecks: readonly CriterionCheckResult[];
-  /** The replayed commit the checks ran on (RunRecord's `checkedHead`); null: not one commit, or not known. */
-  checkedHead: string | null;
-}
+export type { AssessmentEvidence, MetaAgentPort, MetaView } from './meta-port.js';
 
 /** Bounds of a validation step: Ctrl-C and the task's wall clock. */
 export interface CheckBounds {

@@ -274,6 +274,39 @@ export type ContainerRuntime = z.infer<typeof containerRuntimeSchema>;
 /** The runtime a task's containers ran under and why it was chosen (`sandbox.runtime`, src/sandbox/container-runtime.ts). */
 export const sandboxRuntimeSchema = z.object({ runtime: containerRuntimeSchema, reason: z.string() });
 export type SandboxRuntimeChoice = z.infer<typeof sandboxRuntimeSchema>;
+/** What a follow-up changed in the plan, as the runner merged it (the note and the journal say so). */
+export const followupPlanChangesSchema = z.object({
+  /** New criteria (ids the plan did not have). */
+  added: z.array(z.string()),
+  /** Criteria that had not held, revised by the reply. */
+  revised: z.array(z.string()),
+  /** Criteria that held and that the reply left out (`missing`) or changed (`changed`): kept as they were. */
+  protected: z.array(z.object({ id: z.string(), why: z.enum(['missing', 'changed']) })),
+  /** Criteria that had not held and that the reply left out: kept as they were (a follow-up drops nothing). */
+  carried: z.array(z.string()),
+});
+
+/** What was spent before the current follow-up (the first run and earlier follow-ups): shown apart, not counted. */
+export const earlierSpendingSchema = z.object({
+  runs: z.number(),
+  metaCalls: z.number(),
+  usage: z.object({ meta: usageSchema, worker: usageSchema, total: usageSchema }),
+});
+
+/** The follow-up a task's attempt belongs to, as its summary and note carry it. */
+export const followupSummarySchema = z.object({
+  number: z.number(),
+  /** The person's instruction (redacted like every text the journal keeps). */
+  instruction: z.string(),
+  /** The task branch's head when the follow-up began: its commits are the ones after it. */
+  fromSha: z.string().nullable(),
+  /** The criteria and their evidence when the follow-up began. */
+  before: z.array(criterionEvidenceSchema),
+  /** How the plan was revised (absent until the revised plan is there). */
+  changes: followupPlanChangesSchema.optional(),
+  /** What the task spent before this follow-up. */
+  earlier: earlierSpendingSchema,
+});
 
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export const taskSummarySchema = z.object({
@@ -302,6 +335,8 @@ export const taskSummarySchema = z.object({
   diskCaps: diskCapKindsSchema.nullable().optional(),
   /** The runtime the sandbox ran under and why (absent: no sandbox was made, or a journal of an older version). */
   sandboxRuntime: sandboxRuntimeSchema.nullable().optional(),
+  /** The follow-up this attempt belongs to (absent: the task's first run, or a journal of an older version). */
+  followup: followupSummarySchema.optional(),
 });
 
 /** What the worker reported while it ran (parsed from its event stream: attacker data, shown, never trusted). */

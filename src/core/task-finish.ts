@@ -26,9 +26,11 @@ export async function finishTask(
 ): Promise<TaskSummary> {
   const state = outcomeState(outcome);
   // A task that ends with its work beside the task branch says where the work is, whatever ended it.
+  // A follow-up's evidence is its own: what the runs before it proved is the "before" of its note.
+  const ownRuns = loop.ownRuns();
   const reason = closingReason(
     outcomeReason(outcome),
-    (loop.evidence ?? lastRecordedEvidence(loop.runs))?.facts,
+    (loop.evidence ?? lastRecordedEvidence(ownRuns))?.facts,
   );
   if (loop.state !== state) loop.move(terminalEvent(loop, state, reason));
   // Over a disk cap, the uncommitted files are what filled it: `git add -A` would copy them into the
@@ -36,8 +38,9 @@ export async function finishTask(
   const overDiskCap = outcome.code === 'limit' && outcome.limit.code === 'disk';
   await saveWork(loop, state === 'COMPLETE' || overDiskCap);
   if (loop.sandboxId) await loop.deps.sandboxes.stop(loop.sandboxId).catch(() => undefined);
-  const assessment = lastAssessment(loop.runs, loop.looseAssessment?.assessment);
-  const latest = loop.evidence ?? lastRecordedEvidence(loop.runs);
+  const assessment = lastAssessment(ownRuns, loop.looseAssessment?.assessment);
+  const latest = loop.evidence ?? lastRecordedEvidence(ownRuns);
+  const followup = loop.options.followup;
   const record: TaskRecord = {
     taskId: loop.options.taskId,
     prd: loop.options.prd,
@@ -61,6 +64,18 @@ export async function finishTask(
     baseline: loop.baseline,
     diskCaps: loop.deps.sandboxes.diskCaps?.() ?? null,
     sandboxRuntime: loop.deps.sandboxes.sandboxRuntime?.() ?? null,
+    ...(followup
+      ? {
+          followup: {
+            number: followup.number,
+            instruction: followup.instruction,
+            fromSha: followup.fromSha,
+            before: followup.before,
+            earlier: followup.earlier,
+            ...(loop.followupChanges ? { changes: loop.followupChanges } : {}),
+          },
+        }
+      : {}),
   };
   let notePath: string | null = null;
   try {
@@ -77,7 +92,9 @@ export async function finishTask(
     notePath,
     exitCode: outcomeExitCode(outcome),
     // Where the branch is: the summary names the branch, so its head is the branch's, not a pending one.
-    headSha: latest ? (latest.facts.taskBranch?.headSha ?? latest.facts.headSha) : null,
+    headSha: latest
+      ? (latest.facts.taskBranch?.headSha ?? latest.facts.headSha)
+      : (followup?.fromSha ?? null),
   });
   loop.emit({ type: 'task_finished', summary });
   return summary;

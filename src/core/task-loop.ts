@@ -28,7 +28,16 @@ import type {
 } from './ports.js';
 import type { TaskRecord } from './task-record.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
-import type { Assessment, Baseline, MetaDecision, Plan, RunRecord, Usage } from './types.js';
+import type {
+  Assessment,
+  Baseline,
+  FollowupPlanChanges,
+  FollowupSummary,
+  MetaDecision,
+  Plan,
+  RunRecord,
+  Usage,
+} from './types.js';
 import type { RedBasePolicy } from './baseline.js';
 import type { PriceTable } from './usage.js';
 import { timeoutSignal } from './timeout-signal.js';
@@ -91,6 +100,13 @@ export interface TaskRunnerOptions {
    * written. Ignored with `previous`.
    */
   givenPlan?: Promise<GivenPlan | PlanHandedOff>;
+  /**
+   * A follow-up of an ended task (src/core/followup.ts), with `previous`: the task continues on its branch with
+   * the person's instruction; its limits count what `previous` says was spent since the follow-up began.
+   * `stage`: `new` (recorded, then the plan revised), `unplanned` (an interrupted follow-up whose plan was not
+   * revised yet: revised now), `planned` (`previous.plan` is the revised plan).
+   */
+  followup?: FollowupSummary & { stage: 'new' | 'unplanned' | 'planned' };
 }
 
 export interface TaskRunnerDeps {
@@ -178,6 +194,8 @@ export class TaskLoop {
    * would send (the plan, the PRD, the memory; nothing of the sandbox).
    */
   firstDecision: EarlyDecision | null = null;
+  /** How the follow-up under way revised the plan (absent: no follow-up, or not revised yet). */
+  followupChanges: FollowupPlanChanges | null = null;
 
   constructor(
     readonly options: TaskRunnerOptions,
@@ -185,8 +203,11 @@ export class TaskLoop {
     readonly ledger: Ledger,
   ) {
     const previous = options.previous;
+    this.followupChanges = options.followup?.changes ?? null;
     if (previous) {
-      this.plan = previous.plan;
+      // A follow-up whose plan is still to be revised asks for it (the earlier plan is what it revises).
+      if (options.followup?.stage !== 'new' && options.followup?.stage !== 'unplanned')
+        this.plan = previous.plan;
       this.runs.push(...previous.runs);
       const typeOf = (run: RunRecord | undefined) =>
         workerOptions(options, run?.workerType ?? run?.decision.workerCall?.workerType).type;
@@ -195,6 +216,21 @@ export class TaskLoop {
       if (previous.threadId) this.threads.set(typeOf(previous.runs.at(-1)), previous.threadId);
       if (previous.feedback) this.feedback.push(...previous.feedback);
     }
+  }
+
+  /** Runs of the task before the follow-up under way: its history, not its own runs nor its budget. */
+  get runsBefore(): number {
+    return this.options.followup?.earlier.runs ?? 0;
+  }
+
+  /** The runs of this follow-up (every run of a task that is no follow-up). */
+  ownRuns(): RunRecord[] {
+    return this.runs.filter((run) => run.index > this.runsBefore);
+  }
+
+  /** The latest run a validation belongs to: never one of before the follow-up under way. */
+  currentRun(): RunRecord | undefined {
+    return this.ownRuns().at(-1);
   }
 
   /** The limit reached (or the interrupt, or the recording failure) that ends the task now, if any. */
@@ -262,6 +298,14 @@ export class TaskLoop {
       patterns: this.options.patterns.list().map(({ name, description }) => ({ name, description })),
       memory: this.memory,
       ...(this.evidence ? { latest: this.evidence } : {}),
+      ...(this.options.followup
+        ? {
+            followup: {
+              number: this.options.followup.number,
+              instruction: this.options.followup.instruction,
+            },
+          }
+        : {}),
     };
   }
 

@@ -11,6 +11,7 @@ import type {
   Plan,
   RootCause,
   Baseline,
+  FollowupSummary,
   RunRecord,
   TaskSummary,
   Usage,
@@ -46,6 +47,8 @@ export interface TaskRecord {
   diskCaps?: DiskCapKinds | null;
   /** The runtime the sandbox ran under and why (absent: no sandbox was made). */
   sandboxRuntime?: SandboxRuntimeChoice | null;
+  /** The follow-up this attempt belongs to: its instruction, the criteria before, the merge, earlier spending. */
+  followup?: FollowupSummary;
 }
 
 /** The latest evidence the runs hold (a task that ended before validating in this attempt). */
@@ -115,5 +118,6 @@ export function summaryOf(
     rootCause: record.rootCause ?? null,
     diskCaps: record.diskCaps ?? null,
     sandboxRuntime: record.sandboxRuntime ?? null,
+    ...(record.followup ? { followup: record.followup } : {}),
   };
 }

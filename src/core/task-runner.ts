@@ -9,6 +9,7 @@ import { askedQuestion } from './records.js';
 import { goOn, stop, type Next, type TaskOutcome } from './outcome.js';
 import type { Clock, PreparedTask } from './ports.js';
 import { StallCounter, stallDescription } from './stall.js';
+import { announceFollowup, followupToPlan } from './followup-step.js';
 import { finishTask } from './task-finish.js';
 import { diskFullError, TaskLoop, type TaskRunnerDeps, type TaskRunnerOptions } from './task-loop.js';
 import { planWhilePreparing, preflightCriteria } from './task-startup.js';
@@ -118,6 +119,7 @@ export class TaskRunner {
   /** Start-up, then one step per Meta-agent decision until one says stop. */
   private async steps(signal: AbortSignal): Promise<TaskOutcome | 'handed_off'> {
     const { loop } = this;
+    announceFollowup(loop);
     loop.move({ type: 'start' });
     loop.memory = await loop.deps.notes.readMemory(loop.options.taskId);
     const started = await planWhilePreparing(loop, signal);
@@ -129,8 +131,9 @@ export class TaskRunner {
       await loop.firstDecision?.discard();
       return preflight.outcome;
     }
-    // After a resume, the work already there is observed first: the Meta-agent decides on today's facts.
-    if (loop.options.previous) {
+    // After a resume, the work already there is observed first: the Meta-agent decides on today's facts. A
+    // follow-up starts from its instruction: every criterion is checked on the head its first validation sees.
+    if (loop.options.previous && !followupToPlan(loop)) {
       const limit = loop.limitReached(signal);
       if (limit) return limit;
       const observed = await observeAndCheck(loop, signal);

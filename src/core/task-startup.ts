@@ -7,6 +7,7 @@
  */
 import { EnvironmentError } from '../errors.js';
 import { failureHint } from './failure-hints.js';
+import { followupToPlan, recordPlanChanges, revisePlan } from './followup-step.js';
 import { goOn, stop, type Next } from './outcome.js';
 import type { GivenPlan, MissingProgram } from './ports.js';
 import { startSandboxSession } from './sandbox-session.js';
@@ -114,6 +115,8 @@ function askEarly(
 
 function askForPlan(loop: TaskLoop, signal: AbortSignal): Promise<Planned> {
   if (loop.plan) return Promise.resolve(null);
+  if (followupToPlan(loop))
+    return revisePlan(loop, signal).then((revised) => ({ ...revised, kind: 'plan' as const, asked: true }));
   const given = loop.options.previous ? undefined : loop.options.givenPlan;
   if (given)
     return given.then((answer) =>
@@ -193,6 +196,7 @@ function takePlan(loop: TaskLoop, planned: GivenPlan & { asked: boolean }): void
   loop.ledger.countMeta(usage, asked ? {} : { calls: metaCalls, shared: false });
   loop.plan = plan;
   loop.emit({ type: 'plan', plan, usage });
+  recordPlanChanges(loop);
 }
 
 /**
@@ -201,7 +205,8 @@ function takePlan(loop: TaskLoop, planned: GivenPlan & { asked: boolean }): void
  */
 export async function preflightCriteria(loop: TaskLoop, signal?: AbortSignal): Promise<Next> {
   const { sandboxId, plan } = loop;
-  if (!sandboxId || !plan || loop.options.previous) return goOn();
+  // A resumed task's criteria were preflighted when it planned; a follow-up's revised plan is new.
+  if (!sandboxId || !plan || (loop.options.previous && !followupToPlan(loop))) return goOn();
   const commands = plan.acceptanceCriteria.flatMap((criterion) =>
     criterion.check?.kind === 'command' && criterion.check.command
       ? [{ label: `criterion ${criterion.id}'s command check`, command: criterion.check.command }]

@@ -12,6 +12,8 @@ import type {
   dodCheckResultSchema,
   dodCheckStatusSchema,
   dodOutcomeSchema,
+  followupPlanChangesSchema,
+  followupSummarySchema,
   baselineSchema,
   metaDecisionSchema,
   planSchema,
@@ -67,3 +69,8 @@ export type RootCause = z.infer<typeof rootCauseSchema>;
 
 /** How a task ended: what `run` prints, `--json` ends with, and `task_finished` records. */
 export type TaskSummary = z.infer<typeof taskSummarySchema>;
+
+/** What a follow-up changed in the plan, as the runner merged it (src/core/followup.ts). */
+export type FollowupPlanChanges = z.infer<typeof followupPlanChangesSchema>;
+/** The follow-up a task's attempt belongs to: its instruction, the criteria before, the merge, earlier spending. */
+export type FollowupSummary = z.infer<typeof followupSummarySchema>;

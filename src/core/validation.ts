@@ -20,7 +20,7 @@ export async function validate(loop: TaskLoop, decision: MetaDecision, signal?: 
   const assessment = await assessIfChanged(loop, evidence, signal);
   if ('kind' in assessment) return assessment;
   const refusals = gateRefusals(gateInput(loop, evidence, assessment));
-  const record = loop.runs.at(-1);
+  const record = loop.currentRun();
   if (refusals.length === 0) {
     if (record) loop.recordRun(record);
     const reason = decision.action === 'mark_complete' ? decision.reason : assessment.summary;
@@ -47,7 +47,7 @@ export async function validate(loop: TaskLoop, decision: MetaDecision, signal?: 
 export async function observeAndCheck(loop: TaskLoop, signal?: AbortSignal): Promise<Evidence | Next> {
   const { sandboxId, plan } = loop;
   if (!sandboxId || !plan) throw new Error('validation without a sandbox or a plan');
-  const record = loop.runs.at(-1);
+  const record = loop.currentRun();
   const run = record?.index ?? 0;
   const facts = await observeFacts(loop, sandboxId, signal);
   loop.unobservedRun = null;
@@ -120,7 +120,7 @@ async function assessIfChanged(
   evidence: Evidence,
   signal?: AbortSignal,
 ): Promise<Assessment | Next> {
-  const record = loop.runs.at(-1);
+  const record = loop.currentRun();
   const last = record
     ? record.assessment && { assessment: record.assessment, fingerprint: record.assessedEvidence }
     : loop.looseAssessment;

@@ -7,9 +7,10 @@ import { costOf } from './usage.js';
 import { WorkerEventBound } from './worker-event-bound.js';
 import { validate } from './validation.js';
 
+/** A follow-up's runs count against its own limit (`loop.runsBefore` are its history). */
 export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?: AbortSignal): Promise<Next> {
   const { options } = loop;
-  if (loop.runs.length >= options.limits.maxIterations)
+  if (loop.runs.length - loop.runsBefore >= options.limits.maxIterations)
     return stop({ code: 'limit', limit: { code: 'max_iterations', limit: options.limits.maxIterations } });
   const call = decision.workerCall;
   if (!call || !loop.plan || !loop.task || !loop.sandboxId) throw new Error('run_worker without its inputs');

@@ -5,6 +5,7 @@
  * is redacted, and the body stays under GitHub's limit: the longest sections are cut first, and say so.
  */
 import { comparisonText } from '../core/baseline.js';
+import { describePlanChanges } from '../core/followup.js';
 import { checkDetailText } from '../core/test-counts.js';
 import type { Baseline, RunRecord, TaskSummary, Usage } from '../core/types.js';
 import { totalTokens } from '../core/usage.js';
@@ -14,6 +15,7 @@ import {
   boundDocument,
   codeSpan as markdownCodeSpan,
   cutList,
+  fencedBlock,
   fencedLines,
   inlineText as markdownInline,
   type CodePlace,
@@ -193,14 +195,39 @@ export function changeRequestBody(
   const { summary, runs, baseline } = redactedRecords(evidence, redact);
   const sections = [
     headerSection(summary),
+    followupSection(summary),
     criteriaSection(summary),
     dodSection(runs, baseline),
     commitsSection(runs),
     runsSection(summary, runs),
     ...extra,
     verifySection(summary),
-  ].map(redact);
+  ]
+    .filter(Boolean)
+    .map(redact);
   return boundSections(sections, BODY_LIMIT - BODY_MARGIN).join('\n\n') + '\n';
+}
+
+/**
+ * The follow-up the latest attempt was (`agent-runner followup`): the person's instruction in a fence (nothing
+ * in it is read as markup), how the plan was revised, what the task spent before it. Empty for a first run.
+ */
+function followupSection(summary: TaskSummary): string {
+  const followup = summary.followup;
+  if (!followup) return '';
+  const earlier = followup.earlier;
+  return [
+    `## Follow-up ${followup.number}`,
+    '',
+    'The instruction:',
+    '',
+    fencedBlock(wellFormed(followup.instruction)),
+    '',
+    ...(followup.changes ? describePlanChanges(followup.changes).map((line) => `- ${inlineText(line)}`) : []),
+    '',
+    `Every criterion was checked again on the new head. Before this follow-up: ${earlier.runs} worker runs, ` +
+      `${earlier.metaCalls} Meta-agent calls, ${usageText(earlier.usage.total)}; the figures above are the follow-up's.`,
+  ].join('\n');
 }
 
 /**

@@ -8,9 +8,17 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { stampedEventSchema, type StampedEvent, type TaskStartOptions } from '../core/events.js';
 import type { TaskState } from '../core/task-state.js';
-import type { Baseline, MetaDecision, Plan, RunRecord, TaskSummary, Usage } from '../core/types.js';
+import type {
+  Baseline,
+  FollowupSummary,
+  MetaDecision,
+  Plan,
+  RunRecord,
+  TaskSummary,
+  Usage,
+} from '../core/types.js';
 import { planSchema, runRecordSchema } from '../core/records.js';
-import { addUsage, ZERO_USAGE } from '../core/usage.js';
+import { addUsage, subtractUsage, ZERO_USAGE } from '../core/usage.js';
 import { UserError } from '../errors.js';
 import { EVENTS_FILE, readJournal } from '../notes/event-journal.js';
 import type { AuditRecord } from '../identity/audit-entry.js';
@@ -46,6 +54,16 @@ export interface JournalTaskState {
   baseline: Baseline | null;
   /** Who started, answered, stopped or resumed the task through a server, oldest first. */
   audit: AuditRecord[];
+  /** The latest follow-up (`agent-runner followup`), null when there was none. */
+  followup: JournalFollowup | null;
+}
+
+/** A follow-up as the journal tells it: what began it, its revision of the plan, the spending before it. */
+export interface JournalFollowup extends FollowupSummary {
+  /** Its revised plan was recorded (false: it was interrupted before, and the revision is asked again). */
+  planned: boolean;
+  /** Wall clock the task used before the follow-up: its own limit does not count it. */
+  elapsedBefore: number;
 }
 
 /** Folds journal events into the task's state. Pure. */
@@ -113,6 +131,7 @@ export class JournalFold {
       answers: [],
       baseline: null,
       audit: [],
+      followup: null,
     };
   }
 
@@ -144,7 +163,14 @@ export class JournalFold {
         break;
       case 'plan':
         state.plan = event.plan;
+        if (state.followup) state.followup.planned = true;
         this.countMeta(event.usage);
+        break;
+      case 'followup_started':
+        this.startFollowup(event);
+        break;
+      case 'followup_planned':
+        if (state.followup?.number === event.number) state.followup.changes = event.changes;
         break;
       case 'decision':
         this.countMeta(event.usage);
@@ -175,7 +201,8 @@ export class JournalFold {
   /** Each attempt's wall clock runs from its `task_started` to its last event. */
   private clock(event: StampedEvent): void {
     const at = Date.parse(event.at);
-    if (event.type === 'task_started') this.settleAttempt();
+    // A follow-up starts a new stretch of the clock: the time between the end and it is nobody's.
+    if (event.type === 'task_started' || event.type === 'followup_started') this.settleAttempt();
     if (Number.isFinite(at)) {
       this.attemptStartedAt ??= at;
       this.attemptLastAt = at;
@@ -216,6 +243,13 @@ export class JournalFold {
     else if (event.type === 'facts') record.facts = event.facts;
     else if (event.type === 'dod') record.dod = event.dod;
     else if (event.type === 'criteria_checks') record.criteriaChecks = event.results;
+  }
+
+  /** A follow-up begins: the task's plan is revised next, and its spending so far becomes the "before". */
+  private startFollowup(event: Extract<StampedEvent, { type: 'followup_started' }>): void {
+    const { type: _type, at: _at, ...started } = event;
+    this.settlePending();
+    this.state.followup = { ...started, planned: false, elapsedBefore: this.state.elapsedMs };
   }
 
   private countMeta(usage: Usage | undefined): void {
@@ -319,20 +353,22 @@ export function previousAttempt(state: JournalTaskState): {
         'it has no result and its worker was stopped. Its thread can be resumed; check what it left before deciding.',
     );
   }
+  // A follow-up's limits count what was spent since it began; the spending before it is shown apart.
+  const before = state.followup;
   return {
     plan: state.plan,
     runs: state.runs,
     threadId: state.threadId,
-    metaCalls: state.metaCalls,
-    usage: state.metaUsage,
-    workerUsage: state.workerUsage,
+    metaCalls: state.metaCalls - (before?.earlier.metaCalls ?? 0),
+    usage: before ? subtractUsage(state.metaUsage, before.earlier.usage.meta) : state.metaUsage,
+    workerUsage: before ? subtractUsage(state.workerUsage, before.earlier.usage.worker) : state.workerUsage,
     feedback: [
       ...feedback,
       ...state.answers.map(
         ({ question, answer }) => `Earlier, the person was asked "${question}" and answered: ${answer}`,
       ),
     ],
-    elapsedMs: state.elapsedMs,
+    elapsedMs: Math.max(0, state.elapsedMs - (before?.elapsedBefore ?? 0)),
     ...(state.baseline ? { baseline: state.baseline } : {}),
   };
 }

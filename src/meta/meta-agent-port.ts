@@ -93,7 +93,11 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
   async plan(input: Parameters<MetaAgentPort['plan']>[0]): Promise<{ plan: Plan; usage: Usage }> {
     const result = await this.agent.plan(
       input.prd,
-      { taskId: input.taskId, memory: input.memory.map(({ title, summary }) => ({ title, summary })) },
+      {
+        taskId: input.taskId,
+        memory: input.memory.map(({ title, summary }) => ({ title, summary })),
+        ...(input.followup ? { followup: input.followup } : {}),
+      },
       { signal: input.signal },
     );
     const plan: Plan = {
@@ -173,6 +177,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
       memory: view.memory.map(({ title, summary }) => ({ title, summary })),
       ...(lastFacts ? { lastFacts } : {}),
       canResume: view.history.some((run) => run.threadId !== null),
+      ...(view.followup ? { followup: view.followup } : {}),
     };
   }
 }

@@ -252,16 +252,27 @@ export function createMetaAgent(options: CreateMetaAgentOptions): MetaAgent {
   };
 }
 
-/** The `plan_task` call: the PRD and the memory, for the acceptance criteria. */
+/** The `plan_task` call: the PRD and the memory, for the acceptance criteria (a follow-up: their revision). */
 function planSpec(prd: string, context: PlanContext): Omit<CallSpec<'plan_task'>, 'signal'> {
+  const { followup } = context;
   return {
     type: 'plan_task',
-    systemData: { taskId: context.taskId, memory: (context.memory?.length ?? 0) > 0 },
+    systemData: {
+      taskId: context.taskId,
+      memory: (context.memory?.length ?? 0) > 0,
+      followup: Boolean(followup),
+    },
     context: {
       taskId: context.taskId,
       prd,
       memory: context.memory,
-      request: `Reply with one \`plan_task\` message for task ${context.taskId}.`,
+      ...(followup ? { followup } : {}),
+      request: followup
+        ? `This is follow-up ${followup.number} of task ${context.taskId}. Reply with one \`plan_task\` message ` +
+          'holding the whole list of acceptance criteria after this follow-up: every criterion that held, exactly ' +
+          'as written; the ones that did not hold, as they are or revised; new criteria for what the instruction ' +
+          'asks, with new ids.'
+        : `Reply with one \`plan_task\` message for task ${context.taskId}.`,
     },
     checks: { taskId: context.taskId },
   };
@@ -275,6 +286,7 @@ function loopBasics(context: LoopContext) {
     acceptanceCriteria: context.acceptanceCriteria,
     memory: context.memory,
     history: context.history,
+    ...(context.followup ? { followup: context.followup } : {}),
   };
 }
 

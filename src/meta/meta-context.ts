@@ -3,7 +3,7 @@
  * own state to these shapes, so neither side depends on the other's internals.
  */
 import type { MemoryEntry as CoreMemoryEntry } from '../core/ports.js';
-import type { CriterionCheckResult, DodCheckResult } from '../core/types.js';
+import type { CriterionCheckResult, CriterionEvidence, DodCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 
 /** A pattern of the Command Pattern Library, as offered to the model. */
@@ -61,11 +61,23 @@ export interface FactsForAssessment {
   workerSummary?: string;
 }
 
+/**
+ * A follow-up of an ended task: the person's instruction (quoted to the model as input, never as
+ * configuration) and, when the plan is revised, the criteria so far with their evidence.
+ */
+export interface FollowupForPrompt {
+  number: number;
+  instruction: string;
+  criteria?: readonly CriterionEvidence[];
+}
+
 export interface PlanContext {
   /** The task id the plan must carry (also used for branch and log paths). */
   taskId: string;
   /** Summaries of earlier task notes, most relevant first. */
   memory?: MemoryEntry[];
+  /** A follow-up: the plan so far is revised with the instruction. */
+  followup?: FollowupForPrompt;
 }
 
 export interface LoopContext {
@@ -82,4 +94,6 @@ export interface LoopContext {
   lastFacts?: FactsForAssessment;
   /** False when no earlier worker thread can be resumed. Defaults to "some run_worker in history". */
   canResume?: boolean;
+  /** The follow-up under way, when the task is one. */
+  followup?: FollowupForPrompt;
 }

@@ -12,6 +12,8 @@ import type { CriterionCheckResult } from '../core/types.js';
 import type { AcceptanceCriterion } from '../protocol/messages.js';
 import type { FactsForAssessment, MemoryEntry, HistoryEntry } from './meta-context.js';
 import { comparisonText } from '../core/baseline.js';
+import { criterionLine, fence, renderFollowup } from './prompt-text.js';
+import type { FollowupForPrompt } from './meta-context.js';
 
 /** Tokens estimated as characters / 4: cheap, provider-independent, and close enough for budgeting. */
 export function estimateTokens(text: string): number {
@@ -25,6 +27,8 @@ export interface PromptContextInput {
   memory?: MemoryEntry[];
   history?: HistoryEntry[];
   facts?: FactsForAssessment;
+  /** A follow-up: the person's instruction, quoted (and the criteria so far, for the plan's revision). */
+  followup?: FollowupForPrompt;
   /** The closing request, e.g. "Reply with one next_action message." */
   request: string;
 }
@@ -66,25 +70,11 @@ const CHECK_STATE: Record<CriterionCheckResult['status'], string> = {
   not_executed: 'not executed (kind not run by agent-runner; judge it from the other facts)',
 };
 
-function fence(text: string, language = 'text'): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((match) => match[0].length));
-  const marker = '`'.repeat(longest + 1);
-  return `${marker}${language}\n${text.replace(/\n+$/, '')}\n${marker}`;
-}
-
 function lastLines(text: string, count: number): string {
   const lines = text.replace(/\n+$/, '').split('\n');
   return lines.length <= count
     ? lines.join('\n')
     : `[${lines.length - count} earlier lines omitted]\n${lines.slice(-count).join('\n')}`;
-}
-
-function criterionLine(criterion: AcceptanceCriterion): string {
-  const flags = `${criterion.type}${criterion.critical ? ', critical' : ''}`;
-  const check = criterion.check
-    ? ` [check: ${criterion.check.kind}${criterion.check.command ? ` \`${criterion.check.command}\`` : ''}${criterion.check.test_name ? ` test "${criterion.check.test_name}"` : ''}${criterion.check.file ? ` file ${criterion.check.file}` : ''}]`
-    : '';
-  return `- ${criterion.id} (${flags}): ${criterion.description}${check}`;
 }
 
 function oneLine(run: HistoryEntry): string {
@@ -198,6 +188,7 @@ function renderStable(input: PromptContextInput, view: View): string {
   if (input.acceptanceCriteria?.length) {
     parts.push('', '## Acceptance criteria (from the plan)', ...input.acceptanceCriteria.map(criterionLine));
   }
+  if (input.followup) parts.push('', renderFollowup(input.followup));
   return parts.join('\n');
 }
 

@@ -32,6 +32,8 @@ export interface SystemPromptData {
   workers?: WorkerOffer[];
   canResume?: boolean;
   memory?: boolean;
+  /** A follow-up's plan revision (plan_task with the criteria so far and the instruction). */
+  followup?: boolean;
 }
 
 const ACTION_DESCRIPTIONS: Record<NextActionKind, string> = {

@@ -14,6 +14,7 @@ import type { TaskRecord } from '../core/task-runner.js';
 import type { Baseline, CriterionEvidence, DodCheckResult, RunRecord, TaskFacts } from '../core/types.js';
 import { comparisonText } from '../core/baseline.js';
 import { diskCapsView } from './disk-caps-view.js';
+import { followupView } from './followup-view.js';
 import { setupView } from './setup-view.js';
 import { totalTokens } from '../core/usage.js';
 import {
@@ -369,6 +370,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     retrospective: retrospective.items,
     retrospectiveCut: retrospective.cut,
     ...setupView(context.setup ?? [], context.setupDetected ?? []),
+    ...followupView(record, lastFacts, criterionRow),
     ...pickUpView(record, context, branch, worktreePath),
   };
 }

@@ -2,6 +2,7 @@
  * Honest fakes of the core's task-level ports: each implements the same port, keeps real state, records
  * calls and refuses calls past its script. Used by the loop's unit tests and the benchmarks.
  */
+import type { FollowupContext } from '../../src/core/followup.js';
 import type {
   Clock,
   ExecResult,
@@ -97,7 +98,7 @@ export function commitSlugify(passing: boolean, subject = 'Add slugify'): Worker
 
 /** Consumes one scripted step per call; a call of the wrong kind or past the end throws. */
 export class ScriptedMetaAgent implements MetaAgentPort {
-  readonly calls: { kind: string; view?: MetaView }[] = [];
+  readonly calls: { kind: string; view?: MetaView; followup?: FollowupContext }[] = [];
   private position = 0;
 
   constructor(private readonly script: MetaStep[]) {}
@@ -128,8 +129,14 @@ export class ScriptedMetaAgent implements MetaAgentPort {
     return step;
   }
 
-  async plan(input: { signal?: AbortSignal }): Promise<{ plan: Plan; usage: Usage }> {
-    this.calls.push({ kind: 'plan' });
+  async plan(input: {
+    signal?: AbortSignal;
+    followup?: FollowupContext;
+  }): Promise<{ plan: Plan; usage: Usage }> {
+    this.calls.push({
+      kind: 'plan',
+      ...(input.followup ? { followup: structuredClone(input.followup) } : {}),
+    });
     const step = await this.answer('plan', input.signal);
     return { plan: (step as { plan: Plan }).plan, usage: usage() };
   }

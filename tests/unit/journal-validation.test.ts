@@ -164,6 +164,21 @@ async function writeJournal(runDir: string): Promise<StampedEvent[]> {
     reason: 'the journal line is not UTF-8 (agent-runner writes none such)',
     at,
   });
+  record({
+    type: 'followup_started',
+    number: 1,
+    instruction: 'Also handle empty input.',
+    fromSha: 'c2',
+    before: summary.criteria,
+    earlier: { runs: summary.runs, metaCalls: summary.metaCalls, usage: summary.usage },
+    at,
+  });
+  record({
+    type: 'followup_planned',
+    number: 1,
+    changes: { added: ['AC2'], revised: [], protected: [{ id: 'AC1', why: 'changed' }], carried: [] },
+    at,
+  });
   return written;
 }
 

@@ -1,0 +1,97 @@
+/**
+ * `agent-runner followup <ID|branch> --message TEXT`: continues an ended task (COMPLETE, NEEDS_REVIEW or FAILED)
+ * on its own branch with a person's new instruction, held to the same evidence as its first run. The Meta-agent
+ * revises the plan (a criterion that held stays as it was), the worker continues on the branch's head in a fresh
+ * sandbox, and every criterion is checked again; `--pr` updates the same pull/merge request.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { followupTaskSpec } from '../compose/followup-task-spec.js';
+import type { TaskSummary } from '../core/types.js';
+import { UserError } from '../errors.js';
+import { taskRepository } from './command-repositories.js';
+import type { CommandContext } from './program.js';
+import type { ResumeCommandOptions } from './resume-command.js';
+import { driveTask, flagsLayer } from './run-command.js';
+
+export type FollowupCommandOptions = ResumeCommandOptions & {
+  message?: string;
+  messageFile?: string;
+};
+
+/** `agent-runner/<ID>` or `<ID>`: the task's id. */
+export function followupTaskId(target: string): string {
+  return target.startsWith('agent-runner/') ? target.slice('agent-runner/'.length) : target;
+}
+
+/** The instruction from `--message` or `--message-file` (exactly one of them). */
+async function instructionOf(options: FollowupCommandOptions, cwd: string): Promise<string> {
+  if ((options.message === undefined) === (options.messageFile === undefined))
+    throw new UserError(
+      'usage',
+      'Give the follow-up instruction with exactly one of `--message TEXT` or `--message-file FILE`.',
+    );
+  if (options.message !== undefined) return options.message;
+  const file = path.resolve(cwd, options.messageFile as string);
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    throw new UserError(
+      'usage',
+      `Cannot read the follow-up instruction ${file}: ${(error as Error).message}. Give a readable file, or --message TEXT.`,
+      { cause: error },
+    );
+  }
+}
+
+export async function followupCommand(
+  target: string,
+  options: FollowupCommandOptions,
+  context: CommandContext,
+): Promise<TaskSummary> {
+  const taskId = followupTaskId(target);
+  const instruction = await instructionOf(options, context.cwd);
+  const repository = await taskRepository(taskId, options.repo, context);
+  const spec = await followupTaskSpec({
+    repoRoot: repository.root,
+    taskId,
+    instruction,
+    cwd: context.cwd,
+    env: context.env,
+    overrides: flagsLayer(options),
+    ...(options.config ? { configFile: path.resolve(context.cwd, options.config) } : {}),
+    ...(options.keepSandbox !== undefined ? { keepSandbox: options.keepSandbox } : {}),
+    ...(options.skipDod !== undefined ? { skipDod: options.skipDod } : {}),
+  });
+  const remote = repository.url === null ? {} : { remote: { url: repository.url, root: repository.root } };
+  return driveTask(spec, {}, { ...options, ...remote }, context);
+}
+
+export function registerFollowupCommand(program: Command, context: CommandContext): void {
+  program
+    .command('followup')
+    .description(
+      'Continue an ended task on its own branch with a new instruction; every criterion is checked again.',
+    )
+    .argument('<task>', 'the task id, or its branch agent-runner/<ID>')
+    .option('--message <text>', 'the person\'s instruction, e.g. "also handle empty input"')
+    .option('--message-file <file>', 'read the instruction from a file')
+    .option(
+      '--repo <url>',
+      'the task of a `run --repo` (default: found in the cache when outside any repository)',
+    )
+    .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
+    .option('--max-iterations <n>', 'most worker runs of this follow-up')
+    .option('--timeout <duration>', 'wall clock of this follow-up, e.g. 45m')
+    .option('--skip-dod', 'do not run the Definition-of-Done checks (recorded as skipped)')
+    .option('--json', 'JSONL events on stdout, ending with a summary object')
+    .option('--headless', 'never prompt (automatic when stdin is not a TTY or CI is set)')
+    .option('--keep-sandbox', 'keep the container after the task, for debugging')
+    .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
+    .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
+    .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
+    .action(async (task: string, options: FollowupCommandOptions) => {
+      await followupCommand(task, options, context);
+    });
+}
