@@ -244,7 +244,8 @@ describe('deliver: the GitHub pull request', () => {
     github.failNext('list', 429, { message: 'Too Many Requests', headers: { 'retry-after': '3600' } });
     const started = Date.now();
     const outcome = await deliver();
-    expect(Date.now() - started).toBeLessThan(1_500);
+    // Far below the hour asked (the delivery's push and its other calls take seconds on a loaded machine).
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(outcome.error?.kind).toBe('rate_limited');
     expect(outcome.error?.message).toContain('asked to wait 3600 s');
     expect(github.calls.filter((call) => call.status === 429)).toHaveLength(2);
