@@ -156,7 +156,9 @@ async function taskRuntime(
 ): Promise<SandboxRuntimeChoice> {
   const { resolveContainerRuntime } = await import('../sandbox/container-runtime.js');
   const choice = await resolveContainerRuntime(docker, config.sandbox);
-  onNotice(`sandbox runtime: ${choice.runtime} (${choice.reason})`);
+  // The default (runc, asked for) goes without a word: the note and the summary record it either way.
+  if (config.sandbox.runtime !== 'runc' || choice.runtime !== 'runc')
+    onNotice(`sandbox runtime: ${choice.runtime} (${choice.reason})`);
   return choice;
 }
 
