@@ -14,6 +14,7 @@ import { VERSION } from '../version.js';
 import {
   extraWorkerBuildArgs,
   readWorkerImageInputs,
+  STATX_SHIM_CONTEXT_NAME,
   workerImageLabels,
   workerImageTag,
   type WorkerImageInputs,
@@ -156,6 +157,7 @@ export async function buildWorkerImage(
     await writeFile(path.join(contextDir, 'Dockerfile'), inputs.dockerfile);
     // The Dockerfile COPYs extra-ca.crt unconditionally; an empty file means "no extra CA".
     await writeFile(path.join(contextDir, 'extra-ca.crt'), inputs.extraCa);
+    await writeFile(path.join(contextDir, STATX_SHIM_CONTEXT_NAME), inputs.statxShim ?? '');
     const stream = await docker
       .buildImage(contextStream(contextDir), {
         t: existing.tag,

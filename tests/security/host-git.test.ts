@@ -4,7 +4,9 @@
  * the content; the worker commits `.gitattributes` naming it for every path, and a file. Plain git runs the
  * filter on that very commit (a scratch clone); agent-runner's fast-forward of the person's worktree does not,
  * and the worktree holds the content as committed. (b) The worker plants a FIFO among the refs of its `.git`,
- * where plain host git blocks for good: the run ends within its limits with the problem named. (A FIFO at
+ * where plain host git blocks for good: the run ends within its limits with the problem named. Under gVisor the
+ * FIFO stays inside the sandbox's own file system (the worker lists it, the host's directory never holds it) and
+ * host git brings the work back as usual. (A FIFO at
  * `packed-refs`, `config`, `shallow` or `info/grafts` blocks the worker's own git in the container as well, for
  * the timeouts of the facts' execs, minutes; the unit tests of sandbox-git-files.ts cover those on the host.)
  */
@@ -14,9 +16,10 @@ import { chmodSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, wr
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { labelledContainers } from '../support/faults-harness.js';
+import { journalEvents, labelledContainers } from '../support/faults-harness.js';
 import { runHostileTask, summaryOf } from '../support/hostile-worker.js';
 import { git } from '../support/task-repo.js';
+import { UNDER_RUNSC } from '../support/test-runtime.js';
 
 /** A person's HOME whose global git config has the filter `evil`; its smudge writes `smudge <dir>` lines. */
 function personHome(): { home: string; env: NodeJS.ProcessEnv; canary: () => string } {
@@ -92,6 +95,19 @@ describe('git on the host against worker-chosen programs and files', () => {
     const elapsed = Date.now() - started;
     const root = run.task.root;
     const sandboxGit = path.join(root, '.agent-runner', 'sandboxes', taskId, 'repo', '.git');
+
+    if (UNDER_RUNSC) {
+      // gVisor keeps a FIFO made on a bind mount inside its own file system: the worker sees it, the host's
+      // directory never holds it, so host git has nothing to block on and brings the work back.
+      const recorded = JSON.stringify(journalEvents(root, taskId).filter((e) => e.type === 'run_recorded'));
+      expect(recorded, run.stderr).toMatch(/prw[-rwx]{7}[^"]* planted/);
+      expect(existsSync(path.join(sandboxGit, 'refs', 'tags', 'planted'))).toBe(false);
+      expect(run.code).not.toBeNull();
+      expect(elapsed).toBeLessThan(120_000);
+      expect(git(root, 'log', '--format=%s', `agent-runner/${taskId}`)).toContain('work before the plant');
+      expect(await labelledContainers(taskId, root)).toEqual([]);
+      return;
+    }
 
     // The attack: the FIFO is where the worker put it, and plain host git reading that repository blocks.
     expect(lstatSync(path.join(sandboxGit, 'refs', 'tags', 'planted')).isFIFO(), run.stderr).toBe(true);

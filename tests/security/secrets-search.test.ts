@@ -1,9 +1,10 @@
 /**
- * A worker that looks for secrets everywhere it can: every file of the container (the workspace, its git
- * objects, CODEX_HOME, /tmp, the home directory, the image), its environment and every process's environment
- * and argv. Excluded files (.env, .npmrc, credentials, keys: committed or untracked in the user's tree) and the
+ * A worker that looks for secrets everywhere it can: every file system the container was given (the workspace,
+ * CODEX_HOME, /tmp, the home directory, the gateway's directory, Docker's /etc files), the workspace's git
+ * objects, its environment and every process's environment and argv. Excluded files (.env, .npmrc, credentials, keys: committed or untracked in the user's tree) and the
  * real API key must be nowhere. Canaries: a committed file that is not excluded is found in the files and in
- * the git objects, and the sandbox's own CODEX_HOME variable is found in the environment and in /proc.
+ * the git objects, a file the probe writes into the home directory is found, the search covered the
+ * directories that matter, and the sandbox's own CODEX_HOME variable is found in the environment and in /proc.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -28,7 +29,13 @@ function probe(targets: Record<string, string>): string {
     'cut -f1 /tmp/p.txt > /tmp/values.txt',
     'label() { while IFS=$(printf "\\t") read -r v l; do [ "$v" = "$1" ] && echo "$l"; done < /tmp/p.txt; }',
     'report() { sort -u | while IFS= read -r v; do echo "HIT $1 $(label "$v")"; done; }',
-    'grep -rhoaF -f /tmp/values.txt --exclude-dir=proc --exclude-dir=sys --exclude=p.txt --exclude=values.txt / 2>/dev/null | report files',
+    // Every file system the container was given, and nothing of the image's read-only root (built before any
+    // task, it holds nothing of one) or of the kernel's (/proc, /sys, /dev but its shm): bounded, so the search
+    // ends within codex's command yield under gVisor too, whose file reads go through its gofer.
+    `dirs=$(awk '$2 != "/" && ($2 == "/dev/shm" || $2 !~ "^/(proc|sys|dev)(/|$)") { print $2 }' /proc/self/mounts | sort -u)`,
+    'echo "SEARCHED" $dirs',
+    `mkdir -p "$HOME/.cache" && printf '%s\\n' ${split(targets.homecanary ?? '')} > "$HOME/.cache/canary"`,
+    'grep -rhoaF -D skip -f /tmp/values.txt --exclude=p.txt --exclude=values.txt $dirs 2>/dev/null | report files',
     'git -C /workspace cat-file --batch-all-objects --batch 2>/dev/null | grep -oaF -f /tmp/values.txt | report git',
     'env | grep -oaF -f /tmp/values.txt | report env',
     'cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" "\\n" | grep -oaF -f /tmp/values.txt | report proc',
@@ -49,7 +56,11 @@ describe('secrets a worker looks for', () => {
       aws: `AWS-SECRET-${id}`,
       tfvars: `TFVARS-SECRET-${id}`,
     };
-    const canaries = { allowedfile: `ALLOWED-FILE-${id}`, allowedenv: 'CODEX_HOME=/codex-home' };
+    const canaries = {
+      allowedfile: `ALLOWED-FILE-${id}`,
+      homecanary: `HOME-CANARY-${id}`,
+      allowedenv: 'CODEX_HOME=/codex-home',
+    };
     const taskId = `sec-secrets-${id.slice(0, 6)}`;
     const run = await runHostileTask(taskId, {
       prepare: ({ root }) => {
@@ -79,7 +90,9 @@ describe('secrets a worker looks for', () => {
     );
     expect(recorded, JSON.stringify(outputs)).toContain('PROBE-DONE');
     // Canaries: the probe finds what is allowed in each place it looks.
+    expect(recorded).toMatch(/SEARCHED [^"]*\/codex-home [^"]*\/home\/agent [^"]*\/tmp [^"]*\/workspace/);
     expect(recorded).toContain('HIT files allowedfile');
+    expect(recorded).toContain('HIT files homecanary');
     expect(recorded).toContain('HIT git allowedfile');
     expect(recorded).toContain('HIT env allowedenv');
     expect(recorded).toContain('HIT proc allowedenv');

@@ -65,7 +65,11 @@ afterAll(async () => {
   await Promise.all(closers.map((close) => close()));
 });
 
-/** The runtime, with the worker's run (and only it) traced: every connect() of every process, to TRACE. */
+/**
+ * The runtime, with the worker's run (and only it) traced: every connect() of every process, to TRACE. With
+ * `--seccomp-bpf` only connect() stops a traced process: stopping at every system call made a Bun binary
+ * (opencode, thousands of futex and clock calls) too slow to finish under gVisor, whose ptrace is emulated.
+ */
 function traced(inner: DockerSandboxRuntime): SandboxRuntime {
   return new Proxy(inner, {
     get(target, property, receiver) {
@@ -76,7 +80,19 @@ function traced(inner: DockerSandboxRuntime): SandboxRuntime {
             ? target.exec(id, argv, options)
             : target.exec(
                 id,
-                ['strace', '-f', '-qq', '-e', 'trace=connect', '-e', 'signal=none', '-o', TRACE, ...argv],
+                [
+                  'strace',
+                  '-f',
+                  '--seccomp-bpf',
+                  '-qq',
+                  '-e',
+                  'trace=connect',
+                  '-e',
+                  'signal=none',
+                  '-o',
+                  TRACE,
+                  ...argv,
+                ],
                 options,
               );
       const value: unknown = Reflect.get(target, property, receiver);

@@ -76,6 +76,12 @@ describe('the worker image of a set of workers', () => {
       extraWorkers: ['claude@2.1.329'],
     });
   });
+
+  it('the statx shim the Dockerfile compiles is part of the tag', () => {
+    const withShim = workerImageTag({ ...inputs, statxShim: 'int statx(void);' });
+    expect(withShim).not.toBe(workerImageTag(inputs));
+    expect(workerImageTag({ ...inputs, statxShim: 'int statx(int);' })).not.toBe(withShim);
+  });
 });
 
 describe('the OpenAI API a worker speaks', () => {
