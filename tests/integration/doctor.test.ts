@@ -89,6 +89,7 @@ describe('agent-runner doctor', () => {
       'Docker engine',
       'Worker image',
       'Worker binary (codex)',
+      'Sandbox runtime',
       'Git repository',
       'Toolchain',
       'Set-up',
