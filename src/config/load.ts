@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { UserError } from '../errors.js';
 import { checkConfigPaths } from './config-paths.js';
 import { configSchema, type Config } from './schema.js';

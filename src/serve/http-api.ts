@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { UserError } from '../errors.js';
 import type { TaskRequest, TaskRequestResult } from '../control/task-requests.js';
 import type { Redaction } from '../notes/redact.js';

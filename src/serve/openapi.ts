@@ -2,7 +2,7 @@
  * The OpenAPI 3.1 document of the server's API, made from the zod schemas that check its requests (zod's own
  * JSON Schema output), so what is documented is what is accepted.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { VERSION } from '../version.js';
 import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
 
