@@ -127,7 +127,10 @@ export async function runCommand(options: RunCommandOptions, context: CommandCon
   // request needs, the app and the planner with the gateway and the model's SDK. The task's composition
   // (workspace, sandbox, runner, notes) loads once that request has left.
   import('../app.js').catch(() => undefined);
-  import('../parallel/run-project.js').catch(() => undefined);
+  import('../parallel/run-project.js')
+    // Node compiles its fetch (undici, under the model's SDK) on first use: done here too, not on the request's path.
+    .then(() => globalThis.Headers)
+    .catch(() => undefined);
   // The PRD first, then the repository: the errors come in the order a person fixes them.
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);
