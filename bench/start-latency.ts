@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
@@ -26,6 +27,12 @@ export interface StartLatency {
    */
   firstMetaRequestMs: number;
   metaSamplesMs: number[];
+  /**
+   * The CPU time (user + system, all its threads) `agent-runner` had used when that first byte arrived: the
+   * median of `metaCpuSamplesMs`. On a shared machine the wall time moves with the load; this moves far less.
+   */
+  firstMetaRequestCpuMs: number;
+  metaCpuSamplesMs: number[];
   /** The same spawn of `node -e 0` (Node's own start on this machine now), median of as many samples. */
   nodeFloorMs: number;
   /** From spawning `agent-runner run` to codex's first request reaching the model server: the median of `workerSamplesMs`. */
@@ -47,6 +54,8 @@ export interface StartLatency {
 
 interface OneStart {
   metaMs: number;
+  /** The process's CPU time when the Meta-agent request's first byte arrived (null where /proc is missing). */
+  metaCpuMs: number | null;
   workerMs: number | null;
   exitCode: number | null;
 }
@@ -79,10 +88,13 @@ export async function measureStartLatency(
   workerSamples = 3,
 ): Promise<StartLatency> {
   const metaSamplesMs: number[] = [];
+  const metaCpuSamplesMs: number[] = [];
   const nodeFloor: number[] = [];
   for (let i = 0; i < samples; i += 1) {
     nodeFloor.push(await nodeStart());
-    metaSamplesMs.push((await startOnce(repo, scratch, true, split)).metaMs);
+    const start = await startOnce(repo, scratch, true, split);
+    metaSamplesMs.push(start.metaMs);
+    if (start.metaCpuMs !== null) metaCpuSamplesMs.push(start.metaCpuMs);
     sampleProgress(`${label}: Meta-agent sample ${i + 1}/${samples}: ${round(metaSamplesMs.at(-1)!)} ms`);
   }
   const workerSamplesMs: number[] = [];
@@ -112,6 +124,8 @@ export async function measureStartLatency(
     split,
     firstMetaRequestMs: round(median(metaSamplesMs)),
     metaSamplesMs: metaSamplesMs.map((ms) => round(ms)),
+    firstMetaRequestCpuMs: metaCpuSamplesMs.length > 0 ? round(median(metaCpuSamplesMs)) : 0,
+    metaCpuSamplesMs,
     nodeFloorMs: round(median(nodeFloor)),
     firstWorkerRequestMs: round(firstWorkerRequestMs),
     workerSamplesMs: workerSamplesMs.map((ms) => round(ms)),
@@ -130,6 +144,21 @@ function sampleProgress(line: string): void {
 
 const BIN = path.join(import.meta.dirname, '..', 'bin', 'agent-runner.js');
 const KEY = 'bench-key-not-secret';
+
+/** User + system CPU time of a running process so far (its threads included), from /proc; null without it. */
+function cpuTimeMs(pid: number): number | null {
+  try {
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th of them.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? (ticks * 1000) / CLOCK_TICKS_PER_SECOND : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The kernel's clock ticks per second (`getconf CLK_TCK`), 100 on Linux. */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 /** Resolves with the time `probe` first returns true (polled every 2 ms), or rejects after `timeoutMs`. */
 function firstTime(probe: () => boolean, timeoutMs: number, what: string): Promise<number> {
@@ -151,7 +180,10 @@ function firstTime(probe: () => boolean, timeoutMs: number, what: string): Promi
  * A TCP forwarder in front of the model server that notes when the first byte of the first connection
  * arrives: the Meta-agent's request is timed at its first byte, not when the server has parsed it.
  */
-async function firstByteForwarder(target: string): Promise<{
+async function firstByteForwarder(
+  target: string,
+  onFirstByte: () => void = () => {},
+): Promise<{
   url: string;
   firstByteAt: () => number | undefined;
   close: () => Promise<void>;
@@ -160,7 +192,11 @@ async function firstByteForwarder(target: string): Promise<{
   let firstByteAt: number | undefined;
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
-    client.once('data', () => (firstByteAt ??= performance.now()));
+    client.once('data', () => {
+      if (firstByteAt !== undefined) return;
+      firstByteAt = performance.now();
+      onFirstByte();
+    });
     const forward = createConnection(Number(upstream.port), upstream.hostname);
     for (const socket of [client, forward]) {
       sockets.add(socket);
@@ -204,7 +240,11 @@ export async function startOnce(
   const responses = await new ScriptedResponsesServer([
     { kind: 'output', items: [assistantMessage('Done.')] },
   ]).start();
-  const forwarder = await firstByteForwarder(chat.url);
+  let pid: number | undefined;
+  let metaCpuMs: number | null = null;
+  const forwarder = await firstByteForwarder(chat.url, () => {
+    if (pid !== undefined) metaCpuMs = cpuTimeMs(pid);
+  });
   const prd = path.join(scratch, `${taskId}.md`);
   const config = path.join(scratch, `${taskId}.yaml`);
   await writeFile(prd, '# Bench task\n\nMake the change.\n');
@@ -226,6 +266,7 @@ export async function startOnce(
         },
       },
     );
+    pid = child.pid;
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4000)));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -246,7 +287,12 @@ export async function startOnce(
         ]);
     child.kill('SIGINT');
     const exitCode = await exited;
-    return { metaMs: meta - started, workerMs: worker === null ? null : worker - started, exitCode };
+    return {
+      metaMs: meta - started,
+      metaCpuMs,
+      workerMs: worker === null ? null : worker - started,
+      exitCode,
+    };
   } finally {
     await forwarder.close();
     await chat.close();

@@ -49,7 +49,7 @@ export async function measureStartSection(
   }
   for (const start of startLatency)
     progress(
-      `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; node -e 0 ${start.nodeFloorMs} ms), ` +
+      `   ${start.label}: Meta-agent ${start.firstMetaRequestMs} ms (median; CPU ${start.firstMetaRequestCpuMs} ms; node -e 0 ${start.nodeFloorMs} ms), ` +
         `worker ${start.firstWorkerRequestMs} ms (median) vs floor ${start.floorMs} ms (${start.workerRatio}x)`,
     );
   return startLatency;

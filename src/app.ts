@@ -5,16 +5,15 @@
  * `src/compose/compose-task.ts`; every way a task starts comes through `runTask` or `run`.
  */
 import { randomBytes } from 'node:crypto';
-import { runTask } from './compose/run-task.js';
 import { TaskHost, type AppDependencies } from './compose/task-host.js';
 import type { TaskHooks, TaskResult, TaskSpec } from './compose/task-spec.js';
+import type { Config } from './config/schema.js';
 import type { TaskSummary } from './core/types.js';
 import { titleOf } from './meta/meta-agent-port.js';
 import type { Redaction } from './notes/redact.js';
 import type { ProjectHooks, ProjectOptions } from './parallel/run-project.js';
 import { maySplit } from './compose/may-split.js';
 
-export { resolveWorkerImage } from './compose/docker-side.js';
 export { systemClock, type AppDependencies } from './compose/task-host.js';
 export type { TaskHooks, TaskResult, TaskSpec } from './compose/task-spec.js';
 
@@ -24,6 +23,13 @@ export interface App {
   run(spec: TaskSpec, hooks?: ProjectHooks, options?: ProjectOptions): Promise<TaskSummary>;
   /** One task, never split. */
   runTask(spec: TaskSpec, hooks?: TaskHooks): Promise<TaskResult>;
+}
+
+/** The worker image the config asks for (`sandbox.image`, else the tag of the package's Dockerfile). */
+export async function resolveWorkerImage(config: Config): Promise<string> {
+  // Imported on use: the Docker side's modules are not needed before a task's plan.
+  const dockerSide = await import('./compose/docker-side.js');
+  return dockerSide.resolveWorkerImage(config);
 }
 
 /** The app of one process: its environment, its redaction point, and any replaced pieces. */
@@ -36,15 +42,16 @@ export function createApp(
   return {
     host,
     async run(spec, hooks = {}, options = {}) {
-      // A task that cannot be split never loads the parallel module.
+      // A task that cannot be split runs as one task, without the planner of parallel work.
       if (!options.project && !maySplit(spec, options)) {
         const onEvent = hooks.onEvent as TaskHooks['onEvent'];
+        const { runTask } = await import('./compose/run-task.js');
         return (await runTask(host, spec, { ...hooks, onEvent })).summary;
       }
       const { runProject } = await import('./parallel/run-project.js');
       return runProject(host, spec, hooks, options);
     },
-    runTask: (spec, hooks = {}) => runTask(host, spec, hooks),
+    runTask: async (spec, hooks = {}) => (await import('./compose/run-task.js')).runTask(host, spec, hooks),
   };
 }
 

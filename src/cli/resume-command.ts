@@ -6,9 +6,7 @@
  */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
-import { taskRepository } from './command-repositories.js';
 import type { CommandContext } from './program.js';
 import {
   driveTask,
@@ -39,6 +37,11 @@ export async function resumeCommand(
   options: ResumeCommandOptions,
   context: CommandContext,
 ): Promise<TaskSummary> {
+  // Imported here: reading a journal back is no other command's start.
+  const [{ resumeTaskSpec }, { taskRepository }] = await Promise.all([
+    import('../compose/resume-task-spec.js'),
+    import('./command-repositories.js'),
+  ]);
   // A `--repo` task resumes in its cache as it is: its branch is there, nothing needs fetching.
   const repository = await taskRepository(taskId, options.repo, context);
   const { spec, projectOptions } = await resumeTaskSpec({

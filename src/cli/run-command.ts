@@ -124,8 +124,14 @@ export function summaryObject(
 
 export async function runCommand(options: RunCommandOptions, context: CommandContext): Promise<TaskSummary> {
   const { env } = context;
-  // Loaded while the PRD, the repository and the config are read (the runner's modules are most of start-up).
+  // Loaded while the PRD, the repository and the config are read (git runs meanwhile): what the first Meta-agent
+  // request needs, the app and the planner with the gateway and the model's SDK. The task's composition
+  // (workspace, sandbox, runner, notes) loads once that request has left.
   import('../app.js').catch(() => undefined);
+  import('../parallel/run-project.js')
+    // Node compiles its fetch (undici, under the model's SDK) on first use: done here too, not on the request's path.
+    .then(() => globalThis.Headers)
+    .catch(() => undefined);
   // The PRD first, then the repository: the errors come in the order a person fixes them.
   const prdPath = path.resolve(context.cwd, options.prd);
   const prd = await loadPrd(prdPath);

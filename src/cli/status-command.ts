@@ -4,10 +4,9 @@
  */
 import type { Command } from 'commander';
 import { cutAtWord } from '../core/failure-hints.js';
-import { listTasks, type TaskEntry } from '../lifecycle/task-inventory.js';
+import type { TaskEntry } from '../lifecycle/task-inventory.js';
 import { showControls } from '../notes/terminal-text.js';
 import { VERSION } from '../version.js';
-import { commandRepositories } from './command-repositories.js';
 import type { CommandContext } from './program.js';
 
 /**
@@ -117,6 +116,11 @@ export function registerStatusCommand(program: Command, context: CommandContext)
     .option('--json', 'print the tasks as JSON')
     .option('--repo <url>', 'the tasks of a `run --repo` remote (outside any repository: every cached one)')
     .action(async (options: { json?: boolean; repo?: string }) => {
+      // Imported here: the task inventory (journals, locks, containers) is no other command's start.
+      const [{ commandRepositories }, { listTasks }] = await Promise.all([
+        import('./command-repositories.js'),
+        import('../lifecycle/task-inventory.js'),
+      ]);
       const repositories = await commandRepositories(options.repo, context);
       const [{ createDockerClient }, { DockerSandboxRuntime }] = await Promise.all([
         import('../sandbox/docker-client.js'),

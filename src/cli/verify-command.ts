@@ -9,11 +9,9 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { AgentRunnerError, EXIT_CODES } from '../errors.js';
 import { loadConfig } from '../config/load.js';
-import { TaskHost } from '../compose/task-host.js';
 import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import type { CheckVerdict } from '../verify/compare-evidence.js';
 import type { VerifyResult } from '../verify/run-verify.js';
-import { refuseOtherUrl } from '../verify/verify-target.js';
 import type { CommandContext } from './program.js';
 
 /** Lines of a differing check's output shown under it. */
@@ -99,6 +97,11 @@ export function registerVerifyCommand(program: Command, context: CommandContext)
     .option('--json', 'print the result as one JSON object')
     .option('--config <file>', 'config file (default: agent-runner.yaml in the repository)')
     .action(async (target: string, options: { json?: boolean; config?: string }) => {
+      // Imported here: no other command's start needs the evidence's modules.
+      const [{ refuseOtherUrl }, { TaskHost }] = await Promise.all([
+        import('../verify/verify-target.js'),
+        import('../compose/task-host.js'),
+      ]);
       // Before anything is read: a URL that is no pull/merge request page.
       refuseOtherUrl(target);
       const repository = await inspectRepository(context.cwd);

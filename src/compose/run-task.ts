@@ -6,9 +6,9 @@ import { mkdir } from 'node:fs/promises';
 import { configuredWorkers } from '../config/workers.js';
 import type { Config } from '../config/schema.js';
 import { readModelScript, startScriptedModelServer } from '../demo/scripted-model-server.js';
-import { acquireTaskLock, type TaskLock } from '../lifecycle/task-lock.js';
 import { taskLayout } from '../workspace/layout.js';
 import { composeTask, type ComposedTask } from './compose-task.js';
+import { lockTask } from './lock-task.js';
 import type { TaskHost } from './task-host.js';
 import type { TaskHooks, TaskResult, TaskSpec } from './task-spec.js';
 
@@ -26,23 +26,6 @@ export async function runTask(host: TaskHost, spec: TaskSpec, hooks: TaskHooks =
 function commandOf(spec: TaskSpec): string {
   if (spec.start.kind !== 'resume') return 'run';
   return spec.start.followup?.stage === 'new' ? 'followup' : 'resume';
-}
-
-/** One task, one runner: the lock of `spec.taskId`, with a notice when it took over a dead runner's. */
-export async function lockTask(
-  spec: Pick<TaskSpec, 'repoRoot' | 'taskId'>,
-  hooks: Pick<TaskHooks, 'onNotice'>,
-  command: string,
-): Promise<TaskLock> {
-  const layout = taskLayout(spec.repoRoot, spec.taskId);
-  await mkdir(layout.runDir, { recursive: true });
-  const lock = acquireTaskLock(layout.runDir, { taskId: spec.taskId, command });
-  if (lock.tookOver) {
-    hooks.onNotice?.(
-      `took over the lock of task ${spec.taskId} left by pid ${lock.tookOver.pid} (${lock.tookOver.command}, started ${lock.tookOver.startedAt}), which is no longer running`,
-    );
-  }
-  return lock;
 }
 
 /** Runs a task whose lock the caller holds. */

@@ -3,7 +3,7 @@
  * the scope of what the worker sees. Every key's description is its one-line meaning in docs/configuration.md.
  */
 import semver from 'semver';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   DEFAULT_EXCLUDE,
   DEFAULT_READ,

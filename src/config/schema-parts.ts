@@ -4,7 +4,7 @@
  * the replay's bounds, a worker's block). Every key carries its one-line meaning as its description: the
  * configuration reference (docs/configuration.md) is generated from it (src/docs/config-reference.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { OPENAI_APIS, WORKER_KINDS, type WorkerType } from '../worker/worker-kinds.js';
 import { parseDuration, parseSize } from './units.js';
 

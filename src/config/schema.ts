@@ -3,7 +3,7 @@
  * (its description, from which docs/configuration.md is generated: `npm run docs:generate`). Durations and
  * sizes are written as text (`20m`, `4g`) and come out as numbers (milliseconds, bytes).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { WORKER_TYPES, type WorkerType } from '../worker/worker-kinds.js';
 import {
   SECRET_LIKE_NAME,

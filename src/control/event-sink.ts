@@ -16,7 +16,7 @@
  * The same statement keeps the task's row's `question` (what every node shows as the question it waits on):
  * set by a line asking the person (`decision` ask_human), cleared by the line that answered (`human`) or its end.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { askedQuestion, metaDecisionSchema } from '../core/records.js';
 import { journalLines, type JournalLine } from '../serve/journal-follow.js';
 import type { ControlDatabase } from './control-database.js';

@@ -4,7 +4,7 @@
  * written and what is read back: the types are inferred from the schemas, and `resume` validates every
  * journalled event against them (src/lifecycle/task-journal-state.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   assessmentSchema,
   criterionCheckResultSchema,

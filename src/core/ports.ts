@@ -4,7 +4,7 @@
  */
 import type { AgentRunnerError } from '../errors.js';
 import type { DiskCapKinds, DiskCapReached } from './limits.js';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { Pattern } from '../patterns/pattern-library.js';
 import type {
   SandboxRuntimeChoice,

@@ -3,7 +3,7 @@
  * `--json` summary): the single source of the core's record types (types.ts infers them from here). One schema
  * per concept: a run record, the facts, a DoD result, a criterion check result, usage.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { acceptanceCriterionSchema, criterionCheckSchema } from '../protocol/messages.js';
 import { TASK_STATES } from './task-state.js';
 

@@ -3,7 +3,7 @@
  * component (`agent-runner/<ID>`), a container label and the protocol's `task_id`, so the CLI, the workspace
  * and the protocol all check it with this schema and nothing else.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Letters, digits, `.`, `_`, `-`; starts with a letter or digit; at most 64 characters. */
 export const TASK_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

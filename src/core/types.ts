@@ -2,7 +2,7 @@
  * The core's domain types: what the loop knows about a task. Records that cross a boundary (the journal,
  * `--json`) are inferred from their zod schemas in records.ts; adapters translate into these once.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type {
   assessmentSchema,
   criterionCheckResultSchema,

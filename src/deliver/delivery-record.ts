@@ -11,7 +11,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { writtenNoteSchema } from '../core/events.js';
 import { readJournal } from '../notes/event-journal.js';
 import type { Redactor } from '../notes/redact.js';

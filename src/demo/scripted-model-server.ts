@@ -20,7 +20,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatIssues } from '../config/load.js';
 import { UserError } from '../errors.js';
 import {

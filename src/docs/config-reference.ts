@@ -5,7 +5,7 @@
  * from what is validated. A key without a description stops the generator: the meaning is written once, in
  * the schema.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatDuration } from '../config/units.js';
 import { markdownCell } from './markdown-cell.js';
 

@@ -4,7 +4,7 @@
  * something, to the server's audit log (a file, or the control database) and, for a task's action, to that
  * task's journal as an `audit` event. It holds no token: a token's name is all that names the caller.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { actorSchema } from './roles.js';
 
 export const auditActionSchema = z.enum([

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import writeFileAtomic from 'write-file-atomic';
-import { z } from 'zod';
+import * as z from 'zod';
 import { UserError } from '../errors.js';
 import { newToken } from './api-token.js';
 import type { Role } from './roles.js';

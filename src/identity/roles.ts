@@ -2,7 +2,7 @@
  * The roles a token carries, lowest first: `viewer` reads tasks, their events and notes; `operator` also
  * starts, answers, stops and resumes tasks; `admin` also manages tokens, reads the audit log and the fleet.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const roleSchema = z.enum(['viewer', 'operator', 'admin']);
 export type Role = z.infer<typeof roleSchema>;

@@ -4,7 +4,7 @@
  * A store keeps each token's hash, never the token; `find` reads the store each time it is asked, so a revoke
  * is seen by the next request of every server that reads the same store.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { UserError } from '../errors.js';
 import { roleSchema, type Role } from './roles.js';
 

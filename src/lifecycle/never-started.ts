@@ -7,7 +7,7 @@
  */
 import { lstatSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** What `plan` records of how it ended, in the run directory it wrote its logs to. */
 export const NOT_STARTED_FILE = 'not-started.json';

@@ -2,7 +2,7 @@
  * A compact, model-readable field list generated from a zod message schema, for the system prompts.
  * Generated rather than written by hand so the prompt cannot drift from what the reply is validated against.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 interface JsonSchema {
   type?: string;

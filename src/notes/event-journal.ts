@@ -5,7 +5,7 @@
  */
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { StampedEvent } from '../core/events.js';
 import { UserError } from '../errors.js';
 import type { Redactor } from './redact.js';

@@ -4,7 +4,7 @@
  * review, each merge, the combined DoD and the fix-ups. They drive the progress lines, `--json` and the
  * project's journal.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   eventSchema,
   forgeKindSchema,

@@ -6,7 +6,7 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { lockTask, runLockedTask, withComposedTask } from '../compose/run-task.js';
+import { lockTask } from '../compose/lock-task.js';
 import type { TaskHost } from '../compose/task-host.js';
 import type { GivenPlan, PlanHandedOff, TaskSpec } from '../compose/task-spec.js';
 import { checkedMetaModel, openGateway } from '../compose/task-services.js';
@@ -16,6 +16,7 @@ import { Ledger } from '../core/ledger.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { titleOf } from '../meta/meta-agent-port.js';
 import { readNoteMemory } from '../notes/memory.js';
+import type { MemoryEntry } from '../core/ports.js';
 import { showControlsInJson } from '../notes/terminal-text.js';
 import { taskLayout } from '../workspace/layout.js';
 import { journalPath } from '../lifecycle/task-journal-state.js';
@@ -42,8 +43,10 @@ export async function runProject(
 ): Promise<TaskSummary> {
   const lock = await lockTask(spec, hooks, spec.start.kind === 'resume' ? 'resume' : 'run');
   try {
-    if (!options.project && !maySplit(spec, options))
+    if (!options.project && !maySplit(spec, options)) {
+      const { runLockedTask } = await import('../compose/run-task.js');
       return (await runLockedTask(host, spec, taskHooks(hooks))).summary;
+    }
     return await planAndRun(host, spec, hooks, options.project);
   } finally {
     lock.release();
@@ -88,6 +91,7 @@ async function planAndRun(
   const ledger = new Ledger(spec.config.limits, host.clock, {
     ...(resume ? { earlier: { metaCalls: resume.spent.metaCalls, meta: resume.spent.usage } } : {}),
   });
+  const memory = resume ? Promise.resolve([]) : earlierNotes(spec);
   let planLeft = () => {};
   const planSent = new Promise<void>((resolve) => (planLeft = resolve));
   setTimeout(planLeft, PLAN_HEAD_START_MS).unref();
@@ -118,7 +122,7 @@ async function planAndRun(
       return await (
         await import('./drive-project.js')
       ).driveProject({ ...drive, subtasks: resume.subtasks, ledger, resume });
-    const planning = planProject(meta, spec, hooks.signal);
+    const planning = planProject(meta, spec, memory, hooks.signal);
     // The task is prepared while the planner answers: a PRD that stays one task starts as fast as with
     // `parallel.split: never`. One task: the project's gateway is not needed any more (the task has its own).
     const plan: Promise<GivenPlan | PlanHandedOff> = planning.then(async (planned) => {
@@ -130,6 +134,9 @@ async function planAndRun(
     });
     plan.catch(() => undefined);
     await Promise.race([planSent, planning]);
+    // Imported once the plan request has left: the task's composition (workspace, sandbox, runner, notes) is
+    // most of the runner's modules, and loading them holds the one JS thread the request needs.
+    const { withComposedTask } = await import('../compose/run-task.js');
     const task = await withComposedTask(
       host,
       { ...spec, start: { kind: 'planned', plan } },
@@ -150,6 +157,14 @@ async function planAndRun(
   } finally {
     await closeGateway();
   }
+}
+
+/** Earlier tasks' notes, read (git lists what it tracks) while the gateway starts and the prompts load. */
+function earlierNotes(spec: TaskSpec): Promise<MemoryEntry[]> {
+  const memory = readNoteMemory(taskLayout(spec.repoRoot, spec.taskId).stateDir, spec.taskId);
+  // Awaited by the planning, which reports a failure; meanwhile it is no unhandled rejection.
+  memory.catch(() => undefined);
+  return memory;
 }
 
 /** The plan of one task in the journal, and a notice when the planner's subtasks run as one task. */
@@ -178,14 +193,18 @@ type ProjectPlan =
   | { kind: 'failed'; error: unknown };
 
 /** The planner's answer: one task's criteria, or subtasks. */
-async function planProject(meta: ParallelMeta, spec: TaskSpec, signal?: AbortSignal): Promise<ProjectPlan> {
-  const layout = taskLayout(spec.repoRoot, spec.taskId);
+async function planProject(
+  meta: ParallelMeta,
+  spec: TaskSpec,
+  memory: Promise<MemoryEntry[]>,
+  signal?: AbortSignal,
+): Promise<ProjectPlan> {
   const startedAt = Date.now();
   try {
     const answer = await meta.plan({
       taskId: spec.taskId,
       prd: spec.prd,
-      memory: (await readNoteMemory(layout.stateDir, spec.taskId)).map(({ title, summary }) => ({
+      memory: (await memory).map(({ title, summary }) => ({
         title,
         summary,
       })),

@@ -6,7 +6,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatIssues } from '../config/load.js';
 import { UserError } from '../errors.js';
 import { PACKAGE_ROOT } from '../version.js';

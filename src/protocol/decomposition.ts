@@ -5,7 +5,7 @@
  * a graph that must be acyclic, with known ids only: every problem is reported with its dotted path so it can
  * be sent back for repair like any other protocol error.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   acceptanceCriterionSchema,
   planTaskMessageSchema,

@@ -4,7 +4,7 @@
  * Rules inside one message (run_worker needs worker_call, ids unique) live here as refinements; rules that
  * need the caller's context (known patterns, the plan's criteria) live in `parse-message.ts`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { taskIdSchema } from '../core/task-id.js';
 
 /** The only protocol version this runner speaks. */

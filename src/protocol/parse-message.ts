@@ -4,7 +4,7 @@
  * caller's context. Every problem comes back as a `ProtocolIssue` with a dotted path and, when it can be
  * found, the line and column in the reply, ready to be sent back to the model for repair.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { readConstrainedYaml, type ConstrainedYamlDocument } from './constrained-yaml.js';
 import { extractYaml } from './extract-yaml.js';
 import {

@@ -3,7 +3,7 @@
  * after its gate passed and before it merges. `ng` sends the subtask back to the planner with the findings;
  * it is never a send-back to the worker.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { PROTOCOL_VERSION } from './messages.js';
 import { parseMessageAs, type ParseMessageResult } from './parse-message.js';
 

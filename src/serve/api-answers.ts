@@ -3,7 +3,7 @@
  * (`{"error": {"code", "message", "field"?}}`), a body checked by its zod schema, a task id from the path.
  */
 import type { Context } from 'hono';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { taskIdParamSchema } from './api-schemas.js';
 
 export function apiError(

@@ -2,7 +2,7 @@
  * The server's requests, as zod schemas: they validate each request (a bad body gets 400 naming the field)
  * and the OpenAPI document is generated from them, so the two cannot drift apart.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { taskIdSchema } from '../core/task-id.js';
 import { roleSchema, tokenNameSchema } from '../identity/roles.js';
 

@@ -3,7 +3,7 @@
  * JSON Schema output), so what is documented is what is accepted; its paths and each one's role
  * (`x-required-role`) come from the route table (api-routes.ts), the same one the server registers from.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ROLES } from '../identity/roles.js';
 import { VERSION } from '../version.js';
 import { API_ROUTES, openApiPath, type ApiRouteKey } from './api-routes.js';

@@ -5,7 +5,7 @@
  * throwaway container (image-answers.ts), remembered in `image-python.json`.
  */
 import type Docker from 'dockerode';
-import { z } from 'zod';
+import * as z from 'zod';
 import { rememberedImageAnswer } from './image-answers.js';
 import { runInImage } from './run-in-image.js';
 

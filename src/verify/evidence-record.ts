@@ -4,7 +4,7 @@
  * task summary's own types (the DoD outcome, the baseline, each criterion with its check and result), so
  * `verify` re-runs exactly what the task recorded and compares result with result.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   baselineSchema,
   criterionEvidenceSchema,

@@ -322,6 +322,30 @@ describe('inspectRepository', () => {
     expect(info.branch).toBeNull();
     expect(info.headSha).toBe(repo.git('rev-parse', 'HEAD').trim());
   });
+
+  it('from a subdirectory: the top level, its git directory, HEAD and the branch', async () => {
+    const repo = await createTempRepo({ 'src/a.txt': 'a\n' });
+    const info = await inspectRepository(path.join(repo.root, 'src'));
+    expect(info).toEqual({
+      root: repo.git('rev-parse', '--show-toplevel').trim(),
+      gitCommonDir: path.join(repo.git('rev-parse', '--show-toplevel').trim(), '.git'),
+      headSha: repo.git('rev-parse', 'HEAD').trim(),
+      branch: repo.git('symbolic-ref', '--short', 'HEAD').trim(),
+      detached: false,
+    });
+  });
+
+  it('refuses a linked worktree and a bare repository, naming the fix', async () => {
+    const repo = await createTempRepo({ 'a.txt': 'a\n' });
+    const linked = path.join(repo.root, '..', `${path.basename(repo.root)}-linked`);
+    repo.git('worktree', 'add', '-q', '--detach', linked);
+    onTestFinished(() => rm(linked, { recursive: true, force: true }));
+    await expect(inspectRepository(linked)).rejects.toThrow(/is a linked worktree .*main working tree/);
+    const bare = `${repo.root}-bare.git`;
+    runGit(repo.root, ['clone', '-q', '--bare', repo.root, bare]);
+    onTestFinished(() => rm(bare, { recursive: true, force: true }));
+    await expect(inspectRepository(bare)).rejects.toThrow(/is a bare git repository.*git clone/);
+  });
 });
 
 describe('detectDodChecks', () => {

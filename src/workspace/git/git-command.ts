@@ -5,8 +5,11 @@
  * configured it). Every call is bounded in time: git runs in a process group of its own, and when it is not
  * done in time the whole group (an upload-pack blocked on a FIFO included) is stopped and the call fails with
  * a `workspace_failed` error that says so.
+ *
+ * git is started with node:child_process rather than execa: every start of `run` makes several git calls
+ * before its first Meta-agent request, and execa's modules cost more CPU to load than those calls take.
  */
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 import { AgentRunnerError } from '../../errors.js';
 import {
   CONFIGURED_PROGRAMS_PATTERN,
@@ -35,6 +38,8 @@ export interface GitCommandOptions {
   config?: Record<string, string>;
   /** Default {@link HOST_GIT_TIMEOUT_MS}. */
   timeoutMs?: number;
+  /** Default {@link HOST_GIT_MAX_OUTPUT_BYTES}. */
+  maxOutputBytes?: number;
   /**
    * Check links out as links. Only for the sandbox repository's first checkout: the person's own tree before
    * any worker ran, where the project's links must work. Everywhere else links become plain files.
@@ -69,6 +74,60 @@ interface BoundedResult extends GitCommandResult {
    * by someone else.
    */
   stopped: { timedOut: boolean; aborted: boolean; signal: string | null } | null;
+}
+
+/**
+ * The most output (stdout and stderr) one git call may give; past it git is stopped (SIGTERM) and the call fails
+ * as a killed one, so a huge diff or blob a worker committed cannot fill the runner's memory.
+ */
+export const HOST_GIT_MAX_OUTPUT_BYTES = 100 * 1024 * 1024;
+
+/** How one git process ended: its code or signal and its output (UTF-8); a git that could not start has neither. */
+interface GitProcessResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts git as the leader of a process group of its own; `done` resolves once it has ended and its output is read. */
+function spawnGit(
+  argv: readonly string[],
+  options: { cwd: string; env: Record<string, string>; input?: string | undefined; maxOutputBytes: number },
+): { pid: number | undefined; done: Promise<GitProcessResult> } {
+  const child = spawn('git', argv, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  let bytes = 0;
+  const collect = (into: Buffer[]) => (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > options.maxOutputBytes) child.kill('SIGTERM');
+    else into.push(chunk);
+  };
+  child.stdout?.on('data', collect(stdout));
+  child.stderr?.on('data', collect(stderr));
+  // git may exit without reading all of its input (EPIPE): its exit code says what happened.
+  child.stdin?.on('error', () => undefined);
+  child.stdin?.end(options.input);
+  const done = new Promise<GitProcessResult>((resolve) => {
+    child.once('error', (error) =>
+      resolve({ exitCode: null, signal: null, stdout: '', stderr: error.message }),
+    );
+    child.once('close', (exitCode, signal) =>
+      resolve({
+        exitCode,
+        signal,
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+      }),
+    );
+  });
+  return { pid: child.pid, done };
 }
 
 /** Process groups of git calls still running; stopped when the runner exits before they end. */
@@ -134,24 +193,19 @@ async function runBounded(
     env: Record<string, string>;
     input?: string;
     timeoutMs: number;
+    maxOutputBytes?: number | undefined;
     signal?: AbortSignal | undefined;
   },
 ): Promise<BoundedResult> {
   stopLiveGroupsOnExit();
-  const subprocess = execa('git', argv, {
-    cwd: options.cwd,
-    env: options.env,
-    extendEnv: false,
-    input: options.input,
-    reject: false,
-    stripFinalNewline: false,
-    encoding: 'utf8',
-    detached: true,
+  const subprocess = spawnGit(argv, {
+    ...options,
+    maxOutputBytes: options.maxOutputBytes ?? HOST_GIT_MAX_OUTPUT_BYTES,
   });
   const pid = subprocess.pid;
   if (pid !== undefined) liveGroups.add(pid);
   const deadline = groupDeadline(pid, options.timeoutMs, options.signal);
-  const result = await subprocess;
+  const result = await subprocess.done;
   deadline.cancel();
   const stopping = deadline.stopping();
   if (stopping !== null) await stopping;
@@ -164,8 +218,8 @@ async function runBounded(
   const stopped = signal !== null || (stopping !== null && exitCode !== 0);
   return {
     exitCode,
-    stdout: String(result.stdout ?? ''),
-    stderr: String(result.stderr ?? ''),
+    stdout: result.stdout,
+    stderr: result.stderr,
     stopped: stopped ? { timedOut, aborted, signal } : null,
   };
 }
@@ -244,6 +298,7 @@ export async function tryGit(args: readonly string[], options: GitCommandOptions
     env: { ...env, ...settings },
     input: options.input,
     timeoutMs,
+    maxOutputBytes: options.maxOutputBytes,
     signal: options.signal,
   });
   if (result.stopped) throw stoppedError(args, options, timeoutMs, result.stopped);

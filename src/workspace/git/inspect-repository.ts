@@ -22,7 +22,12 @@ export interface RepositoryInfo {
  * commit is a well-defined base, and the task works on its own branch anyway.
  */
 export async function inspectRepository(cwd: string): Promise<RepositoryInfo> {
-  const topLevel = await tryGit(['rev-parse', '--show-toplevel'], { cwd });
+  // One git for the three directories: every git started costs the runner a few milliseconds of its one
+  // thread (a fork of its whole process), and `run` inspects the repository before its first request.
+  const topLevel = await tryGit(
+    ['rev-parse', '--show-toplevel', '--path-format=absolute', '--git-common-dir', '--git-dir'],
+    { cwd },
+  );
   if (topLevel.exitCode !== 0) {
     const bare = await tryGit(['rev-parse', '--is-bare-repository'], { cwd });
     if (bare.exitCode === 0 && bare.stdout.trim() === 'true') {
@@ -36,25 +41,23 @@ export async function inspectRepository(cwd: string): Promise<RepositoryInfo> {
       `${cwd} is not inside a git repository. Run agent-runner from your project's repository, or create one with \`git init && git add -A && git commit -m "initial"\`.`,
     );
   }
-  const root = topLevel.stdout.trim();
-  const commonDir = await tryGit(['rev-parse', '--path-format=absolute', '--git-common-dir', '--git-dir'], {
-    cwd: root,
-  });
-  const [common, own] = commonDir.stdout.trim().split('\n');
+  const [root = '', common, own] = topLevel.stdout.trim().split('\n');
   if (common !== undefined && own !== undefined && common !== own) {
     throw new UserError(
       'repository_invalid',
       `${root} is a linked worktree (its repository is ${common}). Run agent-runner from the main working tree of that repository.`,
     );
   }
-  const head = await tryGit(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: root });
+  const [head, branch] = await Promise.all([
+    tryGit(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: root }),
+    tryGit(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: root }),
+  ]);
   if (head.exitCode !== 0) {
     throw new UserError(
       'repository_invalid',
       `The repository at ${root} has no commits yet, so there is no base for a task branch. Make a first commit (\`git add -A && git commit -m "initial"\`) and run again.`,
     );
   }
-  const branch = await tryGit(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: root });
   const detached = branch.exitCode !== 0;
   return {
     root,
