@@ -96,6 +96,17 @@ export interface SandboxSummary {
 
 export type { OwnershipEntry, OwnershipPassReport, OwnershipSkipReason } from './ownership.js';
 
+/** An ownership plan for a host directory, applied by a helper container (`SandboxRuntime.applyOwnership`). */
+export interface OwnershipRequest {
+  taskId: string;
+  repoPath: string;
+  image: string;
+  hostDir: string;
+  entries: readonly OwnershipEntry[];
+  /** The task's runtime: the helper runs under it like every other container of the task. */
+  runtime?: ContainerRuntime;
+}
+
 export interface SandboxRuntime {
   /** Engine reachable? Returns its version; throws EnvironmentError('docker_unavailable') with the fix. */
   ping(): Promise<{ version: string }>;
@@ -114,15 +125,7 @@ export interface SandboxRuntime {
    * Applies an ownership plan to a host directory with privileges the runner may lack (a runner that is not
    * root cannot chown). Paths of `entries` are relative to `hostDir`.
    */
-  applyOwnership?(request: {
-    taskId: string;
-    repoPath: string;
-    image: string;
-    hostDir: string;
-    entries: readonly OwnershipEntry[];
-    /** The task's runtime: the helper runs under it like every other container of the task. */
-    runtime?: ContainerRuntime;
-  }): Promise<OwnershipPassReport>;
+  applyOwnership?(request: OwnershipRequest): Promise<OwnershipPassReport>;
   /**
    * Moves a running sandbox to `network`: leaves every network it is on, then joins `network` (nothing for
    * `none`, which leaves only loopback). Only for a sandbox created on `bridge` or a named network: Docker

@@ -10,6 +10,7 @@ import type {
   ExecOptions,
   ExecResult,
   OwnershipPassReport,
+  OwnershipRequest,
   SandboxInfo,
   SandboxNetwork,
   SandboxRuntime,
@@ -26,7 +27,7 @@ import {
 } from './container-options.js';
 import { pingDocker } from './docker-client.js';
 import { blockLinkLocal } from './link-local-block.js';
-import { applyOwnershipInContainer, type OwnershipHelperRequest } from './ownership-helper.js';
+import { applyOwnershipInContainer } from './ownership-helper.js';
 import { EXEC_MARKER_VARIABLE } from './exec-killer.js';
 import { OutputSink } from './exec-output.js';
 import {
@@ -305,7 +306,7 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   }
 
   /** See SandboxRuntime.applyOwnership: a short-lived helper container that may chown, nothing more. */
-  applyOwnership(request: OwnershipHelperRequest): Promise<OwnershipPassReport> {
+  applyOwnership(request: OwnershipRequest): Promise<OwnershipPassReport> {
     return applyOwnershipInContainer(this.docker, this.owner, request);
   }
 

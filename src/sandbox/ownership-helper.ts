@@ -6,12 +6,11 @@
  * read-only root filesystem, and only two mounts: the directory to fix and the manifest (read-only). Like on
  * the host, no link is followed and a step whose entry changed since the listing is skipped and reported.
  */
-import type { ContainerRuntime } from '../core/records.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { OwnershipEntry, OwnershipPassReport } from '../core/ports.js';
+import type { OwnershipPassReport, OwnershipRequest } from '../core/ports.js';
 import { EnvironmentError } from '../errors.js';
 import { ownershipPassScript } from '../workspace/scope/ownership-pass.js';
 import type { SandboxOwner } from './container-options.js';
@@ -21,14 +20,6 @@ import { runOneShotContainer } from './one-shot-container.js';
 const TARGET_DIR = '/w';
 const MANIFEST = '/m/plan.json';
 
-export interface OwnershipHelperRequest {
-  taskId: string;
-  repoPath: string;
-  image: string;
-  hostDir: string;
-  entries: readonly OwnershipEntry[];
-  runtime?: ContainerRuntime;
-}
 
 /**
  * The report the script printed last; null when there is none (the script did not finish). Docker's log
@@ -48,7 +39,7 @@ export function parsePassReport(logs: string): OwnershipPassReport | null {
 export async function applyOwnershipInContainer(
   docker: Docker,
   owner: SandboxOwner,
-  request: OwnershipHelperRequest,
+  request: OwnershipRequest,
 ): Promise<OwnershipPassReport> {
   const manifestDir = await mkdtemp(path.join(tmpdir(), 'agent-runner-ownership-'));
   try {
