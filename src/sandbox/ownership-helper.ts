@@ -20,7 +20,6 @@ import { runOneShotContainer } from './one-shot-container.js';
 const TARGET_DIR = '/w';
 const MANIFEST = '/m/plan.json';
 
-
 /**
  * The report the script printed last; null when there is none (the script did not finish). Docker's log
  * stream puts a binary frame header before each write, so the report is found by its first key.
