@@ -73,7 +73,7 @@ interface BoundedResult extends GitCommandResult {
    * Set when git did not end on its own: stopped at its time limit, cut by the caller's abort signal, or killed
    * by someone else.
    */
-  stopped: { timedOut: boolean; aborted: boolean; signal: string | null } | null;
+  stopped: { timedOut: boolean; aborted: boolean; signal: string | null; overflowed?: boolean } | null;
 }
 
 /**
@@ -88,6 +88,8 @@ interface GitProcessResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+  /** Its output passed the cap: what was read is cut, whatever git's exit says (it may finish before the kill). */
+  overflowed: boolean;
 }
 
 /** Starts git as the leader of a process group of its own; `done` resolves once it has ended and its output is read. */
@@ -104,10 +106,13 @@ function spawnGit(
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   let bytes = 0;
+  let overflowed = false;
   const collect = (into: Buffer[]) => (chunk: Buffer) => {
     bytes += chunk.length;
-    if (bytes > options.maxOutputBytes) child.kill('SIGTERM');
-    else into.push(chunk);
+    if (bytes > options.maxOutputBytes) {
+      overflowed = true;
+      child.kill('SIGTERM');
+    } else into.push(chunk);
   };
   child.stdout?.on('data', collect(stdout));
   child.stderr?.on('data', collect(stderr));
@@ -116,7 +121,7 @@ function spawnGit(
   child.stdin?.end(options.input);
   const done = new Promise<GitProcessResult>((resolve) => {
     child.once('error', (error) =>
-      resolve({ exitCode: null, signal: null, stdout: '', stderr: error.message }),
+      resolve({ exitCode: null, signal: null, stdout: '', stderr: error.message, overflowed: false }),
     );
     child.once('close', (exitCode, signal) =>
       resolve({
@@ -124,6 +129,7 @@ function spawnGit(
         signal,
         stdout: Buffer.concat(stdout).toString('utf8'),
         stderr: Buffer.concat(stderr).toString('utf8'),
+        overflowed,
       }),
     );
   });
@@ -212,7 +218,9 @@ async function runBounded(
   if (pid !== undefined) liveGroups.delete(pid);
   const aborted = deadline.aborted();
   const timedOut = stopping !== null && !aborted;
-  const signal = result.signal ?? null;
+  // A git whose output passed the cap was stopped even when it exited 0 before the signal reached it: its
+  // output is cut, so the call is never a success.
+  const signal = result.signal ?? (result.overflowed ? 'SIGTERM' : null);
   const exitCode = result.exitCode ?? 1;
   // A git that got SIGTERM removes its lock files and re-raises it; one that finished at the limit is done.
   const stopped = signal !== null || (stopping !== null && exitCode !== 0);
@@ -220,7 +228,7 @@ async function runBounded(
     exitCode,
     stdout: result.stdout,
     stderr: result.stderr,
-    stopped: stopped ? { timedOut, aborted, signal } : null,
+    stopped: stopped ? { timedOut, aborted, signal, overflowed: result.overflowed } : null,
   };
 }
 
@@ -235,7 +243,9 @@ function stoppedError(
     ? 'was cut (interrupted, or the task ran out of time)'
     : stopped.timedOut
       ? `did not finish within ${Math.round(timeoutMs / 100) / 10} s and was stopped`
-      : `was killed (${stopped.signal})`;
+      : stopped.overflowed
+        ? `gave more output than its cap allows and was killed (${stopped.signal})`
+        : `was killed (${stopped.signal})`;
   return new AgentRunnerError('workspace_failed', `git ${args.join(' ')} in ${options.cwd} ${how}.`, {
     details: {
       args,
