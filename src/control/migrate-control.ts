@@ -82,16 +82,20 @@ export async function migrateControl(
  */
 async function grantNodeRole(database: ControlDatabase, password: string | undefined): Promise<boolean> {
   const { pool } = database;
-  await pool.query(`DO $$ BEGIN
+  await clusterWide(() =>
+    pool.query(`DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${NODE_ROLE}') THEN CREATE ROLE ${NODE_ROLE} NOLOGIN; END IF;
-  EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`);
+  EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`),
+  );
   if (password !== undefined && password !== '') {
     // ALTER ROLE takes no bind parameters: the password goes in as a quoted literal built by the server.
     const { rows } = await pool.query<{ literal: string }>('SELECT quote_literal($1) AS literal', [password]);
-    await pool.query(`ALTER ROLE ${NODE_ROLE} LOGIN PASSWORD ${rows[0]?.literal ?? "''"}`);
+    await clusterWide(() => pool.query(`ALTER ROLE ${NODE_ROLE} LOGIN PASSWORD ${rows[0]?.literal ?? "''"}`));
   }
-  await pool.query(
-    `DO $$ BEGIN EXECUTE format('GRANT CONNECT ON DATABASE %I TO ${NODE_ROLE}', current_database()); END $$`,
+  await clusterWide(() =>
+    pool.query(
+      `DO $$ BEGIN EXECUTE format('GRANT CONNECT ON DATABASE %I TO ${NODE_ROLE}', current_database()); END $$`,
+    ),
   );
   for (const statement of [
     `GRANT USAGE ON SCHEMA ${CONTROL_SCHEMA}, ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,
@@ -114,4 +118,30 @@ async function grantNodeRole(database: ControlDatabase, password: string | undef
     [NODE_ROLE],
   );
   return rows[0]?.rolcanlogin ?? false;
+}
+
+/**
+ * A statement on a cluster-wide catalog row (the role, the database's ACL). Two migrations at once (two
+ * databases on one server, or two admins) update the same row, and PostgreSQL refuses the second with
+ * "tuple concurrently updated" (XX000) instead of waiting. No lock spans databases (advisory locks are per
+ * database), so the statement is tried again; each is idempotent.
+ */
+async function clusterWide(statement: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await statement();
+      return;
+    } catch (error) {
+      if (attempt >= CLUSTER_WIDE_ATTEMPTS || !isConcurrentCatalogUpdate(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt + Math.floor(Math.random() * 30)));
+    }
+  }
+}
+
+const CLUSTER_WIDE_ATTEMPTS = 8;
+
+export function isConcurrentCatalogUpdate(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === 'XX000' && typeof message === 'string' && message.includes('tuple concurrently updated');
 }
