@@ -20,6 +20,7 @@ import { registerAdminRoutes } from './admin-routes.js';
 import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
 import { openApiDocument } from './openapi.js';
 import { registerEvents, type FleetTaskSource } from './event-routes.js';
+import { registerTaskList, type FleetTaskList } from './task-list-route.js';
 export type { FleetTaskSource } from './event-routes.js';
 import { RequestFieldError } from './repository-path.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
@@ -199,15 +200,14 @@ export interface ApiOptions {
   nodeId?: () => string | undefined;
   /** A node of a fleet (`serve --control`): a task naming `repo` is queued there; returns its id. */
   enqueue?: Enqueue;
-  /** A node of a fleet: every task of the fleet with its node, added to the list as `fleet`. */
-  fleetTasks?: () => Promise<unknown[]>;
+  /** A node of a fleet: a page of the fleet's tasks with their nodes, added to the list as `fleet`. */
+  fleetTasks?: FleetTaskList;
   /** A node of a fleet: a task another node runs, served from the control database. */
   fleetTask?: FleetTaskSource;
 }
 
 export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
   const app = new Hono<ApiEnv>();
-  const safe = <T>(value: T): T => options.redaction.value(value);
   const sinks: AuditSinks = {
     ...(options.audit ? { log: options.audit } : {}),
     journal: (taskId, entry, at) => board.recordAudit(taskId, entry, at),
@@ -238,14 +238,7 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
 
   route(app, 'GET /api/openapi.json', sinks, (c) => c.json(openApiDocument()));
 
-  route(app, 'GET /api/tasks', sinks, async (c) => {
-    const tasks = await board.list();
-    if (options.fleetTasks === undefined) return c.json(safe({ tasks }));
-    // The database away: this node's own tasks still, and `fleet: null` saying the rest is unknown now.
-    const fleet = await options.fleetTasks().catch(() => null);
-    return c.json(safe({ tasks, fleet }));
-  });
-
+  registerTaskList(app, board, { redaction: options.redaction, sinks, fleetTasks: options.fleetTasks });
   registerStart(app, board, options.enqueue, sinks);
   registerDetail(app, board, { ...options, sinks });
   registerTaskActions(app, board, options.fleetTask, sinks);
