@@ -101,6 +101,22 @@ describe('the task list, paged', () => {
     expect((await get('?node=node-a')).body).toMatchObject({ tasks: [], next: null, more: false });
   });
 
+  it('is described in the OpenAPI document with the bounds the server applies', async () => {
+    const response = await app.request('/api/openapi.json', {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const document = (await response.json()) as {
+      paths: Record<string, { get: { parameters: { name: string; schema: Record<string, unknown> }[] } }>;
+    };
+    const parameters = document.paths['/api/tasks']?.get.parameters ?? [];
+    expect(parameters.map((parameter) => parameter.name)).toEqual(['limit', 'cursor', 'state', 'node']);
+    expect(parameters[0]?.schema).toMatchObject({ maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT });
+    const events = document.paths['/api/tasks/{id}/events']?.get.parameters ?? [];
+    expect(events.map((parameter) => parameter.name)).toEqual(['id', 'Last-Event-ID', 'after', 'follow']);
+    expect((await get(`?limit=${LIST_LIMIT_MAX}`)).status).toBe(200);
+    expect((await get(`?limit=${LIST_LIMIT_MAX + 1}`)).status).toBe(400);
+  });
+
   it.each([
     ['?limit=0', 'limit'],
     ['?limit=501', 'limit'],
