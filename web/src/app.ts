@@ -15,6 +15,7 @@ import type { FleetTaskDetail } from '../../src/control/fleet-events.js';
 import type { FleetTaskRow } from '../../src/control/fleet-tasks.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
+import { canOperate, loadActor, readOnlyNotice } from './role.js';
 import { auditList } from './who.js';
 import { loadPages, type BoardFilters } from './board-pages.js';
 
@@ -223,7 +224,7 @@ function showBoard(): void {
     controls.filters,
     table,
     controls.more,
-    startForm(),
+    canOperate() ? startForm() : readOnlyNotice(document),
   );
   const refresh = () => {
     const request = (asked += 1);
@@ -376,6 +377,7 @@ function actions(detail: BoardTask): HTMLElement | string {
     );
     return element;
   };
+  if (!canOperate()) return '';
   if (detail.served && detail.status === 'running')
     return button('Stop (work saved)', 'stop', () => undefined);
   const resumable =
@@ -433,7 +435,14 @@ function showTask(taskId: string): void {
   let asked: { question: string; form: HTMLElement } | null = null;
   const questionOf = (question: string | null): HTMLElement | string => {
     if (asked?.question !== question)
-      asked = question ? { question, form: questionForm(taskId, question) } : null;
+      asked = question
+        ? {
+            question,
+            form: canOperate()
+              ? questionForm(taskId, question)
+              : el('p', { id: 'question' }, el('strong', {}, 'The task asks: '), question),
+          }
+        : null;
     return asked?.form ?? '';
   };
   const refresh = async () => {
@@ -545,4 +554,4 @@ function route(): void {
 
 token();
 window.addEventListener('hashchange', route);
-route();
+void loadActor(() => api('GET', '/api/whoami')).then(route);
