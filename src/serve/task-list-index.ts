@@ -11,6 +11,7 @@
  * terminal shows up within about a second plus one refresh (on 10,000 tasks on a busy 2-core machine: a few
  * hundred ms). Only the first request waits, for the first reading of every journal.
  */
+import { statSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { JournalTailCache } from '../lifecycle/journal-tail-cache.js';
@@ -51,10 +52,19 @@ async function directories(directory: string): Promise<string[]> {
   }
 }
 
+type FileStat = { ino: bigint; size: bigint; mtimeNs: bigint } | null | undefined;
+const stamp = (info: FileStat) => (info ? `${info.ino}:${info.size}:${info.mtimeNs}` : '-');
+
 async function fileSignature(file: string): Promise<string> {
-  const info = await stat(file, { bigint: true }).catch(() => null);
-  return info === null ? '-' : `${info.ino}:${info.size}:${info.mtimeNs}`;
+  return stamp(await stat(file, { bigint: true }).catch(() => null));
 }
+
+/** The files whose change changes a task's line. */
+const signatureFiles = (runDir: string) => [
+  runDir,
+  path.join(runDir, 'events.jsonl'),
+  path.join(runDir, 'project.jsonl'),
+];
 
 /** One page of the board, and where the next starts. */
 export interface BoardPage {
@@ -69,6 +79,8 @@ export class TaskListIndex {
   private refreshedAt = 0;
   private refreshing: Promise<void> | null = null;
   private built: Promise<void> | null = null;
+  /** Tasks read by `touch` while a refresh ran: the refresh keeps those lines (it may have read older ones). */
+  private readonly touchedDuringRead = new Set<string>();
 
   constructor(
     private readonly repoRoot: string,
@@ -95,10 +107,25 @@ export class TaskListIndex {
     return { tasks: items, next };
   }
 
-  /** Reads a task again at the next refresh (this server ended it, or wrote to its journal). */
+  /**
+   * Reads a task's line again now (this server stopped running it: from here on the list shows the line held
+   * here, which must not be older than what the server showed while it ran the task).
+   */
   touch(taskId: string): void {
-    this.lines.delete(taskId);
-    this.refreshedAt = 0;
+    let runDir: string;
+    try {
+      runDir = taskLayout(this.repoRoot, taskId).runDir;
+    } catch {
+      return;
+    }
+    const signature = signatureFiles(runDir)
+      .map((file) => stamp(statSync(file, { bigint: true, throwIfNoEntry: false })))
+      .join('|');
+    const line = this.readLine(taskId, signature);
+    if (line === null) this.lines.delete(taskId);
+    else this.lines.set(taskId, line);
+    if (this.refreshing !== null) this.touchedDuringRead.add(taskId);
+    this.sorted = [...this.lines.values()].map((held) => held.task).sort(byKey);
   }
 
   private ready(): Promise<void> {
@@ -142,6 +169,13 @@ export class TaskListIndex {
         changed = true;
       });
     }
+    for (const taskId of this.touchedDuringRead) {
+      const touched = this.lines.get(taskId);
+      if (touched) lines.set(taskId, touched);
+      else lines.delete(taskId);
+      changed = true;
+    }
+    this.touchedDuringRead.clear();
     this.lines = lines;
     if (changed) this.sorted = [...lines.values()].map((line) => line.task).sort(byKey);
     this.refreshedAt = startedAt;
@@ -155,12 +189,7 @@ export class TaskListIndex {
     } catch {
       return null;
     }
-    const parts = await Promise.all([
-      fileSignature(layout.runDir),
-      fileSignature(path.join(layout.runDir, 'events.jsonl')),
-      fileSignature(path.join(layout.runDir, 'project.jsonl')),
-    ]);
-    return parts.join('|');
+    return (await Promise.all(signatureFiles(layout.runDir).map(fileSignature))).join('|');
   }
 
   private readLine(taskId: string, signature: string): Line | null {
