@@ -79,7 +79,7 @@ export function boardTask(entry: TaskEntry, served: RunningTask | undefined): Bo
     parent: entry.parent ?? null,
     subtasks: entry.project?.subtasks ?? [],
     startedAt: served?.startedAt ?? null,
-    createdAt: journal?.firstEventAt ?? served?.startedAt ?? entry.lastEventAt,
+    createdAt: entry.createdAt ?? served?.startedAt ?? null,
     lastEventAt: entry.lastEventAt,
     elapsedMs: journal?.elapsedMs ?? null,
     runs: journal?.runs.length ?? 0,
