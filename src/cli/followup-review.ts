@@ -108,9 +108,9 @@ export async function followupFromReview(
   }
   if (read.instruction === null) {
     const reason =
-      `none of the ${read.comments.length} comments is from an author with write access to the repository, ` +
+      `nothing ran: none of the ${read.comments.length} comments is from an author with write access to the repository, ` +
       'so none is taken as an instruction; no model was called';
-    context.output.err(`agent-runner: nothing ran: ${reason}.`);
+    context.output.err(`agent-runner: ${reason}.`);
     await postReply(
       target,
       reviewReply({ requestUrl, comments: read.comments, summary: null, reason, redact }),
@@ -134,7 +134,7 @@ export async function followupFromReview(
   try {
     summary = await driveTask(spec, {}, { ...options, ...remote }, context);
   } catch (error) {
-    const reason = `the follow-up stopped: ${(error as Error).message}`;
+    const reason = `the follow-up stopped before its end: ${(error as Error).message}`;
     await postReply(
       target,
       reviewReply({ requestUrl, comments: read.comments, summary: null, reason, redact }),

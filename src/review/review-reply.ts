@@ -51,10 +51,7 @@ export function reviewReply(input: ReviewReplyInput): string {
     lines.push(
       `**agent-runner: follow-up${number ? ` ${number}` : ''} of task ${codeSpan(summary.taskId, NOTE_LIMITS.code)} ended ${summary.state}** — ${inlineText(summary.reason)}`,
     );
-  } else
-    lines.push(
-      `**agent-runner: nothing ran** — ${inlineText(redact(input.reason ?? 'no comment to act on'))}`,
-    );
+  } else lines.push(`**agent-runner** — ${inlineText(redact(input.reason ?? 'nothing ran'))}`);
   lines.push('', '### Review comments', '');
   if (comments.length === 0) lines.push('No comment addressed to agent-runner was found.');
   comments.forEach((item, index) => lines.push(commentLine(item, index, summary)));

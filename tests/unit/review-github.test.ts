@@ -78,7 +78,8 @@ describe('review comments on GitHub', () => {
       body: `${TRIGGER} old one`,
       at: OLD,
     });
-  });
+    // GitHub's description is compiled on the first call: slow on a busy machine.
+  }, 60_000);
 
   afterEach(async () => {
     await github.stop();
