@@ -263,7 +263,10 @@ it('NUL, lone surrogates and bytes that are not UTF-8 reach the database and com
   const streamed: { id?: string; event?: string; data: string }[] = [];
   for await (const message of client.events(taskId, { follow: false })) streamed.push(message);
   const journalMessages = streamed.filter((message) => message.event === 'journal');
-  expect(journalMessages.map((message) => Number(message.id))).toEqual(stored.map((_, index) => index + 1));
+  // The ids are the events table's seqs (`l<seq>.<tag>`).
+  expect(journalMessages.map((message) => Number(/^l(\d+)\./.exec(message.id ?? '')?.[1]))).toEqual(
+    stored.map((_, index) => index + 1),
+  );
   expect(journalMessages.map((message) => message.data)).toEqual(stored);
 }, 120_000);
 

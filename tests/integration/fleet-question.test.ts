@@ -96,7 +96,7 @@ it("a question waiting on node B shows in node A's list, the task's detail and `
   const api = createApi(new TaskBoard(dir, createApp(process.env, {}, redaction), process.env), {
     token,
     redaction,
-    fleetTasks: () => listFleetTasks(nodeA),
+    fleetTasks: (query) => listFleetTasks(nodeA, query),
     fleetTask: fleetTaskSource(nodeA, feed),
   });
   const server = serve({ fetch: api.fetch, port: 0, hostname: '127.0.0.1' });
