@@ -83,3 +83,11 @@ export function nextEntryName(existingNames: readonly string[], title: string): 
   const next = Math.max(0, ...numbers) + 1;
   return `${String(next).padStart(4, '0')}-${slugOf(title)}.md`;
 }
+
+/** The memory folder's repository path with forward slashes and no trailing slash. */
+export function memoryDirPath(dir: string): string {
+  return dir
+    .replace(/\\/g, '/')
+    .replace(/^\.\/+/, '')
+    .replace(/\/+$/, '');
+}

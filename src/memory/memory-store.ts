@@ -11,11 +11,13 @@ import {
   ENTRY_FILE_NAME,
   MAX_ENTRY_BYTES,
   formatEntry,
+  memoryDirPath,
   nextEntryName,
   parseEntry,
   type MemoryBankEntry,
   type MemoryFrontMatter,
 } from './memory-entry.js';
+import { memoryBankView, type MemoryBankView } from './memory-view.js';
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -23,14 +25,6 @@ const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 export interface MemoryRead {
   entries: MemoryBankEntry[];
   problems: string[];
-}
-
-/** The memory folder's repository path with forward slashes and no trailing slash. */
-export function memoryDirPath(dir: string): string {
-  return dir
-    .replace(/\\/g, '/')
-    .replace(/^\.\/+/, '')
-    .replace(/\/+$/, '');
 }
 
 /** Reads the entry files of the working tree's memory folder (regular files only, no link followed). */
@@ -154,4 +148,15 @@ export async function commitMemoryFiles(
   await git(['add', '--', ...files], { cwd: repoRoot });
   await git(['commit', '--quiet', '--only', '-m', message, '--', ...files], { cwd: repoRoot });
   return (await git(['rev-parse', 'HEAD'], { cwd: repoRoot })).trim();
+}
+
+/**
+ * The memory bank a task reads: the entries committed at `base` (its base commit) in the host's repository,
+ * as the prompts and the workers' instructions files hold them.
+ */
+export async function taskMemoryBank(repoRoot: string, base: string, dir: string): Promise<MemoryBankView> {
+  const commit = (
+    await git(['rev-parse', '--verify', '--end-of-options', `${base}^{commit}`], { cwd: repoRoot })
+  ).trim();
+  return memoryBankView((await readMemoryAtCommit(repoRoot, commit, dir)).entries);
 }

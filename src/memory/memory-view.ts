@@ -15,6 +15,8 @@ export interface MemoryBankView {
   files: string[];
   /** The active entries in full, for the worker CLI's instructions file, at most {@link MEMORY_INSTRUCTIONS_MAX_CHARS}. */
   instructions: string;
+  /** The section of the worker prompt and the Meta-agent's context: the summary and the files ('' without any). */
+  section: string;
   active: number;
   archived: number;
 }
@@ -46,10 +48,13 @@ function activeEntries(entries: readonly MemoryBankEntry[]): MemoryBankEntry[] {
 /** The view of `entries` (any order, archived ones included). */
 export function memoryBankView(entries: readonly MemoryBankEntry[]): MemoryBankView {
   const active = activeEntries(entries);
+  const summary = summaryOf(active);
+  const files = filesOf(active);
   return {
-    summary: summaryOf(active),
-    files: filesOf(active),
+    summary,
+    files,
     instructions: instructionsOf(active),
+    section: sectionOf(summary, files),
     active: active.length,
     archived: entries.length - active.length,
   };
@@ -99,10 +104,7 @@ function instructionsOf(active: readonly MemoryBankEntry[]): string {
 }
 
 /** The memory bank's section of the worker prompt and the Meta-agent's context; empty without active entries. */
-export function memoryPromptSection(view: MemoryBankView): string {
-  if (view.active === 0) return '';
-  return (
-    `${view.summary}\n\nEntry files (read-only, in the repository):\n` +
-    view.files.map((file) => `- ${file}`).join('\n')
-  );
+function sectionOf(summary: string, files: readonly string[]): string {
+  if (files.length === 0) return '';
+  return `${summary}\n\nEntry files (read-only, in the repository):\n${files.map((file) => `- ${file}`).join('\n')}`;
 }

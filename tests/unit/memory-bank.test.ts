@@ -19,7 +19,6 @@ import {
   MEMORY_INSTRUCTIONS_MAX_CHARS,
   MEMORY_SUMMARY_MAX_CHARS,
   memoryBankView,
-  memoryPromptSection,
 } from '../../src/memory/memory-view.js';
 import { createTempRepo } from '../support/git-repo.js';
 
@@ -88,13 +87,13 @@ describe('memory bank view', () => {
     expect(view.instructions).toContain('Decision 1.');
     expect(view.instructions).toContain('Decision 2.');
     expect(`${view.summary}${view.instructions}`).not.toContain('ARCHIVED-TEXT');
-    expect(memoryPromptSection(view)).toContain('- .agent-runner/memory/0002-entry-2.md');
+    expect(view.section).toContain('- .agent-runner/memory/0002-entry-2.md');
   });
 
   it('is empty without active entries', () => {
     const view = memoryBankView([entry(1, { status: 'archived' })]);
     expect(view.instructions).toBe('');
-    expect(memoryPromptSection(view)).toBe('');
+    expect(view.section).toBe('');
   });
 
   it('bounds the summary and the instructions and says what was cut', () => {
