@@ -15,6 +15,7 @@ import type { FleetTaskDetail } from '../../src/control/fleet-events.js';
 import type { FleetTaskRow } from '../../src/control/fleet-tasks.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
+import { canOperate, loadActor, readOnlyNotice } from './role.js';
 import { auditList } from './who.js';
 
 const TOKEN_KEY = 'agent-runner-token';
@@ -186,7 +187,12 @@ function showBoard(): void {
   const body = el('tbody');
   const table = el('table', { id: 'board' }, el('thead', {}, head), body);
   const fleetState = el('p', { id: 'fleet-state', class: 'error' });
-  main().replaceChildren(el('h1', {}, 'Tasks'), fleetState, table, startForm());
+  main().replaceChildren(
+    el('h1', {}, 'Tasks'),
+    fleetState,
+    table,
+    canOperate() ? startForm() : readOnlyNotice(document),
+  );
   const refresh = () =>
     api<TaskList>('GET', '/api/tasks').then(
       ({ tasks, fleet }) => {
@@ -333,6 +339,7 @@ function actions(detail: BoardTask): HTMLElement | string {
     );
     return element;
   };
+  if (!canOperate()) return '';
   if (detail.served && detail.status === 'running')
     return button('Stop (work saved)', 'stop', () => undefined);
   const resumable =
@@ -390,7 +397,14 @@ function showTask(taskId: string): void {
   let asked: { question: string; form: HTMLElement } | null = null;
   const questionOf = (question: string | null): HTMLElement | string => {
     if (asked?.question !== question)
-      asked = question ? { question, form: questionForm(taskId, question) } : null;
+      asked = question
+        ? {
+            question,
+            form: canOperate()
+              ? questionForm(taskId, question)
+              : el('p', { id: 'question' }, el('strong', {}, 'The task asks: '), question),
+          }
+        : null;
     return asked?.form ?? '';
   };
   const refresh = async () => {
@@ -502,4 +516,4 @@ function route(): void {
 
 token();
 window.addEventListener('hashchange', route);
-route();
+void loadActor(() => api('GET', '/api/whoami')).then(route);
