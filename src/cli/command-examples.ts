@@ -40,6 +40,10 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       command: 'agent-runner followup agent-runner/T1 --message-file review.md --pr',
       does: 'the instruction from a file, then update the same pull request',
     },
+    {
+      command: 'agent-runner followup https://github.com/acme/app/pull/7 --message-file review.md --pr',
+      does: 'from the remote alone (a CI runner): the task rebuilt from the state pushed with its branch',
+    },
   ],
   status: [
     { command: 'agent-runner status', does: 'running, stale and finished tasks, and their containers' },

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { followupTaskSpec } from '../compose/followup-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
-import { taskRepository } from './command-repositories.js';
+import { resolveFollowupTarget } from './followup-target.js';
 import type { CommandContext } from './program.js';
 import type { ResumeCommandOptions } from './resume-command.js';
 import { driveTask, flagsLayer } from './run-command.js';
@@ -18,12 +18,9 @@ import { driveTask, flagsLayer } from './run-command.js';
 export type FollowupCommandOptions = ResumeCommandOptions & {
   message?: string;
   messageFile?: string;
+  /** The forge when the remote's host does not say (deliver.forge); with `--repo`, also for the clone. */
+  forge?: string;
 };
-
-/** `agent-runner/<ID>` or `<ID>`: the task's id. */
-export function followupTaskId(target: string): string {
-  return target.startsWith('agent-runner/') ? target.slice('agent-runner/'.length) : target;
-}
 
 /** The instruction from `--message` or `--message-file` (exactly one of them). */
 async function instructionOf(options: FollowupCommandOptions, cwd: string): Promise<string> {
@@ -50,13 +47,13 @@ export async function followupCommand(
   options: FollowupCommandOptions,
   context: CommandContext,
 ): Promise<TaskSummary> {
-  const taskId = followupTaskId(target);
   const instruction = await instructionOf(options, context.cwd);
-  const repository = await taskRepository(taskId, options.repo, context);
+  const { taskId, repository, origin } = await resolveFollowupTarget(target, options, context);
   const spec = await followupTaskSpec({
     repoRoot: repository.root,
     taskId,
     instruction,
+    origin,
     cwd: context.cwd,
     env: context.env,
     overrides: flagsLayer(options),
@@ -74,12 +71,19 @@ export function registerFollowupCommand(program: Command, context: CommandContex
     .description(
       'Continue an ended task on its own branch with a new instruction; every criterion is checked again.',
     )
-    .argument('<task>', 'the task id, or its branch agent-runner/<ID>')
+    .argument(
+      '<task>',
+      "the task id, its branch agent-runner/<ID> (with --repo: the remote's), or its pull/merge request's URL",
+    )
     .option('--message <text>', 'the person\'s instruction, e.g. "also handle empty input"')
     .option('--message-file <file>', 'read the instruction from a file')
     .option(
       '--repo <url>',
-      'the task of a `run --repo` (default: found in the cache when outside any repository)',
+      "the remote whose task it is: fetched now, the task rebuilt from the remote's state when this machine has none",
+    )
+    .option(
+      '--forge <github|gitlab>',
+      'the forge when the remote is not on github.com or gitlab.com (also AGENT_RUNNER_FORGE)',
     )
     .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
     .option('--max-iterations <n>', 'most worker runs of this follow-up')
