@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { TaskOrigin } from '../compose/remote-task.js';
 import { isValidTaskId } from '../core/task-id.js';
 import { UserError } from '../errors.js';
-import { namedForge } from '../remote/remote-url.js';
+import { namedForge, type ForgeKind } from '../remote/remote-url.js';
 import type { ChangeRequestUrl } from '../verify/change-request-target.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskRepository, type CommandRepository } from './command-repositories.js';
@@ -44,14 +44,14 @@ export async function resolveFollowupTarget(
   const taskId = followupTaskId(target);
   if (options.repo === undefined)
     return { taskId, repository: await taskRepository(taskId, undefined, context), origin: 'local' };
-  return remoteTarget(options.repo, taskId, options, context);
+  return remoteTarget(options.repo, taskId, namedForge(options.forge, context.env), context);
 }
 
 /** The task `taskId` of the remote `url`: its cached clone fetched (cloned the first time), then restored. */
 async function remoteTarget(
   url: string,
   taskId: string,
-  options: FollowupCommandOptions,
+  forge: ForgeKind | null,
   context: CommandContext,
 ): Promise<FollowupTarget> {
   if (!isValidTaskId(taskId))
@@ -60,7 +60,7 @@ async function remoteTarget(
   const cached = await prepareRepositoryCache({
     url,
     env: context.env,
-    forge: namedForge(options.forge, context.env),
+    forge,
     taskRefs: taskId,
   });
   context.redaction.add(cached.secrets);
@@ -111,7 +111,7 @@ async function requestTarget(
       `${page} merges ${JSON.stringify(proposed.head).slice(0, 120)}, not a task branch agent-runner/<ID>: ` +
         'only a request agent-runner opened can be followed up.',
     );
-  const followed = await remoteTarget(url, taskId, options, context);
+  const followed = await remoteTarget(url, taskId, forge, context);
   const head = await tryGit(
     ['rev-parse', '--verify', '--quiet', `refs/remotes/origin/agent-runner/${taskId}^{commit}`],
     {

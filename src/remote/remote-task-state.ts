@@ -138,9 +138,8 @@ function journalEvents(text: string, file: string, taskId: string, ref: string):
     if (parsed === null) throw refused(taskId, ref, `line ${index + 1} is not JSON`);
     events.push(parsed.event);
   });
-  const first = events[0];
-  if (first?.type !== 'task_started')
-    throw refused(taskId, ref, "its journal does not begin with the task's start");
+  if (!events.some((event) => event.type === 'task_started'))
+    throw refused(taskId, ref, "its journal does not hold the task's start");
   for (const event of events) {
     if (event.type !== 'task_started') continue;
     if (event.taskId !== taskId || event.branch !== `agent-runner/${taskId}`)
