@@ -10,7 +10,8 @@ import type { Command } from 'commander';
 import { followupTaskSpec } from '../compose/followup-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
-import { resolveFollowupTarget } from './followup-target.js';
+import { followupTaskId, resolveFollowupTarget } from './followup-target.js';
+import { SERVER_TOKEN_VARIABLE } from './client-commands.js';
 import type { CommandContext } from './program.js';
 import type { ResumeCommandOptions } from './resume-command.js';
 import { driveTask, flagsLayer } from './run-command.js';
@@ -20,6 +21,8 @@ export type FollowupCommandOptions = ResumeCommandOptions & {
   messageFile?: string;
   /** The forge when the remote's host does not say (deliver.forge); with `--repo`, also for the clone. */
   forge?: string;
+  /** A server's URL: the follow-up is started there (`POST /api/tasks/{id}/followup`), its id printed at once. */
+  server?: string;
 };
 
 /** The instruction from `--message` or `--message-file` (exactly one of them). */
@@ -42,12 +45,35 @@ async function instructionOf(options: FollowupCommandOptions, cwd: string): Prom
   }
 }
 
+/** `--server URL`: the server follows its task up (a client of its API); the id is printed, nothing is awaited. */
+async function followupOnServer(
+  target: string,
+  message: string,
+  options: FollowupCommandOptions,
+  context: CommandContext,
+): Promise<null> {
+  const taskId = followupTaskId(target);
+  const { clientHere } = await import('./client-commands.js');
+  const client = await clientHere(context, { server: options.server as string });
+  await client.request('POST', `/api/tasks/${encodeURIComponent(taskId)}/followup`, {
+    message,
+    ...(options.pr ? { pr: true } : {}),
+  });
+  if (options.json) context.output.out(JSON.stringify({ type: 'followup', taskId, server: client.url }));
+  else
+    context.output.out(
+      `${taskId}: follow-up started on ${client.url} (\`agent-runner wait ${taskId} --server ${client.url}\`)`,
+    );
+  return null;
+}
+
 export async function followupCommand(
   target: string,
   options: FollowupCommandOptions,
   context: CommandContext,
-): Promise<TaskSummary> {
+): Promise<TaskSummary | null> {
   const instruction = await instructionOf(options, context.cwd);
+  if (options.server !== undefined) return followupOnServer(target, instruction, options, context);
   const { taskId, repository, origin } = await resolveFollowupTarget(target, options, context);
   const spec = await followupTaskSpec({
     repoRoot: repository.root,
@@ -95,6 +121,10 @@ export function registerFollowupCommand(program: Command, context: CommandContex
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
+    .option(
+      '--server <url>',
+      `start the follow-up on that server and return its id at once (its token in ${SERVER_TOKEN_VARIABLE})`,
+    )
     .action(async (task: string, options: FollowupCommandOptions) => {
       await followupCommand(task, options, context);
     });
