@@ -21,7 +21,7 @@ import { registerAdminRoutes } from './admin-routes.js';
 import { startTaskSchema } from './api-schemas.js';
 import { journalLines, type JournalLine } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
-import { registerTaskActions } from './task-action-routes.js';
+import { registerTaskActions, type EnqueueFollowup } from './task-action-routes.js';
 import { RequestFieldError } from './repository-path.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 import type { TaskBoard } from './task-board.js';
@@ -223,6 +223,8 @@ export interface ApiOptions {
   fleetTasks?: () => Promise<unknown[]>;
   /** A node of a fleet: a task another node runs, served from the control database. */
   fleetTask?: FleetTaskSource;
+  /** A node of a fleet: a follow-up of a task of the fleet is queued there. */
+  enqueueFollowup?: EnqueueFollowup;
 }
 
 export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
@@ -268,7 +270,7 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
 
   registerStart(app, board, options.enqueue, sinks);
   registerDetail(app, board, { ...options, sinks });
-  registerTaskActions(app, board, options.fleetTask, sinks);
+  registerTaskActions(app, board, options.fleetTask, sinks, options.enqueueFollowup);
   registerEvents(app, board, { ...options, sinks });
 
   route(app, 'GET /api/tasks/:id/diff', sinks, async (c) => {

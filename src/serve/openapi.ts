@@ -129,11 +129,14 @@ const OPERATIONS: Record<ApiRouteKey, Operation> = {
     parameters: [taskId],
     requestBody: { required: true, content: json(followupSchema) },
     responses: {
-      '202': { description: '{"taskId": ..., "followup": true}' },
+      '202': {
+        description:
+          '{"taskId": ..., "followup": true}; on a node of a fleet, for a task of the fleet: also "queued": true',
+      },
       ...errors,
       '400': {
         description:
-          'A bad body or task id (the field is named); a task that runs, or one that cannot be followed up (`usage`, with why); `repository_invalid` on a pure node of a fleet',
+          'A bad body or task id (the field is named); a task that runs, or one that cannot be followed up (`usage`, with why); on a fleet, a task the fleet has not ended',
         content: errorBody,
       },
     },

@@ -4,12 +4,16 @@
  * is an operator's route of the route table, audited like every change.
  */
 import type { Context } from 'hono';
+import type { FleetFollowup } from '../control/task-queue-options.js';
 import type { TaskRequest } from '../control/task-requests.js';
 import { apiError, body, named } from './api-answers.js';
 import { remoteAddress, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
 import { answerSchema, followupSchema, resumeSchema } from './api-schemas.js';
 import type { FleetTaskSource } from './http-api.js';
 import type { TaskBoard } from './task-board.js';
+
+/** Queues a follow-up of a task of the fleet (a node of `serve --control`). */
+export type EnqueueFollowup = (taskId: string, followup: FleetFollowup) => Promise<unknown>;
 
 /**
  * A stop or an answer for a task this server does not run but the fleet does: written for its node (202), 409
@@ -49,6 +53,7 @@ export function registerTaskActions(
   board: TaskBoard,
   fleet: FleetTaskSource | undefined,
   sinks: AuditSinks,
+  enqueueFollowup?: EnqueueFollowup,
 ): void {
   route(app, 'POST /api/tasks/:id/stop', sinks, async (c) => {
     const task = named(c);
@@ -77,6 +82,12 @@ export function registerTaskActions(
     if ('answer' in task) return task.answer;
     const checked = await body(c, followupSchema);
     if ('answer' in checked) return checked.answer;
+    // A node of a fleet: a task of the fleet (not of this node's repository) is queued; any node takes it.
+    if (enqueueFollowup !== undefined && (await board.get(task.taskId)) === null) {
+      const { message, pr } = checked.value;
+      await enqueueFollowup(task.taskId, { message, ...(pr !== undefined ? { pr } : {}) });
+      return c.json({ taskId: task.taskId, followup: true, queued: true }, 202);
+    }
     // The board answers an unknown task (404), a running one (400), and a pure node every follow-up (400).
     return c.json({ taskId: await board.followup(task.taskId, checked.value), followup: true }, 202);
   });
