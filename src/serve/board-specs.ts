@@ -3,14 +3,12 @@
  * given as text), a task resumed from its journal, a follow-up of an ended task. Every file a client names is
  * a file of the repository, checked before it is read (client-inputs.ts); the board then runs the spec.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { followupTaskSpec } from '../compose/followup-task-spec.js';
 import { newTaskSpec } from '../compose/new-task-spec.js';
 import { resumeTaskSpec, type ResumedTask } from '../compose/resume-task-spec.js';
 import type { TaskSpec } from '../compose/task-spec.js';
 import type { FollowupRequest, StartTaskRequest } from './api-schemas.js';
-import { checkClientInputs } from './client-inputs.js';
+import { checkClientInputs, writePrdText } from './client-inputs.js';
 
 /** The board's side of a spec: its repository, environment, clock and the server's scripted model. */
 export interface BoardSpecContext {
@@ -32,7 +30,7 @@ export async function startSpec(context: BoardSpecContext, request: StartTaskReq
     modelScript,
     overrides,
   } = await checkClientInputs(context.repoRoot, context.env, request);
-  const prdPath = named?.path ?? (await writePrd(context, request.prd ?? ''));
+  const prdPath = named?.path ?? (await writePrdText(context.repoRoot, request.prd ?? '', context.now()));
   const script = scriptOf(context, modelScript);
   return newTaskSpec({
     repoRoot: context.repoRoot,
@@ -89,15 +87,4 @@ export async function followupSpec(
     overrides: request.pr ? { ...checked.overrides, deliver: { pr: true } } : checked.overrides,
     ...(script ? { modelScript: script } : {}),
   });
-}
-
-async function writePrd(context: BoardSpecContext, text: string): Promise<string> {
-  const dir = path.join(context.repoRoot, '.agent-runner', 'prds');
-  await mkdir(dir, { recursive: true });
-  const file = path.join(
-    dir,
-    `${context.now().toISOString().replace(/[:.]/g, '-')}-${Math.random().toString(16).slice(2, 8)}.md`,
-  );
-  await writeFile(file, text);
-  return file;
 }

@@ -10,7 +10,7 @@ import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { UserError } from '../errors.js';
 import { JournalTailCache } from '../lifecycle/journal-tail-cache.js';
-import { hasTaskFiles, listTasks, readTask } from '../lifecycle/task-inventory.js';
+import { hasTaskFiles, readTask } from '../lifecycle/task-inventory.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { AuditEntry } from '../identity/audit-entry.js';
@@ -23,6 +23,8 @@ import type { Redaction } from '../notes/redact.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 export { NotServedError } from './board-errors.js';
 import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
+import { TaskListIndex, type BoardPage } from './task-list-index.js';
+import type { TaskListQuery } from './task-list-query.js';
 
 /** Tasks that ended with an error before their journal held an end: the newest are kept for the board. */
 const MAX_ENDED_WITHOUT_JOURNAL = 100;
@@ -36,6 +38,7 @@ export class TaskBoard {
   private readonly running = new Map<string, RunningTask>();
   /** Journals folded once and read on from where they stopped (the board asks every second). */
   private readonly journals = new JournalTailCache();
+  private readonly index: TaskListIndex;
   /** Tasks of this server running now, and the queued ones' wake-ups, oldest first. */
   private readonly slots: RunSlots;
   private readonly audits: TaskAuditJournal;
@@ -53,6 +56,7 @@ export class TaskBoard {
     } = {},
   ) {
     this.slots = new RunSlots(options.maxRunning);
+    this.index = new TaskListIndex(repoRoot, this.journals);
     this.audits = new TaskAuditJournal(
       (taskId) => this.journalFile(taskId),
       (text) => this.app.host.redaction.redactJsonText(text),
@@ -197,6 +201,7 @@ export class TaskBoard {
    */
   private forget(taskId: string, task: RunningTask): void {
     if (this.running.get(taskId) !== task) return;
+    this.index.touch(taskId);
     let entry;
     try {
       entry = readTask(this.repoRoot, taskId, { journals: this.journals });
@@ -247,16 +252,19 @@ export class TaskBoard {
     task.question.answer(text);
   }
 
-  /** Every task of the repository, most recent first. */
+  /** Every task of the repository, newest first (as created), current. */
   async list(): Promise<BoardTask[]> {
-    const { tasks } = await listTasks(this.repoRoot, undefined, { journals: this.journals });
-    const listed = new Set(tasks.map((entry) => entry.taskId));
-    const board = tasks.map((entry) => boardTask(entry, this.running.get(entry.taskId)));
-    // Started here but not journaled yet (it is still preparing).
-    for (const [taskId, task] of this.running)
-      if (!listed.has(taskId)) board.push(preparingTask(taskId, task));
-    return board.sort((a, b) =>
-      (b.lastEventAt ?? b.startedAt ?? '').localeCompare(a.lastEventAt ?? a.startedAt ?? ''),
+    await this.index.refresh();
+    const all = { limit: Number.MAX_SAFE_INTEGER, cursor: {}, states: null, nodes: null };
+    return (await this.page(all)).tasks;
+  }
+
+  /** A page of the board (task-list-index.ts: the lines in memory, what this server runs always current). */
+  async page(query: TaskListQuery): Promise<BoardPage> {
+    const served = await Promise.all([...this.running.keys()].map((taskId) => this.get(taskId)));
+    return this.index.page(
+      query,
+      served.filter((task) => task !== null),
     );
   }
 
