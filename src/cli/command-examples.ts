@@ -37,12 +37,12 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       does: 'continue an ended task on its branch; every criterion is checked again',
     },
     {
-      command: 'agent-runner followup agent-runner/T1 --message-file review.md --pr',
-      does: 'the instruction from a file, then update the same pull request',
+      command: 'agent-runner followup https://github.com/acme/app/pull/7 --message-file review.md --pr',
+      does: 'from the remote alone (a CI runner): the instruction from a file, the same pull request updated',
     },
     {
-      command: 'agent-runner followup https://github.com/acme/app/pull/7 --message-file review.md --pr',
-      does: 'from the remote alone (a CI runner): the task rebuilt from the state pushed with its branch',
+      command: 'agent-runner followup --from-review https://github.com/acme/app/pull/12',
+      does: "the request's new review comments by writers are the instruction; one reply answers them",
     },
   ],
   status: [

@@ -23,6 +23,7 @@ export type FollowupCommandOptions = ResumeCommandOptions & {
   forge?: string;
   /** A server's URL: the follow-up is started there (`POST /api/tasks/{id}/followup`), its id printed at once. */
   server?: string;
+  fromReview?: string;
 };
 
 /** The instruction from `--message` or `--message-file` (exactly one of them). */
@@ -72,6 +73,15 @@ export async function followupCommand(
   options: FollowupCommandOptions,
   context: CommandContext,
 ): Promise<TaskSummary | null> {
+  if (options.fromReview !== undefined) {
+    if (options.message !== undefined || options.messageFile !== undefined)
+      throw new UserError(
+        'usage',
+        '`--from-review URL` takes the instruction from the review: leave out --message and --message-file.',
+      );
+    const { followupFromReview } = await import('./followup-review.js');
+    return followupFromReview(options.fromReview, options, context);
+  }
   const instruction = await instructionOf(options, context.cwd);
   if (options.server !== undefined) return followupOnServer(target, instruction, options, context);
   const { taskId, repository, origin } = await resolveFollowupTarget(target, options, context);
@@ -98,11 +108,15 @@ export function registerFollowupCommand(program: Command, context: CommandContex
       'Continue an ended task on its own branch with a new instruction; every criterion is checked again.',
     )
     .argument(
-      '<task>',
-      "the task id, its branch agent-runner/<ID> (with --repo: the remote's), or its pull/merge request's URL",
+      '[task]',
+      "the task id, its branch agent-runner/<ID> (with --repo: the remote's), or its pull/merge request's URL (none with --from-review)",
     )
     .option('--message <text>', 'the person\'s instruction, e.g. "also handle empty input"')
     .option('--message-file <file>', 'read the instruction from a file')
+    .option(
+      '--from-review <url>',
+      "the review comments of this pull/merge request (agent-runner's) since the last read are the instruction; one reply answers them",
+    )
     .option(
       '--repo <url>',
       "the remote whose task it is: fetched now, the task rebuilt from the remote's state when this machine has none",
@@ -125,7 +139,12 @@ export function registerFollowupCommand(program: Command, context: CommandContex
       '--server <url>',
       `start the follow-up on that server and return its id at once (its token in ${SERVER_TOKEN_VARIABLE})`,
     )
-    .action(async (task: string, options: FollowupCommandOptions) => {
-      await followupCommand(task, options, context);
+    .action(async (task: string | undefined, options: FollowupCommandOptions) => {
+      if (task === undefined && options.fromReview === undefined)
+        throw new UserError(
+          'usage',
+          'Name the task (`followup ID --message TEXT`) or a request (`followup --from-review URL`).',
+        );
+      await followupCommand(task ?? '', options, context);
     });
 }

@@ -166,8 +166,13 @@ const DRAFT_MUTATIONS = {
 }`,
 } as const;
 
-/** A {@link ForgeClient} for one GitHub repository. */
-export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
+/** One GitHub repository's client (retry and throttling as above) and a call wrapper that reports by kind. */
+export function gitHubClient(options: GitHubForgeOptions): {
+  octokit: InstanceType<typeof GitHubClient>;
+  owner: string;
+  repo: string;
+  call: <T>(run: () => Promise<T>) => Promise<T>;
+} {
   const [owner, repo] = options.repository.split('/', 2) as [string, string];
   const base = options.retryAfterBaseValue ?? 1000;
   const octokit = new GitHubClient({
@@ -193,6 +198,12 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
       throw new ForgeError(gitHubFailure(error));
     }
   };
+  return { octokit, owner, repo, call };
+}
+
+/** A {@link ForgeClient} for one GitHub repository. */
+export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
+  const { octokit, owner, repo, call } = gitHubClient(options);
   return {
     kind: 'github',
     async findOpen(head, baseBranch) {

@@ -21,11 +21,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ScriptedApiServer, type Json } from './scripted-api-server.js';
+import {
+  GitHubReviewState,
+  reviewOperationOf,
+  type GitHubReviewOperation,
+} from './scripted-github-review.js';
 
 type RestOperation = 'list' | 'create' | 'update' | 'get';
 export type GitHubOperation = RestOperation | 'graphql';
 
-interface OperationSpec {
+export interface OperationSpec {
   method: string;
   path: RegExp;
   request: ValidateFunction | null;
@@ -45,9 +50,11 @@ function schemaOf(content: unknown): Json | null {
   return ((content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | null;
 }
 
-/** The three operations' validators, compiled once per process from GitHub's description. */
-function loadOperations(): Record<RestOperation, OperationSpec> {
-  if (operations) return operations;
+let description: { described: Described; ajv: Ajv; basicError: ValidateFunction } | null = null;
+
+/** GitHub's description and one ajv for it, loaded once per process. */
+function githubDescription(): { described: Described; ajv: Ajv; basicError: ValidateFunction } {
+  if (description) return description;
   const require = createRequire(import.meta.url);
   const described = require('@octokit/openapi/generated/api.github.com.deref.json') as Described;
   const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -57,39 +64,53 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
   // GitHub's "Basic Error" (the create operation's 403): the body of every error an operation does not list.
   const createResponses = (described.paths['/repos/{owner}/{repo}/pulls']?.post as Json).responses as Json;
   const basicError = ajv.compile(schemaOf((createResponses['403'] as Json).content) as Json);
-  const build = (route: string, method: string, path: RegExp): OperationSpec => {
-    const operation = described.paths[route]?.[method] as Json;
-    const responses = new Map<string, ValidateFunction>();
-    let example: Json = {};
-    for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
-      const schema = schemaOf(response.content);
-      if (!schema) continue;
-      responses.set(status, ajv.compile(schema));
-      if (status.startsWith('2')) {
-        const media = (response.content as Json)['application/json'] as Json;
-        const first = Object.values((media.examples as Record<string, Json> | undefined) ?? {})[0]?.value;
-        const value = (first ?? media.example) as Json | Json[];
-        example = structuredClone(Array.isArray(value) ? (value[0] as Json) : value);
-      }
+  description = { described, ajv, basicError };
+  return description;
+}
+
+/**
+ * One operation of GitHub's description (`route`, `method`) served at `path`: its request body's and string
+ * query parameters' validators, each response's, and the first example of its success answer.
+ */
+export function describedOperation(route: string, method: string, path: RegExp): OperationSpec {
+  const { described, ajv, basicError } = githubDescription();
+  const operation = described.paths[route]?.[method] as Json;
+  const responses = new Map<string, ValidateFunction>();
+  let example: Json = {};
+  for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+    const schema = schemaOf(response.content);
+    if (!schema) continue;
+    responses.set(status, ajv.compile(schema));
+    if (status.startsWith('2')) {
+      const media = (response.content as Json)['application/json'] as Json;
+      const first = Object.values((media.examples as Record<string, Json> | undefined) ?? {})[0]?.value;
+      const value = (first ?? media.example) as Json | Json[];
+      example = structuredClone(Array.isArray(value) ? (value[0] as Json) : value);
     }
-    const parameters = (operation.parameters as Json[] | undefined) ?? [];
-    return {
-      method: method.toUpperCase(),
-      path,
-      request: schemaOf((operation.requestBody as Json | undefined)?.content)
-        ? ajv.compile(schemaOf((operation.requestBody as Json).content) as Json)
-        : null,
-      query: parameters
-        .filter((parameter) => parameter.in === 'query' && (parameter.schema as Json).type === 'string')
-        .map((parameter) => ({
-          name: parameter.name as string,
-          validate: ajv.compile(parameter.schema as Json),
-        })),
-      responses,
-      error: basicError,
-      example,
-    };
+  }
+  const parameters = (operation.parameters as Json[] | undefined) ?? [];
+  return {
+    method: method.toUpperCase(),
+    path,
+    request: schemaOf((operation.requestBody as Json | undefined)?.content)
+      ? ajv.compile(schemaOf((operation.requestBody as Json).content) as Json)
+      : null,
+    query: parameters
+      .filter((parameter) => parameter.in === 'query' && (parameter.schema as Json).type === 'string')
+      .map((parameter) => ({
+        name: parameter.name as string,
+        validate: ajv.compile(parameter.schema as Json),
+      })),
+    responses,
+    error: basicError,
+    example,
   };
+}
+
+/** The pull request operations' validators, compiled once per process from GitHub's description. */
+function loadOperations(): Record<RestOperation, OperationSpec> {
+  if (operations) return operations;
+  const build = describedOperation;
   operations = {
     list: build('/repos/{owner}/{repo}/pulls', 'get', /^\/repos\/([^/]+)\/([^/]+)\/pulls$/),
     create: build('/repos/{owner}/{repo}/pulls', 'post', /^\/repos\/([^/]+)\/([^/]+)\/pulls$/),
@@ -109,7 +130,7 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
 
 /** One call the server received. */
 export interface GitHubCall {
-  operation: GitHubOperation | null;
+  operation: GitHubOperation | GitHubReviewOperation | null;
   method: string;
   path: string;
   authorization: string | undefined;
@@ -137,6 +158,8 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
   protected readonly described = 'GitHub API description';
   /** The pull requests on the server, by number. */
   readonly pulls = new Map<number, Json>();
+  /** The pull requests' review comments, reviews, conversation, collaborators' permissions and reactions. */
+  readonly review = new GitHubReviewState();
   private readonly failures: Record<GitHubOperation, ScriptedFailure[]> = {
     list: [],
     create: [],
@@ -231,6 +254,19 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     };
     if (graphql) {
       this.graphql(call, body, send);
+      return;
+    }
+    const reviewed = entry ? null : reviewOperationOf(request.method ?? '', url.pathname);
+    if (reviewed) {
+      call.operation = reviewed.operation;
+      this.validateRequest(reviewed.operation, reviewed.spec, body, url);
+      const [status, payload] = this.review.answer(reviewed.operation, reviewed.match, body, url);
+      this.check(
+        reviewed.spec.responses.get(String(status)) ?? reviewed.spec.error,
+        payload,
+        `${reviewed.operation} response ${status}`,
+      );
+      send(status, payload);
       return;
     }
     if (!entry) {
@@ -338,7 +374,7 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     });
   }
 
-  private validateRequest(operation: RestOperation, spec: OperationSpec, body: Json | null, url: URL): void {
+  private validateRequest(operation: string, spec: OperationSpec, body: Json | null, url: URL): void {
     if (spec.request) this.check(spec.request, body ?? {}, `${operation} request body`);
     for (const parameter of spec.query) {
       const value = url.searchParams.get(parameter.name);
