@@ -37,8 +37,8 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       does: 'continue an ended task on its branch; every criterion is checked again',
     },
     {
-      command: 'agent-runner followup agent-runner/T1 --message-file review.md --pr',
-      does: 'the instruction from a file, then update the same pull request',
+      command: 'agent-runner followup https://github.com/acme/app/pull/7 --message-file review.md --pr',
+      does: 'from the remote alone (a CI runner): the instruction from a file, the same pull request updated',
     },
     {
       command: 'agent-runner followup --from-review https://github.com/acme/app/pull/12',

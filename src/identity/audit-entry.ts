@@ -13,6 +13,7 @@ export const auditActionSchema = z.enum([
   'task.answer',
   'task.stop',
   'task.resume',
+  'task.followup',
   'token.create',
   'token.revoke',
 ]);
