@@ -4,7 +4,7 @@
  * per concept: a run record, the facts, a DoD result, a criterion check result, usage.
  */
 import * as z from 'zod';
-import { acceptanceCriterionSchema, criterionCheckSchema } from '../protocol/messages.js';
+import { acceptanceCriterionSchema, criterionCheckSchema, decisionSchema } from '../protocol/messages.js';
 import { TASK_STATES } from './task-state.js';
 
 /** Tokens of one model call or one worker run. */
@@ -158,6 +158,8 @@ export const assessmentSchema = z.object({
   summary: z.string(),
   byCriterion: z.array(z.object({ id: z.string(), status: criterionStatusSchema, comment: z.string() })),
   retrospective: z.array(z.string()),
+  /** Decisions offered as memory bank proposals (absent in journals written before they were asked for). */
+  decisions: z.array(decisionSchema).optional(),
 });
 
 export const workerModeSchema = z.enum(['exec', 'resume']);

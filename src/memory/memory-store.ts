@@ -51,12 +51,13 @@ export async function readMemoryDir(repoRoot: string, dir: string): Promise<Memo
   return read;
 }
 
-async function readRegularFile(file: string): Promise<string> {
+/** Reads a regular file of at most `maxBytes` (never through a link, never a FIFO or device). */
+export async function readRegularFile(file: string, maxBytes: number = MAX_ENTRY_BYTES): Promise<string> {
   const handle = await open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw new Error(`${file}: not a regular file`);
-    if (stats.size > MAX_ENTRY_BYTES) throw new Error(`${file}: larger than ${MAX_ENTRY_BYTES} bytes`);
+    if (stats.size > maxBytes) throw new Error(`${file}: larger than ${maxBytes} bytes`);
     return (await handle.readFile()).toString('utf8');
   } finally {
     await handle.close();

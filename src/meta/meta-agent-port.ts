@@ -142,6 +142,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
         summary: payload.summary,
         byCriterion: payload.by_criterion,
         retrospective: payload.retrospective,
+        ...(payload.decisions.length > 0 ? { decisions: payload.decisions } : {}),
       },
       usage: result.usage,
     };

@@ -29,6 +29,7 @@ import {
   outputDetails,
   paragraphText,
 } from './markdown-text.js';
+import { decisionsOffered } from '../memory/memory-proposals.js';
 import { redactValue } from './redact.js';
 import { stripTerminalSequences } from './terminal-text.js';
 
@@ -307,6 +308,20 @@ function pickUpView(record: TaskRecord, context: NoteContext, branch: string, wo
   };
 }
 
+/**
+ * The decisions a COMPLETE task offers the memory bank: model text, so the title is a code span and the text a
+ * fenced block (no markup, link or mention of theirs renders); a person accepts or rejects them.
+ */
+function proposedDecisionsView(record: TaskRecord) {
+  return {
+    proposedDecisions: decisionsOffered(record).map((decision) => ({
+      title: codeSpan(decision.title, NOTE_LIMITS.longLine),
+      text: fencedBlock(decision.text),
+    })),
+    proposalsCommand: codeSpan('agent-runner memory proposals'),
+  };
+}
+
 /** The view the template renders: every text redacted, escaped for its place and bounded. */
 export function noteView(source: TaskRecord, context: NoteContext): Record<string, unknown> {
   // Redacted before anything is escaped or cut: an escaped or halved secret would no longer match.
@@ -369,6 +384,7 @@ export function noteView(source: TaskRecord, context: NoteContext): Record<strin
     runsCut: runs.notice,
     retrospective: retrospective.items,
     retrospectiveCut: retrospective.cut,
+    ...proposedDecisionsView(record),
     ...setupView(context.setup ?? [], context.setupDetected ?? []),
     ...followupView(record, lastFacts, criterionRow),
     ...pickUpView(record, context, branch, worktreePath),

@@ -9,6 +9,7 @@ import path from 'node:path';
 import Handlebars from 'handlebars';
 import type { WrittenNote } from '../core/events.js';
 import type { TaskRecord } from '../core/task-runner.js';
+import { decisionsOffered, recordProposals } from '../memory/memory-proposals.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { NOTE_LIMITS, boundDocument } from './markdown-text.js';
 import { noteDigest } from './note-digest.js';
@@ -47,7 +48,10 @@ export async function renderTaskNote(
   return boundDocument(showControls(text), NOTE_LIMITS.note, PICK_UP_HEADING);
 }
 
-/** Renders and writes the note atomically; returns its path and digest (what memory checks it by). */
+/**
+ * Renders and writes the note atomically, and records the decisions a COMPLETE task offers as pending memory
+ * bank proposals in its run directory (redacted like the note); returns the note's path and digest.
+ */
 export async function writeTaskNote(
   record: TaskRecord,
   options: NoteContext & { agentRunnerDir: string; templatePath?: string },
@@ -58,5 +62,9 @@ export async function writeTaskNote(
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, text);
   await rename(temporary, file);
+  await recordProposals(record.runDir, record.taskId, decisionsOffered(record), {
+    now: new Date(record.finishedAt),
+    ...(options.redact ? { redact: options.redact } : {}),
+  });
   return { path: file, sha256: noteDigest(text) };
 }

@@ -197,6 +197,24 @@ export const criterionAssessmentSchema = z.strictObject({
 });
 export type CriterionAssessment = z.infer<typeof criterionAssessmentSchema>;
 
+/** At most this many decisions per assessment, each title and text at most so long. */
+export const DECISION_LIMITS = { count: 5, title: 120, text: 2000 } as const;
+
+/**
+ * A decision the task made that the team may want every later task to follow. It is offered to a person as a
+ * memory bank proposal and becomes an entry only when that person accepts it.
+ */
+export const decisionSchema = z.strictObject({
+  title: text
+    .refine((value) => !/[\r\n]/.test(value), 'must be one line')
+    .pipe(z.string().max(DECISION_LIMITS.title))
+    .describe(`a short title, one line, at most ${DECISION_LIMITS.title} characters`),
+  text: text
+    .pipe(z.string().max(DECISION_LIMITS.text))
+    .describe(`the decision and why, at most ${DECISION_LIMITS.text} characters`),
+});
+export type Decision = z.infer<typeof decisionSchema>;
+
 export const completionAssessmentPayloadSchema = z
   .strictObject({
     all_criteria_satisfied: z.boolean(),
@@ -206,6 +224,14 @@ export const completionAssessmentPayloadSchema = z
       .array(text)
       .default([])
       .describe('short notes for the task note: what helped, what went wrong, what to do next time'),
+    decisions: z
+      .array(decisionSchema)
+      .max(DECISION_LIMITS.count)
+      .default([])
+      .describe(
+        `at most ${DECISION_LIMITS.count} lasting decisions this task made that later tasks should follow ` +
+          '(offered to a person for the memory bank); usually none',
+      ),
   })
   .superRefine((payload, context) => {
     const seen = new Set<string>();
