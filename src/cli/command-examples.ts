@@ -170,8 +170,11 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       command: 'agent-runner memory add "Queue on PostgreSQL" --text "Jobs go through pg-boss; no Redis."',
       does: 'a new active entry file to review and commit',
     },
-    { command: 'agent-runner memory list --status active', does: 'the entries every worker run reads' },
     { command: 'agent-runner memory preview --worker claude', does: 'what a claude run gets, exactly' },
+    {
+      command: 'agent-runner memory proposals',
+      does: 'decisions finished tasks offered, to accept or reject',
+    },
   ],
   'memory add': [
     {
@@ -201,6 +204,24 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       does: "the prompts' section and every CLI's instructions file",
     },
     { command: 'agent-runner memory preview --worker codex --json', does: "codex's, as JSON" },
+  ],
+  'memory proposals': [
+    {
+      command: 'agent-runner memory proposals',
+      does: 'every pending proposal with its id (TASK-ID#N) and text',
+    },
+    { command: 'agent-runner memory proposals --json', does: 'the same as JSON' },
+  ],
+  'memory accept': [
+    {
+      command: "agent-runner memory accept 'ADD-SLUGIFY-1#1'",
+      does: 'writes it as an active entry file to review',
+    },
+    { command: "agent-runner memory accept 'ADD-SLUGIFY-1#2' --commit", does: 'and commits that file alone' },
+  ],
+  'memory reject': [
+    { command: "agent-runner memory reject 'ADD-SLUGIFY-1#3'", does: 'dropped: no entry, marked rejected' },
+    { command: 'agent-runner memory proposals --json', does: 'what is still pending afterwards' },
   ],
   token: [
     {

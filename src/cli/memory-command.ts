@@ -1,12 +1,11 @@
 /**
- * `agent-runner memory add|list|show|archive|preview`: the memory bank's entries, files in the repository that
+ * `agent-runner memory add|list|show|archive|preview` (and, from memory-proposal-commands.ts, `proposals|accept|reject`): the memory bank's entries, files in the repository that
  * the person reviews and commits (or commits with `--commit`: those files only). See docs/memory.md.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { workerHomeInSandbox } from '../compose/task-worker.js';
-import { loadConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
 import { MEMORY_STATUSES, type MemoryBankEntry, type MemoryStatus } from '../memory/memory-entry.js';
 import {
@@ -20,19 +19,9 @@ import {
 import { memoryBankView } from '../memory/memory-view.js';
 import { instructionsFilePath } from '../worker/instructions-file.js';
 import { WORKER_TYPES, type WorkerType } from '../worker/worker-kinds.js';
-import { inspectRepository } from '../workspace/git/inspect-repository.js';
+import { memoryPlace, type MemoryPlace } from './memory-place.js';
+import { registerMemoryProposalCommands } from './memory-proposal-commands.js';
 import type { CommandContext } from './program.js';
-
-interface MemoryPlace {
-  root: string;
-  dir: string;
-}
-
-async function memoryPlace(context: CommandContext): Promise<MemoryPlace> {
-  const repository = await inspectRepository(context.cwd);
-  const config = await loadConfig({ repoRoot: repository.root, env: context.env });
-  return { root: repository.root, dir: config.memory.dir };
-}
 
 async function entriesOf(place: MemoryPlace, context: CommandContext): Promise<MemoryBankEntry[]> {
   const read = await readMemoryDir(place.root, place.dir);
@@ -211,4 +200,5 @@ export function registerMemoryCommands(program: Command, context: CommandContext
     .option('--worker <type>', `one worker (${WORKER_TYPES.join(', ')}); default every one`)
     .option('--json', 'JSON on stdout')
     .action((options: { worker?: string; json?: boolean }) => previewCommand(options, context));
+  registerMemoryProposalCommands(memory, context);
 }
