@@ -16,6 +16,8 @@ export const auditActionSchema = z.enum([
   'task.followup',
   'token.create',
   'token.revoke',
+  'memory.accept',
+  'memory.reject',
 ]);
 export type AuditAction = z.infer<typeof auditActionSchema>;
 
@@ -26,6 +28,8 @@ export const auditEntrySchema = z.object({
   taskId: z.string().optional(),
   /** The token the action was about (`token.create`, `token.revoke`): its name. */
   tokenName: z.string().optional(),
+  /** The memory bank proposal the action was about (`memory.accept`, `memory.reject`): its id, TASK-ID#N. */
+  proposalId: z.string().optional(),
   /** The caller's address (`cli` for a command run on the store directly). */
   from: z.string(),
   /** The HTTP status the call was answered with (a CLI command that succeeded: 200). */

@@ -27,28 +27,37 @@ export interface ProposalOutcome {
   commit?: string;
 }
 
-function unknownProposal(id: string): UserError {
-  return new UserError(
-    'usage',
-    `No pending memory proposal ${id}. \`agent-runner memory proposals\` lists them (ids are TASK-ID#N).`,
-  );
+/** No proposal has that id. */
+export class ProposalNotFoundError extends UserError {
+  constructor(id: string) {
+    super(
+      'usage',
+      `No pending memory proposal ${id}. \`agent-runner memory proposals\` lists them (ids are TASK-ID#N).`,
+    );
+  }
+}
+
+/** The proposal was accepted or rejected already. */
+export class ProposalDecidedError extends UserError {
+  constructor(id: string, proposal: MemoryProposal) {
+    super(
+      'usage',
+      `Memory proposal ${id} was ${proposal.status} already${proposal.entry ? ` (${proposal.entry})` : ''}.`,
+    );
+  }
 }
 
 function pendingOf(proposals: MemoryProposal[], id: string, number: number): MemoryProposal {
   const proposal = proposals.find((item) => item.number === number);
-  if (!proposal) throw unknownProposal(id);
-  if (proposal.status !== 'pending')
-    throw new UserError(
-      'usage',
-      `Memory proposal ${id} was ${proposal.status} already${proposal.entry ? ` (${proposal.entry})` : ''}.`,
-    );
+  if (!proposal) throw new ProposalNotFoundError(id);
+  if (proposal.status !== 'pending') throw new ProposalDecidedError(id, proposal);
   return proposal;
 }
 
 /** The run directory of a proposal's task; an id that names none is an unknown proposal. */
 function located(place: ProposalPlace, id: string): { runDir: string; taskId: string; number: number } {
   const parsed = parseProposalId(id);
-  if (!parsed) throw unknownProposal(id);
+  if (!parsed) throw new ProposalNotFoundError(id);
   return { ...parsed, runDir: path.join(place.repoRoot, STATE_DIR_NAME, 'runs', parsed.taskId) };
 }
 
@@ -63,7 +72,7 @@ export async function decideProposal(
   decision: { status: 'accepted' | 'rejected'; by: string; now: Date; commit?: boolean },
 ): Promise<ProposalOutcome> {
   const { runDir, taskId, number } = located(place, id);
-  if (!(await lstat(runDir).catch(() => null))?.isDirectory()) throw unknownProposal(id);
+  if (!(await lstat(runDir).catch(() => null))?.isDirectory()) throw new ProposalNotFoundError(id);
   const outcome = await changeTaskProposals(runDir, taskId, async (file): Promise<ProposalOutcome> => {
     const proposal = pendingOf(file.proposals, id, number);
     const entry =

@@ -100,9 +100,12 @@ async function audit(
   sinks: AuditSinks,
   status: number,
 ): Promise<void> {
-  const inPath = taskIdParamSchema.safeParse(c.req.param('id'));
+  // A memory route's `:id` names a proposal (TASK-ID#N), not a task: its task is set by the handler.
+  const onProposal = action.startsWith('memory.');
+  const inPath = taskIdParamSchema.safeParse(onProposal ? undefined : c.req.param('id'));
   const taskId = c.get('auditTaskId') ?? (inPath.success ? inPath.data : undefined);
   const tokenName = c.get('auditTokenName');
+  const proposalId = onProposal ? c.req.param('id')?.slice(0, 80) : undefined;
   const node = sinks.node?.();
   const at = new Date().toISOString();
   const entry: AuditEntry = {
@@ -110,6 +113,7 @@ async function audit(
     action: c.get('auditAction') ?? action,
     ...(taskId !== undefined ? { taskId } : {}),
     ...(tokenName !== undefined ? { tokenName } : {}),
+    ...(proposalId !== undefined ? { proposalId } : {}),
     from: remoteAddress(c),
     status,
     ...(node !== undefined ? { node } : {}),

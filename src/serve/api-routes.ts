@@ -33,6 +33,9 @@ export const API_ROUTES = [
   { method: 'GET', path: '/api/tokens', role: 'admin' },
   { method: 'POST', path: '/api/tokens', role: 'admin', action: 'token.create' },
   { method: 'POST', path: '/api/tokens/:name/revoke', role: 'admin', action: 'token.revoke' },
+  { method: 'GET', path: '/api/memory', role: 'viewer' },
+  { method: 'POST', path: '/api/memory/proposals/:id/accept', role: 'operator', action: 'memory.accept' },
+  { method: 'POST', path: '/api/memory/proposals/:id/reject', role: 'operator', action: 'memory.reject' },
 ] as const satisfies readonly ApiRoute[];
 
 /** A route of the table, by method and path. */

@@ -16,6 +16,7 @@ import type { TokenStore } from '../identity/token-store.js';
 import { apiError, body, named } from './api-answers.js';
 import { authenticate, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
 import { registerAdminRoutes } from './admin-routes.js';
+import { registerMemoryRoutes } from './memory-routes.js';
 import { startTaskSchema } from './api-schemas.js';
 import { openApiDocument } from './openapi.js';
 import { registerEvents, type FleetTaskSource } from './event-routes.js';
@@ -178,6 +179,12 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
     const note = await readFile(board.notePath(task.taskId), 'utf8').catch(() => null);
     if (note === null) return apiError(c, 404, 'not_found', `Task ${task.taskId} has no note yet.`);
     return c.text(options.redaction.redact(note), 200, { 'content-type': 'text/markdown; charset=utf-8' });
+  });
+
+  registerMemoryRoutes(app, sinks, {
+    repoRoot: board.repoRoot,
+    env: board.env,
+    redaction: options.redaction,
   });
 
   registerAdminRoutes(app, sinks, {

@@ -42,6 +42,13 @@ const query = (name: string, schema: Record<string, unknown>, description: strin
   description,
 });
 const tokenName = { name: 'name', in: 'path', required: true, schema: { type: 'string' } };
+const proposalId = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+  description: 'TASK-ID#N, URL-encoded (`#` as `%23`)',
+};
 const errors = {
   '400': { description: 'A bad body or task id (the field is named)', content: errorBody },
   '401': { description: 'The token is missing, unknown or revoked', content: errorBody },
@@ -237,6 +244,35 @@ const OPERATIONS: Record<ApiRouteKey, Operation> = {
       'Revoke the named token: every server that reads the same store refuses it from the next request',
     parameters: [tokenName],
     responses: { '200': { description: 'The revoked token (no secret)' }, ...errors },
+  },
+  'GET /api/memory': {
+    summary:
+      "The memory bank: the working tree's entries (id, file, title, status, source, created, text) and the pending proposals of finished tasks (id TASK-ID#N, title, text)",
+    responses: {
+      '200': { description: '{"dir", "entries": [...], "proposals": [...], "problems": [...]}' },
+      ...errors,
+    },
+  },
+  'POST /api/memory/proposals/:id/accept': {
+    summary:
+      'Accept a pending proposal: it becomes an active entry file in the memory folder (source: its task), left uncommitted for a person to review and commit',
+    parameters: [proposalId],
+    responses: {
+      '200': { description: '{"id", "status": "accepted", "entry": the file}' },
+      ...errors,
+      '404': { description: 'No pending proposal with that id', content: errorBody },
+      '409': { description: 'The proposal was accepted or rejected already', content: errorBody },
+    },
+  },
+  'POST /api/memory/proposals/:id/reject': {
+    summary: 'Reject a pending proposal: no entry is written, it leaves the pending list',
+    parameters: [proposalId],
+    responses: {
+      '200': { description: '{"id", "status": "rejected"}' },
+      ...errors,
+      '404': { description: 'No pending proposal with that id', content: errorBody },
+      '409': { description: 'The proposal was accepted or rejected already', content: errorBody },
+    },
   },
 };
 

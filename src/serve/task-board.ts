@@ -46,7 +46,7 @@ export class TaskBoard {
   constructor(
     readonly repoRoot: string,
     private readonly app: App,
-    private readonly env: NodeJS.ProcessEnv,
+    readonly env: NodeJS.ProcessEnv,
     private readonly options: {
       /** The scripted model of every task that names none (`serve --model-script`: the demo). */
       modelScript?: string;
