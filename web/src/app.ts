@@ -18,6 +18,7 @@ import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
 import { canOperate, loadActor, readOnlyNotice } from './role.js';
 import { auditList } from './who.js';
 import { loadPages, type BoardFilters } from './board-pages.js';
+import { showMemory } from './memory-page.js';
 
 const TOKEN_KEY = 'agent-runner-token';
 const BOARD_REFRESH_MS = 1_000;
@@ -549,6 +550,7 @@ function route(): void {
   leave = null;
   const match = /^#\/task\/(.+)$/.exec(location.hash);
   if (match) showTask(decodeURIComponent(match[1] as string));
+  else if (location.hash === '#/memory') showMemory(main(), api, el);
   else showBoard();
 }
 
