@@ -65,6 +65,8 @@ export async function writeTaskNote(
   await recordProposals(record.runDir, record.taskId, decisionsOffered(record), {
     now: new Date(record.finishedAt),
     ...(options.redact ? { redact: options.redact } : {}),
+  }).catch((error: Error) => {
+    throw new Error(`the note is written (${file}), its memory proposals could not be: ${error.message}`);
   });
   return { path: file, sha256: noteDigest(text) };
 }
