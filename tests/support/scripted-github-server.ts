@@ -22,7 +22,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ScriptedApiServer, type Json } from './scripted-api-server.js';
 
-type RestOperation = 'list' | 'create' | 'update' | 'get';
+type RestOperation = 'list' | 'create' | 'update' | 'get' | 'permission' | 'comment';
 export type GitHubOperation = RestOperation | 'graphql';
 
 interface OperationSpec {
@@ -103,6 +103,16 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
       'get',
       /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
     ),
+    permission: build(
+      '/repos/{owner}/{repo}/collaborators/{username}/permission',
+      'get',
+      /^\/repos\/([^/]+)\/([^/]+)\/collaborators\/([^/]+)\/permission$/,
+    ),
+    comment: build(
+      '/repos/{owner}/{repo}/issues/{issue_number}/comments',
+      'post',
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/,
+    ),
   };
   return operations;
 }
@@ -142,8 +152,14 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     create: [],
     update: [],
     get: [],
+    permission: [],
+    comment: [],
     graphql: [],
   };
+  /** Each collaborator's permission (`admin`, `maintain`, `write`, `triage`, `read`); anyone else: `none`. */
+  readonly permissions = new Map<string, string>();
+  /** The comments posted on issues and pull requests, by number. */
+  readonly comments = new Map<number, Json[]>();
   private readonly graphqlFailures: { type: string; message: string }[] = [];
   private nextNumber = 1;
   private emptyLists = 0;
@@ -403,6 +419,28 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
       const created = this.pullOf(spec.example, owner as string, repo as string, this.nextNumber++, input);
       this.pulls.set(created.number as number, created);
       return [201, created];
+    }
+    if (operation === 'permission') {
+      // GitHub's example with this user's permission: `permission` is the legacy field (maintain reads as
+      // write, triage as read), `role_name` the role itself.
+      const role = this.permissions.get(decodeURIComponent(number as string)) ?? 'none';
+      const legacy = role === 'maintain' ? 'write' : role === 'triage' ? 'read' : role;
+      const answer = structuredClone(spec.example);
+      Object.assign(answer, { permission: legacy, role_name: role });
+      Object.assign(answer.user as Json, { login: decodeURIComponent(number as string), role_name: role });
+      return [200, answer];
+    }
+    if (operation === 'comment') {
+      const comment = structuredClone(spec.example);
+      const list = this.comments.get(Number(number)) ?? [];
+      Object.assign(comment, {
+        id: 5000 + list.length,
+        body: body?.body,
+        html_url: `https://github.test/${owner}/${repo}/issues/${number}#issuecomment-${5000 + list.length}`,
+      });
+      list.push(comment);
+      this.comments.set(Number(number), list);
+      return [201, comment];
     }
     const pull = this.pulls.get(Number(number));
     if (!pull) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];
