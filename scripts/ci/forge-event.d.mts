@@ -76,11 +76,15 @@ export declare function githubAccess(options: {
   api: string;
   repository: string;
   token?: string;
+  /** Ends the forge's answers (the server's webhook answers within the forge's 10 s). */
+  signal?: AbortSignal;
   fetch?: typeof fetch;
 }): ForgeAccess;
 export declare function gitlabAccess(options: {
   api: string;
   projectId: number;
   token?: string;
+  /** Ends the forge's answers (the server's webhook answers within the forge's 10 s). */
+  signal?: AbortSignal;
   fetch?: typeof fetch;
 }): ForgeAccess;

@@ -333,13 +333,14 @@ export async function authorise(decision, access) {
 }
 
 /** GitHub's answers for authorise, over its REST API (`api`: GITHUB_API_URL) with `token`. */
-export function githubAccess({ api, repository, token, fetch: fetchImpl = fetch }) {
+export function githubAccess({ api, repository, token, signal, fetch: fetchImpl = fetch }) {
   const get = async (path) => {
     const response = await fetchImpl(`${api.replace(/\/$/, '')}/repos/${repository}${path}`, {
       headers: {
         accept: 'application/vnd.github+json',
         ...(token ? { authorization: `Bearer ${token}` } : {}),
       },
+      signal,
     });
     return response.ok ? response.json() : undefined;
   };
@@ -358,13 +359,11 @@ export function githubAccess({ api, repository, token, fetch: fetchImpl = fetch 
 }
 
 /** GitLab's answers for authorise: the member's access level (Developer, 30, or more writes). */
-export function gitlabAccess({ api, projectId, token, fetch: fetchImpl = fetch }) {
+export function gitlabAccess({ api, projectId, token, signal, fetch: fetchImpl = fetch }) {
   const get = async (path) => {
     const response = await fetchImpl(
       `${api.replace(/\/$/, '')}/api/v4/projects/${Number(projectId)}${path}`,
-      {
-        headers: token ? { 'private-token': token } : {},
-      },
+      { headers: token ? { 'private-token': token } : {}, signal },
     );
     return response.ok ? response.json() : undefined;
   };

@@ -16,6 +16,7 @@ import {
   regularExpression,
   workerBlockFor,
 } from './schema-parts.js';
+import { forgeSchema } from './forge-schema.js';
 import { gatewaySchema, sandboxSchema, scopeSchema } from './sandbox-schema.js';
 
 export {
@@ -281,6 +282,7 @@ export const configSchema = z
       .describe('What is redacted besides the keys and tokens agent-runner knows.')
       .prefault({}),
     deliver: deliverSchema.prefault({}),
+    forge: forgeSchema.prefault({}),
   })
   .superRefine((config, context) => {
     // A runsc sandbox has loopback only (gVisor is registered with --network=none): `open` cannot hold.

@@ -15,6 +15,10 @@ export const auditActionSchema = z.enum([
   'task.resume',
   'token.create',
   'token.revoke',
+  /** A signed forge webhook queued a task (the actor: `github:<login>` or `gitlab:<username>`). */
+  'webhook.task',
+  /** A signed forge webhook asked for nothing, or its author may not instruct: nothing queued. */
+  'webhook.ignore',
 ]);
 export type AuditAction = z.infer<typeof auditActionSchema>;
 

@@ -24,6 +24,7 @@ import { openApiDocument } from './openapi.js';
 import { RequestFieldError } from './repository-path.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 import type { TaskBoard } from './task-board.js';
+import { registerWebhooks, type WebhookOptions } from '../forge-events/webhook-routes.js';
 
 /** The web view's files: route, file below the package root, content type. */
 const WEB_FILES: readonly (readonly [string, string, string])[] = [
@@ -305,6 +306,8 @@ export interface ApiOptions {
   fleetTasks?: () => Promise<unknown[]>;
   /** A node of a fleet: a task another node runs, served from the control database. */
   fleetTask?: FleetTaskSource;
+  /** The forges' webhooks (a webhook secret is configured): how deliveries are checked and queued. */
+  webhooks?: WebhookOptions;
 }
 
 export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
@@ -325,6 +328,8 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
     options.onRequest?.();
     await next();
   });
+  // The webhooks authenticate by the forge's signature, so they come before the token check.
+  registerWebhooks(app, options.webhooks, sinks);
   app.use('/api/*', authenticate(authenticator));
 
   app.onError((error, c) => {

@@ -7,7 +7,6 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -22,24 +21,9 @@ import {
   type ForgeAccess,
 } from '../../scripts/ci/forge-event.mjs';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
+import { example, type Payload } from '../support/webhook-examples.js';
 
 const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/ci/forge-event.mjs');
-type Payload = Record<string, unknown> & { [key: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const examples = createRequire(import.meta.url)('@octokit/webhooks-examples') as {
-  name: string;
-  examples: Payload[];
-}[];
-
-/** GitHub's published example of `name` with `action`, copied so a case may set its fields. */
-export function example(name: string, action?: string): Payload {
-  const found = examples
-    .find((entry) => entry.name === name)
-    ?.examples.find((payload) => action === undefined || payload.action === action);
-  if (!found) throw new Error(`no published example ${name} ${action ?? ''}`);
-  return structuredClone(found);
-}
-
 const everyone: ForgeAccess = { canWrite: async () => true, headBranch: async () => undefined };
 
 describe('issues', () => {
