@@ -33,6 +33,7 @@ const POSTGRES = [
   'tests/integration/fleet-journal.test.ts',
   'tests/integration/fleet-question.test.ts',
   'tests/integration/fleet-tokens.test.ts',
+  'tests/integration/fleet-webhooks.test.ts',
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a

@@ -167,7 +167,8 @@ async function accept(
   const event = normalise(payload);
   if ('ignore' in event) return apiError(c, 400, 'unknown_event', `${event.ignore}: nothing queued.`);
   const decided =
-    options.repository !== undefined && event.repository.fullName !== options.repository
+    options.repository !== undefined &&
+    event.repository.fullName.toLowerCase() !== options.repository.toLowerCase()
       ? ({
           kind: 'ignore',
           reason: "the event is for another repository than this server's",
