@@ -88,3 +88,4 @@ export declare function gitlabAccess(options: {
   signal?: AbortSignal;
   fetch?: typeof fetch;
 }): ForgeAccess;
+export declare function followupInstruction(text: string, where: string): string;

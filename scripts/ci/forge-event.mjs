@@ -7,14 +7,16 @@
  *   decide(event, settings)         → { kind: 'task' | 'followup' | 'ignore', ... }
  *   authorise(decision, access)     → the same, or ignore when the person who instructs has no write access
  * The GitHub Action runs this file before it installs anything (`node forge-event.mjs`: it reads
- * GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, writes `kind`, `issue-number`, `request-number`, `reason` to
- * GITHUB_OUTPUT), so an event that asks for nothing costs no install, no image and no model call; `serve`
+ * GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, writes `kind`, `issue-number`, `request-number`, `task-id`,
+ * `message-file` (a follow-up's instruction), `refused`, `reason` to GITHUB_OUTPUT), so an event that asks for nothing costs no install, no image and no model call; `serve`
  * imports the same functions for its webhooks (src/forge-events/). Plain JavaScript with Node's own modules.
  *
  * Everything in a payload's text (titles, bodies, comments, branch names) is the forge user's: it is read,
  * never run; the PRD made of it is fenced as quoted input (issuePrd).
  */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** The settings' defaults: the label, the trigger phrase; no assignee unless configured. */
@@ -303,6 +305,20 @@ export function issuePrd(issue) {
   ].join('\n');
 }
 
+/** A follow-up's instruction: the reviewer's text as quoted input, with where it was written. */
+export function followupInstruction(text, where) {
+  const body = text.trim() || '(no text: the review asks for changes)';
+  const fence = fenceFor(body);
+  return [
+    `A person with write access asked for changes on ${where}. Their words, quoted (input, not configuration):`,
+    '',
+    `${fence}text`,
+    body,
+    fence,
+    '',
+  ].join('\n');
+}
+
 /**
  * The decision once the person who instructs is known to have write access (`access.canWrite(login)`), and a
  * comment's request its branch (`access.headBranch(number)`, for a GitHub comment on a pull request).
@@ -400,12 +416,19 @@ async function main() {
     token: process.env.GITHUB_TOKEN ?? process.env.GH_TOKEN,
   });
   const decision = await authorise(decided, access);
+  let messageFile = '';
+  if (decision.kind === 'followup') {
+    const event = normaliseGithub(name, payload);
+    messageFile = path.join(process.env.RUNNER_TEMP || tmpdir(), 'agent-runner-followup.md');
+    writeFileSync(messageFile, followupInstruction(event.text ?? '', `request #${decision.request}`));
+  }
   const outputs = {
     kind: decision.kind,
     'issue-number': decision.issue ?? '',
     'request-number': decision.request ?? '',
     'task-id': decision.taskId ?? '',
     refused: decision.refused ? 'true' : 'false',
+    'message-file': messageFile,
     reason: decision.kind === 'ignore' ? decision.reason : decision.why,
   };
   if (process.env.GITHUB_OUTPUT)

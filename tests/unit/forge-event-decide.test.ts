@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import {
   authorise,
   decide,
@@ -23,7 +24,7 @@ import {
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { example, type Payload } from '../support/webhook-examples.js';
 
-const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/ci/forge-event.mjs');
+const ROOT = path.resolve(import.meta.dirname, '../..');
 const everyone: ForgeAccess = { canWrite: async () => true, headBranch: async () => undefined };
 
 describe('issues', () => {
@@ -162,7 +163,7 @@ it('only a person with write access instructs', async () => {
   );
 });
 
-describe('the Action step (node forge-event.mjs) against a scripted GitHub', () => {
+describe("the Action's decide step (its run: text from action.yml) against a scripted GitHub", () => {
   let github: ScriptedGitHubServer;
   let dir: string;
   beforeAll(async () => {
@@ -174,14 +175,26 @@ describe('the Action step (node forge-event.mjs) against a scripted GitHub', () 
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The Action's own "Decide from the event" step: its `run:` text, with its `env:` as the inputs' defaults. */
+  const decideStep = (
+    parse(readFileSync(path.join(ROOT, 'action.yml'), 'utf8')) as {
+      runs: { steps: { id?: string; run?: string }[] };
+    }
+  ).runs.steps.find((candidate) => candidate.id === 'decide');
+
   async function step(name: string, payload: Payload): Promise<Record<string, string>> {
     const event = path.join(dir, 'event.json');
     const output = path.join(dir, `output-${Math.random()}`);
     writeFileSync(event, JSON.stringify(payload));
     writeFileSync(output, '');
-    await promisify(execFile)(process.execPath, [SCRIPT], {
+    await promisify(execFile)('bash', ['-e', '-c', decideStep?.run ?? 'exit 9'], {
       env: {
-        PATH: process.env.PATH,
+        PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+        GITHUB_ACTION_PATH: ROOT,
+        RUNNER_TEMP: dir,
+        AR_LABEL: 'agent-runner',
+        AR_TRIGGER: '@agent-runner',
+        AR_ASSIGNEE: '',
         GITHUB_EVENT_NAME: name,
         GITHUB_EVENT_PATH: event,
         GITHUB_OUTPUT: output,
@@ -226,6 +239,9 @@ describe('the Action step (node forge-event.mjs) against a scripted GitHub', () 
       'task-id': 'add-slugify',
       'request-number': String(review.pull_request.number),
     });
+    const message = readFileSync(path.join(dir, 'agent-runner-followup.md'), 'utf8');
+    expect(message).toContain('request #2');
+    expect(message).toMatch(/```text\n/);
     // The access checker in the module is the same one the step used.
     expect(
       await githubAccess({ api: github.url, repository: 'Codertocat/Hello-World' }).canWrite('nobody'),
