@@ -176,7 +176,9 @@ async function commandArgs() {
   }
   const prd = options.prdFile ? path.resolve(options.prdFile) : await issuePrd(options.issue);
   if (!existsSync(prd)) fail(2, `agent-runner-ci: the PRD file ${prd} does not exist`);
-  return ['run', '--prd', prd, '--headless', '--json'];
+  // A task from an issue: its request closes it, and the issue gets the outcome as a reply.
+  const closes = options.issue && options.pr ? ['--closes', options.issue] : [];
+  return ['run', '--prd', prd, '--headless', '--json', ...closes];
 }
 const args = await commandArgs();
 if (options.pr) args.push('--pr');

@@ -61,6 +61,8 @@ export interface RunCommandOptions {
   pr?: boolean;
   /** The forge when the remote's host does not say (deliver.forge); with `--repo`, also for the clone. */
   forge?: string;
+  /** The issue the request closes and replies on (deliver.closes). */
+  closes?: string;
   /** The OCI runtime of the task's containers (sandbox.runtime). */
   runtime?: string;
 }
@@ -74,7 +76,7 @@ export const RUNTIME_FLAG_HELP =
 export function flagsLayer(
   options: Pick<
     RunCommandOptions,
-    'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr' | 'forge' | 'runtime'
+    'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr' | 'forge' | 'runtime' | 'closes'
   >,
 ): Record<string, unknown> {
   const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
@@ -87,7 +89,12 @@ export function flagsLayer(
         maxIterations !== undefined && Number.isFinite(maxIterations) ? maxIterations : options.maxIterations,
       wallClock: options.timeout,
     },
-    deliver: { push: options.push || undefined, pr: options.pr || undefined, forge: options.forge },
+    deliver: {
+      push: options.push || undefined,
+      pr: options.pr || undefined,
+      forge: options.forge,
+      closes: options.closes,
+    },
   };
 }
 
@@ -343,6 +350,10 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option(RUNTIME_FLAG, RUNTIME_FLAG_HELP)
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
+    .option(
+      '--closes <issue>',
+      'with --pr: the request closes this issue (`Closes #N`) and the issue gets a reply with the outcome',
+    )
     .option(
       '--forge <github|gitlab>',
       'the forge when the remote is not on github.com or gitlab.com (also AGENT_RUNNER_FORGE); with --repo, its token answers the clone too',

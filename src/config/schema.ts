@@ -217,6 +217,14 @@ const deliverSchema = z
         'the API of GitHub Enterprise (`https://HOST/api/v3`) or a self-hosted GitLab (`https://HOST`)',
       )
       .meta({ defaultText: 'the public API' }),
+    closes: z.coerce
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        'an issue of the same repository the request closes: its body says `Closes #N`, and the issue gets a reply with the request and the outcome (also `--closes`)',
+      ),
     base: z
       .string()
       .min(1)

@@ -58,4 +58,6 @@ export interface ForgeClient {
   update(number: number, content: ChangeRequestContent): Promise<ChangeRequest>;
   /** The request numbered `number` (`verify` reads its branch from it). */
   get(number: number): Promise<ChangeRequest>;
+  /** Writes `body` as a comment on issue `number` (GitHub's issue number, GitLab's issue iid). */
+  commentOnIssue(number: number, body: string): Promise<void>;
 }

@@ -220,6 +220,9 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
       const { data } = await call(() => octokit.rest.pulls.get({ owner, repo, pull_number: number }));
       return changeRequestOf(data);
     },
+    async commentOnIssue(number, body) {
+      await call(() => octokit.rest.issues.createComment({ owner, repo, issue_number: number, body }));
+    },
     async update(number, content: ChangeRequestContent) {
       const { data } = await call(() =>
         octokit.rest.pulls.update({

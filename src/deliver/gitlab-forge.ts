@@ -102,6 +102,9 @@ export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
       const shown = await call(() => api.MergeRequests.show(projectId, number));
       return changeRequestOf(shown as unknown as MergeRequestLike);
     },
+    async commentOnIssue(number, body) {
+      await call(() => api.IssueNotes.create(projectId, number, body));
+    },
     async update(number, content) {
       const edited = await call(() =>
         api.MergeRequests.edit(projectId, number, { title: title(content), description: content.body }),
