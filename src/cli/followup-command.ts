@@ -13,7 +13,8 @@ import { UserError } from '../errors.js';
 import { taskRepository } from './command-repositories.js';
 import type { CommandContext } from './program.js';
 import type { ResumeCommandOptions } from './resume-command.js';
-import { driveTask, flagsLayer } from './run-command.js';
+import { driveTask } from './run-command.js';
+import { flagsLayer } from './run-flags.js';
 
 export type FollowupCommandOptions = ResumeCommandOptions & {
   message?: string;

@@ -166,11 +166,10 @@ const DRAFT_MUTATIONS = {
 }`,
 } as const;
 
-/** A {@link ForgeClient} for one GitHub repository. */
-export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
-  const [owner, repo] = options.repository.split('/', 2) as [string, string];
+/** The Octokit client of one forge, with delivery's retries and rate-limit waits. */
+function octokitOf(options: GitHubForgeOptions) {
   const base = options.retryAfterBaseValue ?? 1000;
-  const octokit = new GitHubClient({
+  return new GitHubClient({
     auth: options.token,
     ...(options.apiUrl ? { baseUrl: options.apiUrl.replace(/\/+$/, '') } : {}),
     userAgent: 'agent-runner',
@@ -186,13 +185,21 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
         after <= MAX_RETRY_AFTER_SECONDS && retryCount < RATE_LIMIT_RETRIES,
     },
   });
-  const call = async <T>(run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (error) {
-      throw new ForgeError(gitHubFailure(error));
-    }
-  };
+}
+
+/** One GitHub call; its failure as a {@link ForgeError}. */
+async function call<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw new ForgeError(gitHubFailure(error));
+  }
+}
+
+/** A {@link ForgeClient} for one GitHub repository. */
+export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
+  const [owner, repo] = options.repository.split('/', 2) as [string, string];
+  const octokit = octokitOf(options);
   return {
     kind: 'github',
     async findOpen(head, baseBranch) {
@@ -219,6 +226,10 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
     async get(number) {
       const { data } = await call(() => octokit.rest.pulls.get({ owner, repo, pull_number: number }));
       return changeRequestOf(data);
+    },
+    async getIssue(number) {
+      const { data } = await call(() => octokit.rest.issues.get({ owner, repo, issue_number: number }));
+      return { number: data.number, title: data.title, body: data.body ?? '', url: data.html_url };
     },
     async commentOnIssue(number, body) {
       await call(() => octokit.rest.issues.createComment({ owner, repo, issue_number: number, body }));

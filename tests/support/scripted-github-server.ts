@@ -22,7 +22,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ScriptedApiServer, type Json } from './scripted-api-server.js';
 
-type RestOperation = 'list' | 'create' | 'update' | 'get' | 'permission' | 'comment';
+type RestOperation = 'list' | 'create' | 'update' | 'get' | 'permission' | 'comment' | 'issue';
 export type GitHubOperation = RestOperation | 'graphql';
 
 interface OperationSpec {
@@ -42,7 +42,29 @@ interface Described {
 let operations: Record<RestOperation, OperationSpec> | null = null;
 
 function schemaOf(content: unknown): Json | null {
-  return ((content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | null;
+  const schema = ((content as Json | undefined)?.['application/json'] as Json | undefined)
+    ?.schema as Json | null;
+  return schema ? typedNullable(schema) : null;
+}
+
+/**
+ * GitHub's description marks some `anyOf` schemas `nullable` without a `type` (the issue's `pull_request`,
+ * `milestone`...), which ajv refuses to compile: such a node takes `null` as one more alternative instead.
+ */
+function typedNullable(schema: Json, seen = new Map<Json, Json>()): Json {
+  const done = seen.get(schema);
+  if (done) return done;
+  const copy: Json = Array.isArray(schema) ? ([] as unknown as Json) : {};
+  seen.set(schema, copy);
+  for (const [key, value] of Object.entries(schema))
+    (copy as Record<string, unknown>)[key] =
+      value !== null && typeof value === 'object' ? typedNullable(value as Json, seen) : value;
+  if (copy.nullable === true && copy.type === undefined) {
+    delete copy.nullable;
+    const alternatives = (copy.anyOf ?? copy.oneOf) as Json[] | undefined;
+    if (alternatives) alternatives.push({ type: 'null' });
+  }
+  return copy;
 }
 
 /** The three operations' validators, compiled once per process from GitHub's description. */
@@ -108,6 +130,11 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
       'get',
       /^\/repos\/([^/]+)\/([^/]+)\/collaborators\/([^/]+)\/permission$/,
     ),
+    issue: build(
+      '/repos/{owner}/{repo}/issues/{issue_number}',
+      'get',
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)$/,
+    ),
     comment: build(
       '/repos/{owner}/{repo}/issues/{issue_number}/comments',
       'post',
@@ -154,10 +181,13 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     get: [],
     permission: [],
     comment: [],
+    issue: [],
     graphql: [],
   };
   /** Each collaborator's permission (`admin`, `maintain`, `write`, `triage`, `read`); anyone else: `none`. */
   readonly permissions = new Map<string, string>();
+  /** The issues on the server, by number (GitHub's example issue with the fields a test sets). */
+  readonly issues = new Map<number, { title: string; body: string | null }>();
   /** The comments posted on issues and pull requests, by number. */
   readonly comments = new Map<number, Json[]>();
   private readonly graphqlFailures: { type: string; message: string }[] = [];
@@ -428,6 +458,19 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
       const answer = structuredClone(spec.example);
       Object.assign(answer, { permission: legacy, role_name: role });
       Object.assign(answer.user as Json, { login: decodeURIComponent(number as string), role_name: role });
+      return [200, answer];
+    }
+    if (operation === 'issue') {
+      const issue = this.issues.get(Number(number));
+      if (!issue) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];
+      // This operation's example is wrapped with its breaking-change notes: `{value, x-github-breaking-changes}`.
+      const example = spec.example['x-github-breaking-changes'] ? (spec.example.value as Json) : spec.example;
+      const answer = structuredClone(example);
+      Object.assign(answer, {
+        ...issue,
+        number: Number(number),
+        html_url: `https://github.test/${owner}/${repo}/issues/${number}`,
+      });
       return [200, answer];
     }
     if (operation === 'comment') {
