@@ -21,6 +21,7 @@ const LIGHT = [
   'tests/integration/meta-plan-command.test.ts',
   'tests/integration/meta-openai-chat-model.test.ts', // retry waits to the millisecond
   'tests/integration/gateway-resources.test.ts', // sockets the process holds
+  'tests/integration/board-paging.test.ts', // a headless browser
 ];
 
 // PostgreSQL only (scripts/postgres.sh), no Docker: two at a time, each in a database of its own (a file that
@@ -33,6 +34,7 @@ const POSTGRES = [
   'tests/integration/fleet-journal.test.ts',
   'tests/integration/fleet-question.test.ts',
   'tests/integration/fleet-tokens.test.ts',
+  'tests/integration/fleet-task-list.test.ts',
   'tests/integration/fleet-webhooks.test.ts',
 ];
 

@@ -147,7 +147,8 @@ function fleetApi(
     tokens: new fleet.ControlTokenStore(database),
     audit: new fleet.ControlAuditLog(database),
     nodeId,
-    fleetTasks: () => fleet.listFleetTasks(database),
+    fleetTasks: (query: Parameters<FleetModules['listFleetTasks']>[1]) =>
+      fleet.listFleetTasks(database, query),
     fleetTask: fleet.fleetEvents.fleetTaskSource(database, feed),
     enqueue: async (request: { taskId?: string; repo: string; prd: string; base?: string }) => {
       const { newTaskId } = await import('../app.js');

@@ -195,7 +195,7 @@ export async function* fleetEventLines(
     }
     for (const row of page) {
       last = row.seq;
-      yield { id: row.seq, text: row.line };
+      yield { id: row.seq, text: row.line, position: row.seq };
     }
     if (page.length === PAGE_LINES) continue;
     if (!options.follow || !live) return;
@@ -203,10 +203,20 @@ export async function* fleetEventLines(
   }
 }
 
+/** The task's last line's seq (0: none yet): the primary key's last entry for the task, one index probe. */
+export async function fleetLastLine(database: ControlDatabase, taskId: string): Promise<number> {
+  const { rows } = await database.pool.query<{ seq: number | null }>(
+    'SELECT max(seq) AS seq FROM agent_runner.events WHERE task_id = $1',
+    [taskId],
+  );
+  return rows[0]?.seq ?? 0;
+}
+
 /** What the API serves for a task another node runs (see `createApi`'s `fleetTask`). */
 export function fleetTaskSource(database: ControlDatabase, feed: FleetEventFeed) {
   return {
     detail: (taskId: string) => fleetTaskDetail(database, taskId),
+    lastLine: (taskId: string) => fleetLastLine(database, taskId),
     lines: (taskId: string, options: { afterLine: number; follow: boolean; signal: AbortSignal }) =>
       fleetEventLines(database, feed, taskId, options),
     request: (taskId: string, request: TaskRequest) => requestTask(database, taskId, request),

@@ -1,8 +1,9 @@
 /**
- * Every task of the fleet with the node that runs (or ran) it, newest first: what `GET /api/tasks` of any
- * node adds to its own list as `fleet`; one task's row is what `GET /api/tasks/:id` answers for a task another
+ * The tasks of the fleet with the node that runs (or ran) it, newest first, a page at a time: what
+ * `GET /api/tasks` of any node adds to its own list as `fleet`; one task's row is what `GET /api/tasks/:id` answers for a task another
  * node runs (fleet-events.ts).
  */
+import type { ListKey } from '../serve/task-list-query.js';
 import type { ControlDatabase } from './control-database.js';
 
 /** One task of the fleet as the control database holds it. */
@@ -52,13 +53,57 @@ export function fleetTaskRow(row: FleetTaskColumns): FleetTaskRow {
   };
 }
 
-/** The newest tasks of the fleet (at most `limit`). */
-export async function listFleetTasks(database: ControlDatabase, limit = 500): Promise<FleetTaskRow[]> {
-  const { rows } = await database.pool.query<FleetTaskColumns>(
-    `SELECT ${FLEET_TASK_COLUMNS}
-       FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id
-      ORDER BY t.created_at DESC, t.id LIMIT $1`,
-    [limit],
-  );
-  return rows.map(fleetTaskRow);
+/** What a page of the fleet's tasks is asked for (task-list-query.ts). */
+export interface FleetListQuery {
+  limit: number;
+  /** The page starts after this task (absent: at the newest). */
+  after?: ListKey;
+  states: string[] | null;
+  nodes: string[] | null;
+}
+
+/**
+ * A page of the fleet's tasks, newest first (created_at, then id, both descending), and where the next starts
+ * (`end`: none). A keyset on (created_at, id): an index scan of `tasks_created_id` (or, filtered, of the state's
+ * or the node's index), whatever the number of tasks. The key keeps created_at's microseconds.
+ */
+export async function listFleetTasks(
+  database: ControlDatabase,
+  query: FleetListQuery,
+): Promise<{ tasks: FleetTaskRow[]; next: ListKey | 'end' }> {
+  const { sql, values } = fleetListSql(query);
+  const { rows } = await database.pool.query<FleetTaskColumns & { created_key: string }>(sql, values);
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    tasks: page.map(fleetTaskRow),
+    next: rows.length > query.limit && last ? { createdAt: last.created_key, taskId: last.id } : 'end',
+  };
+}
+
+/** The statement of a page (one more row than the page: whether there is a next one). */
+export function fleetListSql(query: FleetListQuery): { sql: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const where: string[] = [];
+  if (query.after) {
+    values.push(query.after.createdAt, query.after.taskId);
+    where.push(`(t.created_at, t.id) < ($${values.length - 1}::timestamptz, $${values.length}::text)`);
+  }
+  if (query.states) {
+    values.push(query.states);
+    where.push(`t.state = ANY($${values.length}::text[])`);
+  }
+  if (query.nodes) {
+    values.push(query.nodes);
+    where.push(`t.node_id = ANY($${values.length}::text[])`);
+  }
+  values.push(query.limit + 1);
+  return {
+    sql: `SELECT ${FLEET_TASK_COLUMNS},
+                 to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key
+            FROM agent_runner.tasks t LEFT JOIN agent_runner.nodes n ON n.id = t.node_id
+           ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+           ORDER BY t.created_at DESC, t.id DESC LIMIT $${values.length}`,
+    values,
+  };
 }

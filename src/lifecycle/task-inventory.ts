@@ -31,6 +31,8 @@ export interface TaskEntry {
   state: TaskState | null;
   reason: string | null;
   lock: { holder: LockHolder; liveness: Liveness } | null;
+  /** When the task was created: its journal's (a project's: its project journal's) first event. */
+  createdAt: string | null;
   lastEventAt: string | null;
   branch: string;
   worktreePath: string | null;
@@ -148,6 +150,7 @@ function taskEntry(
       damage ??
       (status === 'never_started' ? notStartedReason(layout.runDir, lock !== null) : null),
     lock,
+    createdAt: journal?.firstEventAt ?? project?.firstEventAt ?? null,
     lastEventAt: journal?.lastEventAt ?? project?.lastEventAt ?? null,
     branch: journal?.branch ?? layout.branch,
     worktreePath: existsSync(layout.worktreePath) ? layout.worktreePath : null,

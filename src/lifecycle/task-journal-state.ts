@@ -45,6 +45,8 @@ export interface JournalTaskState {
   unfinishedRun: { run: number; mode: string; startedAt: string } | null;
   attempts: number;
   events: number;
+  /** When the task's first event was written: when it was created, the board's order. */
+  firstEventAt: string | null;
   lastEventAt: string | null;
   /** Wall clock the attempts used, from each `task_started` to that attempt's last event. */
   elapsedMs: number;
@@ -126,6 +128,7 @@ export class JournalFold {
       unfinishedRun: null,
       attempts: 0,
       events: 0,
+      firstEventAt: null,
       lastEventAt: null,
       elapsedMs: 0,
       answers: [],
@@ -144,6 +147,7 @@ export class JournalFold {
       return;
     }
     state.events += 1;
+    state.firstEventAt ??= event.at;
     state.lastEventAt = event.at;
     this.clock(event);
     switch (event.type) {

@@ -30,6 +30,8 @@ export interface ProjectResume {
   finished: TaskSummary | null;
   /** Each subtask's last state and the task id of its last attempt (`status`). */
   states: Record<string, { state: SubtaskState; taskId: string }>;
+  /** When the first event of the project's journal was written: when the project was created. */
+  firstEventAt: string | null;
   /** When the last event of the project's journal was written. */
   lastEventAt: string | null;
 }
@@ -89,6 +91,7 @@ export function readProjectJournal(runDir: string): ProjectResume | null {
     spent: { metaCalls, usage },
     finished,
     states: last,
+    firstEventAt: (events[0] as { at?: string } | undefined)?.at ?? null,
     lastEventAt: (events.at(-1) as { at?: string } | undefined)?.at ?? null,
   };
 }

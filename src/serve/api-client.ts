@@ -107,14 +107,14 @@ export class ServeClient {
   }
 
   /**
-   * A task's events, from the start (or after `after`), live until the task ends (an `end` event) or `signal`
+   * A task's events, from the start (or after `after`, an event's id), live until the task ends (an `end` event) or `signal`
    * aborts; with `follow: false`, only those written so far. A dropped connection is reopened after the last id seen, at most `retries` times in a row.
    */
   async *events(
     taskId: string,
-    options: { after?: number; signal?: AbortSignal; retries?: number; follow?: boolean } = {},
+    options: { after?: string; signal?: AbortSignal; retries?: number; follow?: boolean } = {},
   ): AsyncGenerator<EventSourceMessage> {
-    let lastId = options.after ?? 0;
+    let lastId = options.after ?? '';
     let failures = 0;
     while (!options.signal?.aborted) {
       let response: Response;
@@ -124,7 +124,7 @@ export class ServeClient {
           headers: {
             authorization: `Bearer ${this.token}`,
             accept: 'text/event-stream',
-            ...(lastId > 0 ? { 'last-event-id': String(lastId) } : {}),
+            ...(lastId !== '' ? { 'last-event-id': lastId } : {}),
           },
           ...(options.signal ? { signal: options.signal } : {}),
         });
@@ -156,7 +156,7 @@ export class ServeClient {
           parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
           while (queue.length > 0) {
             const event = queue.shift() as EventSourceMessage;
-            if (event.id !== undefined) lastId = Number(event.id) || lastId;
+            if (event.id !== undefined && event.id !== '') lastId = event.id;
             yield event;
             if (event.event === 'end') ended = true;
           }

@@ -43,6 +43,11 @@ export interface BoardTask {
   /** A split PRD's subtasks: the graph (each one's `blockedBy`) and each one's state. */
   subtasks: NonNullable<TaskEntry['project']>['subtasks'];
   startedAt: string | null;
+  /**
+   * When the task was created (its journal's first event; a task still preparing: when this server started it):
+   * the board's order, newest first, and the key of its cursor (task-list-query.ts).
+   */
+  createdAt: string | null;
   lastEventAt: string | null;
   elapsedMs: number | null;
   runs: number;
@@ -74,6 +79,7 @@ export function boardTask(entry: TaskEntry, served: RunningTask | undefined): Bo
     parent: entry.parent ?? null,
     subtasks: entry.project?.subtasks ?? [],
     startedAt: served?.startedAt ?? null,
+    createdAt: entry.createdAt ?? served?.startedAt ?? null,
     lastEventAt: entry.lastEventAt,
     elapsedMs: journal?.elapsedMs ?? null,
     runs: journal?.runs.length ?? 0,
@@ -99,6 +105,7 @@ export function preparingTask(taskId: string, task: RunningTask): BoardTask {
     parent: null,
     subtasks: [],
     startedAt: task.startedAt,
+    createdAt: task.startedAt,
     lastEventAt: null,
     elapsedMs: null,
     runs: 0,

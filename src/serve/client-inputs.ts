@@ -3,6 +3,8 @@
  * configuration overrides, each inside the repository and out of what its `scope.exclude` keeps from the
  * sandbox (a client reads the note, so whatever the server reads for it is the client's to read).
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { loadConfig } from '../config/load.js';
 import { MAX_PRD_BYTES, prdFromBytes } from '../prd/load-prd.js';
 import { compileGlobs } from '../workspace/scope/glob.js';
@@ -49,4 +51,16 @@ export async function checkClientInputs(
     inputs.prd = { path: read.path, text: prdFromBytes(read.bytes, request.prdPath) };
   }
   return inputs;
+}
+
+/** A PRD given as text, written to a file of the state directory (then read back with the CLI's checks). */
+export async function writePrdText(repoRoot: string, text: string, now: Date): Promise<string> {
+  const dir = path.join(repoRoot, '.agent-runner', 'prds');
+  await mkdir(dir, { recursive: true });
+  const file = path.join(
+    dir,
+    `${now.toISOString().replace(/[:.]/g, '-')}-${Math.random().toString(16).slice(2, 8)}.md`,
+  );
+  await writeFile(file, text);
+  return file;
 }

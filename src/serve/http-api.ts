@@ -7,9 +7,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Hono, type Context } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { UserError } from '../errors.js';
-import type { TaskRequest, TaskRequestResult } from '../control/task-requests.js';
+import type { TaskRequest } from '../control/task-requests.js';
 import type { Redaction } from '../notes/redact.js';
 import { PACKAGE_ROOT } from '../version.js';
 import type { AuditLog } from '../identity/audit-entry.js';
@@ -19,8 +18,10 @@ import { apiError, body, named } from './api-answers.js';
 import { authenticate, remoteAddress, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
-import { journalLines, type JournalLine } from './journal-follow.js';
 import { openApiDocument } from './openapi.js';
+import { registerEvents, type FleetTaskSource } from './event-routes.js';
+import { registerTaskList, type FleetTaskList } from './task-list-route.js';
+export type { FleetTaskSource } from './event-routes.js';
 import { RequestFieldError } from './repository-path.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 import type { TaskBoard } from './task-board.js';
@@ -32,108 +33,6 @@ const WEB_FILES: readonly (readonly [string, string, string])[] = [
   ['/app.css', 'web/app.css', 'text/css; charset=utf-8'],
   ['/app.js', 'dist/web/app.js', 'text/javascript; charset=utf-8'],
 ];
-
-/** How often a followed task that this server does not run is asked whether it still runs. */
-const LIVENESS_CHECK_MS = 1_000;
-
-/** A task's journal as Server-Sent Events: from the start or after Last-Event-ID, then live until it ends. */
-function registerEvents(
-  app: ApiApp,
-  board: TaskBoard,
-  options: { redaction: Redaction; fleetTask?: FleetTaskSource; sinks: AuditSinks },
-): void {
-  const safe = <T>(value: T): T => options.redaction.value(value);
-  route(app, 'GET /api/tasks/:id/events', options.sinks, async (c) => {
-    const task = named(c);
-    if ('answer' in task) return task.answer;
-    const after = Number(c.req.header('last-event-id') ?? c.req.query('after') ?? 0);
-    // Only this task's files are looked at (not every journal): a watcher costs the same in a busy repository.
-    if (!board.exists(task.taskId)) {
-      const fleet = options.fleetTask;
-      if (fleet === undefined || (await fleet.detail(task.taskId)) === null)
-        return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
-      return fleetEvents(c, fleet, task.taskId, after, options.redaction);
-    }
-    let live = board.writing(task.taskId);
-    let checkedAt = Date.now();
-    const ended = () => {
-      if (board.isServed(task.taskId)) return !board.isLive(task.taskId);
-      if (Date.now() - checkedAt > LIVENESS_CHECK_MS) {
-        checkedAt = Date.now();
-        live = board.writing(task.taskId);
-      }
-      return !live;
-    };
-    return streamSSE(c, async (stream) => {
-      const aborted = new AbortController();
-      stream.onAbort(() => aborted.abort());
-      for await (const line of journalLines(board.journalFile(task.taskId), {
-        afterLine: Number.isInteger(after) && after > 0 ? after : 0,
-        follow: c.req.query('follow') !== '0',
-        signal: aborted.signal,
-        ended,
-      }))
-        await stream.writeSSE({
-          id: String(line.id),
-          event: 'journal',
-          data: options.redaction.redactJsonText(line.text),
-        });
-      if (!aborted.signal.aborted) {
-        const last = await board.get(task.taskId);
-        await stream.writeSSE({
-          event: 'end',
-          data: JSON.stringify(
-            safe({ taskId: task.taskId, state: last?.state ?? null, exitCode: last?.exitCode ?? null }),
-          ),
-        });
-      }
-    });
-  });
-}
-
-/** A task of the fleet that runs on another node: its row and its journal, from the control database. */
-export interface FleetTaskSource {
-  detail(taskId: string): Promise<{ state: string; exitCode: number | null } | null>;
-  lines(
-    taskId: string,
-    options: { afterLine: number; follow: boolean; signal: AbortSignal },
-  ): AsyncIterable<JournalLine>;
-  /** Writes an answer or a stop for the node that runs the task (task-requests.ts). */
-  request?(taskId: string, request: TaskRequest): Promise<TaskRequestResult>;
-}
-
-/** Another node's task as Server-Sent Events: the same events as a local task's stream, read from the database. */
-function fleetEvents(
-  c: Context<ApiEnv>,
-  fleet: FleetTaskSource,
-  taskId: string,
-  after: number,
-  redaction: Redaction,
-): Response {
-  return streamSSE(c, async (stream) => {
-    const aborted = new AbortController();
-    stream.onAbort(() => aborted.abort());
-    for await (const line of fleet.lines(taskId, {
-      afterLine: Number.isInteger(after) && after > 0 ? after : 0,
-      follow: c.req.query('follow') !== '0',
-      signal: aborted.signal,
-    }))
-      await stream.writeSSE({
-        id: String(line.id),
-        event: 'journal',
-        data: redaction.redactJsonText(line.text),
-      });
-    if (!aborted.signal.aborted) {
-      const last = await fleet.detail(taskId).catch(() => null);
-      await stream.writeSSE({
-        event: 'end',
-        data: JSON.stringify(
-          redaction.value({ taskId, state: last?.state ?? null, exitCode: last?.exitCode ?? null }),
-        ),
-      });
-    }
-  });
-}
 
 /** A task's detail: this server's, else (a node of a fleet) another node's task from the database. */
 function registerDetail(
@@ -302,8 +201,8 @@ export interface ApiOptions {
   nodeId?: () => string | undefined;
   /** A node of a fleet (`serve --control`): a task naming `repo` is queued there; returns its id. */
   enqueue?: Enqueue;
-  /** A node of a fleet: every task of the fleet with its node, added to the list as `fleet`. */
-  fleetTasks?: () => Promise<unknown[]>;
+  /** A node of a fleet: a page of the fleet's tasks with their nodes, added to the list as `fleet`. */
+  fleetTasks?: FleetTaskList;
   /** A node of a fleet: a task another node runs, served from the control database. */
   fleetTask?: FleetTaskSource;
   /** The forges' webhooks (a webhook secret is configured): how deliveries are checked and queued. */
@@ -312,7 +211,6 @@ export interface ApiOptions {
 
 export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
   const app = new Hono<ApiEnv>();
-  const safe = <T>(value: T): T => options.redaction.value(value);
   const sinks: AuditSinks = {
     ...(options.audit ? { log: options.audit } : {}),
     journal: (taskId, entry, at) => board.recordAudit(taskId, entry, at),
@@ -345,14 +243,7 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
 
   route(app, 'GET /api/openapi.json', sinks, (c) => c.json(openApiDocument()));
 
-  route(app, 'GET /api/tasks', sinks, async (c) => {
-    const tasks = await board.list();
-    if (options.fleetTasks === undefined) return c.json(safe({ tasks }));
-    // The database away: this node's own tasks still, and `fleet: null` saying the rest is unknown now.
-    const fleet = await options.fleetTasks().catch(() => null);
-    return c.json(safe({ tasks, fleet }));
-  });
-
+  registerTaskList(app, board, { redaction: options.redaction, sinks, fleetTasks: options.fleetTasks });
   registerStart(app, board, options.enqueue, sinks);
   registerDetail(app, board, { ...options, sinks });
   registerTaskActions(app, board, options.fleetTask, sinks);

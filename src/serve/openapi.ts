@@ -8,6 +8,7 @@ import { ROLES } from '../identity/roles.js';
 import { VERSION } from '../version.js';
 import { API_ROUTES, openApiPath, type ApiRouteKey } from './api-routes.js';
 import { answerSchema, createTokenSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
+import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from './task-list-query.js';
 
 const json = (schema: z.ZodType) => ({
   'application/json': { schema: z.toJSONSchema(schema, { io: 'input' }) },
@@ -27,6 +28,13 @@ const errorBody = {
   },
 };
 const taskId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const query = (name: string, schema: Record<string, unknown>, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  schema,
+  description,
+});
 const tokenName = { name: 'name', in: 'path', required: true, schema: { type: 'string' } };
 const errors = {
   '400': { description: 'A bad body or task id (the field is named)', content: errorBody },
@@ -46,8 +54,41 @@ type Operation = { summary: string } & Record<string, unknown>;
 /** What each route of the table does (its role and path are the table's). */
 const OPERATIONS: Record<ApiRouteKey, Operation> = {
   'GET /api/tasks': {
-    summary: "The repository's tasks (state, title, branch, times, runs, usage, cost)",
-    responses: { '200': { description: 'The tasks' }, ...errors },
+    summary:
+      "A page of the repository's tasks (state, title, branch, times, runs, usage, cost), newest first (created, then id)",
+    parameters: [
+      query(
+        'limit',
+        { type: 'integer', minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT },
+        'Tasks per page',
+      ),
+      query(
+        'cursor',
+        { type: 'string' },
+        'Where the page starts: the `next` of the page before (opaque; it holds while tasks are created)',
+      ),
+      query(
+        'state',
+        { type: 'array', items: { type: 'string' } },
+        'Only tasks in any of these states (repeat it, or comma-separated)',
+      ),
+      query(
+        'node',
+        { type: 'array', items: { type: 'string' } },
+        "Only tasks of any of these nodes (a fleet's list; this server's own tasks run on no node)",
+      ),
+    ],
+    responses: {
+      '200': {
+        description:
+          '`{"tasks": [...], "next": cursor | null, "more": boolean}`; on a node of a fleet also `"fleet": [...]` (the page of the fleet\'s tasks, with their nodes; null while the control database is away)',
+      },
+      ...errors,
+      '400': {
+        description: 'A bad limit, cursor, state or node (the parameter is named)',
+        content: errorBody,
+      },
+    },
   },
   'POST /api/tasks': {
     summary: 'Start a task; answers its id at once (the task goes on in the server)',
@@ -69,9 +110,28 @@ const OPERATIONS: Record<ApiRouteKey, Operation> = {
   },
   'GET /api/tasks/:id/events': {
     summary:
-      "The task's journal as Server-Sent Events (`journal` events, id = line), then live; resumes after Last-Event-ID; ends with an `end` event",
-    parameters: [taskId],
-    responses: { '200': { description: 'text/event-stream' }, ...errors },
+      "The task's journal as Server-Sent Events (`journal` events, each id a position in the journal), then live; resumes after Last-Event-ID without reading what came before; ends with an `end` event",
+    parameters: [
+      taskId,
+      {
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        schema: { type: 'string' },
+        description: 'The id of the last event received: the stream goes on after it',
+      },
+      query('after', { type: 'string' }, 'As Last-Event-ID, for a client that cannot set the header'),
+      query('follow', { type: 'string', enum: ['0', '1'] }, '0: only the events written so far'),
+    ],
+    responses: {
+      '200': { description: 'text/event-stream' },
+      ...errors,
+      '400': {
+        description:
+          'A bad task id, or a Last-Event-ID that is no position of this task (garbage, past the end, inside a line, of another task)',
+        content: errorBody,
+      },
+    },
   },
   'GET /api/tasks/:id/diff': {
     summary: "The task branch's diff since its base (text)",

@@ -4,7 +4,6 @@
  * composition as `run` (the App), with a stop switch (as Ctrl-C: the work is saved) and a pending `ask_human`
  * question that a client answers.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from '../app.js';
 import { newTaskSpec } from '../compose/new-task-spec.js';
@@ -13,8 +12,8 @@ import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { UserError } from '../errors.js';
 import { JournalTailCache } from '../lifecycle/journal-tail-cache.js';
-import { hasTaskFiles, listTasks, readTask } from '../lifecycle/task-inventory.js';
-import { checkClientInputs } from './client-inputs.js';
+import { hasTaskFiles, readTask } from '../lifecycle/task-inventory.js';
+import { checkClientInputs, writePrdText } from './client-inputs.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { AuditEntry } from '../identity/audit-entry.js';
@@ -24,6 +23,8 @@ import type { StartTaskRequest } from './api-schemas.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 export { NotServedError } from './board-errors.js';
 import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
+import { TaskListIndex, type BoardPage } from './task-list-index.js';
+import type { TaskListQuery } from './task-list-query.js';
 
 /** Tasks that ended with an error before their journal held an end: the newest are kept for the board. */
 const MAX_ENDED_WITHOUT_JOURNAL = 100;
@@ -37,6 +38,7 @@ export class TaskBoard {
   private readonly running = new Map<string, RunningTask>();
   /** Journals folded once and read on from where they stopped (the board asks every second). */
   private readonly journals = new JournalTailCache();
+  private readonly index: TaskListIndex;
   /** Tasks of this server running now, and the queued ones' wake-ups, oldest first. */
   private runningNow = 0;
   private readonly waiting: (() => void)[] = [];
@@ -54,6 +56,7 @@ export class TaskBoard {
       now?: () => Date;
     } = {},
   ) {
+    this.index = new TaskListIndex(repoRoot, this.journals);
     this.audits = new TaskAuditJournal(
       (taskId) => this.journalFile(taskId),
       (text) => this.app.host.redaction.redactJsonText(text),
@@ -74,7 +77,7 @@ export class TaskBoard {
     // Everything the client names is a file of the repository (not one scope.exclude keeps out) before it is read.
     const { prd: named, modelScript, overrides } = await checkClientInputs(this.repoRoot, this.env, request);
     // A PRD given as text is written to a file and read back with the CLI's checks (empty, binary, size).
-    const prdPath = named?.path ?? (await this.writePrd(request.prd ?? ''));
+    const prdPath = named?.path ?? (await writePrdText(this.repoRoot, request.prd ?? '', this.now()));
     const spec = await newTaskSpec({
       repoRoot: this.repoRoot,
       prdPath,
@@ -196,6 +199,7 @@ export class TaskBoard {
    */
   private forget(taskId: string, task: RunningTask): void {
     if (this.running.get(taskId) !== task) return;
+    this.index.touch(taskId);
     let entry;
     try {
       entry = readTask(this.repoRoot, taskId, { journals: this.journals });
@@ -255,16 +259,19 @@ export class TaskBoard {
     task.question.answer(text);
   }
 
-  /** Every task of the repository, most recent first. */
+  /** Every task of the repository, newest first (as created), current. */
   async list(): Promise<BoardTask[]> {
-    const { tasks } = await listTasks(this.repoRoot, undefined, { journals: this.journals });
-    const listed = new Set(tasks.map((entry) => entry.taskId));
-    const board = tasks.map((entry) => boardTask(entry, this.running.get(entry.taskId)));
-    // Started here but not journaled yet (it is still preparing).
-    for (const [taskId, task] of this.running)
-      if (!listed.has(taskId)) board.push(preparingTask(taskId, task));
-    return board.sort((a, b) =>
-      (b.lastEventAt ?? b.startedAt ?? '').localeCompare(a.lastEventAt ?? a.startedAt ?? ''),
+    await this.index.refresh();
+    const all = { limit: Number.MAX_SAFE_INTEGER, cursor: {}, states: null, nodes: null };
+    return (await this.page(all)).tasks;
+  }
+
+  /** A page of the board (task-list-index.ts: the lines in memory, what this server runs always current). */
+  async page(query: TaskListQuery): Promise<BoardPage> {
+    const served = await Promise.all([...this.running.keys()].map((taskId) => this.get(taskId)));
+    return this.index.page(
+      query,
+      served.filter((task) => task !== null),
     );
   }
 
@@ -384,16 +391,5 @@ export class TaskBoard {
         `Task ${taskId} has ended (${entry.state ?? 'finished'}): it has no question waiting for an answer and nothing to stop.`,
       );
     throw new NotServedError(taskId);
-  }
-
-  private async writePrd(text: string): Promise<string> {
-    const dir = path.join(this.repoRoot, '.agent-runner', 'prds');
-    await mkdir(dir, { recursive: true });
-    const file = path.join(
-      dir,
-      `${this.now().toISOString().replace(/[:.]/g, '-')}-${Math.random().toString(16).slice(2, 8)}.md`,
-    );
-    await writeFile(file, text);
-    return file;
   }
 }

@@ -202,7 +202,10 @@ it(
         expect(detail.state).toBe('COMPLETE');
         const streamed: { id?: string; event?: string; data: string }[] = [];
         for await (const message of node.client.events(row.task_id)) streamed.push(message);
-        expect(streamed.filter((m) => m.event === 'journal').map((m) => Number(m.id))).toEqual(row.seqs);
+        // The ids are the events table's seqs (`l<seq>.<tag>`).
+        expect(
+          streamed.filter((m) => m.event === 'journal').map((m) => Number(/^l(\d+)\./.exec(m.id ?? '')?.[1])),
+        ).toEqual(row.seqs);
         expect(JSON.parse(streamed.at(-1)?.data ?? '{}')).toMatchObject({ state: 'COMPLETE' });
       }
 

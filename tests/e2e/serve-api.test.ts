@@ -69,9 +69,12 @@ afterAll(async () => {
 });
 
 /** Every event of a task until its end, as [event, id, data]. */
-async function watch(taskId: string, after = 0): Promise<{ event: string; id?: string; data: string }[]> {
+async function watch(
+  taskId: string,
+  after?: string,
+): Promise<{ event: string; id?: string; data: string }[]> {
   const seen: { event: string; id?: string; data: string }[] = [];
-  for await (const message of client.events(taskId, { after }))
+  for await (const message of client.events(taskId, after === undefined ? {} : { after }))
     seen.push({
       event: message.event ?? 'message',
       ...(message.id ? { id: message.id } : {}),
@@ -182,13 +185,17 @@ describe('a task started over the API', () => {
       expect.arrayContaining(['task_started', 'worker_started', 'worker_finished']),
     );
     expect(second.map((event) => event.id)).toEqual(first.map((event) => event.id));
-    // Ids are the journal's lines, in order, from 1.
-    const ids = first.filter((event) => event.event === 'journal').map((event) => Number(event.id));
-    expect(ids).toEqual(ids.map((_, index) => index + 1));
+    // Ids are positions in the journal (the byte offset past each line), growing, the last one its size.
+    const ids = first
+      .filter((event) => event.event === 'journal')
+      .map((event) => Number(/^o(\d+)\./.exec(event.id ?? '')?.[1]));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.at(-1)).toBe(statSync(path.join(repo, '.agent-runner', 'runs', taskId, 'events.jsonl')).size);
 
     // Reconnecting after event 3 gives event 4 on, the same as the first time.
-    const resumed = await watch(taskId, 3);
-    expect(resumed[0]?.id).toBe('4');
+    const resumed = await watch(taskId, first[2]?.id);
+    expect(resumed[0]?.id).toBe(first[3]?.id);
     expect(resumed.map((event) => event.data)).toEqual(first.slice(3).map((event) => event.data));
 
     const { tasks } = await client.request<{ tasks: { taskId: string; state: string; runs: number }[] }>(

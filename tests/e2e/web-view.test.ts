@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decisionReply } from '../support/meta-replies.js';
 import { parse, stringify } from 'yaml';
 import { ServeClient, readServeInfo, type ServeInfo } from '../../src/serve/api-client.js';
@@ -247,9 +247,27 @@ describe('a server that dies mid-task', () => {
         status: 'stale',
         served: false,
       });
+      // A viewer's page of the stale task offers no resume (the admin's, below, does), and its board no start
+      // form but a read-only line.
+      const { token: bob } = await again.request<{ token: string }>('POST', '/api/tokens', {
+        name: 'bob',
+        role: 'viewer',
+      });
+      const viewer = await browser.newPage();
+      await viewer.goto(`${second.info.url}/?token=${bob}#/task/${taskId}`);
+      await viewer.locator('#task-header .state[data-state]').first().waitFor();
+      await viewer.locator('#timeline li').first().waitFor();
+      expect(await viewer.locator('#resume-task, #stop-task, form').count()).toBe(0);
+      await viewer.goto(`${second.info.url}/#/`);
+      await viewer.locator(`#board tr[data-task="${taskId}"]`).waitFor();
+      expect(await viewer.locator('#read-only').textContent()).toContain('bob is a viewer');
+      expect(await viewer.locator('#start-form').count()).toBe(0);
+      await viewer.close();
+
       const page = await browser.newPage();
       await page.goto(`${second.info.url}/?token=${second.info.token}#/task/${taskId}`);
       await page.locator('#resume-task').click();
+      expect(await page.locator('#read-only').count()).toBe(0);
       await page.locator('#task-header .state[data-state=COMPLETE]').waitFor({ timeout: 240_000 });
       await page.locator('#diff').filter({ hasText: 'slug.js' }).waitFor();
       // The first server's start and this one's resume (from the page, with its own token: the admin `server`).
@@ -259,7 +277,11 @@ describe('a server that dies mid-task', () => {
         expect.stringMatching(/^Resumed by server \(admin\) from 127\.0\.0\.1/),
       ]);
       await page.close();
-      expect(await taskContainers(taskId, repo)).toEqual([]);
+      // The state is journaled before the sandbox is taken down: the container goes within moments of it.
+      await vi.waitFor(async () => expect(await taskContainers(taskId, repo)).toEqual([]), {
+        timeout: 30_000,
+        interval: 500,
+      });
     } finally {
       second.child.kill('SIGTERM');
       await once(second.child, 'exit');

@@ -8,32 +8,27 @@ import { mkdtemp, appendFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { controlUrl } from '../../src/control/control-url.js';
-import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
+import type { ControlDatabase } from '../../src/control/control-database.js';
 import { copyJournalToDatabase } from '../../src/control/event-sink.js';
 import { FleetEventFeed, fleetEventLines, fleetTaskDetail } from '../../src/control/fleet-events.js';
-import { migrateControl } from '../../src/control/migrate-control.js';
-import { Redaction } from '../../src/notes/redact.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../support/control-database.js';
 
-let db: TestDatabase;
+let fleet: MigratedTestDatabase;
 let admin: ControlDatabase;
 let writer: ControlDatabase;
 let reader: ControlDatabase;
 let dir: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  await migrateControl(admin, { nodePassword: db.nodePassword });
-  writer = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
-  reader = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
+  fleet = await migratedTestDatabase();
+  admin = fleet.admin;
+  writer = await fleet.node();
+  reader = await fleet.node();
   dir = await mkdtemp(path.join(os.tmpdir(), 'fleet-events-'));
 }, 600_000);
 
 afterAll(async () => {
-  for (const database of [writer, reader, admin]) await database?.close();
-  await db?.drop();
+  await fleet?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 

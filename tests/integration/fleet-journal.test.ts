@@ -15,11 +15,9 @@ import path from 'node:path';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
-import { controlUrl } from '../../src/control/control-url.js';
-import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
+import type { ControlDatabase } from '../../src/control/control-database.js';
 import { copyJournalToDatabase, journalFromDatabase } from '../../src/control/event-sink.js';
 import { FleetEventFeed, fleetTaskSource } from '../../src/control/fleet-events.js';
-import { migrateControl } from '../../src/control/migrate-control.js';
 import { stampedEventSchema, type StampedEvent } from '../../src/core/events.js';
 import type { WorkerEvent } from '../../src/core/ports.js';
 import { EventJournal, readJournal } from '../../src/notes/event-journal.js';
@@ -31,24 +29,22 @@ import { createApi } from '../../src/serve/http-api.js';
 import { journalLines } from '../../src/serve/journal-follow.js';
 import { PureNodeBoard } from '../../src/serve/pure-node-board.js';
 import { CodexEventParser } from '../../src/worker/codex-events.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../support/control-database.js';
 
-let db: TestDatabase;
+let fleet: MigratedTestDatabase;
 let admin: ControlDatabase;
 let node: ControlDatabase;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  await migrateControl(admin, { nodePassword: db.nodePassword });
-  node = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
+  fleet = await migratedTestDatabase();
+  admin = fleet.admin;
+  node = await fleet.node();
 }, 600_000);
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
-  for (const database of [node, admin]) await database?.close();
-  await db?.drop();
+  await fleet?.close();
 });
 
 const at = () => new Date().toISOString();
@@ -267,7 +263,10 @@ it('NUL, lone surrogates and bytes that are not UTF-8 reach the database and com
   const streamed: { id?: string; event?: string; data: string }[] = [];
   for await (const message of client.events(taskId, { follow: false })) streamed.push(message);
   const journalMessages = streamed.filter((message) => message.event === 'journal');
-  expect(journalMessages.map((message) => Number(message.id))).toEqual(stored.map((_, index) => index + 1));
+  // The ids are the events table's seqs (`l<seq>.<tag>`).
+  expect(journalMessages.map((message) => Number(/^l(\d+)\./.exec(message.id ?? '')?.[1]))).toEqual(
+    stored.map((_, index) => index + 1),
+  );
   expect(journalMessages.map((message) => message.data)).toEqual(stored);
 }, 120_000);
 

@@ -14,12 +14,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { SERVER_TOKEN_VARIABLE, logsCommand } from '../../src/cli/client-commands.js';
 import { safeOutput } from '../../src/cli/output.js';
-import { controlUrl } from '../../src/control/control-url.js';
-import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
+import type { ControlDatabase } from '../../src/control/control-database.js';
 import { copyJournalToDatabase } from '../../src/control/event-sink.js';
 import { FleetEventFeed, fleetTaskSource } from '../../src/control/fleet-events.js';
 import { listFleetTasks } from '../../src/control/fleet-tasks.js';
-import { migrateControl } from '../../src/control/migrate-control.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import { EventJournal } from '../../src/notes/event-journal.js';
 import { Redaction } from '../../src/notes/redact.js';
@@ -27,26 +25,24 @@ import { ServeClient } from '../../src/serve/api-client.js';
 import { createApi } from '../../src/serve/http-api.js';
 import { TaskBoard } from '../../src/serve/task-board.js';
 import { createDemoRepo } from '../support/demo-task.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../support/control-database.js';
 
-let db: TestDatabase;
+let fleet: MigratedTestDatabase;
 let admin: ControlDatabase;
 let nodeA: ControlDatabase;
 let nodeB: ControlDatabase;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  await migrateControl(admin, { nodePassword: db.nodePassword });
-  nodeA = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
-  nodeB = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
+  fleet = await migratedTestDatabase();
+  admin = fleet.admin;
+  nodeA = await fleet.node();
+  nodeB = await fleet.node();
 }, 600_000);
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
-  for (const database of [nodeA, nodeB, admin]) await database?.close();
-  await db?.drop();
+  await fleet?.close();
 });
 
 const usage = { inputTokens: 1, cachedInputTokens: 0, outputTokens: 1, reasoningTokens: 0, costUsd: 0 };
@@ -100,7 +96,7 @@ it("a question waiting on node B shows in node A's list, the task's detail and `
   const api = createApi(new TaskBoard(dir, createApp(process.env, {}, redaction), process.env), {
     token,
     redaction,
-    fleetTasks: () => listFleetTasks(nodeA),
+    fleetTasks: (query) => listFleetTasks(nodeA, query),
     fleetTask: fleetTaskSource(nodeA, feed),
   });
   const server = serve({ fetch: api.fetch, port: 0, hostname: '127.0.0.1' });

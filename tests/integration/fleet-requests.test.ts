@@ -9,10 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
-import { controlUrl } from '../../src/control/control-url.js';
-import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
+import type { ControlDatabase } from '../../src/control/control-database.js';
 import { FleetEventFeed, fleetTaskSource } from '../../src/control/fleet-events.js';
-import { migrateControl } from '../../src/control/migrate-control.js';
 import {
   TaskRequestTaker,
   type TaskRequest,
@@ -22,20 +20,19 @@ import { Redaction } from '../../src/notes/redact.js';
 import { createApi } from '../../src/serve/http-api.js';
 import { TaskBoard } from '../../src/serve/task-board.js';
 import { createDemoRepo } from '../support/demo-task.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../support/control-database.js';
 
-let db: TestDatabase;
+let fleet: MigratedTestDatabase;
 let admin: ControlDatabase;
 let nodeA: ControlDatabase;
 let nodeB: ControlDatabase;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  await migrateControl(admin, { nodePassword: db.nodePassword });
-  nodeA = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
-  nodeB = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
+  fleet = await migratedTestDatabase();
+  admin = fleet.admin;
+  nodeA = await fleet.node();
+  nodeB = await fleet.node();
   await admin.pool.query(
     `INSERT INTO agent_runner.nodes (id, host, pid, capacity) VALUES ('node-b', 'b.example', 1, 2)`,
   );
@@ -43,8 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
-  for (const database of [nodeA, nodeB, admin]) await database?.close();
-  await db?.drop();
+  await fleet?.close();
 });
 
 /** Node B's side: the tasks it runs and every request applied to them, with when. */

@@ -12,6 +12,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
+import { controlUrl } from '../../src/control/control-url.js';
+import { migrateControl } from '../../src/control/migrate-control.js';
+import { Redaction } from '../../src/notes/redact.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
@@ -101,6 +105,39 @@ export async function createTestDatabase(admin?: string): Promise<TestDatabase> 
       await dropper.connect();
       await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await dropper.end();
+    },
+  };
+}
+
+/**
+ * A database of its own, migrated by its superuser (`control migrate` with the tests' node password), with the
+ * connections a file opens on it: `admin`, and `node()` for each node's connection as the node role.
+ * `close()` closes every connection opened here, then drops the database.
+ */
+export interface MigratedTestDatabase {
+  db: TestDatabase;
+  admin: ControlDatabase;
+  node(): Promise<ControlDatabase>;
+  close(): Promise<void>;
+}
+
+export async function migratedTestDatabase(admin?: string): Promise<MigratedTestDatabase> {
+  const db = await createTestDatabase(admin);
+  const opened: ControlDatabase[] = [];
+  const open = async (url: string) => {
+    const database = await openControlDatabase(controlUrl(url, new Redaction()));
+    opened.push(database);
+    return database;
+  };
+  const adminDatabase = await open(db.url);
+  await migrateControl(adminDatabase, { nodePassword: db.nodePassword });
+  return {
+    db,
+    admin: adminDatabase,
+    node: () => open(db.nodeUrl),
+    close: async () => {
+      for (const database of opened.reverse()) await database.close();
+      await db.drop();
     },
   };
 }

@@ -42,6 +42,7 @@ describe('kept sandboxes', () => {
       state: 'FAILED',
       reason: 'sandbox.setup command `npm ci` exited 1\nnpm ERR! code EUSAGE\n| a pipe',
       lock: null,
+      createdAt: '2026-01-01T00:00:00Z',
       lastEventAt: '2026-01-01T00:00:00Z',
       branch: 'agent-runner/rp-1',
       worktreePath: null,

@@ -75,6 +75,24 @@ describe('the board forgets the tasks it ran', () => {
     expect((await board.list()).filter((task) => task.state === 'COMPLETE')).toHaveLength(12);
   });
 
+  it("lists a task it stops running with its journal's end at once, not at the index's next refresh", async () => {
+    const repo = createNodeRepo();
+    removeRepo = repo.remove;
+    const board = new TaskBoard(repo.root, journalingApp(repo.root), { ...process.env });
+    const all = { limit: 500, cursor: {}, states: null, nodes: null };
+    expect((await board.page(all)).tasks).toEqual([]); // the index is built, and fresh for a second
+    for (let index = 1; index <= 3; index += 1)
+      await board.start({ prdPath: 'PRD.md', taskId: `PAGED-${index}` });
+    await allEnded(board);
+    expect(board.trackedTasks()).toBe(0);
+    const { tasks } = await board.page(all);
+    expect(tasks.map((task) => [task.taskId, task.state, task.served])).toEqual([
+      ['PAGED-3', 'COMPLETE', false],
+      ['PAGED-2', 'COMPLETE', false],
+      ['PAGED-1', 'COMPLETE', false],
+    ]);
+  });
+
   it('keeps the newest 100 tasks that ended with an error before their journal had an end', async () => {
     const repo = createNodeRepo();
     removeRepo = repo.remove;

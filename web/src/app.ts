@@ -15,7 +15,9 @@ import type { FleetTaskDetail } from '../../src/control/fleet-events.js';
 import type { FleetTaskRow } from '../../src/control/fleet-tasks.js';
 import type { StampedEvent } from '../../src/core/events.js';
 import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
+import { canOperate, loadActor, readOnlyNotice } from './role.js';
 import { auditList } from './who.js';
+import { loadPages, type BoardFilters } from './board-pages.js';
 
 const TOKEN_KEY = 'agent-runner-token';
 const BOARD_REFRESH_MS = 1_000;
@@ -84,12 +86,6 @@ const stateBadge = (state: string | null, status: string) =>
     { class: `state state-${(state ?? status).toLowerCase()}`, 'data-state': state ?? '' },
     state ?? status,
   );
-
-/** What `GET /api/tasks` answers: `fleet` on a node of a fleet only (null while its database is away). */
-interface TaskList {
-  tasks: BoardTask[];
-  fleet?: FleetTaskRow[] | null;
-}
 
 /** A fleet task's place in its life, as a local task's `status` says it. */
 function fleetStatus(task: { state: string; endedAt: string | null }): string {
@@ -181,21 +177,68 @@ function startForm(): HTMLElement {
 
 const COLUMNS = ['Task', 'Title', 'State', 'Status', 'Elapsed', 'Runs', 'Cost', ''];
 
+const STATES = ['QUEUED', 'PLANNING', 'RUNNING', 'VALIDATING', 'COMPLETE', 'FAILED', 'NEEDS_REVIEW'];
+
+/** The board's filters (state, and on a node of a fleet the node), and "More" under the table. */
+function boardControls(onChange: (filters: BoardFilters) => void) {
+  const state = el(
+    'select',
+    { id: 'filter-state', name: 'state' },
+    el('option', { value: '' }, 'every state'),
+    ...STATES.map((name) => el('option', { value: name }, name)),
+  ) as HTMLSelectElement;
+  const node = el('input', {
+    id: 'filter-node',
+    name: 'node',
+    placeholder: 'node id',
+    hidden: '',
+  }) as HTMLInputElement;
+  const changed = () => onChange({ state: state.value, node: node.value.trim() });
+  state.addEventListener('change', changed);
+  node.addEventListener('change', changed);
+  const more = el('button', { type: 'button', id: 'board-more', hidden: '' }, 'More');
+  return { filters: el('p', { id: 'board-filters' }, 'Show ', state, ' ', node), node, more };
+}
+
 function showBoard(): void {
   const head = el('tr', {}, ...COLUMNS.map((h) => el('th', {}, h)));
   const body = el('tbody');
   const table = el('table', { id: 'board' }, el('thead', {}, head), body);
   const fleetState = el('p', { id: 'fleet-state', class: 'error' });
-  main().replaceChildren(el('h1', {}, 'Tasks'), fleetState, table, startForm());
-  const refresh = () =>
-    api<TaskList>('GET', '/api/tasks').then(
-      ({ tasks, fleet }) => {
+  let filters: BoardFilters = { state: '', node: '' };
+  let pages = 1;
+  // Each refresh asks again for every page shown; an answer to an older request (other filters) is dropped.
+  let asked = 0;
+  const controls = boardControls((given) => {
+    filters = given;
+    pages = 1;
+    void refresh();
+  });
+  controls.more.addEventListener('click', () => {
+    pages += 1;
+    void refresh();
+  });
+  main().replaceChildren(
+    el('h1', {}, 'Tasks'),
+    fleetState,
+    controls.filters,
+    table,
+    controls.more,
+    canOperate() ? startForm() : readOnlyNotice(document),
+  );
+  const refresh = () => {
+    const request = (asked += 1);
+    return loadPages(api, filters, pages).then(
+      ({ tasks, fleet, more }) => {
+        if (request !== asked) return;
         const node = fleet !== undefined;
         // A node of a fleet: its own tasks, then the fleet's others (a task listed by both is this server's).
         const own = new Set(tasks.map((task) => task.taskId));
         const others = (fleet ?? []).filter((task) => !own.has(task.taskId));
         if (node && head.childElementCount === COLUMNS.length) head.append(el('th', {}, 'Node'));
         document.getElementById('start-repo')?.toggleAttribute('hidden', !node);
+        controls.node.toggleAttribute('hidden', !node);
+        controls.more.toggleAttribute('hidden', !more);
         fleetState.textContent =
           fleet === null
             ? "The control database is unreachable: the fleet's other tasks are not listed now."
@@ -207,6 +250,7 @@ function showBoard(): void {
       },
       () => undefined,
     );
+  };
   void refresh();
   const timer = setInterval(refresh, BOARD_REFRESH_MS);
   leave = () => clearInterval(timer);
@@ -333,6 +377,7 @@ function actions(detail: BoardTask): HTMLElement | string {
     );
     return element;
   };
+  if (!canOperate()) return '';
   if (detail.served && detail.status === 'running')
     return button('Stop (work saved)', 'stop', () => undefined);
   const resumable =
@@ -390,7 +435,14 @@ function showTask(taskId: string): void {
   let asked: { question: string; form: HTMLElement } | null = null;
   const questionOf = (question: string | null): HTMLElement | string => {
     if (asked?.question !== question)
-      asked = question ? { question, form: questionForm(taskId, question) } : null;
+      asked = question
+        ? {
+            question,
+            form: canOperate()
+              ? questionForm(taskId, question)
+              : el('p', { id: 'question' }, el('strong', {}, 'The task asks: '), question),
+          }
+        : null;
     return asked?.form ?? '';
   };
   const refresh = async () => {
@@ -502,4 +554,4 @@ function route(): void {
 
 token();
 window.addEventListener('hashchange', route);
-route();
+void loadActor(() => api('GET', '/api/whoami')).then(route);
