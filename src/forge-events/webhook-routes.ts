@@ -203,14 +203,24 @@ async function accept(
     origin: decided.origin,
     originUrl: decided.originUrl,
   });
-  await audit(c, sinks, { actor, action: 'webhook.task', status: 202, taskId });
+  const entry = { actor, action: 'webhook.task' as const, status: 202, taskId, origin: decided.originUrl };
+  await audit(c, sinks, entry);
+  // A server on one repository has the task on its board: its journal and page show where it came from.
+  if (options.repository !== undefined)
+    try {
+      sinks.journal?.(taskId, { ...entry, from: remoteAddress(c) }, new Date().toISOString());
+    } catch (error) {
+      sinks.warn?.(
+        `could not write the audit event to the journal of ${taskId}: ${(error as Error).message}`,
+      );
+    }
   return c.json({ action: 'task', taskId, origin: decided.originUrl }, 202);
 }
 
 async function audit(
   c: Context<ApiEnv>,
   sinks: AuditSinks,
-  entry: Pick<AuditRecord, 'actor' | 'action' | 'status' | 'taskId'>,
+  entry: Pick<AuditRecord, 'actor' | 'action' | 'status' | 'taskId' | 'origin'>,
 ): Promise<void> {
   const node = sinks.node?.();
   try {

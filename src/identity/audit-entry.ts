@@ -35,6 +35,11 @@ export const auditEntrySchema = z.object({
   status: z.number(),
   /** The node of a fleet that took the call. */
   node: z.string().optional(),
+  /**
+   * A webhook's task: the forge page it came from (the issue or comment), a link the server built from the
+   * forge's address and the event's numbers, never taken from text.
+   */
+  origin: z.url({ protocol: /^https?$/ }).optional(),
 });
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 

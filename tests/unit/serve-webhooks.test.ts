@@ -108,6 +108,7 @@ describe('POST /api/webhooks/github', () => {
       action: 'webhook.task',
       taskId: `from-issue-${before + 1}`,
       status: 202,
+      origin: 'https://github.com/Codertocat/Hello-World/issues/1',
     });
     github.assertValid();
   });
