@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { messageOf, outcomeOf } from './ci-outcome.mjs';
 import { issuePrd as fencedIssuePrd } from './forge-event.mjs';
 
-const USAGE = `Usage: agent-runner-ci (--prd-file FILE | --issue N | --followup ID --message-file FILE) [--no-pr] [--timeout 45m]
+const USAGE = `Usage: agent-runner-ci (--prd-file FILE | --issue N | --from-review URL | --followup ID --message-file FILE) [--no-pr] [--timeout 45m]
                        [--needs-review fail|neutral] [-- ARGS for agent-runner run...]`;
 /** GitHub refuses a step summary over 1 MiB; the whole note is in the artifact anyway. */
 const SUMMARY_LIMIT = 900 * 1024;
@@ -40,6 +40,7 @@ function readOptions(argv) {
         'prd-file': { type: 'string' },
         issue: { type: 'string' },
         followup: { type: 'string' },
+        'from-review': { type: 'string' },
         'message-file': { type: 'string' },
         pr: { type: 'boolean', default: true },
         'no-pr': { type: 'boolean', default: false },
@@ -55,7 +56,10 @@ function readOptions(argv) {
     const prdFile = values['prd-file'] || undefined;
     const issue = values.issue || undefined;
     const followup = values.followup || undefined;
-    if ([prdFile, issue, followup].filter(Boolean).length !== 1)
+    const fromReview = values['from-review'] || undefined;
+    if (fromReview && !/^https?:\/\/[^\s]+$/.test(fromReview))
+      throw new Error(`--from-review ${fromReview}: not a request's URL`);
+    if ([prdFile, issue, followup, fromReview].filter(Boolean).length !== 1)
       throw new Error('give exactly one of --prd-file and --issue (or --followup with --message-file)');
     if (followup && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(followup))
       throw new Error(`--followup ${followup}: not a task id`);
@@ -67,6 +71,7 @@ function readOptions(argv) {
       prdFile,
       issue,
       followup,
+      fromReview,
       messageFile: values['message-file'] || undefined,
       pr: values.pr && !values['no-pr'],
       timeout: values.timeout || undefined,
@@ -169,6 +174,8 @@ function fail(exitCode, message) {
 const options = readOptions(process.argv.slice(2));
 /** A follow-up of agent-runner/<ID> with the reviewer's instruction, or a new task from a PRD. */
 async function commandArgs() {
+  // A review on a request agent-runner opened: `followup --from-review` reads the comments and checks their authors.
+  if (options.fromReview) return ['followup', '--from-review', options.fromReview, '--headless', '--json'];
   if (options.followup) {
     const message = path.resolve(options.messageFile);
     if (!existsSync(message)) fail(2, `agent-runner-ci: the message file ${message} does not exist`);

@@ -429,6 +429,11 @@ async function main() {
     'task-id': decision.taskId ?? '',
     refused: decision.refused ? 'true' : 'false',
     'message-file': messageFile,
+    // The request's page, built from the job's own server URL, repository and the number (never from text).
+    'request-url':
+      decision.kind === 'followup'
+        ? `${process.env.GITHUB_SERVER_URL ?? 'https://github.com'}/${process.env.GITHUB_REPOSITORY ?? payload.repository?.full_name}/pull/${Number(decision.request)}`
+        : '',
     reason: decision.kind === 'ignore' ? decision.reason : decision.why,
   };
   if (process.env.GITHUB_OUTPUT)

@@ -40,6 +40,10 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       command: 'agent-runner followup agent-runner/T1 --message-file review.md --pr',
       does: 'the instruction from a file, then update the same pull request',
     },
+    {
+      command: 'agent-runner followup --from-review https://github.com/acme/app/pull/12',
+      does: "the request's new review comments by writers are the instruction; one reply answers them",
+    },
   ],
   status: [
     { command: 'agent-runner status', does: 'running, stale and finished tasks, and their containers' },

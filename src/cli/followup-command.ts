@@ -19,6 +19,7 @@ import { flagsLayer } from './run-flags.js';
 export type FollowupCommandOptions = ResumeCommandOptions & {
   message?: string;
   messageFile?: string;
+  fromReview?: string;
 };
 
 /** `agent-runner/<ID>` or `<ID>`: the task's id. */
@@ -50,7 +51,16 @@ export async function followupCommand(
   target: string,
   options: FollowupCommandOptions,
   context: CommandContext,
-): Promise<TaskSummary> {
+): Promise<TaskSummary | null> {
+  if (options.fromReview !== undefined) {
+    if (options.message !== undefined || options.messageFile !== undefined)
+      throw new UserError(
+        'usage',
+        '`--from-review URL` takes the instruction from the review: leave out --message and --message-file.',
+      );
+    const { followupFromReview } = await import('./followup-review.js');
+    return followupFromReview(options.fromReview, options, context);
+  }
   const taskId = followupTaskId(target);
   const instruction = await instructionOf(options, context.cwd);
   const repository = await taskRepository(taskId, options.repo, context);
@@ -75,9 +85,13 @@ export function registerFollowupCommand(program: Command, context: CommandContex
     .description(
       'Continue an ended task on its own branch with a new instruction; every criterion is checked again.',
     )
-    .argument('<task>', 'the task id, or its branch agent-runner/<ID>')
+    .argument('[task]', 'the task id, or its branch agent-runner/<ID> (none with --from-review)')
     .option('--message <text>', 'the person\'s instruction, e.g. "also handle empty input"')
     .option('--message-file <file>', 'read the instruction from a file')
+    .option(
+      '--from-review <url>',
+      "the review comments of this pull/merge request (agent-runner's) since the last read are the instruction; one reply answers them",
+    )
     .option(
       '--repo <url>',
       'the task of a `run --repo` (default: found in the cache when outside any repository)',
@@ -92,7 +106,12 @@ export function registerFollowupCommand(program: Command, context: CommandContex
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
-    .action(async (task: string, options: FollowupCommandOptions) => {
-      await followupCommand(task, options, context);
+    .action(async (task: string | undefined, options: FollowupCommandOptions) => {
+      if (task === undefined && options.fromReview === undefined)
+        throw new UserError(
+          'usage',
+          'Name the task (`followup ID --message TEXT`) or a request (`followup --from-review URL`).',
+        );
+      await followupCommand(task ?? '', options, context);
     });
 }

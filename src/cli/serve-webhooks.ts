@@ -33,7 +33,7 @@ export async function webhookOptions(
     secret,
     settings: {
       label: config.forge.label,
-      trigger: config.forge.trigger,
+      trigger: config.review.trigger,
       ...(config.forge.assignee !== undefined ? { assignee: config.forge.assignee } : {}),
     },
     deliveries: fleet?.deliveries ?? new FileDeliveryStore(path.join(repoRoot, '.agent-runner')),

@@ -1,6 +1,7 @@
 /**
  * What makes a forge's event a task or a follow-up (src/forge-events/, scripts/ci/forge-event.mjs): the
- * label, the assignee, the trigger phrase, and the secret that signs the webhooks `serve` takes.
+ * label, the assignee and the secret that signs the webhooks `serve` takes; the trigger phrase is the review
+ * work's own `review.trigger`, one phrase for both.
  */
 import * as z from 'zod';
 
@@ -11,13 +12,6 @@ export const forgeSchema = z
       .min(1)
       .default('agent-runner')
       .describe('an issue given this label (by a person with write access) becomes a task'),
-    trigger: z
-      .string()
-      .min(2)
-      .default('@agent-runner')
-      .describe(
-        'a comment naming this phrase instructs: on an issue a task, on a request agent-runner opened a follow-up',
-      ),
     assignee: z
       .string()
       .min(1)

@@ -148,7 +148,6 @@ export const ENVIRONMENT_KEYS = {
   AGENT_RUNNER_FORGE_API_URL: 'deliver.apiUrl',
   AGENT_RUNNER_WEBHOOK_SECRET: 'forge.webhookSecret',
   AGENT_RUNNER_FORGE_LABEL: 'forge.label',
-  AGENT_RUNNER_FORGE_TRIGGER: 'forge.trigger',
 } as const;
 
 /** The environment layer: each variable of {@link ENVIRONMENT_KEYS} that is set and not empty. */

@@ -237,6 +237,22 @@ const deliverSchema = z
   )
   .meta({ see: 'delivery.md' });
 
+const reviewSchema = z
+  .strictObject({
+    trigger: z
+      .string()
+      .trim()
+      .min(1)
+      .default('@agent-runner')
+      .describe(
+        'the phrase a conversation comment must carry to be read by `followup --from-review` (inline comments and review bodies need none); case-insensitive',
+      ),
+  })
+  .describe(
+    "Review comments of a pull/merge request as a follow-up's instruction (`followup --from-review`).",
+  )
+  .meta({ see: 'delivery.md' });
+
 export const configSchema = z
   .strictObject({
     meta: metaSchema.prefault({}),
@@ -291,6 +307,7 @@ export const configSchema = z
       .prefault({}),
     deliver: deliverSchema.prefault({}),
     forge: forgeSchema.prefault({}),
+    review: reviewSchema.prefault({}),
   })
   .superRefine((config, context) => {
     // A runsc sandbox has loopback only (gVisor is registered with --network=none): `open` cannot hold.

@@ -87,6 +87,19 @@ export interface ExecResult extends ProcessEnd {
   stderrTail: string;
 }
 
+/** How a sandbox's container ended, as the engine recorded it (`docker inspect`'s State and HostConfig.Runtime). */
+export interface SandboxEnd {
+  /** The engine's state: `exited`, `dead`, `running`, ... */
+  state: string;
+  /** -1 when the runtime cannot say (it only lists containers). */
+  exitCode: number;
+  /** What the engine or the OCI runtime recorded as the error ('' when nothing). */
+  error: string;
+  oomKilled: boolean;
+  /** The OCI runtime it ran under (`runc` when the engine's default). */
+  runtime: string;
+}
+
 export interface SandboxSummary {
   id: string;
   name: string;
@@ -119,6 +132,8 @@ export interface SandboxRuntime {
    * the host changes the directories it mounts). No error when it is already stopped or gone.
    */
   halt?(sandboxId: string): Promise<void>;
+  /** How the container ended (its state when it has not): null when the engine no longer knows it. */
+  ended?(sandboxId: string): Promise<SandboxEnd | null>;
   /** Containers whose labels include all of `labels`. */
   list(labels: Record<string, string>): Promise<SandboxSummary[]>;
   /**

@@ -25,12 +25,12 @@ import { statusIcon } from '../notes/note-view.js';
 import type { Redactor } from '../notes/redact.js';
 
 /** Data as one line of escaped prose the forge reads no mention, reference or autolink in. */
-function inlineText(text: string, max?: number): string {
+export function inlineText(text: string, max?: number): string {
   return markdownInline(inertForForge(text), max);
 }
 
 /** Data as a code span (a forge links nothing inside one), its broken Unicode made whole. */
-function codeSpan(text: string, max?: number, place?: CodePlace): string {
+export function codeSpan(text: string, max?: number, place?: CodePlace): string {
   return markdownCodeSpan(wellFormed(text), max, place);
 }
 
@@ -38,7 +38,7 @@ function codeSpan(text: string, max?: number, place?: CodePlace): string {
  * Every text of the records redacted before it is made inert: the word joiners that break a mention or a
  * reference would also break a secret apart, where the redaction of the whole body could no longer find it.
  */
-function redactedRecords<T>(records: T, redact: Redactor): T {
+export function redactedRecords<T>(records: T, redact: Redactor): T {
   return JSON.parse(JSON.stringify(records), (_key, value: unknown) =>
     typeof value === 'string' ? redact(value) : value,
   ) as T;
@@ -86,7 +86,7 @@ function headerSection(summary: TaskSummary): string {
   ].join('\n');
 }
 
-function criteriaSection(summary: TaskSummary): string {
+export function criteriaSection(summary: TaskSummary): string {
   const lines = ['## Acceptance criteria', ''];
   if (summary.criteria.length === 0) return [...lines, 'No criteria were planned.'].join('\n');
   lines.push('| | Criterion | Check | Result | Assessment |', '|---|---|---|---|---|');

@@ -166,10 +166,16 @@ const DRAFT_MUTATIONS = {
 }`,
 } as const;
 
-/** The Octokit client of one forge, with delivery's retries and rate-limit waits. */
-function octokitOf(options: GitHubForgeOptions) {
+/** One GitHub repository's client (retry and throttling as above) and a call wrapper that reports by kind. */
+export function gitHubClient(options: GitHubForgeOptions): {
+  octokit: InstanceType<typeof GitHubClient>;
+  owner: string;
+  repo: string;
+  call: <T>(run: () => Promise<T>) => Promise<T>;
+} {
+  const [owner, repo] = options.repository.split('/', 2) as [string, string];
   const base = options.retryAfterBaseValue ?? 1000;
-  return new GitHubClient({
+  const octokit = new GitHubClient({
     auth: options.token,
     ...(options.apiUrl ? { baseUrl: options.apiUrl.replace(/\/+$/, '') } : {}),
     userAgent: 'agent-runner',
@@ -185,21 +191,19 @@ function octokitOf(options: GitHubForgeOptions) {
         after <= MAX_RETRY_AFTER_SECONDS && retryCount < RATE_LIMIT_RETRIES,
     },
   });
-}
-
-/** One GitHub call; its failure as a {@link ForgeError}. */
-async function call<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    throw new ForgeError(gitHubFailure(error));
-  }
+  const call = async <T>(run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run();
+    } catch (error) {
+      throw new ForgeError(gitHubFailure(error));
+    }
+  };
+  return { octokit, owner, repo, call };
 }
 
 /** A {@link ForgeClient} for one GitHub repository. */
 export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
-  const [owner, repo] = options.repository.split('/', 2) as [string, string];
-  const octokit = octokitOf(options);
+  const { octokit, owner, repo, call } = gitHubClient(options);
   return {
     kind: 'github',
     async findOpen(head, baseBranch) {

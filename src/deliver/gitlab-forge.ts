@@ -62,8 +62,12 @@ export function gitLabFailure(error: unknown): ForgeFailure {
   return failure;
 }
 
-/** A {@link ForgeClient} for one GitLab project. */
-export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
+/** One GitLab project's client (retries as above) and a call wrapper that reports by kind. */
+export function gitLabClient(options: GitLabForgeOptions): {
+  api: InstanceType<typeof Gitlab>;
+  projectId: string;
+  call: <T>(run: () => Promise<T>) => Promise<T>;
+} {
   const api = new Gitlab({
     token: options.token,
     host: (options.apiUrl ?? 'https://gitlab.com').replace(/\/+$/, ''),
@@ -71,7 +75,6 @@ export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
       options.retryAfterBaseValue === undefined ? {} : { retryAfterBaseValue: options.retryAfterBaseValue },
     ),
   });
-  const projectId = options.repository;
   const call = async <T>(run: () => Promise<T>): Promise<T> => {
     try {
       return await run();
@@ -79,6 +82,12 @@ export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
       throw new ForgeError(gitLabFailure(error));
     }
   };
+  return { api, projectId: options.repository, call };
+}
+
+/** A {@link ForgeClient} for one GitLab project. */
+export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
+  const { api, projectId, call } = gitLabClient(options);
   const title = (content: ChangeRequestContent) =>
     content.draft
       ? `${DRAFT_PREFIX}${content.title}`

@@ -11,11 +11,13 @@ import type {
   SandboxInfo,
   SandboxNetwork,
   SandboxRuntime,
+  SandboxEnd,
   SandboxSpec,
   SandboxSummary,
 } from '../core/ports.js';
 import { AgentRunnerError, EnvironmentError } from '../errors.js';
 import { SANDBOX_LABELS } from '../sandbox/container-options.js';
+import { sandboxEndMessage } from './sandbox-end-message.js';
 
 /** How long the diagnosis waits for the engine to answer a ping. */
 const PING_TIMEOUT_MS = 5_000;
@@ -62,6 +64,10 @@ export class EngineWatchRuntime implements SandboxRuntime {
     return this.watch(() => this.inner.halt?.(sandboxId) ?? this.inner.remove(sandboxId), null);
   }
 
+  ended(sandboxId: string): Promise<SandboxEnd | null> {
+    return this.inner.ended?.(sandboxId) ?? Promise.resolve(null);
+  }
+
   list(labels: Record<string, string>): Promise<SandboxSummary[]> {
     return this.watch(() => this.inner.list(labels), null);
   }
@@ -96,16 +102,31 @@ export class EngineWatchRuntime implements SandboxRuntime {
       );
     }
     if (sandboxId === null) return error;
-    const containers = await this.inner.list({ [SANDBOX_LABELS.task]: taskId }).catch(() => null);
-    if (containers === null) return error;
+    const end = await this.endOf(sandboxId);
+    if (end === undefined || end?.state === 'running') return error;
+    return new EnvironmentError('sandbox_failed', sandboxEndMessage(taskId, end), {
+      cause: error,
+      details: {
+        sandboxId,
+        taskId,
+        state: end?.state ?? 'removed',
+        ...(end ? { exitCode: end.exitCode, runtime: end.runtime, oomKilled: end.oomKilled } : {}),
+        ...(end?.error ? { engineError: end.error } : {}),
+      },
+    });
+  }
+
+  /** The container's recorded end (null: removed; undefined: the engine could not say). */
+  private async endOf(sandboxId: string): Promise<SandboxEnd | null | undefined> {
+    if (this.inner.ended) return this.inner.ended(sandboxId).catch(() => undefined);
+    const containers = await this.inner
+      .list({ [SANDBOX_LABELS.task]: this.options.taskId })
+      .catch(() => null);
+    if (containers === null) return undefined;
     const container = containers.find((candidate) => candidate.id === sandboxId);
-    if (container && container.state === 'running') return error;
-    return new EnvironmentError(
-      'sandbox_failed',
-      `The sandbox container of task ${taskId} was ${container ? `stopped (${container.state})` : 'removed'} from outside agent-runner ` +
-        `(docker kill/stop/rm, or the engine restarted) while the task ran. Run \`agent-runner resume ${taskId}\` to continue ` +
-        `in a new sandbox; the worker's commits are on the task branch and its uncommitted files in .agent-runner/sandboxes/${taskId}/repo.`,
-      { cause: error, details: { sandboxId, taskId, state: container?.state ?? 'removed' } },
-    );
+    // A runtime that cannot inspect says only the state; the exit status is unknown.
+    return container
+      ? { state: container.state, exitCode: -1, error: '', oomKilled: false, runtime: 'unknown' }
+      : null;
   }
 }

@@ -11,6 +11,7 @@ import type {
   ExecResult,
   OwnershipPassReport,
   OwnershipRequest,
+  SandboxEnd,
   SandboxInfo,
   SandboxNetwork,
   SandboxRuntime,
@@ -26,6 +27,7 @@ import {
   type SandboxOwner,
 } from './container-options.js';
 import { pingDocker } from './docker-client.js';
+import { containerEnd } from './container-end.js';
 import { blockLinkLocal } from './link-local-block.js';
 import { applyOwnershipInContainer } from './ownership-helper.js';
 import { EXEC_MARKER_VARIABLE } from './exec-killer.js';
@@ -308,6 +310,11 @@ export class DockerSandboxRuntime implements SandboxRuntime {
   /** See SandboxRuntime.applyOwnership: a short-lived helper container that may chown, nothing more. */
   applyOwnership(request: OwnershipRequest): Promise<OwnershipPassReport> {
     return applyOwnershipInContainer(this.docker, this.owner, request);
+  }
+
+  /** See SandboxRuntime.ended. */
+  ended(sandboxId: string): Promise<SandboxEnd | null> {
+    return containerEnd(this.docker, sandboxId);
   }
 
   async list(labels: Record<string, string>): Promise<SandboxSummary[]> {

@@ -140,6 +140,14 @@ export function buildCodexArgv(input: CodexArgvInput): string[] {
     // send waits about 5 s for nothing on every run. Measured: 6.5 s → 1.4 s for the demo's run.
     '-c',
     'analytics.enabled=false',
+    // Codex's curated plugins sync (on by default) runs `git ls-remote https://github.com/openai/plugins.git`
+    // at every start on a tokio runtime of its own, which also listens for SIGCHLD. Where pidfd_open is
+    // missing (gVisor's runsc answers ENOSYS) child exits are learned from SIGCHLD alone, and that runtime
+    // sometimes takes the signal's wake-up: codex's shell has exited but is never reaped, and the command
+    // never completes (seen with runsc's strace: the shell a zombie until the run's timeout). The sandbox
+    // cannot reach GitHub anyway.
+    '-c',
+    'features.plugins=false',
   ];
   for (const override of input.configOverrides ?? []) argv.push('-c', override);
   argv.push(...(input.extraArgs ?? []));

@@ -48,6 +48,7 @@ describe('control migrate', () => {
       '1764600000000_event-lines',
       '1764610000000_tokens-audit',
       '1764700000000_task-question',
+      '1764800000000_task-list-indexes',
     ]);
     expect(result.nodeRole.canLogin).toBe(true);
 

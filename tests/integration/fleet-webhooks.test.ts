@@ -37,7 +37,7 @@ beforeAll(async () => {
   opened.push(admin);
   await migrateControl(admin, { nodePassword: db.nodePassword });
   github = await new ScriptedGitHubServer().start();
-  github.permissions.set('Codertocat', 'admin');
+  github.review.permissions.set('Codertocat', 'admin');
 }, 600_000);
 
 afterAll(async () => {

@@ -13,10 +13,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { journalEvents } from '../support/faults-harness.js';
+import { journalEvents, labelledContainers } from '../support/faults-harness.js';
 import { HOSTILE_YAML, runHostileTask, summaryOf } from '../support/hostile-worker.js';
 import { runWorkerReply } from '../support/meta-replies.js';
 import { SLUG_BROKEN_JS, SLUG_JS, SLUG_TEST_JS, git, writeFileCommand } from '../support/task-repo.js';
+import { UNDER_RUNSC } from '../support/test-runtime.js';
 
 /**
  * The tamperer: writes `armed` to its canary, then watches every command line in /proc; when the DoD's test
@@ -157,6 +158,24 @@ describe('forged evidence: a process that tampers while the checks run', () => {
     const dod = events.find((event) => event.type === 'dod') as DodEvent | undefined;
     const output = (name: string) => dod?.dod.results.find((result) => result.name === name);
 
+    // Under runsc the tamperers' churn (six loops reading every /proc/<pid>/cmdline and starting `sleep`
+    // five times a second each) can make gVisor's Sentry panic on this machine (Debian bookworm's release,
+    // ptrace platform: "trying to use inactive address space?", seen in its debug log). The worker then only
+    // ends its own sandbox; what must hold is what holds for any sandbox that dies: the death reported as
+    // what it was, the task not COMPLETE, nothing left running. When the Sentry survives, the runc
+    // assertions below apply unchanged.
+    const summary = summaryOf(run);
+    if (UNDER_RUNSC && JSON.stringify(summary).includes('died by itself')) {
+      expect(JSON.stringify(summary)).toMatch(/died by itself \(exited, exit status \d+, runtime runsc\)/);
+      expect(JSON.stringify(summary)).toContain("gVisor's sandbox ended");
+      expect(summary.state).toBe('FAILED');
+      expect(run.code).toBe(4);
+      expect(git(root, 'branch', '--list', branch, '--format=%(refname)')).toBe(`refs/heads/${branch}`);
+      expect(dod, 'no check ran in the dead sandbox').toBeUndefined();
+      expect(await labelledContainers(taskId, root)).toEqual([]);
+      return;
+    }
+
     // The attack ran: the branch's own test fails, and every hidden tamperer was running (its canary).
     expect(worker, run.stderr).toContain('own-test=failed');
     expect(worker).toMatch(/canaries: .*as-keeper .*as-relay .*double-fork .*env-i .*nohup .*stopped/);
@@ -166,7 +185,6 @@ describe('forged evidence: a process that tampers while the checks run', () => {
     // The evidence held: nothing tampered, the test failed, and the task did not end COMPLETE.
     expect(output('canaries')?.outputTail).not.toContain('tampered');
     expect(output('test')?.status).toBe('failed');
-    const summary = summaryOf(run);
     expect(summary.state).not.toBe('COMPLETE');
     expect(run.code).not.toBe(0);
 

@@ -8,7 +8,11 @@
  * - a FIFO at the file a criterion's check reads;
  * - a DoD check that prints without end;
  * - SIGTERM while the validation is blocked on the `.git/config` FIFO (exit 130, the note written).
- * Each first shows its probe: the FIFO is there after the run and a plain read of it blocks.
+ * Each first shows its probe, under both runtimes: inside the sandbox the worker (or its check) lists the FIFO
+ * and a plain read of it there is cut by `timeout` (exit 124); under runc the FIFO is also in the sandbox
+ * repository on the host, where a plain read blocks too. Under runsc gVisor keeps a FIFO made on a bind mount
+ * in its own file system (the host's directory never holds it, as in host-git.test.ts), so the host-side probe
+ * is that it is absent there; every git call in the sandbox still blocks on it, and the bounds are the same.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -29,6 +33,7 @@ import { HOSTILE_YAML } from '../support/hostile-worker.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { assistantMessage, type ScriptedReply } from '../support/scripted-responses-server.js';
 import { writeFileCommand } from '../support/task-repo.js';
+import { UNDER_RUNSC } from '../support/test-runtime.js';
 
 /**
  * The task's wall clock in the tests that end on it, and what the task may take beyond it. The five tasks
@@ -126,9 +131,28 @@ async function stillRunningAfter(argv: string[], cwd: string, ms: number): Promi
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The FIFO is where the worker put it, and a plain read of it blocks. */
+/** Appended to the plant: the FIFO as the sandbox sees it, and a plain read of it there, cut by `timeout`. */
+const probeInside = (relative: string, reader: string): string =>
+  `ls -l ${relative}; timeout 3 ${reader}; echo "plain-read-exit=$?"`;
+
+/**
+ * The FIFO is where the worker put it and a plain read of it blocks: inside the sandbox (the probe's output in
+ * the journal, from the worker's command or the criterion check), and under runc on the host as well.
+ */
 async function expectBlockingFifo(run: HangRun, relative: string, reader: string[]): Promise<void> {
+  const recorded = JSON.stringify(
+    journalEvents(run.task.root, run.taskId).filter(
+      (event) => event.type === 'run_recorded' || event.type === 'criteria_checks',
+    ),
+  );
+  const escaped = relative.replace(/[.]/g, '\\.');
+  expect(recorded, run.stderr.slice(-3000)).toMatch(new RegExp(`prw[-rwx]{7}[^"]* ${escaped}`));
+  expect(recorded).toContain('plain-read-exit=124');
   const planted = path.join(sandboxRepo(run), relative);
+  if (UNDER_RUNSC) {
+    expect(lstatSync(planted, { throwIfNoEntry: false })?.isFIFO() ?? false).toBe(false);
+    return;
+  }
   expect(lstatSync(planted, { throwIfNoEntry: false })?.isFIFO(), run.stderr.slice(-3000)).toBe(true);
   expect(await stillRunningAfter(reader, sandboxRepo(run), 1500)).toBe(true);
 }
@@ -159,6 +183,7 @@ async function expectEndedWithNote(run: HangRun, exitCode: number, withinMs: num
 
 /** The sandbox's head read as the runner reads it in the sandbox (the repository is the worker uid's here). */
 const PLAIN_HEAD_READ = ['git', '-c', 'safe.directory=*', 'rev-parse', '--verify', '-q', 'HEAD^{commit}'];
+const PLAIN_HEAD_READ_SHELL = "git -c safe.directory='*' rev-parse --verify -q 'HEAD^{commit}'";
 const COMMIT_WORK = 'echo work > work.txt && git add -A && git commit -q -m "work"';
 const WALL_CLOCK_BOUND_MS = TIMEOUT_S * 1000 + SLACK_MS;
 
@@ -169,7 +194,9 @@ describe.concurrent('a worker that plants what blocks a reader cannot keep the t
       onFinished: onTestFinished,
       name: 'config',
       dod: 'true',
-      commands: [`${COMMIT_WORK} && rm .git/config && mkfifo .git/config && ls -l .git/config`],
+      commands: [
+        `${COMMIT_WORK} && rm .git/config && mkfifo .git/config && ${probeInside('.git/config', PLAIN_HEAD_READ_SHELL)}`,
+      ],
       timeout: `${TIMEOUT_S}s`,
     });
     await expectBlockingFifo(run, '.git/config', PLAIN_HEAD_READ);
@@ -184,7 +211,9 @@ describe.concurrent('a worker that plants what blocks a reader cannot keep the t
       name: 'head',
       dod: 'true',
       check: 'bash check.sh',
-      commands: [`${writeFileCommand('check.sh', 'rm -f .git/HEAD && mkfifo .git/HEAD\n')}\n${COMMIT_WORK}`],
+      commands: [
+        `${writeFileCommand('check.sh', `rm -f .git/HEAD && mkfifo .git/HEAD && ${probeInside('.git/HEAD', PLAIN_HEAD_READ_SHELL)}\n`)}\n${COMMIT_WORK}`,
+      ],
       timeout: `${TIMEOUT_S}s`,
     });
     await expectBlockingFifo(run, '.git/HEAD', PLAIN_HEAD_READ);
@@ -204,7 +233,9 @@ describe.concurrent('a worker that plants what blocks a reader cannot keep the t
       name: 'criterion',
       dod: 'true',
       check: 'cat data/input.txt',
-      commands: [`${COMMIT_WORK} && mkdir -p data && mkfifo data/input.txt`],
+      commands: [
+        `${COMMIT_WORK} && mkdir -p data && mkfifo data/input.txt && ${probeInside('data/input.txt', 'cat data/input.txt')}`,
+      ],
       timeout: `${TIMEOUT_S}s`,
     });
     await expectBlockingFifo(run, 'data/input.txt', ['cat', 'data/input.txt']);
@@ -237,7 +268,9 @@ describe.concurrent('a worker that plants what blocks a reader cannot keep the t
       onFinished: onTestFinished,
       name: 'sigterm',
       dod: 'true',
-      commands: [`${COMMIT_WORK} && rm .git/config && mkfifo .git/config`],
+      commands: [
+        `${COMMIT_WORK} && rm .git/config && mkfifo .git/config && ${probeInside('.git/config', PLAIN_HEAD_READ_SHELL)}`,
+      ],
       timeout: '10m',
       whileRunning: async (runner, task, taskId) => {
         await waitForJournalEvent(

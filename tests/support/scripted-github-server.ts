@@ -21,11 +21,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ScriptedApiServer, type Json } from './scripted-api-server.js';
+import {
+  GitHubReviewState,
+  reviewOperationOf,
+  type GitHubReviewOperation,
+} from './scripted-github-review.js';
 
-type RestOperation = 'list' | 'create' | 'update' | 'get' | 'permission' | 'comment' | 'issue';
+type RestOperation = 'list' | 'create' | 'update' | 'get' | 'issue';
 export type GitHubOperation = RestOperation | 'graphql';
 
-interface OperationSpec {
+export interface OperationSpec {
   method: string;
   path: RegExp;
   request: ValidateFunction | null;
@@ -67,9 +72,11 @@ function typedNullable(schema: Json, seen = new Map<Json, Json>()): Json {
   return copy;
 }
 
-/** The three operations' validators, compiled once per process from GitHub's description. */
-function loadOperations(): Record<RestOperation, OperationSpec> {
-  if (operations) return operations;
+let description: { described: Described; ajv: Ajv; basicError: ValidateFunction } | null = null;
+
+/** GitHub's description and one ajv for it, loaded once per process. */
+function githubDescription(): { described: Described; ajv: Ajv; basicError: ValidateFunction } {
+  if (description) return description;
   const require = createRequire(import.meta.url);
   const described = require('@octokit/openapi/generated/api.github.com.deref.json') as Described;
   const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -79,39 +86,53 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
   // GitHub's "Basic Error" (the create operation's 403): the body of every error an operation does not list.
   const createResponses = (described.paths['/repos/{owner}/{repo}/pulls']?.post as Json).responses as Json;
   const basicError = ajv.compile(schemaOf((createResponses['403'] as Json).content) as Json);
-  const build = (route: string, method: string, path: RegExp): OperationSpec => {
-    const operation = described.paths[route]?.[method] as Json;
-    const responses = new Map<string, ValidateFunction>();
-    let example: Json = {};
-    for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
-      const schema = schemaOf(response.content);
-      if (!schema) continue;
-      responses.set(status, ajv.compile(schema));
-      if (status.startsWith('2')) {
-        const media = (response.content as Json)['application/json'] as Json;
-        const first = Object.values((media.examples as Record<string, Json> | undefined) ?? {})[0]?.value;
-        const value = (first ?? media.example) as Json | Json[];
-        example = structuredClone(Array.isArray(value) ? (value[0] as Json) : value);
-      }
+  description = { described, ajv, basicError };
+  return description;
+}
+
+/**
+ * One operation of GitHub's description (`route`, `method`) served at `path`: its request body's and string
+ * query parameters' validators, each response's, and the first example of its success answer.
+ */
+export function describedOperation(route: string, method: string, path: RegExp): OperationSpec {
+  const { described, ajv, basicError } = githubDescription();
+  const operation = described.paths[route]?.[method] as Json;
+  const responses = new Map<string, ValidateFunction>();
+  let example: Json = {};
+  for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+    const schema = schemaOf(response.content);
+    if (!schema) continue;
+    responses.set(status, ajv.compile(schema));
+    if (status.startsWith('2')) {
+      const media = (response.content as Json)['application/json'] as Json;
+      const first = Object.values((media.examples as Record<string, Json> | undefined) ?? {})[0]?.value;
+      const value = (first ?? media.example) as Json | Json[];
+      example = structuredClone(Array.isArray(value) ? (value[0] as Json) : value);
     }
-    const parameters = (operation.parameters as Json[] | undefined) ?? [];
-    return {
-      method: method.toUpperCase(),
-      path,
-      request: schemaOf((operation.requestBody as Json | undefined)?.content)
-        ? ajv.compile(schemaOf((operation.requestBody as Json).content) as Json)
-        : null,
-      query: parameters
-        .filter((parameter) => parameter.in === 'query' && (parameter.schema as Json).type === 'string')
-        .map((parameter) => ({
-          name: parameter.name as string,
-          validate: ajv.compile(parameter.schema as Json),
-        })),
-      responses,
-      error: basicError,
-      example,
-    };
+  }
+  const parameters = (operation.parameters as Json[] | undefined) ?? [];
+  return {
+    method: method.toUpperCase(),
+    path,
+    request: schemaOf((operation.requestBody as Json | undefined)?.content)
+      ? ajv.compile(schemaOf((operation.requestBody as Json).content) as Json)
+      : null,
+    query: parameters
+      .filter((parameter) => parameter.in === 'query' && (parameter.schema as Json).type === 'string')
+      .map((parameter) => ({
+        name: parameter.name as string,
+        validate: ajv.compile(parameter.schema as Json),
+      })),
+    responses,
+    error: basicError,
+    example,
   };
+}
+
+/** The pull request operations' validators, compiled once per process from GitHub's description. */
+function loadOperations(): Record<RestOperation, OperationSpec> {
+  if (operations) return operations;
+  const build = describedOperation;
   operations = {
     list: build('/repos/{owner}/{repo}/pulls', 'get', /^\/repos\/([^/]+)\/([^/]+)\/pulls$/),
     create: build('/repos/{owner}/{repo}/pulls', 'post', /^\/repos\/([^/]+)\/([^/]+)\/pulls$/),
@@ -125,20 +146,10 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
       'get',
       /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
     ),
-    permission: build(
-      '/repos/{owner}/{repo}/collaborators/{username}/permission',
-      'get',
-      /^\/repos\/([^/]+)\/([^/]+)\/collaborators\/([^/]+)\/permission$/,
-    ),
     issue: build(
       '/repos/{owner}/{repo}/issues/{issue_number}',
       'get',
       /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)$/,
-    ),
-    comment: build(
-      '/repos/{owner}/{repo}/issues/{issue_number}/comments',
-      'post',
-      /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/,
     ),
   };
   return operations;
@@ -146,7 +157,7 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
 
 /** One call the server received. */
 export interface GitHubCall {
-  operation: GitHubOperation | null;
+  operation: GitHubOperation | GitHubReviewOperation | null;
   method: string;
   path: string;
   authorization: string | undefined;
@@ -174,22 +185,18 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
   protected readonly described = 'GitHub API description';
   /** The pull requests on the server, by number. */
   readonly pulls = new Map<number, Json>();
+  /** The pull requests' review comments, reviews, conversation, collaborators' permissions and reactions. */
+  readonly review = new GitHubReviewState();
   private readonly failures: Record<GitHubOperation, ScriptedFailure[]> = {
     list: [],
     create: [],
     update: [],
     get: [],
-    permission: [],
-    comment: [],
     issue: [],
     graphql: [],
   };
-  /** Each collaborator's permission (`admin`, `maintain`, `write`, `triage`, `read`); anyone else: `none`. */
-  readonly permissions = new Map<string, string>();
   /** The issues on the server, by number (GitHub's example issue with the fields a test sets). */
   readonly issues = new Map<number, { title: string; body: string | null }>();
-  /** The comments posted on issues and pull requests, by number. */
-  readonly comments = new Map<number, Json[]>();
   private readonly graphqlFailures: { type: string; message: string }[] = [];
   private nextNumber = 1;
   private emptyLists = 0;
@@ -277,6 +284,19 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     };
     if (graphql) {
       this.graphql(call, body, send);
+      return;
+    }
+    const reviewed = entry ? null : reviewOperationOf(request.method ?? '', url.pathname);
+    if (reviewed) {
+      call.operation = reviewed.operation;
+      this.validateRequest(reviewed.operation, reviewed.spec, body, url);
+      const [status, payload] = this.review.answer(reviewed.operation, reviewed.match, body, url);
+      this.check(
+        reviewed.spec.responses.get(String(status)) ?? reviewed.spec.error,
+        payload,
+        `${reviewed.operation} response ${status}`,
+      );
+      send(status, payload);
       return;
     }
     if (!entry) {
@@ -384,7 +404,7 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     });
   }
 
-  private validateRequest(operation: RestOperation, spec: OperationSpec, body: Json | null, url: URL): void {
+  private validateRequest(operation: string, spec: OperationSpec, body: Json | null, url: URL): void {
     if (spec.request) this.check(spec.request, body ?? {}, `${operation} request body`);
     for (const parameter of spec.query) {
       const value = url.searchParams.get(parameter.name);
@@ -450,16 +470,6 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
       this.pulls.set(created.number as number, created);
       return [201, created];
     }
-    if (operation === 'permission') {
-      // GitHub's example with this user's permission: `permission` is the legacy field (maintain reads as
-      // write, triage as read), `role_name` the role itself.
-      const role = this.permissions.get(decodeURIComponent(number as string)) ?? 'none';
-      const legacy = role === 'maintain' ? 'write' : role === 'triage' ? 'read' : role;
-      const answer = structuredClone(spec.example);
-      Object.assign(answer, { permission: legacy, role_name: role });
-      Object.assign(answer.user as Json, { login: decodeURIComponent(number as string), role_name: role });
-      return [200, answer];
-    }
     if (operation === 'issue') {
       const issue = this.issues.get(Number(number));
       if (!issue) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];
@@ -472,18 +482,6 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
         html_url: `https://github.test/${owner}/${repo}/issues/${number}`,
       });
       return [200, answer];
-    }
-    if (operation === 'comment') {
-      const comment = structuredClone(spec.example);
-      const list = this.comments.get(Number(number)) ?? [];
-      Object.assign(comment, {
-        id: 5000 + list.length,
-        body: body?.body,
-        html_url: `https://github.test/${owner}/${repo}/issues/${number}#issuecomment-${5000 + list.length}`,
-      });
-      list.push(comment);
-      this.comments.set(Number(number), list);
-      return [201, comment];
     }
     const pull = this.pulls.get(Number(number));
     if (!pull) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];

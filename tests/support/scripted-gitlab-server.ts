@@ -12,6 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { ScriptedApiServer, type Json } from './scripted-api-server.js';
+import { GitLabReviewState, type GitLabReviewOperation } from './scripted-gitlab-review.js';
 export type GitLabOperation = 'list' | 'create' | 'edit' | 'show';
 
 /** The query parameters of GitLab's "Get single MR". */
@@ -42,7 +43,7 @@ const editBody = z.strictObject({
 });
 
 export interface GitLabCall {
-  operation: GitLabOperation | null;
+  operation: GitLabOperation | GitLabReviewOperation | null;
   method: string;
   path: string;
   token: string | undefined;
@@ -63,6 +64,8 @@ interface ScriptedFailure {
 export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
   protected readonly described = 'GitLab API documentation';
   readonly mergeRequests = new Map<number, Json>();
+  /** The merge requests' notes, members' access levels and award emoji. */
+  readonly review = new GitLabReviewState();
   private readonly failures: Record<GitLabOperation, ScriptedFailure[]> = {
     list: [],
     create: [],
@@ -154,6 +157,15 @@ export class ScriptedGitLabServer extends ScriptedApiServer<GitLabCall> {
       response.writeHead(status, { 'content-type': 'application/json' });
       response.end(JSON.stringify(payload));
     };
+    const reviewed = operation
+      ? null
+      : this.review.answer(request.method ?? '', raw.split('?')[0] ?? '', url, body, this.violations);
+    if (reviewed) {
+      call.operation = reviewed.operation;
+      if (!call.token) this.violations.push(`${reviewed.operation}: no PRIVATE-TOKEN header`);
+      send(reviewed.status, reviewed.payload);
+      return;
+    }
     if (!operation || !match) {
       this.violations.push(`${request.method} ${raw}: not a call delivery should make`);
       send(404, { message: '404 Not Found' });

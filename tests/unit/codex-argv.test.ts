@@ -40,6 +40,8 @@ describe('buildCodexArgv', () => {
         'stream_idle_timeout_ms=60000}',
       '-c',
       'analytics.enabled=false',
+      '-c',
+      'features.plugins=false',
       '-o',
       '/codex-home/last.txt',
       '--',

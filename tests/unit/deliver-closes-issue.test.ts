@@ -54,9 +54,9 @@ it('the request closes the issue and the issue gets one reply with the outcome a
   expect(outcome.error).toBeNull();
   const pull = github.pulls.get(1) as { body: string };
   expect(pull.body.trimEnd().endsWith('Closes #7')).toBe(true);
-  expect(github.calls.map((call) => call.operation)).toEqual(['list', 'create', 'comment']);
+  expect(github.calls.map((call) => call.operation)).toEqual(['list', 'create', 'createIssueComment']);
   expect(github.calls[2]?.path).toBe('/repos/acme/app/issues/7/comments');
-  const replies = github.comments.get(7) ?? [];
+  const replies = github.review.repliesOn(7);
   expect(replies).toHaveLength(1);
   expect(replies[0]?.body).toBe(
     'agent-runner worked on this issue: the task ended **COMPLETE**; its request (ready for review): https://github.test/acme/app/pull/1',

@@ -214,13 +214,13 @@ describe("the Action's decide step (its run: text from action.yml) against a scr
   it('a labelled issue by a writer: task; by a reader: refused, nothing runs; a ping: ignore', async () => {
     const payload = example('issues', 'labeled');
     payload.label.name = 'agent-runner';
-    github.permissions.set('Codertocat', 'maintain');
+    github.review.permissions.set('Codertocat', 'maintain');
     expect(await step('issues', payload)).toMatchObject({
       kind: 'task',
       'issue-number': '1',
       refused: 'false',
     });
-    github.permissions.set('Codertocat', 'triage');
+    github.review.permissions.set('Codertocat', 'triage');
     expect(await step('issues', payload)).toMatchObject({ kind: 'ignore', refused: 'true' });
     expect(await step('ping', example('ping'))).toMatchObject({ kind: 'ignore', refused: 'false' });
     const asked = github.calls.filter((call) => call.operation === 'permission');
@@ -233,11 +233,12 @@ describe("the Action's decide step (its run: text from action.yml) against a scr
     const review = example('pull_request_review', 'submitted');
     review.pull_request.head.ref = 'agent-runner/add-slugify';
     review.review.state = 'changes_requested';
-    github.permissions.set('Codertocat', 'write');
+    github.review.permissions.set('Codertocat', 'write');
     expect(await step('pull_request_review', review)).toMatchObject({
       kind: 'followup',
       'task-id': 'add-slugify',
       'request-number': String(review.pull_request.number),
+      'request-url': `https://github.com/Codertocat/Hello-World/pull/${review.pull_request.number}`,
     });
     const message = readFileSync(path.join(dir, 'agent-runner-followup.md'), 'utf8');
     expect(message).toContain('request #2');

@@ -28,7 +28,7 @@ const gitlabWriters = new Set(['root']);
 beforeAll(async () => {
   repo = createDemoRepo('');
   github = await new ScriptedGitHubServer().start();
-  github.permissions.set('Codertocat', 'write');
+  github.review.permissions.set('Codertocat', 'write');
   const gitlab: ForgeAccess = {
     canWrite: async (user) => gitlabWriters.has(user),
     headBranch: async () => undefined,
