@@ -34,6 +34,7 @@ const POSTGRES = [
   'tests/integration/fleet-journal.test.ts',
   'tests/integration/fleet-question.test.ts',
   'tests/integration/fleet-tokens.test.ts',
+  'tests/integration/fleet-followup.test.ts',
   'tests/integration/fleet-task-list.test.ts',
   'tests/integration/fleet-webhooks.test.ts',
 ];

@@ -37,8 +37,8 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
       does: 'continue an ended task on its branch; every criterion is checked again',
     },
     {
-      command: 'agent-runner followup agent-runner/T1 --message-file review.md --pr',
-      does: 'the instruction from a file, then update the same pull request',
+      command: 'agent-runner followup https://github.com/acme/app/pull/7 --message-file review.md --pr',
+      does: 'from the remote alone (a CI runner): the instruction from a file, the same pull request updated',
     },
     {
       command: 'agent-runner followup --from-review https://github.com/acme/app/pull/12',
@@ -164,6 +164,43 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly CommandExample[]
   'control status': [
     { command: 'agent-runner control status', does: 'nodes (load, heartbeat age, STALE), queue depth' },
     { command: 'agent-runner control status --json', does: 'the same as JSON' },
+  ],
+  memory: [
+    {
+      command: 'agent-runner memory add "Queue on PostgreSQL" --text "Jobs go through pg-boss; no Redis."',
+      does: 'a new active entry file to review and commit',
+    },
+    { command: 'agent-runner memory list --status active', does: 'the entries every worker run reads' },
+    { command: 'agent-runner memory preview --worker claude', does: 'what a claude run gets, exactly' },
+  ],
+  'memory add': [
+    {
+      command: 'agent-runner memory add "Queue on PostgreSQL" --text "Jobs go through pg-boss; no Redis."',
+      does: 'writes .agent-runner/memory/NNNN-queue-on-postgresql.md',
+    },
+    {
+      command: 'agent-runner memory add "API errors" --file decision.md --commit',
+      does: 'and commits that file alone',
+    },
+  ],
+  'memory list': [
+    { command: 'agent-runner memory list', does: 'id, status, title, source, when' },
+    { command: 'agent-runner memory list --status archived --json', does: 'archived entries as JSON' },
+  ],
+  'memory show': [
+    { command: 'agent-runner memory show 3', does: "entry 0003's whole text" },
+    { command: 'agent-runner memory show 0003-queue-on-postgresql', does: 'the same, by id' },
+  ],
+  'memory archive': [
+    { command: 'agent-runner memory archive 3', does: 'read by no worker from the next commit on' },
+    { command: 'agent-runner memory archive 3 --commit', does: 'and commits the file' },
+  ],
+  'memory preview': [
+    {
+      command: 'agent-runner memory preview',
+      does: "the prompts' section and every CLI's instructions file",
+    },
+    { command: 'agent-runner memory preview --worker codex --json', does: "codex's, as JSON" },
   ],
   token: [
     {

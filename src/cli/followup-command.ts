@@ -10,7 +10,8 @@ import type { Command } from 'commander';
 import { followupTaskSpec } from '../compose/followup-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
 import { UserError } from '../errors.js';
-import { taskRepository } from './command-repositories.js';
+import { followupTaskId, resolveFollowupTarget } from './followup-target.js';
+import { SERVER_TOKEN_VARIABLE } from './client-commands.js';
 import type { CommandContext } from './program.js';
 import type { ResumeCommandOptions } from './resume-command.js';
 import { driveTask } from './run-command.js';
@@ -19,13 +20,12 @@ import { flagsLayer } from './run-flags.js';
 export type FollowupCommandOptions = ResumeCommandOptions & {
   message?: string;
   messageFile?: string;
+  /** The forge when the remote's host does not say (deliver.forge); with `--repo`, also for the clone. */
+  forge?: string;
+  /** A server's URL: the follow-up is started there (`POST /api/tasks/{id}/followup`), its id printed at once. */
+  server?: string;
   fromReview?: string;
 };
-
-/** `agent-runner/<ID>` or `<ID>`: the task's id. */
-export function followupTaskId(target: string): string {
-  return target.startsWith('agent-runner/') ? target.slice('agent-runner/'.length) : target;
-}
 
 /** The instruction from `--message` or `--message-file` (exactly one of them). */
 async function instructionOf(options: FollowupCommandOptions, cwd: string): Promise<string> {
@@ -47,6 +47,28 @@ async function instructionOf(options: FollowupCommandOptions, cwd: string): Prom
   }
 }
 
+/** `--server URL`: the server follows its task up (a client of its API); the id is printed, nothing is awaited. */
+async function followupOnServer(
+  target: string,
+  message: string,
+  options: FollowupCommandOptions,
+  context: CommandContext,
+): Promise<null> {
+  const taskId = followupTaskId(target);
+  const { clientHere } = await import('./client-commands.js');
+  const client = await clientHere(context, { server: options.server as string });
+  await client.request('POST', `/api/tasks/${encodeURIComponent(taskId)}/followup`, {
+    message,
+    ...(options.pr ? { pr: true } : {}),
+  });
+  if (options.json) context.output.out(JSON.stringify({ type: 'followup', taskId, server: client.url }));
+  else
+    context.output.out(
+      `${taskId}: follow-up started on ${client.url} (\`agent-runner wait ${taskId} --server ${client.url}\`)`,
+    );
+  return null;
+}
+
 export async function followupCommand(
   target: string,
   options: FollowupCommandOptions,
@@ -61,13 +83,14 @@ export async function followupCommand(
     const { followupFromReview } = await import('./followup-review.js');
     return followupFromReview(options.fromReview, options, context);
   }
-  const taskId = followupTaskId(target);
   const instruction = await instructionOf(options, context.cwd);
-  const repository = await taskRepository(taskId, options.repo, context);
+  if (options.server !== undefined) return followupOnServer(target, instruction, options, context);
+  const { taskId, repository, origin } = await resolveFollowupTarget(target, options, context);
   const spec = await followupTaskSpec({
     repoRoot: repository.root,
     taskId,
     instruction,
+    origin,
     cwd: context.cwd,
     env: context.env,
     overrides: flagsLayer(options),
@@ -85,7 +108,10 @@ export function registerFollowupCommand(program: Command, context: CommandContex
     .description(
       'Continue an ended task on its own branch with a new instruction; every criterion is checked again.',
     )
-    .argument('[task]', 'the task id, or its branch agent-runner/<ID> (none with --from-review)')
+    .argument(
+      '[task]',
+      "the task id, its branch agent-runner/<ID> (with --repo: the remote's), or its pull/merge request's URL (none with --from-review)",
+    )
     .option('--message <text>', 'the person\'s instruction, e.g. "also handle empty input"')
     .option('--message-file <file>', 'read the instruction from a file')
     .option(
@@ -94,7 +120,11 @@ export function registerFollowupCommand(program: Command, context: CommandContex
     )
     .option(
       '--repo <url>',
-      'the task of a `run --repo` (default: found in the cache when outside any repository)',
+      "the remote whose task it is: fetched now, the task rebuilt from the remote's state when this machine has none",
+    )
+    .option(
+      '--forge <github|gitlab>',
+      'the forge when the remote is not on github.com or gitlab.com (also AGENT_RUNNER_FORGE)',
     )
     .option('--model <name>', 'model for the Meta-agent (and the worker, unless worker.model is set)')
     .option('--max-iterations <n>', 'most worker runs of this follow-up')
@@ -106,6 +136,10 @@ export function registerFollowupCommand(program: Command, context: CommandContex
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option('--config <file>', 'configuration file (default: agent-runner.yaml in the repository root)')
+    .option(
+      '--server <url>',
+      `start the follow-up on that server and return its id at once (its token in ${SERVER_TOKEN_VARIABLE})`,
+    )
     .action(async (task: string | undefined, options: FollowupCommandOptions) => {
       if (task === undefined && options.fromReview === undefined)
         throw new UserError(

@@ -22,6 +22,7 @@ import { registerVerifyCommand } from './verify-command.js';
 import { registerDeliverCommand } from './deliver-command.js';
 import { registerControlCommand } from './control-command.js';
 import { registerTokenCommands } from './token-command.js';
+import { registerMemoryCommands } from './memory-command.js';
 import { addExamples } from './command-examples.js';
 
 /** What every command gets: where to print, and where to record its exit code. */
@@ -62,6 +63,7 @@ export function createProgram(context: CommandContext): Command {
   registerDeliverCommand(program, context);
   registerControlCommand(program, context);
   registerTokenCommands(program, context);
+  registerMemoryCommands(program, context);
   addExamples(program);
   return program;
 }

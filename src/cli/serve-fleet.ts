@@ -42,6 +42,7 @@ async function loadFleetModules() {
     openControlDatabase: database.openControlDatabase,
     startQueueClient: queue.startQueueClient,
     enqueueTask: queue.enqueueTask,
+    enqueueFollowup: queue.enqueueFollowup,
     FleetNode: fleetNode.FleetNode,
     boards,
     sink,
@@ -156,6 +157,8 @@ function fleetApi(
       await fleet.enqueueTask(database, boss, { ...request, taskId, repoUrl: request.repo });
       return taskId;
     },
+    enqueueFollowup: (taskId: string, followup: { message: string; pr?: boolean }) =>
+      fleet.enqueueFollowup(database, boss, taskId, followup),
   };
 }
 

@@ -20,6 +20,7 @@ import { taskSandboxPorts } from '../lifecycle/task-sandbox-ports.js';
 import { createMetaAgent } from '../meta/meta-agent.js';
 import { MetaAgentPortAdapter } from '../meta/meta-agent-port.js';
 import { EventJournal } from '../notes/event-journal.js';
+import { taskMemoryBank } from '../memory/memory-store.js';
 import { readNoteMemory } from '../notes/memory.js';
 import { writeTaskNote } from '../notes/note-writer.js';
 import { loadPatternLibrary } from '../patterns/pattern-library.js';
@@ -157,6 +158,7 @@ async function composeOnGateway(
       ...ports,
       human: host.dependencies.human ?? hooks.human ?? { ask: async () => null },
       notes: { readMemory: (exclude) => readNoteMemory(layout.stateDir, exclude) },
+      memoryBank: { read: () => taskMemoryBank(repoRoot, spec.base ?? 'HEAD', config.memory.dir) },
       workerPrompt: workerPromptTemplate,
       clock: host.clock,
       ledger: started.ledger,

@@ -156,9 +156,9 @@ async function taskRuntime(
 ): Promise<SandboxRuntimeChoice> {
   const { resolveContainerRuntime } = await import('../sandbox/container-runtime.js');
   const choice = await resolveContainerRuntime(docker, config.sandbox);
-  // The default (auto) goes without a word: the note, the summary and the journal record the choice and why
-  // either way. A runtime asked for by name is said.
-  if (config.sandbox.runtime !== 'auto') onNotice(`sandbox runtime: ${choice.runtime} (${choice.reason})`);
+  // The default (runc, asked for) goes without a word: the note and the summary record it either way.
+  if (config.sandbox.runtime !== 'runc' || choice.runtime !== 'runc')
+    onNotice(`sandbox runtime: ${choice.runtime} (${choice.reason})`);
   return choice;
 }
 

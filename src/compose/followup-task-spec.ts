@@ -18,11 +18,19 @@ import { readProjectJournal } from '../parallel/project-journal.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import { taskLayout } from '../workspace/layout.js';
 import { configOf, startedPrd, type ResumeInput } from './resume-task-spec.js';
+import type { TaskOrigin } from './remote-task.js';
 import type { TaskSpec } from './task-spec.js';
 
 export type FollowupInput = Omit<ResumeInput, 'newTimeout'> & {
   /** The person's instruction (`--message`, `--message-file`): quoted to the Meta-agent, never configuration. */
   instruction: string;
+  /**
+   * `remote`: the journal was rebuilt from the remote's task state (src/compose/remote-task.ts), which anyone
+   * with push access can write. The follow-up then takes from it only the history and the plan to revise: not
+   * the base's recorded DoD (a red check it lists would be excused), a skipped DoD, the forge, or a worker
+   * session (none is on this machine: the worker starts a new one). Default `local`.
+   */
+  origin?: TaskOrigin;
 };
 
 /** The ended task's journal, or the one error that says why it cannot be followed up and what to do. */
@@ -78,10 +86,12 @@ export async function followupTaskSpec(input: FollowupInput): Promise<TaskSpec> 
       'The follow-up instruction is empty. Say what to change: `--message TEXT` or `--message-file FILE`.',
     );
   const journal = endedTask(input);
-  const previous = previousAttempt(journal);
-  if (!previous) throw new Error('an ended task with a plan has a previous attempt');
+  const remote = input.origin === 'remote';
+  const attempt = previousAttempt(journal);
+  if (!attempt) throw new Error('an ended task with a plan has a previous attempt');
+  const previous = remote ? untrustedHistory(attempt) : attempt;
   const { prd, prdPath } = await startedPrd(journal, input.cwd);
-  const started = journal.options;
+  const started = remote ? trustedOptions(journal.options, journal.baseSha) : journal.options;
   const number = (journal.followup?.number ?? 0) + 1;
   const { finished } = journal;
   return {
@@ -128,5 +138,31 @@ export async function followupTaskSpec(input: FollowupInput): Promise<TaskSpec> 
         },
       },
     },
+  };
+}
+
+type PreviousAttempt = NonNullable<ReturnType<typeof previousAttempt>>;
+
+/** The history of a remote state without what would weaken the bar or name a session this machine lacks. */
+function untrustedHistory(previous: PreviousAttempt): PreviousAttempt {
+  const { baseline: _baseline, ...rest } = previous;
+  return {
+    ...rest,
+    threadId: null,
+    runs: previous.runs.map((run) => ({ ...run, threadId: null })),
+  };
+}
+
+/** Of a remote state's start options, the PRD alone (checked present when read); the base as its commit. */
+function trustedOptions(
+  options: JournalTaskState['options'],
+  baseSha: string | null,
+): JournalTaskState['options'] {
+  if (options === null) return null;
+  return {
+    prdPath: options.prdPath,
+    prd: options.prd,
+    dodSkipped: false,
+    ...(baseSha !== null ? { base: baseSha } : {}),
   };
 }

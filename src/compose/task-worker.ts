@@ -35,6 +35,11 @@ const CLI_ADAPTERS: Record<
   opencode: OpenCodeWorkerAdapter,
 };
 
+/** A worker's state directory in the sandbox: CODEX_HOME for codex, a directory of it for every other CLI. */
+export function workerHomeInSandbox(type: WorkerType): string {
+  return type === 'codex' ? CODEX_HOME_IN_SANDBOX : path.posix.join(CODEX_HOME_IN_SANDBOX, type);
+}
+
 export function taskWorker(
   host: TaskHost,
   spec: Pick<TaskSpec, 'config' | 'repoRoot' | 'taskId'>,
@@ -50,7 +55,7 @@ export function taskWorker(
         model: profile.model,
         baseUrl: `${gateway.relayOrigin}${profile.kind.prefix}`,
         apiKey: gateway.gateway.workerToken,
-        home: path.posix.join(CODEX_HOME_IN_SANDBOX, profile.type),
+        home: workerHomeInSandbox(profile.type),
         extraArgs: profile.extraArgs,
         ...(profile.protocol === 'chat' ? { api: 'chat' as const } : {}),
       });
@@ -59,7 +64,7 @@ export function taskWorker(
       provider: { ...gateway.codexProvider, requestMaxRetries: 2, streamMaxRetries: 2 },
       configOverrides: gateway.codexConfigOverrides,
       extraArgs: profile.extraArgs,
-      codexHome: CODEX_HOME_IN_SANDBOX,
+      codexHome: workerHomeInSandbox('codex'),
       codexHomeHostPath,
     });
   };

@@ -57,9 +57,9 @@ export const sandboxSchema = z
       .prefault({}),
     runtime: z
       .enum(['runc', 'runsc', 'auto'])
-      .default('auto')
+      .default('runc')
       .describe(
-        "the OCI runtime of every container of a task: `auto` (runsc where registered and no phase is `open`, else runc), `runc` (the host's kernel) or `runsc` (gVisor's user-space kernel between the worker and the host; exit 4 when the engine lacks it); the note says which and why",
+        "the OCI runtime of every container of a task: `runc` (the host's kernel), `runsc` (gVisor's user-space kernel between the worker and the host; exit 4 when the engine lacks it) or `auto` (runsc where registered and no phase is `open`, else runc); the note says which and why",
       ),
     network: networkPolicySchema
       .default('gateway-only')

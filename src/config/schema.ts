@@ -308,6 +308,22 @@ export const configSchema = z
     deliver: deliverSchema.prefault({}),
     forge: forgeSchema.prefault({}),
     review: reviewSchema.prefault({}),
+    memory: z
+      .strictObject({
+        dir: z
+          .string()
+          .min(1)
+          .refine((dir) => !dir.startsWith('/') && !dir.split(/[\\/]/).includes('..'), {
+            message: 'a directory inside the repository, relative to its root, without ..',
+          })
+          .default('.agent-runner/memory')
+          .describe(
+            'the memory bank: one Markdown file per entry, committed and reviewed like code; every worker run reads the active entries of its base commit',
+          ),
+      })
+      .describe("The memory bank: the team's decisions, reaching every worker in the file it reads natively.")
+      .meta({ see: 'memory.md' })
+      .prefault({}),
   })
   .superRefine((config, context) => {
     // A runsc sandbox has loopback only (gVisor is registered with --network=none): `open` cannot hold.

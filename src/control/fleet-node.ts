@@ -20,7 +20,13 @@ import type PgBoss from 'pg-boss';
 import type { ControlDatabase } from './control-database.js';
 import { EVENTS_CHANNEL } from './event-sink.js';
 import { inTransaction } from './task-queue.js';
-import { HEARTBEAT_SECONDS, NODE_STALE_SECONDS, TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
+import {
+  HEARTBEAT_SECONDS,
+  NODE_STALE_SECONDS,
+  TASK_QUEUE,
+  type FleetFollowup,
+  type TaskJobData,
+} from './task-queue-options.js';
 
 /** A task as a node receives it from the queue. */
 export interface FleetTask {
@@ -34,6 +40,8 @@ export interface FleetTask {
   resume: boolean;
   /** Whether this node still holds the task's lease (asked before each push: a stale node pushes nothing). */
   holds?: () => Promise<boolean>;
+  /** A follow-up of the ended task (its journal in the database, its branch on the remote). */
+  followup?: FleetFollowup;
 }
 
 /** How a task ended, as its journal says. */
@@ -291,6 +299,7 @@ export class FleetNode {
         generation,
         resume: row.ran_before,
         holds: () => this.holds(taskId, generation),
+        ...(job.data.followup ? { followup: job.data.followup } : {}),
       });
     } catch (error) {
       end = { state: 'FAILED', exitCode: null };

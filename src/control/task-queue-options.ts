@@ -32,4 +32,12 @@ export const TASK_QUEUE_OPTIONS: PgBoss.Queue = {
 /** What a queued job carries: the task's row holds the rest (PRD, repository, base). */
 export interface TaskJobData {
   taskId: string;
+  /** A follow-up of the ended task (`POST /api/tasks/{id}/followup` on a node): the person's instruction. */
+  followup?: FleetFollowup;
+}
+
+/** A follow-up queued on the fleet: the instruction, and whether the same pull/merge request is updated after. */
+export interface FleetFollowup {
+  message: string;
+  pr?: boolean;
 }

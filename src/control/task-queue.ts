@@ -10,7 +10,7 @@ import { UserError } from '../errors.js';
 import { displayUrl } from '../remote/remote-url.js';
 import { assertValidTaskId } from '../workspace/layout.js';
 import { QUEUE_SCHEMA, type ControlDatabase } from './control-database.js';
-import { QUEUE_CHANNEL, TASK_QUEUE, type TaskJobData } from './task-queue-options.js';
+import { QUEUE_CHANNEL, TASK_QUEUE, type FleetFollowup, type TaskJobData } from './task-queue-options.js';
 
 /** What a queued task is: a remote repository, a base, a PRD's text. */
 export interface QueuedTaskRequest {
@@ -72,6 +72,51 @@ export async function enqueueTask(
       throw new UserError('usage', `Task ${request.taskId} already has a job in the queue.`);
     await client.query('UPDATE agent_runner.tasks SET job_id = $2 WHERE id = $1', [request.taskId, jobId]);
     await client.query('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, request.taskId]);
+    await client.query('COMMIT');
+    return jobId;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Queues a follow-up of a task of the fleet that has ended (COMPLETE, NEEDS_REVIEW or FAILED): its row back to
+ * QUEUED and a job carrying the instruction, in one transaction, as {@link enqueueTask}. Any node takes it: the
+ * task's journal from the database, its branch from the remote, then the follow-up. Returns the job's id; a task
+ * the fleet does not have, or one that has not ended, is refused.
+ */
+export async function enqueueFollowup(
+  database: ControlDatabase,
+  boss: PgBoss,
+  taskId: string,
+  followup: FleetFollowup,
+): Promise<string> {
+  assertValidTaskId(taskId);
+  if (followup.message.trim() === '')
+    throw new UserError('usage', 'The follow-up instruction is empty. Say what to change.');
+  const client = await database.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const queued = await client.query(
+      `UPDATE agent_runner.tasks SET state = 'QUEUED', node_id = NULL, exit_code = NULL, ended_at = NULL,
+              question = NULL
+         WHERE id = $1 AND state IN ('COMPLETE', 'NEEDS_REVIEW', 'FAILED')`,
+      [taskId],
+    );
+    if (queued.rowCount === 0)
+      throw new UserError(
+        'usage',
+        `Task ${taskId} is not a task of the fleet that has ended: a follow-up continues a task that ended ` +
+          '(COMPLETE, NEEDS_REVIEW or FAILED). See `agent-runner control status`.',
+      );
+    const data: TaskJobData = { taskId, followup };
+    const jobId = await boss.send(TASK_QUEUE, data, { singletonKey: taskId, db: inTransaction(client) });
+    if (jobId === null) throw new UserError('usage', `Task ${taskId} already has a job in the queue.`);
+    await client.query('UPDATE agent_runner.tasks SET job_id = $2 WHERE id = $1', [taskId, jobId]);
+    await client.query('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, taskId]);
     await client.query('COMMIT');
     return jobId;
   } catch (error) {

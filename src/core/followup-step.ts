@@ -29,6 +29,7 @@ export async function revisePlan(loop: TaskLoop, signal: AbortSignal): Promise<G
     taskId: loop.options.taskId,
     prd: loop.options.prd,
     memory: loop.memory,
+    ...(loop.decisions ? { decisions: loop.decisions } : {}),
     followup: { number: followup.number, instruction: followup.instruction, criteria: followup.before },
     signal: loop.callSignal(signal),
   });

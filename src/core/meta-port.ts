@@ -25,6 +25,8 @@ export interface MetaView {
   feedback: readonly string[];
   patterns: readonly { name: string; description: string }[];
   memory: readonly MemoryEntry[];
+  /** The memory bank's active entries (summary and files) as the worker prompt holds them; absent: none. */
+  decisions?: string;
   /** The latest validation (facts, DoD, criteria checks), also when no worker run of this attempt led to it. */
   latest?: AssessmentEvidence;
   /** The follow-up under way: the person's instruction, shown quoted (never as configuration). */
@@ -36,6 +38,7 @@ export interface MetaAgentPort {
     taskId: string;
     prd: string;
     memory: MetaView['memory'];
+    decisions?: string;
     /** A follow-up: the plan so far is revised with this instruction (src/core/followup.ts). */
     followup?: FollowupContext;
     signal?: AbortSignal;

@@ -2,6 +2,7 @@
  * Ports: the only way the core touches the outside world. Adapters (src/sandbox, src/workspace, src/meta,
  * src/worker) implement them; tests wire honest fakes. No library type appears in a signature here.
  */
+import type { MemoryBankView } from '../memory/memory-view.js';
 import type { AgentRunnerError } from '../errors.js';
 import type { DiskCapKinds, DiskCapReached } from './limits.js';
 import type * as z from 'zod';
@@ -51,6 +52,11 @@ export interface WorkerRunRequest {
   graceMs: number;
   onEvent?: (event: WorkerEvent) => void;
   signal?: AbortSignal;
+  /**
+   * The memory bank's text for the worker CLI's own instructions file (its home's AGENTS.md, CLAUDE.md, ...),
+   * written there before the CLI starts ('' removes it); absent: the file is left alone.
+   */
+  instructions?: string;
 }
 
 export interface WorkerRunResult extends ProcessEnd {
@@ -221,6 +227,8 @@ export interface WorkerPromptInput {
   scope: string;
   patterns: readonly Pattern[];
   instruction: string;
+  /** The memory bank's section (summary and files of the active entries); absent or empty: none. */
+  decisions?: string;
 }
 
 /** Renders the worker prompt (the adapter owns the template and reads it). */
@@ -231,6 +239,11 @@ export interface WorkerPromptPort {
 export interface HumanPort {
   /** Asks the person; null when nobody can answer (headless). */
   ask(question: string): Promise<string | null>;
+}
+
+/** The memory bank as the task reads it: the active entries committed at the task's base. */
+export interface MemoryBankPort {
+  read(): Promise<MemoryBankView>;
 }
 
 export interface NoteStorePort {

@@ -16,6 +16,7 @@ import type {
   Clock,
   GivenPlan,
   HumanPort,
+  MemoryBankPort,
   MetaAgentPort,
   MetaView,
   NoteStorePort,
@@ -26,6 +27,7 @@ import type {
   WorkerAdapter,
   WorkerPromptPort,
 } from './ports.js';
+import type { MemoryBankView } from '../memory/memory-view.js';
 import type { TaskRecord } from './task-record.js';
 import { transition, type TaskEvent, type TaskState } from './task-state.js';
 import type {
@@ -116,6 +118,8 @@ export interface TaskRunnerDeps {
   worker: WorkerAdapter;
   human: HumanPort;
   notes: NoteStorePort;
+  /** The memory bank (absent: none is read, and the workers' instructions files are left alone). */
+  memoryBank?: MemoryBankPort;
   workerPrompt: WorkerPromptPort;
   clock: Clock;
   /** Writes the task's note; returns where, and the digest memory will check it by. */
@@ -166,6 +170,12 @@ export class TaskLoop {
   readonly runs: RunRecord[] = [];
   readonly feedback: string[] = [];
   memory: MetaView['memory'] = [];
+  /** The memory bank as read at the start; null: none read. */
+  memoryBank: MemoryBankView | null = null;
+  /** The memory bank's section of the prompts ('' without active entries). */
+  get decisions(): string {
+    return this.memoryBank?.section ?? '';
+  }
   /** The latest session of each worker type, for `resume` (a session continues only with its own worker). */
   readonly threads = new Map<string, string>();
   question: string | null = null;
@@ -297,6 +307,7 @@ export class TaskLoop {
       feedback: [...this.feedback],
       patterns: this.options.patterns.list().map(({ name, description }) => ({ name, description })),
       memory: this.memory,
+      ...(this.decisions ? { decisions: this.decisions } : {}),
       ...(this.evidence ? { latest: this.evidence } : {}),
       ...(this.options.followup
         ? {

@@ -122,6 +122,7 @@ export class TaskRunner {
     announceFollowup(loop);
     loop.move({ type: 'start' });
     loop.memory = await loop.deps.notes.readMemory(loop.options.taskId);
+    loop.memoryBank = (await loop.deps.memoryBank?.read()) ?? null;
     const started = await planWhilePreparing(loop, signal);
     if (started.kind === 'handed_off') return 'handed_off';
     if (started.kind === 'stop') return started.outcome;

@@ -129,6 +129,7 @@ function askForPlan(loop: TaskLoop, signal: AbortSignal): Promise<Planned> {
       taskId: loop.options.taskId,
       prd: loop.options.prd,
       memory: loop.memory,
+      ...(loop.decisions ? { decisions: loop.decisions } : {}),
       signal: loop.callSignal(signal),
     })
     .then((answer) => ({ ...answer, kind: 'plan' as const, metaCalls: 1, asked: true }));

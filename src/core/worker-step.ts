@@ -14,15 +14,7 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
     return stop({ code: 'limit', limit: { code: 'max_iterations', limit: options.limits.maxIterations } });
   const call = decision.workerCall;
   if (!call || !loop.plan || !loop.task || !loop.sandboxId) throw new Error('run_worker without its inputs');
-  const prompt = loop.deps.workerPrompt.render({
-    taskId: options.taskId,
-    title: loop.plan.title,
-    branch: loop.task.branch,
-    acceptanceCriteria: loop.plan.acceptanceCriteria,
-    scope: loop.task.scopeStatement,
-    patterns: options.patterns.resolve(decision.usedPatterns),
-    instruction: call.prompt,
-  });
+  const prompt = renderPrompt(loop, decision, call.prompt);
   const index = loop.runs.length + 1;
   const worker = workerOptions(options, call.workerType);
   const thread = loop.threads.get(worker.type);
@@ -45,6 +37,7 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
       if (kept) loop.emit({ type: 'worker_event', run: index, event: kept });
     },
     signal,
+    instructions: loop.memoryBank?.instructions,
   });
   const dropped = bound.summary();
   if (dropped) loop.emit({ type: 'worker_events_dropped', run: index, ...dropped });
@@ -101,4 +94,20 @@ function runOutcome(result: WorkerRunResult) {
     finalMessage: result.finalMessage,
     errors: result.errors,
   };
+}
+
+/** The worker prompt of one run: the task, its criteria and scope, the patterns, the memory bank, the instruction. */
+function renderPrompt(loop: TaskLoop, decision: MetaDecision, instruction: string): string {
+  const { options } = loop;
+  if (!loop.plan || !loop.task) throw new Error('run_worker without its inputs');
+  return loop.deps.workerPrompt.render({
+    taskId: options.taskId,
+    title: loop.plan.title,
+    branch: loop.task.branch,
+    acceptanceCriteria: loop.plan.acceptanceCriteria,
+    scope: loop.task.scopeStatement,
+    patterns: options.patterns.resolve(decision.usedPatterns),
+    instruction,
+    decisions: loop.decisions,
+  });
 }

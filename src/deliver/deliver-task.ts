@@ -32,6 +32,7 @@ import type { ChangeRequest, ChangeRequestContent, ForgeClient } from './forge-p
 import { createGitHubForge } from './github-forge.js';
 import { createGitLabForge } from './gitlab-forge.js';
 import { pushTaskBranch } from './push.js';
+import { writeTaskStateCommit } from './task-state-commit.js';
 
 /** What delivery is asked to do: `deliver.*` with the flags laid over it. */
 export type DeliverySettings = Config['deliver'];
@@ -87,16 +88,7 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
         'only a task that ended can be delivered.',
     );
   }
-  const base: DeliveryOutcome = {
-    pushed: false,
-    url: null,
-    error: null,
-    skipped: null,
-    branch: layout.branch,
-    remote: null,
-    sha: null,
-    changeRequest: null,
-  };
+  const base = nothingDelivered(layout.branch);
   const record = async (outcome: DeliveryOutcome): Promise<DeliveryOutcome> => {
     const safe = input.redaction.value(outcome);
     appendDelivery(layout.runDir, { type: 'delivery', outcome: safe }, input.redaction.redact);
@@ -113,6 +105,10 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
     });
   }
   const forgeOverride = namedForgeOf(input.settings, journal?.options?.forge ?? project?.forge);
+  // A task's journal travels with its branch (a follow-up from the remote alone rebuilds the task from it).
+  const stateRef = journal
+    ? await writeTaskStateCommit({ ...input, runDir: layout.runDir, redact: input.redaction.redact })
+    : null;
   const pushed = await pushTaskBranch({
     repoRoot: input.repoRoot,
     taskId: input.taskId,
@@ -121,6 +117,7 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
     forgeOverride,
     leaseFor: (remote) => lastPushedSha(layout.runDir, remote),
     redact: input.redaction.redact,
+    ...(stateRef ? { extraRefs: [stateRef] } : {}),
   });
   if (!pushed.ok) {
     return record({
@@ -148,6 +145,20 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
         taskBase: undefined,
       };
   return record(await requestOutcome(input, evidence, after, pushed.remote, forgeOverride));
+}
+
+/** An outcome before anything was delivered. */
+function nothingDelivered(branch: string): DeliveryOutcome {
+  return {
+    pushed: false,
+    url: null,
+    error: null,
+    skipped: null,
+    branch,
+    remote: null,
+    sha: null,
+    changeRequest: null,
+  };
 }
 
 /** The forge named now, else the one the task was started with (a self-hosted forge's host says nothing). */

@@ -13,6 +13,7 @@ export const auditActionSchema = z.enum([
   'task.answer',
   'task.stop',
   'task.resume',
+  'task.followup',
   'token.create',
   'token.revoke',
   /** A signed forge webhook queued a task (the actor: `github:<login>` or `gitlab:<username>`). */

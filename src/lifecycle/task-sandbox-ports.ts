@@ -13,7 +13,7 @@ import type { TaskGateway } from '../gateway/task-gateway.js';
 import { DockerSandboxProvider, hardCapWanted } from '../sandbox/docker-sandbox-provider.js';
 import { GitTaskWorkspace } from '../workspace/git-task-workspace.js';
 import { SANDBOX_WORKDIR, taskLayout } from '../workspace/layout.js';
-import { defaultScope, mergeScope } from '../workspace/scope/scope.js';
+import { defaultScope, memoryBankScope, mergeScope } from '../workspace/scope/scope.js';
 
 export interface TaskSandboxInput {
   runtime: SandboxRuntime;
@@ -51,7 +51,7 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     repoRoot,
     taskId,
     ...(input.base !== undefined ? { base: input.base } : {}),
-    scope: mergeScope(defaultScope(), config.scope),
+    scope: mergeScope(mergeScope(defaultScope(), memoryBankScope(config.memory.dir)), config.scope),
     dod: config.dod,
     dodSkipped: input.dodSkipped,
     graceMs: config.worker.grace,

@@ -96,6 +96,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
       {
         taskId: input.taskId,
         memory: input.memory.map(({ title, summary }) => ({ title, summary })),
+        ...(input.decisions ? { decisions: input.decisions } : {}),
         ...(input.followup ? { followup: input.followup } : {}),
       },
       { signal: input.signal },
@@ -175,6 +176,7 @@ export class MetaAgentPortAdapter implements MetaAgentPort {
       history: view.history.map(toHistoryEntry),
       patterns: [...view.patterns],
       memory: view.memory.map(({ title, summary }) => ({ title, summary })),
+      ...(view.decisions ? { decisions: view.decisions } : {}),
       ...(lastFacts ? { lastFacts } : {}),
       canResume: view.history.some((run) => run.threadId !== null),
       ...(view.followup ? { followup: view.followup } : {}),

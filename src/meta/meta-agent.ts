@@ -266,6 +266,7 @@ function planSpec(prd: string, context: PlanContext): Omit<CallSpec<'plan_task'>
       taskId: context.taskId,
       prd,
       memory: context.memory,
+      ...(context.decisions ? { decisions: context.decisions } : {}),
       ...(followup ? { followup } : {}),
       request: followup
         ? `This is follow-up ${followup.number} of task ${context.taskId}. Reply with one \`plan_task\` message ` +
@@ -285,6 +286,7 @@ function loopBasics(context: LoopContext) {
     prd: context.prd,
     acceptanceCriteria: context.acceptanceCriteria,
     memory: context.memory,
+    ...(context.decisions ? { decisions: context.decisions } : {}),
     history: context.history,
     ...(context.followup ? { followup: context.followup } : {}),
   };

@@ -76,6 +76,8 @@ export interface PlanContext {
   taskId: string;
   /** Summaries of earlier task notes, most relevant first. */
   memory?: MemoryEntry[];
+  /** The memory bank's section: the team's decisions (summary and files), from the repository. */
+  decisions?: string;
   /** A follow-up: the plan so far is revised with the instruction. */
   followup?: FollowupForPrompt;
 }
@@ -90,6 +92,8 @@ export interface LoopContext {
   patterns: PatternInfo[];
   /** Summaries of earlier task notes, most relevant first. */
   memory?: MemoryEntry[];
+  /** The memory bank's section: the team's decisions (summary and files), from the repository. */
+  decisions?: string;
   /** The facts after the latest worker run, when there are any. */
   lastFacts?: FactsForAssessment;
   /** False when no earlier worker thread can be resumed. Defaults to "some run_worker in history". */

@@ -25,6 +25,8 @@ export interface PromptContextInput {
   prd: string;
   acceptanceCriteria?: AcceptanceCriterion[];
   memory?: MemoryEntry[];
+  /** The memory bank's section (the team's decisions, reviewed files of the repository), shown whole. */
+  decisions?: string;
   history?: HistoryEntry[];
   facts?: FactsForAssessment;
   /** A follow-up: the person's instruction, quoted (and the criteria so far, for the plan's revision). */
@@ -187,6 +189,14 @@ function renderStable(input: PromptContextInput, view: View): string {
   const parts = [`# Task ${input.taskId}`, '', '## PRD', fence(prd, 'markdown')];
   if (input.acceptanceCriteria?.length) {
     parts.push('', '## Acceptance criteria (from the plan)', ...input.acceptanceCriteria.map(criterionLine));
+  }
+  if (input.decisions) {
+    parts.push(
+      '',
+      "## The team's decisions (memory bank)",
+      'Reviewed entries committed in the repository; the worker gets them too. Plan and judge the work within them.',
+      fence(input.decisions, 'markdown'),
+    );
   }
   if (input.followup) parts.push('', renderFollowup(input.followup));
   return parts.join('\n');

@@ -25,6 +25,8 @@ import lockfile from 'proper-lockfile';
 import { userStateFile } from '../config/user-state.js';
 import { EnvironmentError, UserError } from '../errors.js';
 import { STATE_DIR_NAME, wipRef } from '../workspace/layout.js';
+import { taskStateRef } from './remote-task-state.js';
+import { EVIDENCE_NOTES_REF } from '../verify/evidence-note.js';
 import { tryGit, type GitCommandResult } from '../workspace/git/git-command.js';
 import { writeJsonAtomic } from '../workspace/workspace-state.js';
 import { basicAuthConfig, remoteCredential } from './remote-credentials.js';
@@ -188,7 +190,13 @@ export async function prepareRepositoryCache(
       const head = await networkGit(['ls-remote', '--symref', fetchUrl, 'HEAD'], root, network, url, secrets);
       const defaultBranch = /^ref: refs\/heads\/(\S+)\s+HEAD$/m.exec(head)?.[1] ?? null;
       await networkGit(
-        [...FETCH, fetchUrl, '+refs/heads/*:refs/remotes/origin/*', ...wipRefspec(options.taskRefs)],
+        [
+          ...FETCH,
+          fetchUrl,
+          '+refs/heads/*:refs/remotes/origin/*',
+          ...wipRefspec(options.taskRefs),
+          ...(await notesRefspec(root, options.taskRefs)),
+        ],
         root,
         network,
         url,
@@ -223,15 +231,27 @@ export async function prepareRepositoryCache(
 }
 
 /**
- * The fetch of a task's WIP ref as the remote holds it (a task resumed from another node; its branch comes
- * with heads/*). A pattern refspec: a WIP ref the remote does not have is no error.
+ * The fetch of a task's WIP ref and its state (src/remote/remote-task-state.ts) as the remote holds them (a task
+ * resumed from another node, a follow-up from the remote alone; its branch comes with heads/*). Pattern
+ * refspecs: a ref the remote does not have is no error.
  */
 const FETCH = ['fetch', '--quiet', '--prune', '--no-tags', '--no-write-fetch-head'];
 
 function wipRefspec(taskId: string | undefined): string[] {
   if (taskId === undefined) return [];
   const wip = wipRef(taskId);
-  return [`+${wip}*:${wip}*`];
+  const state = taskStateRef(taskId);
+  return [`+${wip}*:${wip}*`, `+${state}*:${state}*`];
+}
+
+/**
+ * The remote's evidence notes, when a task's refs are fetched and this clone has no notes of its own yet: a
+ * task continued here adds its note to them, and pushes them back as a fast-forward.
+ */
+async function notesRefspec(root: string, taskId: string | undefined): Promise<string[]> {
+  if (taskId === undefined) return [];
+  const local = await tryGit(['show-ref', '--verify', '--quiet', EVIDENCE_NOTES_REF], { cwd: root });
+  return local.exitCode === 0 ? [] : [`+${EVIDENCE_NOTES_REF}*:${EVIDENCE_NOTES_REF}*`];
 }
 
 /** The git config that carries a remote URL's credential for host git (a fleet node's push). */

@@ -26,6 +26,7 @@ export const API_ROUTES = [
   { method: 'POST', path: '/api/tasks/:id/answer', role: 'operator', action: 'task.answer' },
   { method: 'POST', path: '/api/tasks/:id/stop', role: 'operator', action: 'task.stop' },
   { method: 'POST', path: '/api/tasks/:id/resume', role: 'operator', action: 'task.resume' },
+  { method: 'POST', path: '/api/tasks/:id/followup', role: 'operator', action: 'task.followup' },
   { method: 'GET', path: '/api/whoami', role: 'viewer' },
   { method: 'GET', path: '/api/openapi.json', role: 'viewer' },
   { method: 'GET', path: '/api/audit', role: 'admin' },

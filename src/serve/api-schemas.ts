@@ -48,6 +48,22 @@ export const resumeSchema = z.strictObject({
     .describe('Configuration overrides for this attempt, as agent-runner.yaml keys'),
 });
 
+/** `POST /api/tasks/{id}/followup`: an ended task continued on its branch with a person's instruction. */
+export const followupSchema = z.strictObject({
+  message: z
+    .string()
+    .min(1)
+    .max(100_000)
+    .describe("The person's instruction, quoted to the Meta-agent (never configuration)"),
+  pr: z.boolean().optional().describe('Push the branch, then update the same pull/merge request'),
+  modelScript: z.string().min(1).optional().describe('A scripted model for this follow-up (the demo)'),
+  config: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('Configuration overrides for this follow-up, as agent-runner.yaml keys'),
+});
+export type FollowupRequest = z.infer<typeof followupSchema>;
+
 export const answerSchema = z.strictObject({
   text: z.string().min(1).max(100_000).describe("The answer to the task's question"),
 });

@@ -6,7 +6,8 @@
  * Nothing is lost with the node: after every worker run (the journal's `facts`, `preserved` and
  * `task_finished` events) the task branch and its WIP ref are pushed from the host to the remote. A task
  * another node ran before is resumed here: its branch and WIP ref fetched from the remote, its journal
- * rebuilt from the database's copy, then the board's resume (the path `agent-runner resume` takes).
+ * rebuilt from the database's copy, then the board's resume (the path `agent-runner resume` takes), or its
+ * follow-up when one was queued for the ended task (`POST /api/tasks/{id}/followup` on any node).
  */
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -72,15 +73,7 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     if (resumed) {
       // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
       if (pushed !== null) await tryGit(['update-ref', branchRef, pushed], { cwd: cached.root });
-      const finished = await board.resume(task.taskId).then(
-        () => null,
-        async (error: unknown) => {
-          // The node died after the task's end but before the database heard of it: the journal has the end.
-          const end = await board.get(task.taskId);
-          if (end?.state) return { state: end.state, exitCode: end.exitCode ?? null };
-          throw error;
-        },
-      );
+      const finished = await this.continueTask(board, task);
       if (finished !== null) return finished;
     } else {
       // The base as a commit: the cache is bare-like, its branches are the remote's, fetched now.
@@ -124,6 +117,25 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       exitCode: end?.exitCode ?? null,
       reason: end?.error ?? end?.reason ?? null,
     };
+  }
+
+  /**
+   * The resume path of a task another node ran (null: it runs now), or its follow-up when it ended and one was
+   * queued; a follow-up whose node died is resumed, not begun again.
+   */
+  private async continueTask(board: TaskBoard, task: FleetTask): Promise<FleetTaskEnd | null> {
+    const ended = (await board.get(task.taskId))?.status === 'finished';
+    const next =
+      task.followup && ended ? board.followup(task.taskId, task.followup) : board.resume(task.taskId);
+    return next.then(
+      () => null,
+      async (error: unknown) => {
+        // The node died after the task's end but before the database heard of it: the journal has the end.
+        const end = await board.get(task.taskId);
+        if (end?.state) return { state: end.state, exitCode: end.exitCode ?? null };
+        throw error;
+      },
+    );
   }
 
   async abandon(taskId: string): Promise<void> {

@@ -6,20 +6,20 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { UserError } from '../errors.js';
-import type { TaskRequest } from '../control/task-requests.js';
 import type { Redaction } from '../notes/redact.js';
 import { PACKAGE_ROOT } from '../version.js';
 import type { AuditLog } from '../identity/audit-entry.js';
 import { TokenAuthenticator } from '../identity/authenticate.js';
 import type { TokenStore } from '../identity/token-store.js';
 import { apiError, body, named } from './api-answers.js';
-import { authenticate, remoteAddress, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
+import { authenticate, route, type ApiApp, type ApiEnv, type AuditSinks } from './api-auth.js';
 import { registerAdminRoutes } from './admin-routes.js';
-import { answerSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
+import { startTaskSchema } from './api-schemas.js';
 import { openApiDocument } from './openapi.js';
 import { registerEvents, type FleetTaskSource } from './event-routes.js';
+import { registerTaskActions, type EnqueueFollowup } from './task-action-routes.js';
 import { registerTaskList, type FleetTaskList } from './task-list-route.js';
 export type { FleetTaskSource } from './event-routes.js';
 import { RequestFieldError } from './repository-path.js';
@@ -67,89 +67,6 @@ function registerWebView(app: ApiApp): void {
       if (content === null) return c.text(`${file} is missing: run npm run build`, 500);
       return c.body(content, 200, { 'content-type': type, 'cache-control': 'no-cache' });
     });
-}
-
-/**
- * A stop or an answer for a task this server does not run but the fleet does: written for its node (202), 409
- * when it is queued or ended, null when the fleet has no such task (the local answer follows).
- */
-async function fleetRequest(
-  c: Context<ApiEnv>,
-  fleet: FleetTaskSource | undefined,
-  taskId: string,
-  request: TaskRequest,
-  sinks: AuditSinks,
-): Promise<Response | null> {
-  if (fleet?.request === undefined) return null;
-  // Who asked goes with the request: the node that runs the task writes it into the task's journal.
-  const node = sinks.node?.();
-  const by = { actor: c.get('actor'), from: remoteAddress(c), ...(node !== undefined ? { node } : {}) };
-  const result = await fleet.request(taskId, { ...request, by });
-  if (!result.written)
-    return result.reason === 'not_found'
-      ? null
-      : apiError(
-          c,
-          409,
-          'not_running',
-          result.state === 'QUEUED'
-            ? `Task ${taskId} is queued: it runs on no node yet. Stop or answer it once a node has taken it.`
-            : `Task ${taskId} has ended (${result.state}): it has no question waiting and nothing to stop.`,
-        );
-  return request.kind === 'stop'
-    ? c.json({ taskId, stop: 'requested', node: result.nodeId }, 202)
-    : c.json({ taskId, answered: true, node: result.nodeId }, 202);
-}
-
-/** What a client does to a task: stop it, resume it, answer its question (here, or on the node that runs it). */
-function registerTaskActions(
-  app: ApiApp,
-  board: TaskBoard,
-  fleet: FleetTaskSource | undefined,
-  sinks: AuditSinks,
-): void {
-  route(app, 'POST /api/tasks/:id/stop', sinks, async (c) => {
-    const task = named(c);
-    if ('answer' in task) return task.answer;
-    if (!board.isServed(task.taskId)) {
-      const requested = await fleetRequest(c, fleet, task.taskId, { kind: 'stop' }, sinks);
-      if (requested !== null) return requested;
-    }
-    if ((await board.get(task.taskId)) === null)
-      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
-    return c.json({ taskId: task.taskId, stop: board.stop(task.taskId) }, 202);
-  });
-
-  route(app, 'POST /api/tasks/:id/resume', sinks, async (c) => {
-    const task = named(c);
-    if ('answer' in task) return task.answer;
-    const checked = await body(c, resumeSchema, {});
-    if ('answer' in checked) return checked.answer;
-    // The board answers an unknown task (404), and a pure node every resume (400 `repository_invalid`).
-    const { config, modelScript } = checked.value;
-    return c.json({ taskId: await board.resume(task.taskId, config ?? {}, modelScript) }, 202);
-  });
-
-  route(app, 'POST /api/tasks/:id/answer', sinks, async (c) => {
-    const task = named(c);
-    if ('answer' in task) return task.answer;
-    const checked = await body(c, answerSchema);
-    if ('answer' in checked) return checked.answer;
-    if (!board.isServed(task.taskId)) {
-      const requested = await fleetRequest(
-        c,
-        fleet,
-        task.taskId,
-        { kind: 'answer', text: checked.value.text },
-        sinks,
-      );
-      if (requested !== null) return requested;
-    }
-    if ((await board.get(task.taskId)) === null)
-      return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
-    board.answer(task.taskId, checked.value.text);
-    return c.json({ taskId: task.taskId, answered: true }, 202);
-  });
 }
 
 /** Starting a task: here, or (a body naming `repo`, on a node of a fleet) queued on the fleet. */
@@ -207,6 +124,8 @@ export interface ApiOptions {
   fleetTask?: FleetTaskSource;
   /** The forges' webhooks (a webhook secret is configured): how deliveries are checked and queued. */
   webhooks?: WebhookOptions;
+  /** A node of a fleet: a follow-up of a task of the fleet is queued there. */
+  enqueueFollowup?: EnqueueFollowup;
 }
 
 export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
@@ -246,7 +165,7 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
   registerTaskList(app, board, { redaction: options.redaction, sinks, fleetTasks: options.fleetTasks });
   registerStart(app, board, options.enqueue, sinks);
   registerDetail(app, board, { ...options, sinks });
-  registerTaskActions(app, board, options.fleetTask, sinks);
+  registerTaskActions(app, board, options.fleetTask, sinks, options.enqueueFollowup);
   registerEvents(app, board, { ...options, sinks });
 
   route(app, 'GET /api/tasks/:id/diff', sinks, async (c) => {

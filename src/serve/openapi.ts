@@ -7,7 +7,13 @@ import * as z from 'zod';
 import { ROLES } from '../identity/roles.js';
 import { VERSION } from '../version.js';
 import { API_ROUTES, openApiPath, type ApiRouteKey } from './api-routes.js';
-import { answerSchema, createTokenSchema, resumeSchema, startTaskSchema } from './api-schemas.js';
+import {
+  answerSchema,
+  createTokenSchema,
+  followupSchema,
+  resumeSchema,
+  startTaskSchema,
+} from './api-schemas.js';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from './task-list-query.js';
 
 const json = (schema: z.ZodType) => ({
@@ -173,6 +179,24 @@ const OPERATIONS: Record<ApiRouteKey, Operation> = {
       '400': {
         description:
           'A bad body or task id (the field is named); `repository_invalid` on a pure node of a fleet (no repository: it resumes no task, whatever the id)',
+        content: errorBody,
+      },
+    },
+  },
+  'POST /api/tasks/:id/followup': {
+    summary:
+      "Continue an ended task (COMPLETE, NEEDS_REVIEW or FAILED) on its branch with a person's instruction, as `agent-runner followup`; every criterion is checked again; `pr`: the same pull/merge request updated once it ends",
+    parameters: [taskId],
+    requestBody: { required: true, content: json(followupSchema) },
+    responses: {
+      '202': {
+        description:
+          '{"taskId": ..., "followup": true}; on a node of a fleet, for a task of the fleet: also "queued": true',
+      },
+      ...errors,
+      '400': {
+        description:
+          'A bad body or task id (the field is named); a task that runs, or one that cannot be followed up (`usage`, with why); on a fleet, a task the fleet has not ended',
         content: errorBody,
       },
     },

@@ -6,20 +6,20 @@
  */
 import path from 'node:path';
 import type { App } from '../app.js';
-import { newTaskSpec } from '../compose/new-task-spec.js';
-import { resumeTaskSpec } from '../compose/resume-task-spec.js';
 import type { TaskSpec } from '../compose/task-spec.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { UserError } from '../errors.js';
 import { JournalTailCache } from '../lifecycle/journal-tail-cache.js';
 import { hasTaskFiles, readTask } from '../lifecycle/task-inventory.js';
-import { checkClientInputs, writePrdText } from './client-inputs.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
 import { assertValidTaskId, taskLayout } from '../workspace/layout.js';
 import type { AuditEntry } from '../identity/audit-entry.js';
 import { TaskAuditJournal } from './task-audit-journal.js';
 import { taskDiff } from './task-diff.js';
-import type { StartTaskRequest } from './api-schemas.js';
+import type { FollowupRequest, StartTaskRequest } from './api-schemas.js';
+import { RunSlots } from './run-slots.js';
+import { followupSpec, resumeSpec, startSpec, type BoardSpecContext } from './board-specs.js';
+import type { Redaction } from '../notes/redact.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 export { NotServedError } from './board-errors.js';
 import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
@@ -40,8 +40,7 @@ export class TaskBoard {
   private readonly journals = new JournalTailCache();
   private readonly index: TaskListIndex;
   /** Tasks of this server running now, and the queued ones' wake-ups, oldest first. */
-  private runningNow = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly slots: RunSlots;
   private readonly audits: TaskAuditJournal;
 
   constructor(
@@ -56,6 +55,7 @@ export class TaskBoard {
       now?: () => Date;
     } = {},
   ) {
+    this.slots = new RunSlots(options.maxRunning);
     this.index = new TaskListIndex(repoRoot, this.journals);
     this.audits = new TaskAuditJournal(
       (taskId) => this.journalFile(taskId),
@@ -75,20 +75,7 @@ export class TaskBoard {
         throw new UserError('usage', `Task ${request.taskId} is already running on this server.`);
     }
     // Everything the client names is a file of the repository (not one scope.exclude keeps out) before it is read.
-    const { prd: named, modelScript, overrides } = await checkClientInputs(this.repoRoot, this.env, request);
-    // A PRD given as text is written to a file and read back with the CLI's checks (empty, binary, size).
-    const prdPath = named?.path ?? (await writePrdText(this.repoRoot, request.prd ?? '', this.now()));
-    const spec = await newTaskSpec({
-      repoRoot: this.repoRoot,
-      prdPath,
-      ...(named ? { prd: named.text } : {}),
-      env: this.env,
-      overrides,
-      ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
-      ...(request.base !== undefined ? { base: request.base } : {}),
-      ...(this.scriptOf(modelScript) ? { models: { script: this.scriptOf(modelScript) as string } } : {}),
-      skipDod: Boolean(request.skipDod),
-    });
+    const spec = await startSpec(this.specContext(), request);
     this.launch(spec, {});
     return spec.taskId;
   }
@@ -107,25 +94,37 @@ export class TaskBoard {
     if (current === null) throw new TaskNotFoundError(taskId);
     if (this.isLive(taskId, current.status))
       throw new UserError('usage', `Task ${taskId} is running; it can be resumed once it has stopped.`);
-    const checked = await checkClientInputs(this.repoRoot, this.env, {
-      config: overrides,
-      ...(modelScript !== undefined ? { modelScript } : {}),
-    });
-    const script = this.scriptOf(checked.modelScript);
-    const { spec, projectOptions } = await resumeTaskSpec({
-      repoRoot: this.repoRoot,
-      taskId,
-      cwd: this.repoRoot,
-      env: this.env,
-      overrides: checked.overrides,
-      ...(script ? { modelScript: script } : {}),
-    });
+    const { spec, projectOptions } = await resumeSpec(this.specContext(), taskId, overrides, modelScript);
     this.launch(spec, projectOptions);
     return taskId;
   }
 
-  /** Runs a task in this process, with its stop switch and its question. */
-  private launch(spec: TaskSpec, projectOptions: ProjectOptions): void {
+  /**
+   * Continues an ended task on its branch with a person's instruction, as `agent-runner followup` does; with
+   * `pr`, delivered once it ends (the same pull/merge request). Returns its id at once.
+   */
+  async followup(taskId: string, request: FollowupRequest): Promise<string> {
+    assertValidTaskId(taskId);
+    const current = await this.get(taskId);
+    if (current === null) throw new TaskNotFoundError(taskId);
+    if (this.isLive(taskId, current.status))
+      throw new UserError('usage', `Task ${taskId} is running; it can be followed up once it has ended.`);
+    const spec = await followupSpec(this.specContext(), taskId, request);
+    this.launch(spec, {}, request.pr === true);
+    return taskId;
+  }
+
+  private specContext(): BoardSpecContext {
+    return {
+      repoRoot: this.repoRoot,
+      env: this.env,
+      now: () => this.now(),
+      ...(this.options.modelScript ? { modelScript: this.options.modelScript } : {}),
+    };
+  }
+
+  /** Runs a task in this process, with its stop switch and its question; `deliver`: delivered once it ends. */
+  private launch(spec: TaskSpec, projectOptions: ProjectOptions, deliver = false): void {
     const task: RunningTask = {
       startedAt: this.now().toISOString(),
       stop: new AbortController(),
@@ -138,23 +137,25 @@ export class TaskBoard {
     };
     this.running.set(spec.taskId, task);
     this.audits.launching(spec.taskId);
-    task.done = this.slot(task).then(() => this.runNow(spec, projectOptions, task));
+    task.done = this.slot(task).then(() => this.runNow(spec, projectOptions, task, deliver));
   }
 
   /** Waits for a free slot (at most `maxRunning` tasks at once, in the order they were started). */
   private async slot(task: RunningTask): Promise<void> {
-    const max = this.options.maxRunning ?? Number.POSITIVE_INFINITY;
-    while (this.runningNow >= max && !task.stop.signal.aborted)
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.runningNow += 1;
+    await this.slots.take(task.stop.signal);
     task.queued = false;
   }
 
-  private async runNow(spec: TaskSpec, projectOptions: ProjectOptions, task: RunningTask): Promise<void> {
+  private async runNow(
+    spec: TaskSpec,
+    projectOptions: ProjectOptions,
+    task: RunningTask,
+    deliver: boolean,
+  ): Promise<void> {
     if (task.stop.signal.aborted) {
       task.error = 'stopped before it started (it was queued)';
       this.audits.ended(spec.taskId);
-      this.release();
+      this.slots.release();
       this.forget(spec.taskId, task);
       return;
     }
@@ -181,7 +182,8 @@ export class TaskBoard {
         projectOptions,
       )
       .then(
-        (summary) => {
+        async (summary) => {
+          if (deliver) await deliverEnded(spec, this.env, this.app.host.redaction);
           task.summary = summary;
         },
         (error: unknown) => {
@@ -189,7 +191,7 @@ export class TaskBoard {
         },
       );
     this.audits.ended(spec.taskId);
-    this.release();
+    this.slots.release();
     this.forget(spec.taskId, task);
   }
 
@@ -227,22 +229,13 @@ export class TaskBoard {
     return this.running.size;
   }
 
-  private wakeQueued(): void {
-    for (const wake of this.waiting.splice(0)) wake();
-  }
-
-  private release(): void {
-    this.runningNow -= 1;
-    this.waiting.shift()?.();
-  }
-
   /** Stops a task this server runs, as Ctrl-C does (its work saved, its note written); a second stop hurries. */
   stop(taskId: string): 'stopping' | 'hurrying' {
     const task = this.served(taskId);
     if (!task.stop.signal.aborted) {
       task.stop.abort();
       // A queued task leaves the queue at once (it ends without starting).
-      if (task.queued) this.wakeQueued();
+      if (task.queued) this.slots.wakeAll();
       // Nobody will answer a question now: the task goes on to its note.
       task.question?.answer(null);
       return 'stopping';
@@ -374,11 +367,6 @@ export class TaskBoard {
     await Promise.all([...this.running.values()].map((task) => task.done));
   }
 
-  /** The scripted model a task uses: its own (checked, real path), else the server's, else none. */
-  private scriptOf(given: string | undefined): string | undefined {
-    return given ?? this.options.modelScript;
-  }
-
   private served(taskId: string): RunningTask {
     assertValidTaskId(taskId);
     const task = this.running.get(taskId);
@@ -392,4 +380,16 @@ export class TaskBoard {
       );
     throw new NotServedError(taskId);
   }
+}
+
+/** Delivers a task that ended (push, then the pull/merge request); its outcome is in the delivery record. */
+async function deliverEnded(spec: TaskSpec, env: NodeJS.ProcessEnv, redaction: Redaction): Promise<void> {
+  const { deliverTask } = await import('../deliver/deliver-task.js');
+  await deliverTask({
+    repoRoot: spec.repoRoot,
+    taskId: spec.taskId,
+    settings: spec.config.deliver,
+    env,
+    redaction,
+  }).catch(() => undefined);
 }

@@ -80,7 +80,7 @@ export async function changeRequestTarget(
   env: NodeJS.ProcessEnv,
   access: ChangeRequestAccess,
 ): Promise<VerifyTarget> {
-  const proposed = await readRequest(request, env, access);
+  const proposed = await readChangeRequest(request, env, access);
   const notices: string[] = [];
   const remoteName = await remoteFor(repoRoot, request.repository, access.remote ?? 'origin', notices);
   const headRef =
@@ -107,7 +107,7 @@ export async function changeRequestTarget(
 }
 
 /** The request as the forge's API describes it; a failure in words with its fix. */
-async function readRequest(
+export async function readChangeRequest(
   request: ChangeRequestUrl,
   env: NodeJS.ProcessEnv,
   access: ChangeRequestAccess,

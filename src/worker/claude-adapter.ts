@@ -8,6 +8,7 @@
  * the session; the run's session id is chosen up front (`--session-id`). Nonessential traffic (telemetry,
  * error reports, the auto-updater) is switched off, and its side-call model is pinned to the task's model.
  */
+import { instructionsFilePath } from './instructions-file.js';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -84,6 +85,7 @@ export class ClaudeWorkerAdapter implements WorkerAdapter {
   run(request: WorkerRunRequest): Promise<WorkerRunResult> {
     const sessionId = runSession('claude', request);
     return runStreamingCli(this.runtime, request, {
+      instructionsFile: instructionsFilePath('claude', this.options.home),
       worker: 'claude',
       argv: buildClaudeArgv({
         mode: request.mode,

@@ -3,6 +3,7 @@
  * stream parsed line by line, every stray process of the run ended before the host looks at anything, then
  * the stream's summary joined with how the process ended.
  */
+import { withInstructionsFile } from './instructions-file.js';
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -44,6 +45,8 @@ export interface CliRun {
   env: Record<string, string>;
   workdir: string;
   parser: StreamParser;
+  /** The CLI's global instructions file in the sandbox ({@link instructionsFilePath}): the memory bank's place. */
+  instructionsFile: string;
   /** The session the run continues or creates, when the CLI was given it (kept if the stream never says). */
   sessionId: string;
 }
@@ -61,9 +64,10 @@ export async function runStreamingCli(
   run: CliRun,
 ): Promise<WorkerRunResult> {
   await mkdir(request.runDir, { recursive: true });
-  const exec = await runtime.exec(request.sandboxId, run.argv, {
+  const command = withInstructionsFile(run, run.instructionsFile, request.instructions);
+  const exec = await runtime.exec(request.sandboxId, command.argv, {
     workdir: run.workdir,
-    env: run.env,
+    env: command.env,
     timeoutMs: request.timeoutMs,
     graceMs: request.graceMs,
     stdoutPath: path.join(request.runDir, `${run.worker}.jsonl`),

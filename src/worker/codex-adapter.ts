@@ -5,6 +5,7 @@
  * provider given with `-c`, whose key comes from an environment variable of the container: the caller decides
  * its value (the real key now, a per-task gateway token later).
  */
+import { instructionsFilePath, withInstructionsFile } from './instructions-file.js';
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -186,9 +187,14 @@ export class CodexWorkerAdapter implements WorkerAdapter {
       extraArgs: this.options.extraArgs,
     });
     const parser = new CodexEventParser(request.onEvent);
-    const exec = await this.runtime.exec(request.sandboxId, argv, {
+    const command = withInstructionsFile(
+      { argv, env: { CODEX_HOME: this.options.codexHome } },
+      instructionsFilePath('codex', this.options.codexHome),
+      request.instructions,
+    );
+    const exec = await this.runtime.exec(request.sandboxId, command.argv, {
       workdir: this.workdir,
-      env: { CODEX_HOME: this.options.codexHome },
+      env: command.env,
       timeoutMs: request.timeoutMs,
       graceMs: request.graceMs,
       stdoutPath: path.join(request.runDir, CODEX_JSONL_FILE),

@@ -9,6 +9,7 @@
  * its own; its state (sessions) lives in `GEMINI_CLI_HOME`, a directory of the task's worker home kept between
  * runs, so `--resume` finds the session chosen up front with `--session-id`.
  */
+import { instructionsFilePath } from './instructions-file.js';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -76,6 +77,7 @@ export class GeminiWorkerAdapter implements WorkerAdapter {
   run(request: WorkerRunRequest): Promise<WorkerRunResult> {
     const sessionId = runSession('gemini', request);
     return runStreamingCli(this.runtime, request, {
+      instructionsFile: instructionsFilePath('gemini', this.options.home),
       worker: 'gemini',
       argv: buildGeminiArgv({
         mode: request.mode,

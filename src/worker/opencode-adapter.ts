@@ -11,6 +11,7 @@
  * directory of the task's worker home kept between runs; a session's id cannot be chosen up front, so it is
  * read from the stream and `resume` passes it to `--session`.
  */
+import { instructionsFilePath } from './instructions-file.js';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -124,6 +125,7 @@ export class OpenCodeWorkerAdapter implements WorkerAdapter {
     });
     const parser = new OpenCodeEventParser(request.onEvent);
     return runStreamingCli(this.runtime, request, {
+      instructionsFile: instructionsFilePath('opencode', this.options.home),
       worker: 'opencode',
       // Its HOME (a directory of the worker home) must exist before it starts, with the image's pre-installed
       // plugin package in its config directory (else it installs it from the npm registry); the argv stays argv.

@@ -9,6 +9,7 @@
  * with `--session-id`. Usage statistics are off (the variable and the image's read-only system settings, which
  * also switch off auto-update).
  */
+import { instructionsFilePath } from './instructions-file.js';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -77,6 +78,7 @@ export class QwenWorkerAdapter implements WorkerAdapter {
   run(request: WorkerRunRequest): Promise<WorkerRunResult> {
     const sessionId = runSession('qwen', request);
     return runStreamingCli(this.runtime, request, {
+      instructionsFile: instructionsFilePath('qwen', this.options.home),
       worker: 'qwen',
       // Its HOME (a directory of the worker home) must exist before it starts; the argv stays argv.
       argv: [

@@ -55,6 +55,12 @@ export interface WorkerKind {
   defaults: { baseUrl?: string; apiKeyEnv?: string; model?: string };
   /** The binary's name in the image. */
   binary: string;
+  /**
+   * The global instructions file the CLI reads on every run, relative to its state directory in the sandbox
+   * (codex: CODEX_HOME; claude: CLAUDE_CONFIG_DIR; gemini: GEMINI_CLI_HOME; qwen, opencode: HOME): where the
+   * memory bank reaches it. The CLI reads it besides the project's own file of the same name.
+   */
+  instructionsFile: string;
 }
 
 export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
@@ -70,6 +76,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     defaultVersion: '0.169.0',
     defaults: {},
     binary: 'codex',
+    instructionsFile: 'AGENTS.md',
   },
   claude: {
     type: 'claude',
@@ -87,6 +94,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
       model: 'claude-sonnet-4-5',
     },
     binary: 'claude',
+    instructionsFile: 'CLAUDE.md',
   },
   gemini: {
     type: 'gemini',
@@ -108,6 +116,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
       model: 'gemini-2.5-pro',
     },
     binary: 'gemini',
+    instructionsFile: '.gemini/GEMINI.md',
   },
   qwen: {
     type: 'qwen',
@@ -122,6 +131,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     // Like codex, an OpenAI-style API: the Meta-agent's endpoint, key and model unless configured.
     defaults: {},
     binary: 'qwen',
+    instructionsFile: '.qwen/QWEN.md',
   },
   opencode: {
     type: 'opencode',
@@ -136,6 +146,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     defaultVersion: '1.18.33',
     defaults: {},
     binary: 'opencode',
+    instructionsFile: '.config/opencode/AGENTS.md',
   },
 };
 

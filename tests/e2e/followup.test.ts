@@ -5,6 +5,7 @@
  * its session and commits once more, every criterion is checked again on the new head, and the note tells the
  * follow-up with the criteria before and after. One first run serves every assertion.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -230,5 +231,144 @@ describe('followup (end to end)', () => {
     const resumed = await cli(repo.root, ['resume', id]);
     expect(resumed.result.exitCode).toBe(2);
     expect(resumed.result.stderr).toContain(`agent-runner followup ${id} --message TEXT`);
+
+    // The delivery pushed the task's state beside the branch; a machine with only the remote continues from it.
+    const stateRef = `refs/agent-runner/tasks/${id}`;
+    const pushedState = await remote.ref('acme/app', stateRef);
+    expect(pushedState).not.toBeNull();
+    await followupFromRemoteAlone({ id, remote, github, config, previousHead: summary.headSha });
   });
 });
+
+const AC3 = {
+  id: 'AC-3',
+  description: 'SLUG.md explains slugify',
+  check: { kind: 'command', command: 'grep -q slugify SLUG.md' },
+};
+const INSTRUCTION_2 = 'Document slugify in SLUG.md.';
+
+/** Every object of a bare repository, as text: what a probe for a leaked secret searches. */
+function objectsOf(bare: string): string {
+  return execFileSync('git', ['cat-file', '--batch-all-objects', '--batch'], {
+    cwd: bare,
+    encoding: 'latin1',
+    maxBuffer: 256 * 1024 * 1024,
+  });
+}
+
+/**
+ * Follow-up 2 from a directory in no repository, with a state directory of its own (a CI runner): only the pull
+ * request's URL and the remote. The task is rebuilt from the remote's state, the worker starts a new session
+ * (none is on this machine), every criterion is checked again, the same request is updated, and the state pushed
+ * again holds no secret.
+ */
+async function followupFromRemoteAlone(input: {
+  id: string;
+  remote: GitHttpRemote;
+  github: ScriptedGitHubServer;
+  config: string;
+  previousHead: string;
+}): Promise<void> {
+  const { id, remote, github } = input;
+  const fresh = mkdtempSync(path.join(tmpdir(), 'ar-followup-fresh-'));
+  onTestFinished(() => rmSync(fresh, { recursive: true, force: true }));
+  const env = scriptedRunEnv(models, KEY, { GH_TOKEN: TOKEN, XDG_STATE_HOME: path.join(fresh, 'state') });
+  const where = { cwd: fresh, env };
+  const url = remote.url('acme/app');
+
+  // A task the remote does not have: one error with the fix, exit 2, before any model call.
+  const chatBefore = models.chat.requests.length;
+  const unknown = await runCliCaptured(
+    ['followup', 'no-such-task', '--repo', url, '--forge', 'github', '--message', 'x'],
+    where,
+  );
+  expect(unknown.exitCode).toBe(2);
+  expect(unknown.stderr).toMatch(
+    /has no task no-such-task to follow up: no branch agent-runner\/no-such-task/,
+  );
+  expect(models.chat.requests.length).toBe(chatBefore);
+
+  // GitHub names the request's head commit: the branch's, as the last delivery left it.
+  github.setHead(1, { sha: input.previousHead });
+  const responsesBefore = models.responses.responseRequests().length;
+  models.chat.push(
+    { reply: planReply(id, [AC3]) },
+    // No worker session is on this machine: the Meta-agent may only start a new one (exec).
+    { reply: runWorkerReply('Write SLUG.md explaining slugify; commit.') },
+    { reply: assessmentReply(true, ['AC-1', 'AC-2', 'AC-3'], 'All hold.') },
+  );
+  models.responses.enqueue(
+    ...codexTurn(
+      [
+        writeFileCommand('SLUG.md', 'slugify: lower-case words joined with -\n'),
+        'git add SLUG.md',
+        'git commit -q -m "Document slugify"',
+      ],
+      'Documented.',
+    ),
+  );
+  const result = await runCliCaptured(
+    [
+      'followup',
+      'https://github.test/acme/app/pull/1',
+      '--repo',
+      url,
+      '--message',
+      INSTRUCTION_2,
+      '--pr',
+      '--config',
+      input.config,
+      '--json',
+    ],
+    where,
+  );
+  const events = jsonEvents(result.stdout);
+  expect(events.length, result.stderr).toBeGreaterThan(0);
+  const summary = events.at(-1) as unknown as Summary & { cache: string };
+  onTestFinished(async () => expect(await taskContainers(id, summary.cache)).toEqual([]));
+  expect(summary.state, `${result.stderr}\n${JSON.stringify(events.at(-1)).slice(0, 2000)}`).toBe('COMPLETE');
+  expect(result.exitCode).toBe(0);
+
+  // The Meta-agent saw the task's history from the remote: the PRD, follow-up 1's criteria as held, the instruction.
+  const prompt = (models.chat.requests[chatBefore]!.body.messages ?? [])
+    .map((message) => message.content)
+    .join('\n');
+  expect(prompt).toContain('Add `slugify(text)` in slug.js');
+  expect(prompt).toMatch(/- AC-2 \(functional, critical\): slugify drops punctuation .* — HELD/);
+  expect(prompt).toContain("## Follow-up 2: the person's instruction");
+  expect(summary.followup).toMatchObject({ number: 2, fromSha: input.previousHead, earlier: { runs: 2 } });
+  // The worker started a new session: nothing of the first machine's session reached the model.
+  expect(events.find((event) => event.type === 'worker_started' && event.run === 3)).toMatchObject({
+    mode: 'exec',
+  });
+  const firstWorkerRequest = JSON.stringify(models.responses.responseRequests()[responsesBefore]!.body);
+  expect(firstWorkerRequest).not.toContain('Committed slugify.');
+  const last = events.filter((event) => event.type === 'criteria_checks').at(-1) as unknown as {
+    results: { criterionId: string; status: string }[];
+  };
+  expect(last.results.map((check) => [check.criterionId, check.status])).toEqual([
+    ['AC-1', 'passed'],
+    ['AC-2', 'passed'],
+    ['AC-3', 'passed'],
+  ]);
+
+  // The same branch and request, updated from here; the state pushed again, with follow-up 2 in it.
+  expect(await remote.ref('acme/app', `agent-runner/${id}`)).toBe(summary.headSha);
+  expect(await remote.ref('acme/app', `agent-runner/${id}^`)).toBe(input.previousHead);
+  expect(summary.delivery).toMatchObject({ url: 'https://github.test/acme/app/pull/1', error: null });
+  expect(github.pulls.size).toBe(1);
+  expect((github.pulls.get(1) as { body: string }).body).toContain('## Follow-up 2');
+  const bare = remote.path('acme/app');
+  const state = execFileSync('git', ['show', `refs/agent-runner/tasks/${id}:events.jsonl`], {
+    cwd: bare,
+    encoding: 'utf8',
+  });
+  expect(state).toContain('"type":"followup_started"');
+  expect(state).toContain(INSTRUCTION_2);
+  // The probe sees what the state holds (the PRD's text), and no object of the remote holds the key or the token.
+  const objects = objectsOf(bare);
+  expect(objects).toContain('Add `slugify(text)` in slug.js');
+  expect(objects).not.toContain(KEY);
+  expect(objects).not.toContain(TOKEN);
+  expect(`${result.stdout}${result.stderr}`).not.toContain(TOKEN);
+}

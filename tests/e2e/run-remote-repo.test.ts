@@ -170,6 +170,15 @@ describe('run --repo (end to end)', () => {
   it('a file:// remote: COMPLETE, the task branch in the cache, the note where the output says', async () => {
     const source = createNodeRepo();
     onTestFinished(source.remove);
+    // A memory bank entry committed on the remote reaches the worker (the cache's base commit is read).
+    const entryText = `REMOTE-ENTRY-${FILE_STARTED}: errors are JSON.`;
+    mkdirSync(path.join(source.root, '.agent-runner', 'memory'), { recursive: true });
+    writeFileSync(
+      path.join(source.root, '.agent-runner/memory/0001-json-errors.md'),
+      `---\ntitle: JSON errors\nstatus: active\nsource: person\ncreated: 2026-11-01T00:00:00Z\n---\n\n${entryText}\n`,
+    );
+    git(source.root, 'add', '-f', '.agent-runner/memory/0001-json-errors.md');
+    git(source.root, '-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-q', '-m', 'Memory bank');
     const bare = path.join(tempDir('ar-remote-bare-'), 'app.git');
     execFileSync('git', ['clone', '-q', '--bare', source.root, bare]);
     const url = `file://${bare}`;
@@ -180,6 +189,12 @@ describe('run --repo (end to end)', () => {
     expect(result.exitCode).toBe(0);
     expect(existsSync(summary.notePath)).toBe(true);
     expect(summary.notePath.startsWith(summary.cache)).toBe(true);
+    const workerRequest = models.responses
+      .responseRequests()
+      .map((seen) => JSON.stringify(seen.body))
+      .find((body) => body.includes('remote-file-1'));
+    expect(workerRequest).toContain(entryText);
+    expect(workerRequest).toContain('.agent-runner/memory/0001-json-errors.md');
     expect(git(summary.cache, 'rev-parse', '--verify', 'refs/heads/agent-runner/remote-file-1')).toMatch(
       /^[0-9a-f]{40}$/,
     );

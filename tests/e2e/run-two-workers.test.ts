@@ -5,7 +5,7 @@
  * (Responses for codex, Anthropic Messages for claude, the Gemini API for gemini) behind the gateway. (The demo with
  * one of them as the only worker: tests/e2e/only-worker-*.test.ts.)
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
@@ -24,6 +24,38 @@ import {
 import { git } from '../support/task-repo.js';
 import { noContainerLeft } from '../support/only-worker-demo.js';
 
+const FORGED = 'FORGED-BY-CODEX';
+const ACTIVE = 'MEMORY-ACTIVE-DECISION: slugs use hyphens only.';
+const ARCHIVED = 'MEMORY-ARCHIVED-DECISION: slugs used underscores.';
+const PROJECT_AGENTS = 'PROJECT-AGENTS-TEXT: run npm test before committing.';
+const PROJECT_CLAUDE = 'PROJECT-CLAUDE-TEXT: keep functions small.';
+
+/** The project's own instructions files and two memory bank entries (one archived), committed on main. */
+function commitMemoryBank(repo: string): void {
+  const entry = (title: string, status: string, body: string) =>
+    `---\ntitle: ${title}\nstatus: ${status}\nsource: person\ncreated: 2026-11-01T00:00:00Z\n---\n\n${body}\n`;
+  mkdirSync(path.join(repo, '.agent-runner', 'memory'), { recursive: true });
+  writeFileSync(path.join(repo, '.agent-runner/memory/0001-hyphens.md'), entry('Hyphens', 'active', ACTIVE));
+  writeFileSync(
+    path.join(repo, '.agent-runner/memory/0002-underscores.md'),
+    entry('Underscores', 'archived', ARCHIVED),
+  );
+  writeFileSync(path.join(repo, 'AGENTS.md'), `${PROJECT_AGENTS}\n`);
+  writeFileSync(path.join(repo, 'CLAUDE.md'), `${PROJECT_CLAUDE}\n`);
+  git(repo, 'add', '-A');
+  git(
+    repo,
+    '-c',
+    'user.name=t',
+    '-c',
+    'user.email=t@e',
+    'commit',
+    '-q',
+    '-m',
+    'Memory bank and project instructions',
+  );
+}
+
 function script(taskId: string): string {
   const meta = [
     npmTestPlan(taskId),
@@ -39,6 +71,8 @@ function script(taskId: string): string {
   const worker = [
     { run: `${heredoc('slug.js', SLUG_BROKEN)}\n${heredoc('slug.test.js', SLUG_TEST)}` },
     { run: "git add -A && git -c user.name=codex -c user.email=c@e commit -q -m 'Add slugify'" },
+    // Claude's instructions file is in the same worker home: what codex writes there must not reach claude.
+    { run: `mkdir -p /codex-home/claude && echo ${FORGED} > /codex-home/claude/CLAUDE.md` },
     { message: 'Added slugify and its tests.' },
     { run: 'npm test 2>&1 | tail -n 3' },
     {
@@ -53,9 +87,12 @@ describe('a task with two workers', () => {
   it('codex implements, claude fixes what the checks found, and the task ends COMPLETE with the DoD passed', async () => {
     const taskId = 'TWO-WORKERS';
     const repo = demoRepo('workers:\n  claude:\n    model: claude-scripted\n');
+    commitMemoryBank(repo);
     const scriptFile = path.join(repo, '..', `${path.basename(repo)}-script.json`);
+    const cassette = path.join(repo, '..', `${path.basename(repo)}-cassette.json`);
     writeFileSync(scriptFile, script(taskId));
     onTestFinished(() => rmSync(scriptFile, { force: true }));
+    onTestFinished(() => rmSync(cassette, { force: true }));
     onTestFinished(() => noContainerLeft(taskId, repo));
     const env: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
     delete env.OPENAI_API_KEY;
@@ -71,6 +108,8 @@ describe('a task with two workers', () => {
         '--json',
         '--model-script',
         scriptFile,
+        '--record',
+        cassette,
       ],
       { cwd: repo, env },
     );
@@ -96,6 +135,43 @@ describe('a task with two workers', () => {
     expect(
       git(repo, 'log', '--format=%s', 'agent-runner/TWO-WORKERS').trim().split('\n').slice(0, 2),
     ).toEqual(['Fix separators', 'Add slugify']);
+
+    // The memory bank: each worker's first request (as the CLI sent it) holds the project's own file and the
+    // active entry from its own instructions file, and the prompt's summary and list; never the archived entry,
+    // nor what codex wrote into claude's file. `memory preview` shows what they got.
+    const preview = await runCliCaptured(['memory', 'preview', '--json'], { cwd: repo, env });
+    const view = JSON.parse(preview.stdout) as { section: string; instructions: string };
+    const { exchanges } = JSON.parse(readFileSync(cassette, 'utf8')) as {
+      exchanges: { kind: string; index: number; path: string; request: unknown }[];
+    };
+    const workerRequests = exchanges.filter((exchange) => exchange.kind === 'worker');
+    const firstOf = (route: RegExp) =>
+      JSON.stringify(workerRequests.find((exchange) => route.test(exchange.path))?.request);
+    const codexFirst = firstOf(/responses/);
+    const claudeFirst = firstOf(/messages/);
+    for (const [request, project] of [
+      [codexFirst, PROJECT_AGENTS],
+      [claudeFirst, PROJECT_CLAUDE],
+    ] as const) {
+      expect(request).toContain(project);
+      expect(request).toContain(ACTIVE);
+      expect(request).toContain(JSON.stringify(view.section).slice(1, -1));
+      expect(request).toContain('.agent-runner/memory/0001-hyphens.md');
+      expect(request).not.toContain(ARCHIVED);
+    }
+    expect(claudeFirst).not.toContain(FORGED);
+    // Each CLI merges its global file with the project's own itself, the global one first (codex: `--- project-doc
+    // ---` between them; claude: the user's global instructions, then the project's).
+    expect(codexFirst.indexOf(ACTIVE)).toBeLessThan(codexFirst.indexOf(PROJECT_AGENTS));
+    expect(claudeFirst.indexOf(ACTIVE)).toBeLessThan(claudeFirst.indexOf(PROJECT_CLAUDE));
+    for (const line of view.instructions.trim().split('\n'))
+      if (line.trim() !== '') expect(codexFirst).toContain(JSON.stringify(line).slice(1, -1));
+    // The instructions files live in the worker home: nothing of them is on the branch, whose own files are as they were.
+    expect(git(repo, 'show', 'agent-runner/TWO-WORKERS:AGENTS.md')).toBe(PROJECT_AGENTS);
+    expect(git(repo, 'show', 'agent-runner/TWO-WORKERS:CLAUDE.md')).toBe(PROJECT_CLAUDE);
+    expect(
+      git(repo, 'diff', '--name-only', 'main', 'agent-runner/TWO-WORKERS').trim().split('\n').sort(),
+    ).toEqual(['slug.js', 'slug.test.js']);
 
     const note = readFileSync(summary.notePath, 'utf8');
     expect(note).toMatch(

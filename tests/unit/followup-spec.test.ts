@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { followupTaskId } from '../../src/cli/followup-command.js';
+import { followupTaskId } from '../../src/cli/followup-target.js';
 import { followupTaskSpec } from '../../src/compose/followup-task-spec.js';
 import { runCliCaptured } from '../support/cli.js';
 import { resumeTaskSpec } from '../../src/compose/resume-task-spec.js';

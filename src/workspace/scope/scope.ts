@@ -5,6 +5,7 @@
 import { DEFAULT_EXCLUDE, DEFAULT_READ } from '../../config/schema.js';
 import { compileGlob, compileGlobs } from './glob.js';
 import { STATE_DIR_NAME } from '../layout.js';
+import { memoryDirPath } from '../../memory/memory-entry.js';
 
 /** The scope rules as written in config (`.gitignore` patterns, see glob.ts for their meaning). */
 export interface Scope {
@@ -27,6 +28,18 @@ export type PathAccess = 'runner_owned' | 'excluded' | 'read' | 'write' | 'outsi
 /** The default scope: agent-runner.yaml read-only, everything else writable, the usual secrets excluded. */
 export function defaultScope(): Scope {
   return { exclude: [...DEFAULT_EXCLUDE], read: [...DEFAULT_READ], write: [] };
+}
+
+/**
+ * The memory bank's folder (`memory.dir`) as a read-only path of the task's scope: the worker reads the
+ * entries but cannot change them, and a change there is a scope violation. Inside `.agent-runner` the folder is
+ * runner_owned already (no config lifts that); elsewhere the config's own `scope.read` may lift it with
+ * `!/<dir>/`, for a project whose tasks are meant to edit the entries.
+ */
+export function memoryBankScope(dir: string): Partial<Scope> {
+  const relative = memoryDirPath(dir);
+  if (relative === STATE_DIR_NAME || relative.startsWith(`${STATE_DIR_NAME}/`)) return {};
+  return { read: [`/${relative}/`] };
 }
 
 /**

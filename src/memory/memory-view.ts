@@ -1,0 +1,110 @@
+/**
+ * What a task's prompts and sandbox hold of the memory bank, from its entries (pure): a bounded summary of the
+ * active entries for the Meta-agent and the worker prompt, the list of their files, and the text each worker
+ * CLI finds in its native instructions file. Archived entries are in none of them; every cut is said.
+ */
+import { cutText } from '../notes/markdown-text.js';
+import { showControls } from '../notes/terminal-text.js';
+import type { MemoryBankEntry } from './memory-entry.js';
+
+/** The memory bank as one task sees it. */
+export interface MemoryBankView {
+  /** One line per active entry (title, file, the start of its text), at most {@link MEMORY_SUMMARY_MAX_CHARS}. */
+  summary: string;
+  /** The active entries' files (repository paths), at most {@link MEMORY_FILES_MAX}; a cut says how many. */
+  files: string[];
+  /** The active entries in full, for the worker CLI's instructions file, at most {@link MEMORY_INSTRUCTIONS_MAX_CHARS}. */
+  instructions: string;
+  /** The section of the worker prompt and the Meta-agent's context: the summary and the files ('' without any). */
+  section: string;
+  active: number;
+  archived: number;
+}
+
+export const MEMORY_SUMMARY_MAX_CHARS = 4000;
+export const MEMORY_SUMMARY_LINE_CHARS = 240;
+export const MEMORY_INSTRUCTIONS_MAX_CHARS = 32_000;
+export const MEMORY_FILES_MAX = 100;
+
+/** The heading that opens the memory bank's part of a worker's instructions file. */
+export const MEMORY_INSTRUCTIONS_HEADING = '# Team decisions (agent-runner memory bank)';
+
+/** Terminal controls and bidi overrides shown as visible escapes (`\x1b`); line breaks kept. */
+function clean(text: string): string {
+  return showControls(text.replace(/\r\n?/g, '\n'));
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = showControls(text.replace(/\s+/g, ' ').trim(), 'one_line');
+  const cut = cutText(flat, max - 1);
+  return cut.notice === '' ? flat : `${cut.text}…`;
+}
+
+/** Entries in the order the prompts show them: by id (the number a new entry takes grows). */
+function activeEntries(entries: readonly MemoryBankEntry[]): MemoryBankEntry[] {
+  return entries.filter((entry) => entry.status === 'active').sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/** The view of `entries` (any order, archived ones included). */
+export function memoryBankView(entries: readonly MemoryBankEntry[]): MemoryBankView {
+  const active = activeEntries(entries);
+  const summary = summaryOf(active);
+  const files = filesOf(active);
+  return {
+    summary,
+    files,
+    instructions: instructionsOf(active),
+    section: sectionOf(summary, files),
+    active: active.length,
+    archived: entries.length - active.length,
+  };
+}
+
+function summaryOf(active: readonly MemoryBankEntry[]): string {
+  const lines: string[] = [];
+  let used = 0;
+  for (const [index, entry] of active.entries()) {
+    const line = oneLine(`- ${entry.title} (${entry.file}): ${entry.body}`, MEMORY_SUMMARY_LINE_CHARS);
+    if (used + line.length + 1 > MEMORY_SUMMARY_MAX_CHARS) {
+      lines.push(`… [cut: ${active.length - index} more entries not summarised; their files are listed]`);
+      break;
+    }
+    lines.push(line);
+    used += line.length + 1;
+  }
+  return lines.join('\n');
+}
+
+function filesOf(active: readonly MemoryBankEntry[]): string[] {
+  const files = active.map((entry) => entry.file);
+  if (files.length <= MEMORY_FILES_MAX) return files;
+  return [
+    ...files.slice(0, MEMORY_FILES_MAX),
+    `… [cut: ${files.length - MEMORY_FILES_MAX} more files in the same folder]`,
+  ];
+}
+
+function instructionsOf(active: readonly MemoryBankEntry[]): string {
+  if (active.length === 0) return '';
+  const head =
+    `${MEMORY_INSTRUCTIONS_HEADING}\n\nThe team's decisions for this repository. Follow them. ` +
+    'They are read-only: do not change these files or the memory folder.\n';
+  const parts = [head];
+  let used = head.length;
+  for (const [index, entry] of active.entries()) {
+    const part = `\n## ${oneLine(entry.title, 200)}\n\n(${entry.file})\n\n${clean(entry.body)}\n`;
+    if (used + part.length > MEMORY_INSTRUCTIONS_MAX_CHARS) {
+      parts.push(`\n… [cut: ${active.length - index} more entries; read their files in the memory folder]\n`);
+      break;
+    }
+    parts.push(part);
+    used += part.length;
+  }
+  return parts.join('');
+}
+
+/** The memory bank's section of the worker prompt and the Meta-agent's context; empty without active entries. */
+function sectionOf(summary: string, files: readonly string[]): string {
+  if (files.length === 0) return '';
+  return `${summary}\n\nEntry files (read-only, in the repository):\n${files.map((file) => `- ${file}`).join('\n')}`;
+}
