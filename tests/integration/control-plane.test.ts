@@ -49,6 +49,7 @@ describe('control migrate', () => {
       '1764610000000_tokens-audit',
       '1764700000000_task-question',
       '1764800000000_task-list-indexes',
+      '1764900000000_webhook-deliveries',
     ]);
     expect(result.nodeRole.canLogin).toBe(true);
 
