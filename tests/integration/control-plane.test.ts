@@ -73,6 +73,7 @@ describe('control migrate', () => {
       'nodes',
       'task_requests',
       'tasks',
+      'webhook_deliveries',
     ]);
     const queue = await admin.pool.query(`SELECT name FROM pgboss.queue WHERE name = $1`, [TASK_QUEUE]);
     expect(queue.rowCount).toBe(1);
