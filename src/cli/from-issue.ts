@@ -13,29 +13,15 @@ import { defaultForgeFactory, type ForgeFactory } from '../deliver/deliver-task.
 import { ForgeError } from '../deliver/forge-error.js';
 import { UserError } from '../errors.js';
 import { forgeToken } from '../remote/remote-credentials.js';
-import { changeRequestApiUrl, type ChangeRequestUrl } from '../verify/change-request-target.js';
+import {
+  changeRequestApiUrl,
+  parseForgePageUrl,
+  type ChangeRequestUrl,
+} from '../verify/change-request-target.js';
 
 /** Reads an issue's page URL; null when it is none (the same shape as a request's: forge, host, repository, number). */
 export function parseIssueUrl(argument: string): ChangeRequestUrl | null {
-  let url: URL;
-  try {
-    url = new URL(argument);
-  } catch {
-    return null;
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return null;
-  const pathname = decodeURIComponent(url.pathname).replace(/\/+$/, '');
-  const github = /^\/([^/]+\/[^/]+)\/issues\/(\d+)$/.exec(pathname);
-  const gitlab = /^\/(.+?)\/-\/issues\/(\d+)$/.exec(pathname);
-  const found = github ?? gitlab;
-  if (!found) return null;
-  return {
-    forge: github ? 'github' : 'gitlab',
-    origin: url.origin,
-    host: url.hostname.toLowerCase(),
-    repository: found[1] as string,
-    number: Number(found[2]),
-  };
+  return parseForgePageUrl(argument, 'issue');
 }
 
 /** The issue as a PRD file (outside the repository) and the number the request closes. */

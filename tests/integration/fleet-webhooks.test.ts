@@ -11,46 +11,41 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newTaskId } from '../../src/app.js';
 import { webhookOptions } from '../../src/cli/serve-webhooks.js';
 import { validateConfig } from '../../src/config/load.js';
-import { controlUrl } from '../../src/control/control-url.js';
-import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
-import { FleetNode, type FleetTask, type FleetTaskRunner } from '../../src/control/fleet-node.js';
-import { migrateControl } from '../../src/control/migrate-control.js';
+import type { ControlDatabase } from '../../src/control/control-database.js';
+import { FleetNode } from '../../src/control/fleet-node.js';
 import { enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
 import { ControlDeliveryStore } from '../../src/control/webhook-deliveries.js';
 import { ControlAuditLog } from '../../src/control/control-tokens.js';
 import { Redaction } from '../../src/notes/redact.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import {
+  migratedTestDatabase,
+  RecordingRunner,
+  type MigratedTestDatabase,
+} from '../support/control-database.js';
 import { createDemoRepo } from '../support/demo-task.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { startTokenServer, type TokenServer } from '../support/token-server.js';
 import { example } from '../support/webhook-examples.js';
 
 const SECRET = 'fleet-webhook-secret-0123456789';
-let db: TestDatabase;
+let fleet: MigratedTestDatabase;
 let github: ScriptedGitHubServer;
-const opened: ControlDatabase[] = [];
 const stops: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  opened.push(admin);
-  await migrateControl(admin, { nodePassword: db.nodePassword });
+  fleet = await migratedTestDatabase();
   github = await new ScriptedGitHubServer().start();
   github.review.permissions.set('Codertocat', 'admin');
 }, 600_000);
 
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
-  for (const database of opened) await database.close();
   await github?.stop();
-  await db?.drop();
+  await fleet?.close();
 });
 
-async function nodeDatabase(): Promise<ControlDatabase> {
-  const database = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
-  opened.push(database);
-  return database;
+function nodeDatabase(): Promise<ControlDatabase> {
+  return fleet.node();
 }
 
 /** One node's API with its webhooks wired as `serve --control` wires them. */
@@ -83,15 +78,6 @@ async function nodeApi(id: string): Promise<TokenServer> {
   return server;
 }
 
-class RecordingRunner implements FleetTaskRunner {
-  readonly ran: FleetTask[] = [];
-  async run(task: FleetTask) {
-    this.ran.push(task);
-    return { state: 'COMPLETE', exitCode: 0 };
-  }
-  async abandon() {}
-}
-
 it('one delivery to two nodes: one task on the fleet, which a node takes; audited with the forge user', async () => {
   const [a, b] = [await nodeApi('node-a'), await nodeApi('node-b')];
   const payload = example('issues', 'labeled');
@@ -113,7 +99,7 @@ it('one delivery to two nodes: one task on the fleet, which a node takes; audite
   );
   expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409]);
   const taken = answers.find((answer) => answer.status === 202)?.body;
-  const client = opened[0] as ControlDatabase;
+  const client = fleet.admin;
   const rows = await client.pool.query<{ id: string; repo_url: string; prd: string; state: string }>(
     'SELECT id, repo_url, prd, state FROM agent_runner.tasks',
   );
