@@ -37,6 +37,7 @@ const POSTGRES = [
   'tests/integration/fleet-tokens.test.ts',
   'tests/integration/fleet-followup.test.ts',
   'tests/integration/fleet-task-list.test.ts',
+  'tests/integration/fleet-webhooks.test.ts',
 ];
 
 // Keep these files small: at most one other runs beside each. A long file with one timed test gives that test a

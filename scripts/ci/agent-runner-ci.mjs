@@ -21,8 +21,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { messageOf, outcomeOf } from './ci-outcome.mjs';
+import { issuePrd as fencedIssuePrd } from './forge-event.mjs';
 
-const USAGE = `Usage: agent-runner-ci (--prd-file FILE | --issue N) [--no-pr] [--timeout 45m]
+const USAGE = `Usage: agent-runner-ci (--prd-file FILE | --issue N | --from-review URL | --followup ID --message-file FILE) [--no-pr] [--timeout 45m]
                        [--needs-review fail|neutral] [-- ARGS for agent-runner run...]`;
 /** GitHub refuses a step summary over 1 MiB; the whole note is in the artifact anyway. */
 const SUMMARY_LIMIT = 900 * 1024;
@@ -38,6 +39,9 @@ function readOptions(argv) {
       options: {
         'prd-file': { type: 'string' },
         issue: { type: 'string' },
+        followup: { type: 'string' },
+        'from-review': { type: 'string' },
+        'message-file': { type: 'string' },
         pr: { type: 'boolean', default: true },
         'no-pr': { type: 'boolean', default: false },
         timeout: { type: 'string' },
@@ -51,13 +55,24 @@ function readOptions(argv) {
     }
     const prdFile = values['prd-file'] || undefined;
     const issue = values.issue || undefined;
-    if (Boolean(prdFile) === Boolean(issue)) throw new Error('give exactly one of --prd-file and --issue');
+    const followup = values.followup || undefined;
+    const fromReview = values['from-review'] || undefined;
+    if (fromReview && !/^https?:\/\/[^\s]+$/.test(fromReview))
+      throw new Error(`--from-review ${fromReview}: not a request's URL`);
+    if ([prdFile, issue, followup, fromReview].filter(Boolean).length !== 1)
+      throw new Error('give exactly one of --prd-file and --issue (or --followup with --message-file)');
+    if (followup && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(followup))
+      throw new Error(`--followup ${followup}: not a task id`);
+    if (followup && !values['message-file']) throw new Error('--followup needs --message-file');
     if (issue && !/^[1-9][0-9]*$/.test(issue)) throw new Error(`--issue ${issue}: not an issue number`);
     if (!['fail', 'neutral'].includes(values['needs-review']))
       throw new Error(`--needs-review ${values['needs-review']}: fail or neutral`);
     return {
       prdFile,
       issue,
+      followup,
+      fromReview,
+      messageFile: values['message-file'] || undefined,
       pr: values.pr && !values['no-pr'],
       timeout: values.timeout || undefined,
       needsReview: values['needs-review'],
@@ -96,8 +111,18 @@ async function issuePrd(number) {
   }
   if (!issue.body?.trim()) fail(2, `agent-runner-ci: issue #${number} has no body to use as the PRD`);
   const file = path.join(process.env.RUNNER_TEMP || tmpdir(), `agent-runner-issue-${number}.md`);
-  const source = issue.html_url ? `\n\n(From issue #${number}: ${issue.html_url})\n` : '\n';
-  writeFileSync(file, `# ${issue.title ?? `Issue #${number}`}\n\n${issue.body.trim()}${source}`);
+  // The issue's title and body are the forge user's words: fenced as quoted input (forge-event.mjs).
+  writeFileSync(
+    file,
+    fencedIssuePrd({
+      number: Number(number),
+      title: issue.title ?? '',
+      body: issue.body,
+      author: '',
+      labels: [],
+      assignees: [],
+    }),
+  );
   return file;
 }
 
@@ -147,9 +172,22 @@ function fail(exitCode, message) {
 }
 
 const options = readOptions(process.argv.slice(2));
-const prd = options.prdFile ? path.resolve(options.prdFile) : await issuePrd(options.issue);
-if (!existsSync(prd)) fail(2, `agent-runner-ci: the PRD file ${prd} does not exist`);
-const args = ['run', '--prd', prd, '--headless', '--json'];
+/** A follow-up of agent-runner/<ID> with the reviewer's instruction, or a new task from a PRD. */
+async function commandArgs() {
+  // A review on a request agent-runner opened: `followup --from-review` reads the comments and checks their authors.
+  if (options.fromReview) return ['followup', '--from-review', options.fromReview, '--headless', '--json'];
+  if (options.followup) {
+    const message = path.resolve(options.messageFile);
+    if (!existsSync(message)) fail(2, `agent-runner-ci: the message file ${message} does not exist`);
+    return ['followup', options.followup, '--message-file', message, '--headless', '--json'];
+  }
+  const prd = options.prdFile ? path.resolve(options.prdFile) : await issuePrd(options.issue);
+  if (!existsSync(prd)) fail(2, `agent-runner-ci: the PRD file ${prd} does not exist`);
+  // A task from an issue: its request closes it, and the issue gets the outcome as a reply.
+  const closes = options.issue && options.pr ? ['--closes', options.issue] : [];
+  return ['run', '--prd', prd, '--headless', '--json', ...closes];
+}
+const args = await commandArgs();
 if (options.pr) args.push('--pr');
 if (options.timeout) args.push('--timeout', options.timeout);
 args.push(...options.extra);

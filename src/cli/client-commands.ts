@@ -24,7 +24,8 @@ import { PACKAGE_ROOT } from '../version.js';
 import { inspectRepository } from '../workspace/git/inspect-repository.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
-import { flagsLayer, summaryObject, type RunCommandOptions } from './run-command.js';
+import { summaryObject, type RunCommandOptions } from './run-command.js';
+import { flagsLayer } from './run-flags.js';
 
 /** How long an idle server started on demand stays (no task of its own running, no request). */
 export const ON_DEMAND_IDLE = '10m';

@@ -14,7 +14,8 @@ import { followupTaskId, resolveFollowupTarget } from './followup-target.js';
 import { SERVER_TOKEN_VARIABLE } from './client-commands.js';
 import type { CommandContext } from './program.js';
 import type { ResumeCommandOptions } from './resume-command.js';
-import { driveTask, flagsLayer } from './run-command.js';
+import { driveTask } from './run-command.js';
+import { flagsLayer } from './run-flags.js';
 
 export type FollowupCommandOptions = ResumeCommandOptions & {
   message?: string;

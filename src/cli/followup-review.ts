@@ -19,7 +19,8 @@ import { taskLayout } from '../workspace/layout.js';
 import { commandRepositories, taskRepository } from './command-repositories.js';
 import type { FollowupCommandOptions } from './followup-command.js';
 import type { CommandContext } from './program.js';
-import { driveTask, flagsLayer } from './run-command.js';
+import { driveTask } from './run-command.js';
+import { flagsLayer } from './run-flags.js';
 import { EXIT_CODES } from '../errors.js';
 
 /** Posts the reply; a failure is reported (exit 6 when nothing else failed), never thrown over the task's end. */

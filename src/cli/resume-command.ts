@@ -8,13 +8,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import type { TaskSummary } from '../core/types.js';
 import type { CommandContext } from './program.js';
-import {
-  driveTask,
-  flagsLayer,
-  RUNTIME_FLAG,
-  RUNTIME_FLAG_HELP,
-  type RunCommandOptions,
-} from './run-command.js';
+import { driveTask, type RunCommandOptions } from './run-command.js';
+import { flagsLayer, RUNTIME_FLAG, RUNTIME_FLAG_HELP } from './run-flags.js';
 
 /** The flags `resume` shares with `run` (one type: a flag added to both is declared once). */
 export type ResumeCommandOptions = Pick<

@@ -14,6 +14,7 @@ import { createProjectProgress } from '../parallel/project-progress.js';
 import type { ProjectHooks, ProjectOptions } from '../parallel/run-project.js';
 import { createProgressPrinter, formatSummary } from './progress.js';
 import type { CommandContext } from './program.js';
+import { flagsLayer, RUNTIME_FLAG, RUNTIME_FLAG_HELP } from './run-flags.js';
 import { WORKER_TYPES } from '../worker/worker-kinds.js';
 import { UserError } from '../errors.js';
 import { taskLayout } from '../workspace/layout.js';
@@ -35,6 +36,8 @@ export interface RemoteWhere {
 
 export interface RunCommandOptions {
   prd: string;
+  /** An issue's page: its title and body are the PRD, and the request closes it (src/cli/from-issue.ts). */
+  fromIssue?: string;
   /** `--repo URL`: a remote repository, worked on in its cached clone (no local checkout needed). */
   repo?: string;
   taskId?: string;
@@ -61,34 +64,10 @@ export interface RunCommandOptions {
   pr?: boolean;
   /** The forge when the remote's host does not say (deliver.forge); with `--repo`, also for the clone. */
   forge?: string;
+  /** The issue the request closes and replies on (deliver.closes). */
+  closes?: string;
   /** The OCI runtime of the task's containers (sandbox.runtime). */
   runtime?: string;
-}
-
-/** `--runtime`, which `run` and `resume` share (sandbox.runtime; also AGENT_RUNNER_RUNTIME). */
-export const RUNTIME_FLAG = '--runtime <runc|runsc|auto>';
-export const RUNTIME_FLAG_HELP =
-  "the sandbox's OCI runtime: runsc puts gVisor's kernel between the worker and the host (sandbox.runtime; also AGENT_RUNNER_RUNTIME)";
-
-/** The config layer of the flags `run` and `resume` share. */
-export function flagsLayer(
-  options: Pick<
-    RunCommandOptions,
-    'model' | 'worker' | 'maxIterations' | 'timeout' | 'push' | 'pr' | 'forge' | 'runtime'
-  >,
-): Record<string, unknown> {
-  const maxIterations = options.maxIterations === undefined ? undefined : Number(options.maxIterations);
-  return {
-    meta: { model: options.model },
-    worker: { type: options.worker },
-    sandbox: { runtime: options.runtime },
-    limits: {
-      maxIterations:
-        maxIterations !== undefined && Number.isFinite(maxIterations) ? maxIterations : options.maxIterations,
-      wallClock: options.timeout,
-    },
-    deliver: { push: options.push || undefined, pr: options.pr || undefined, forge: options.forge },
-  };
 }
 
 /** The summary object `--json` ends with (`delivery`: null when none was asked). */
@@ -314,11 +293,28 @@ async function deliverAndReport(
   context.setExitCode(exitCodeAfterDelivery(summary, delivery));
 }
 
+/** The options' own rules; `--from-issue` read into a PRD file and the issue the request closes. */
+async function checkRunOptions(options: RunCommandOptions, context: CommandContext): Promise<void> {
+  if (options.control !== undefined && !(options.detach && options.repo))
+    throw new UserError('usage', '--control queues a task on the fleet: give it with --detach and --repo.');
+  if ((options.prd === undefined) === (options.fromIssue === undefined))
+    throw new UserError('usage', 'Give the task with exactly one of --prd FILE and --from-issue URL.');
+  if (options.fromIssue !== undefined) {
+    const { issueTask } = await import('./from-issue.js');
+    const issue = await issueTask(options.fromIssue, context.env);
+    Object.assign(options, { prd: issue.prdPath, closes: options.closes ?? String(issue.closes) });
+  }
+}
+
 export function registerRunCommand(program: Command, context: CommandContext): void {
   program
     .command('run')
     .description('Run a task from a PRD to completion (or a precise account of why not), and write its note.')
-    .requiredOption('--prd <file>', 'the PRD (Markdown) describing the task')
+    .option('--prd <file>', 'the PRD (Markdown) describing the task')
+    .option(
+      '--from-issue <url>',
+      "instead of --prd: an issue's page; its title and body (quoted) are the PRD, and with --pr the request closes it",
+    )
     .option('--task-id <id>', 'task id (default: from the PRD title plus a random suffix)')
     .option(
       '--repo <url>',
@@ -344,6 +340,10 @@ export function registerRunCommand(program: Command, context: CommandContext): v
     .option('--push', 'push agent-runner/<ID> to deliver.remote (origin) from this machine after the task')
     .option('--pr', 'push, then open or update the pull/merge request whose body is the evidence')
     .option(
+      '--closes <issue>',
+      'with --pr: the request closes this issue (`Closes #N`) and the issue gets a reply with the outcome',
+    )
+    .option(
       '--forge <github|gitlab>',
       'the forge when the remote is not on github.com or gitlab.com (also AGENT_RUNNER_FORGE); with --repo, its token answers the clone too',
     )
@@ -366,11 +366,7 @@ export function registerRunCommand(program: Command, context: CommandContext): v
       'with --detach and --repo: queue the task on the fleet of this PostgreSQL (else control.url, AGENT_RUNNER_CONTROL_URL)',
     )
     .action(async (options: RunCommandOptions) => {
-      if (options.control !== undefined && !(options.detach && options.repo))
-        throw new UserError(
-          'usage',
-          '--control queues a task on the fleet: give it with --detach and --repo.',
-        );
+      await checkRunOptions(options, context);
       if (options.repo && options.detach) {
         const { enqueueFromCli } = await import('./control-command.js');
         if (await enqueueFromCli(options, context)) return;

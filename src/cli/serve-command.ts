@@ -11,6 +11,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
+import { webhookOptions } from './serve-webhooks.js';
 import { parseDuration } from '../config/units.js';
 import { UserError } from '../errors.js';
 import { SERVE_FILE, type ServeInfo } from '../serve/api-client.js';
@@ -79,7 +80,9 @@ export async function startServer(options: ServeOptions, context: CommandContext
   const token = randomBytes(24).toString('base64url');
   let lastActivity = Date.now();
   const fleet = await joinFleet(options, config.control, parallelMax(config), app, context);
+  const webhooks = await webhookOptions(config, repository.root, context, board, fleet);
   const api = createApi(board, {
+    ...(webhooks ? { webhooks } : {}),
     token,
     // Named tokens and the audit log: the fleet's database, else this repository's state directory.
     ...(fleet ? fleet.api : await localIdentity(repository.root)),

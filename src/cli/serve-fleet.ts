@@ -23,6 +23,7 @@ async function loadFleetModules() {
     fleetEvents,
     requests,
     tokens,
+    deliveries,
   ] = await Promise.all([
     import('../control/control-url.js'),
     import('../control/control-database.js'),
@@ -34,6 +35,7 @@ async function loadFleetModules() {
     import('../control/fleet-events.js'),
     import('../control/task-requests.js'),
     import('../control/control-tokens.js'),
+    import('../control/webhook-deliveries.js'),
   ]);
   return {
     controlUrl: controlUrlModule.controlUrl,
@@ -49,6 +51,7 @@ async function loadFleetModules() {
     TaskRequestTaker: requests.TaskRequestTaker,
     ControlTokenStore: tokens.ControlTokenStore,
     ControlAuditLog: tokens.ControlAuditLog,
+    ControlDeliveryStore: deliveries.ControlDeliveryStore,
   };
 }
 
@@ -97,6 +100,8 @@ export async function joinFleet(
   await feed.start();
   return {
     api: fleetApi(fleet, database, boss, feed, () => node?.id),
+    /** The webhook deliveries the fleet has taken: one task per delivery, whichever node it reaches. */
+    deliveries: new fleet.ControlDeliveryStore(database),
     start: async (apiUrl: string) => {
       await sweepFleetOrphans(context);
       const fleetNode = new FleetNode(database, boss, runner, {

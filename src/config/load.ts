@@ -146,6 +146,8 @@ export const ENVIRONMENT_KEYS = {
   AGENT_RUNNER_CONTROL_LEASE_SECONDS: 'control.leaseSeconds',
   AGENT_RUNNER_FORGE: 'deliver.forge',
   AGENT_RUNNER_FORGE_API_URL: 'deliver.apiUrl',
+  AGENT_RUNNER_WEBHOOK_SECRET: 'forge.webhookSecret',
+  AGENT_RUNNER_FORGE_LABEL: 'forge.label',
 } as const;
 
 /** The environment layer: each variable of {@link ENVIRONMENT_KEYS} that is set and not empty. */

@@ -16,6 +16,7 @@ import {
   regularExpression,
   workerBlockFor,
 } from './schema-parts.js';
+import { forgeSchema } from './forge-schema.js';
 import { gatewaySchema, sandboxSchema, scopeSchema } from './sandbox-schema.js';
 
 export {
@@ -216,6 +217,14 @@ const deliverSchema = z
         'the API of GitHub Enterprise (`https://HOST/api/v3`) or a self-hosted GitLab (`https://HOST`)',
       )
       .meta({ defaultText: 'the public API' }),
+    closes: z.coerce
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        'an issue of the same repository the request closes: its body says `Closes #N`, and the issue gets a reply with the request and the outcome (also `--closes`)',
+      ),
     base: z
       .string()
       .min(1)
@@ -297,6 +306,7 @@ export const configSchema = z
       .describe('What is redacted besides the keys and tokens agent-runner knows.')
       .prefault({}),
     deliver: deliverSchema.prefault({}),
+    forge: forgeSchema.prefault({}),
     review: reviewSchema.prefault({}),
     memory: z
       .strictObject({

@@ -108,6 +108,8 @@ async function grantNodeRole(database: ControlDatabase, password: string | undef
     // The audit log: a node adds to it and reads it; it changes and deletes nothing of it.
     `GRANT SELECT, INSERT ON agent_runner.audit TO ${NODE_ROLE}`,
     `GRANT USAGE ON SEQUENCE agent_runner.audit_id_seq TO ${NODE_ROLE}`,
+    // Webhook deliveries: a node takes one by inserting its id; it changes and deletes none.
+    `GRANT SELECT, INSERT ON agent_runner.webhook_deliveries TO ${NODE_ROLE}`,
     `REVOKE ALL ON ${CONTROL_SCHEMA}.migrations FROM ${NODE_ROLE}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,
     `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${QUEUE_SCHEMA} TO ${NODE_ROLE}`,

@@ -50,9 +50,7 @@ export async function enqueueTask(
 ): Promise<string> {
   assertValidTaskId(request.taskId);
   if (request.prd.trim() === '') throw new UserError('prd_invalid', 'The PRD is empty: write what to build.');
-  const client = await database.pool.connect();
-  try {
-    await client.query('BEGIN');
+  return queueJob(database, boss, { taskId: request.taskId }, async (client) => {
     const inserted = await client.query(
       `INSERT INTO agent_runner.tasks (id, repo_url, base, prd) VALUES ($1, $2, $3, $4)
          ON CONFLICT (id) DO NOTHING`,
@@ -63,15 +61,27 @@ export async function enqueueTask(
         'usage',
         `Task ${request.taskId} is already in the fleet's queue: give another --task-id.`,
       );
-    const data: TaskJobData = { taskId: request.taskId };
-    const jobId = await boss.send(TASK_QUEUE, data, {
-      singletonKey: request.taskId,
-      db: inTransaction(client),
-    });
-    if (jobId === null)
-      throw new UserError('usage', `Task ${request.taskId} already has a job in the queue.`);
-    await client.query('UPDATE agent_runner.tasks SET job_id = $2 WHERE id = $1', [request.taskId, jobId]);
-    await client.query('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, request.taskId]);
+  });
+}
+
+/**
+ * In one transaction: `row` (the task's row written or changed, throwing to refuse), the job (one per task:
+ * `singletonKey`), the job's id on the row, and the queue's NOTIFY that wakes an idle node at its commit.
+ */
+async function queueJob(
+  database: ControlDatabase,
+  boss: PgBoss,
+  data: TaskJobData,
+  row: (client: pg.PoolClient) => Promise<void>,
+): Promise<string> {
+  const client = await database.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await row(client);
+    const jobId = await boss.send(TASK_QUEUE, data, { singletonKey: data.taskId, db: inTransaction(client) });
+    if (jobId === null) throw new UserError('usage', `Task ${data.taskId} already has a job in the queue.`);
+    await client.query('UPDATE agent_runner.tasks SET job_id = $2 WHERE id = $1', [data.taskId, jobId]);
+    await client.query('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, data.taskId]);
     await client.query('COMMIT');
     return jobId;
   } catch (error) {
@@ -97,9 +107,7 @@ export async function enqueueFollowup(
   assertValidTaskId(taskId);
   if (followup.message.trim() === '')
     throw new UserError('usage', 'The follow-up instruction is empty. Say what to change.');
-  const client = await database.pool.connect();
-  try {
-    await client.query('BEGIN');
+  return queueJob(database, boss, { taskId, followup }, async (client) => {
     const queued = await client.query(
       `UPDATE agent_runner.tasks SET state = 'QUEUED', node_id = NULL, exit_code = NULL, ended_at = NULL,
               question = NULL
@@ -112,17 +120,5 @@ export async function enqueueFollowup(
         `Task ${taskId} is not a task of the fleet that has ended: a follow-up continues a task that ended ` +
           '(COMPLETE, NEEDS_REVIEW or FAILED). See `agent-runner control status`.',
       );
-    const data: TaskJobData = { taskId, followup };
-    const jobId = await boss.send(TASK_QUEUE, data, { singletonKey: taskId, db: inTransaction(client) });
-    if (jobId === null) throw new UserError('usage', `Task ${taskId} already has a job in the queue.`);
-    await client.query('UPDATE agent_runner.tasks SET job_id = $2 WHERE id = $1', [taskId, jobId]);
-    await client.query('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, taskId]);
-    await client.query('COMMIT');
-    return jobId;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

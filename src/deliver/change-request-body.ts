@@ -191,6 +191,8 @@ export function changeRequestBody(
   evidence: ChangeRequestEvidence,
   redact: Redactor,
   extra: readonly string[] = [],
+  /** The issue the request closes (`deliver.closes`): a number, so the line is ours, never forge text. */
+  closes?: number,
 ): string {
   const { summary, runs, baseline } = redactedRecords(evidence, redact);
   const sections = [
@@ -202,6 +204,7 @@ export function changeRequestBody(
     runsSection(summary, runs),
     ...extra,
     verifySection(summary),
+    closes !== undefined ? `Closes #${Math.trunc(closes)}` : '',
   ]
     .filter(Boolean)
     .map(redact);

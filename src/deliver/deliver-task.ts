@@ -225,7 +225,7 @@ async function requestOutcome(
   }
   const content: ChangeRequestContent = {
     title: changeRequestTitle(summary, input.redaction.redact),
-    body: changeRequestBody(records.evidence, input.redaction.redact, records.extra),
+    body: changeRequestBody(records.evidence, input.redaction.redact, records.extra, input.settings.closes),
     draft: !complete,
   };
   try {
@@ -237,6 +237,8 @@ async function requestOutcome(
     });
     const target = await baseBranch(input, records.taskBase);
     const request = await openOrUpdate(client, after.branch, target, content);
+    if (input.settings.closes !== undefined)
+      await client.commentOnIssue(input.settings.closes, issueReply(summary.state, request));
     return {
       ...after,
       url: request.url,
@@ -249,6 +251,15 @@ async function requestOutcome(
       error: { kind: error.failure.kind, message: forgeMessage(error, forge, input.taskId) },
     };
   }
+}
+
+/**
+ * The reply on the issue a request closes: the outcome and the request's page, both ours (a state of the
+ * task, the URL the forge's API answered), nothing of the issue's or the worker's text.
+ */
+export function issueReply(state: string, request: ChangeRequest): string {
+  const what = request.draft ? 'a draft' : 'ready for review';
+  return `agent-runner worked on this issue: the task ended **${state}**; its request (${what}): ${request.url}`;
 }
 
 /** The open request of the branch updated, or a new one; a 422 "exists" (a race) finds and updates it. */

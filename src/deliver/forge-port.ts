@@ -23,6 +23,15 @@ export interface ChangeRequest {
   headSha: string | null;
 }
 
+/** An issue as a task reads it: its words are the forge user's (quoted input, never configuration). */
+export interface ForgeIssue {
+  number: number;
+  title: string;
+  body: string;
+  /** The page a person opens, as the forge's API answers it. */
+  url: string;
+}
+
 /** What delivery writes: the title from the PRD, the body from the evidence, a draft unless the task is COMPLETE. */
 export interface ChangeRequestContent {
   title: string;
@@ -58,4 +67,8 @@ export interface ForgeClient {
   update(number: number, content: ChangeRequestContent): Promise<ChangeRequest>;
   /** The request numbered `number` (`verify` reads its branch from it). */
   get(number: number): Promise<ChangeRequest>;
+  /** Issue `number` (GitHub's issue number, GitLab's issue iid): `run --from-issue`. */
+  getIssue(number: number): Promise<ForgeIssue>;
+  /** Writes `body` as a comment on issue `number` (GitHub's issue number, GitLab's issue iid). */
+  commentOnIssue(number: number, body: string): Promise<void>;
 }

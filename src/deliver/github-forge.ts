@@ -231,6 +231,13 @@ export function createGitHubForge(options: GitHubForgeOptions): ForgeClient {
       const { data } = await call(() => octokit.rest.pulls.get({ owner, repo, pull_number: number }));
       return changeRequestOf(data);
     },
+    async getIssue(number) {
+      const { data } = await call(() => octokit.rest.issues.get({ owner, repo, issue_number: number }));
+      return { number: data.number, title: data.title, body: data.body ?? '', url: data.html_url };
+    },
+    async commentOnIssue(number, body) {
+      await call(() => octokit.rest.issues.createComment({ owner, repo, issue_number: number, body }));
+    },
     async update(number, content: ChangeRequestContent) {
       const { data } = await call(() =>
         octokit.rest.pulls.update({

@@ -111,6 +111,18 @@ export function createGitLabForge(options: GitLabForgeOptions): ForgeClient {
       const shown = await call(() => api.MergeRequests.show(projectId, number));
       return changeRequestOf(shown as unknown as MergeRequestLike);
     },
+    async getIssue(number) {
+      const shown = (await call(() => api.Issues.show(number, { projectId }))) as unknown as {
+        iid: number;
+        title: string;
+        description: string | null;
+        web_url: string;
+      };
+      return { number: shown.iid, title: shown.title, body: shown.description ?? '', url: shown.web_url };
+    },
+    async commentOnIssue(number, body) {
+      await call(() => api.IssueNotes.create(projectId, number, body));
+    },
     async update(number, content) {
       const edited = await call(() =>
         api.MergeRequests.edit(projectId, number, { title: title(content), description: content.body }),

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { createProgram } from '../cli/program.js';
 import { processRedaction, safeOutput } from '../cli/output.js';
-import { flagsLayer } from '../cli/run-command.js';
+import { flagsLayer } from '../cli/run-flags.js';
 
 /** The program, with an output that goes nowhere (the references only read its definitions). */
 export function referenceProgram(): Command {

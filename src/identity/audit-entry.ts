@@ -18,6 +18,10 @@ export const auditActionSchema = z.enum([
   'token.revoke',
   'memory.accept',
   'memory.reject',
+  /** A signed forge webhook queued a task (the actor: `github:<login>` or `gitlab:<username>`). */
+  'webhook.task',
+  /** A signed forge webhook asked for nothing, or its author may not instruct: nothing queued. */
+  'webhook.ignore',
 ]);
 export type AuditAction = z.infer<typeof auditActionSchema>;
 
@@ -36,6 +40,11 @@ export const auditEntrySchema = z.object({
   status: z.number(),
   /** The node of a fleet that took the call. */
   node: z.string().optional(),
+  /**
+   * A webhook's task: the forge page it came from (the issue or comment), a link the server built from the
+   * forge's address and the event's numbers, never taken from text.
+   */
+  origin: z.url({ protocol: /^https?$/ }).optional(),
 });
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 

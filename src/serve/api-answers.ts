@@ -8,7 +8,7 @@ import { taskIdParamSchema } from './api-schemas.js';
 
 export function apiError(
   c: Context,
-  status: 400 | 401 | 403 | 404 | 409 | 500,
+  status: 400 | 401 | 403 | 404 | 409 | 413 | 500 | 501,
   code: string,
   message: string,
   field?: string,

@@ -38,6 +38,25 @@ export const API_ROUTES = [
   { method: 'POST', path: '/api/memory/proposals/:id/reject', role: 'operator', action: 'memory.reject' },
 ] as const satisfies readonly ApiRoute[];
 
+/**
+ * The forges' webhooks: they authenticate by the forge's signature with the webhook secret, not by an API
+ * token (src/forge-events/webhook-routes.ts), so they carry no role; each accepted delivery is audited with
+ * the forge user as the actor.
+ */
+export const WEBHOOK_ROUTES = [
+  { method: 'POST', path: '/api/webhooks/github', auth: 'signature' },
+  { method: 'POST', path: '/api/webhooks/gitlab', auth: 'signature' },
+] as const satisfies readonly { method: 'POST'; path: string; auth: 'signature' }[];
+
+export type WebhookRouteKey =
+  `${(typeof WEBHOOK_ROUTES)[number]['method']} ${(typeof WEBHOOK_ROUTES)[number]['path']}`;
+
+export function webhookRoute(key: WebhookRouteKey): (typeof WEBHOOK_ROUTES)[number] {
+  const route = WEBHOOK_ROUTES.find((candidate) => `${candidate.method} ${candidate.path}` === key);
+  if (route === undefined) throw new Error(`No webhook route ${key} in the route table`);
+  return route;
+}
+
 /** A route of the table, by method and path. */
 type TableRoute = (typeof API_ROUTES)[number];
 export type ApiRouteKey = TableRoute extends infer R

@@ -26,6 +26,7 @@ export type { FleetTaskSource } from './event-routes.js';
 import { RequestFieldError } from './repository-path.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 import type { TaskBoard } from './task-board.js';
+import { registerWebhooks, type WebhookOptions } from '../forge-events/webhook-routes.js';
 
 /** The web view's files: route, file below the package root, content type. */
 const WEB_FILES: readonly (readonly [string, string, string])[] = [
@@ -122,6 +123,8 @@ export interface ApiOptions {
   fleetTasks?: FleetTaskList;
   /** A node of a fleet: a task another node runs, served from the control database. */
   fleetTask?: FleetTaskSource;
+  /** The forges' webhooks (a webhook secret is configured): how deliveries are checked and queued. */
+  webhooks?: WebhookOptions;
   /** A node of a fleet: a follow-up of a task of the fleet is queued there. */
   enqueueFollowup?: EnqueueFollowup;
 }
@@ -143,6 +146,8 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
     options.onRequest?.();
     await next();
   });
+  // The webhooks authenticate by the forge's signature, so they come before the token check.
+  registerWebhooks(app, options.webhooks, sinks);
   app.use('/api/*', authenticate(authenticator));
 
   app.onError((error, c) => {

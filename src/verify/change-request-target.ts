@@ -27,6 +27,20 @@ export interface ChangeRequestUrl {
 
 /** Reads `https://HOST/OWNER/NAME/pull/N` (GitHub) and `https://HOST/GROUP/NAME/-/merge_requests/N` (GitLab). */
 export function parseChangeRequestUrl(argument: string): ChangeRequestUrl | null {
+  return parseForgePageUrl(argument, 'request');
+}
+
+/** The page segments of each kind: GitHub's `/pull/N` and `/issues/N`, GitLab's `/-/merge_requests/N` and `/-/issues/N`. */
+const PAGE_SEGMENTS = {
+  request: { github: 'pull', gitlab: 'merge_requests' },
+  issue: { github: 'issues', gitlab: 'issues' },
+} as const;
+
+/** A request's or an issue's page URL as forge, host, repository and number; null when it is none. */
+export function parseForgePageUrl(
+  argument: string,
+  kind: keyof typeof PAGE_SEGMENTS,
+): ChangeRequestUrl | null {
   let url: URL;
   try {
     url = new URL(argument);
@@ -35,8 +49,9 @@ export function parseChangeRequestUrl(argument: string): ChangeRequestUrl | null
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return null;
   const path = decodeURIComponent(url.pathname).replace(/\/+$/, '');
-  const github = /^\/([^/]+\/[^/]+)\/pull\/(\d+)$/.exec(path);
-  const gitlab = /^\/(.+?)\/-\/merge_requests\/(\d+)$/.exec(path);
+  const segments = PAGE_SEGMENTS[kind];
+  const github = new RegExp(`^/([^/]+/[^/]+)/${segments.github}/(\\d+)$`).exec(path);
+  const gitlab = new RegExp(`^/(.+?)/-/${segments.gitlab}/(\\d+)$`).exec(path);
   const found = github ?? gitlab;
   if (!found) return null;
   return {

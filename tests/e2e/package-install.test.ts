@@ -211,7 +211,10 @@ describe('the GitHub Action step with the installed package', () => {
       AR_ARGS: `--task-id\nCI-DEMO\n--model-script\n${path.join(DEMO, 'model-script.yaml')}\n`,
     });
     expect(job.result.status, `stderr:\n${job.result.stderr}`).toBe(0);
-    expect(readFileSync(job.prd, 'utf8')).toMatch(/^# Add slugify\n\nAdd a `slugify\(text\)`/);
+    // The issue's title and body, fenced as the forge user's quoted words.
+    expect(readFileSync(job.prd, 'utf8')).toMatch(
+      /^# Issue 7\n[\s\S]*\n```text\nAdd slugify\n\nAdd a `slugify\(text\)`/,
+    );
     const note = readFileSync(path.join(job.repo, '.agent-runner', 'task-CI-DEMO.md'), 'utf8');
     expect(note).toMatch(/\*\*State\*\* \| \*\*COMPLETE\*\*/);
     expect(job.summary).toContain(note);

@@ -49,6 +49,7 @@ describe('control migrate', () => {
       '1764610000000_tokens-audit',
       '1764700000000_task-question',
       '1764800000000_task-list-indexes',
+      '1764900000000_webhook-deliveries',
     ]);
     expect(result.nodeRole.canLogin).toBe(true);
 
@@ -72,6 +73,7 @@ describe('control migrate', () => {
       'nodes',
       'task_requests',
       'tasks',
+      'webhook_deliveries',
     ]);
     const queue = await admin.pool.query(`SELECT name FROM pgboss.queue WHERE name = $1`, [TASK_QUEUE]);
     expect(queue.rowCount).toBe(1);

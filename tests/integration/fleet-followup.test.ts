@@ -8,48 +8,33 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
-import { controlUrl } from '../../src/control/control-url.js';
-import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
-import { FleetNode, type FleetTask, type FleetTaskRunner } from '../../src/control/fleet-node.js';
-import { migrateControl } from '../../src/control/migrate-control.js';
+import type { ControlDatabase } from '../../src/control/control-database.js';
+import { FleetNode } from '../../src/control/fleet-node.js';
 import { enqueueFollowup, enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { createApi } from '../../src/serve/http-api.js';
 import { TaskBoard } from '../../src/serve/task-board.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import {
+  migratedTestDatabase,
+  RecordingRunner,
+  type MigratedTestDatabase,
+} from '../support/control-database.js';
 import { createDemoRepo } from '../support/demo-task.js';
 
-let db: TestDatabase;
-const opened: ControlDatabase[] = [];
+let fleet: MigratedTestDatabase;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  opened.push(admin);
-  await migrateControl(admin, { nodePassword: db.nodePassword });
+  fleet = await migratedTestDatabase();
 }, 600_000);
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
-  for (const database of opened) await database.close();
-  await db?.drop();
+  await fleet?.close();
 });
 
-async function nodeDatabase() {
-  const database = await openControlDatabase(controlUrl(db.nodeUrl, new Redaction()));
-  opened.push(database);
-  return database;
-}
-
-/** Records every task the node gives it (its follow-up included) and ends it COMPLETE at once. */
-class RecordingRunner implements FleetTaskRunner {
-  readonly ran: FleetTask[] = [];
-  async run(task: FleetTask) {
-    this.ran.push(task);
-    return { state: 'COMPLETE', exitCode: 0 };
-  }
-  async abandon() {}
+function nodeDatabase(): Promise<ControlDatabase> {
+  return fleet.node();
 }
 
 async function until(check: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {

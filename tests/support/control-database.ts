@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { openControlDatabase, type ControlDatabase } from '../../src/control/control-database.js';
 import { controlUrl } from '../../src/control/control-url.js';
+import type { FleetTask, FleetTaskRunner } from '../../src/control/fleet-node.js';
 import { migrateControl } from '../../src/control/migrate-control.js';
 import { Redaction } from '../../src/notes/redact.js';
 
@@ -140,4 +141,14 @@ export async function migratedTestDatabase(admin?: string): Promise<MigratedTest
       await db.drop();
     },
   };
+}
+
+/** A node's runner that records every task the node gives it (a follow-up included) and ends it COMPLETE at once. */
+export class RecordingRunner implements FleetTaskRunner {
+  readonly ran: FleetTask[] = [];
+  async run(task: FleetTask) {
+    this.ran.push(task);
+    return { state: 'COMPLETE', exitCode: 0 };
+  }
+  async abandon() {}
 }

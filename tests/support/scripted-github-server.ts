@@ -27,7 +27,7 @@ import {
   type GitHubReviewOperation,
 } from './scripted-github-review.js';
 
-type RestOperation = 'list' | 'create' | 'update' | 'get';
+type RestOperation = 'list' | 'create' | 'update' | 'get' | 'issue';
 export type GitHubOperation = RestOperation | 'graphql';
 
 export interface OperationSpec {
@@ -47,7 +47,29 @@ interface Described {
 let operations: Record<RestOperation, OperationSpec> | null = null;
 
 function schemaOf(content: unknown): Json | null {
-  return ((content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | null;
+  const schema = ((content as Json | undefined)?.['application/json'] as Json | undefined)
+    ?.schema as Json | null;
+  return schema ? typedNullable(schema) : null;
+}
+
+/**
+ * GitHub's description marks some `anyOf` schemas `nullable` without a `type` (the issue's `pull_request`,
+ * `milestone`...), which ajv refuses to compile: such a node takes `null` as one more alternative instead.
+ */
+function typedNullable(schema: Json, seen = new Map<Json, Json>()): Json {
+  const done = seen.get(schema);
+  if (done) return done;
+  const copy: Json = Array.isArray(schema) ? ([] as unknown as Json) : {};
+  seen.set(schema, copy);
+  for (const [key, value] of Object.entries(schema))
+    (copy as Record<string, unknown>)[key] =
+      value !== null && typeof value === 'object' ? typedNullable(value as Json, seen) : value;
+  if (copy.nullable === true && copy.type === undefined) {
+    delete copy.nullable;
+    const alternatives = (copy.anyOf ?? copy.oneOf) as Json[] | undefined;
+    if (alternatives) alternatives.push({ type: 'null' });
+  }
+  return copy;
 }
 
 let description: { described: Described; ajv: Ajv; basicError: ValidateFunction } | null = null;
@@ -124,6 +146,11 @@ function loadOperations(): Record<RestOperation, OperationSpec> {
       'get',
       /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
     ),
+    issue: build(
+      '/repos/{owner}/{repo}/issues/{issue_number}',
+      'get',
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)$/,
+    ),
   };
   return operations;
 }
@@ -165,8 +192,11 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
     create: [],
     update: [],
     get: [],
+    issue: [],
     graphql: [],
   };
+  /** The issues on the server, by number (GitHub's example issue with the fields a test sets). */
+  readonly issues = new Map<number, { title: string; body: string | null }>();
   private readonly graphqlFailures: { type: string; message: string }[] = [];
   private nextNumber = 1;
   private emptyLists = 0;
@@ -439,6 +469,19 @@ export class ScriptedGitHubServer extends ScriptedApiServer<GitHubCall> {
       const created = this.pullOf(spec.example, owner as string, repo as string, this.nextNumber++, input);
       this.pulls.set(created.number as number, created);
       return [201, created];
+    }
+    if (operation === 'issue') {
+      const issue = this.issues.get(Number(number));
+      if (!issue) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];
+      // This operation's example is wrapped with its breaking-change notes: `{value, x-github-breaking-changes}`.
+      const example = spec.example['x-github-breaking-changes'] ? (spec.example.value as Json) : spec.example;
+      const answer = structuredClone(example);
+      Object.assign(answer, {
+        ...issue,
+        number: Number(number),
+        html_url: `https://github.test/${owner}/${repo}/issues/${number}`,
+      });
+      return [200, answer];
     }
     const pull = this.pulls.get(Number(number));
     if (!pull) return [404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' }];

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLES, type Role } from '../../src/identity/roles.js';
-import { API_ROUTES, openApiPath } from '../../src/serve/api-routes.js';
+import { API_ROUTES, WEBHOOK_ROUTES, openApiPath } from '../../src/serve/api-routes.js';
 import { createApi } from '../../src/serve/http-api.js';
 import { openApiDocument } from '../../src/serve/openapi.js';
 import { TaskBoard } from '../../src/serve/task-board.js';
@@ -117,7 +117,10 @@ describe('the route table is the whole API', () => {
         )
         .map((entry) => `${entry.method} ${entry.path}`),
     );
-    expect([...registered].sort()).toEqual(API_ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+    // The webhooks are in the table too, beside the token routes: they authenticate by the forge's signature.
+    expect([...registered].sort()).toEqual(
+      [...API_ROUTES, ...WEBHOOK_ROUTES].map((route) => `${route.method} ${route.path}`).sort(),
+    );
   });
 
   it('the OpenAPI document states each route and the role it needs', () => {

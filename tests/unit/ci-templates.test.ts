@@ -28,6 +28,13 @@ const action = parse(actionText) as {
 };
 
 describe('action.yml', () => {
+  it('decides from the event first, and every later step is skipped when the event asks for nothing', () => {
+    const [first, ...rest] = action.runs.steps as (Step & { if?: string })[];
+    expect(first?.id).toBe('decide');
+    expect(first?.run).toContain('"$GITHUB_ACTION_PATH/scripts/ci/forge-event.mjs"');
+    for (const later of rest) expect(later.if, later.name).toContain("steps.decide.outputs.kind != 'ignore'");
+  });
+
   it('is a composite action', () => {
     expect(action.runs.using).toBe('composite');
     expect(action.runs.steps.length).toBeGreaterThan(0);
@@ -52,10 +59,11 @@ describe('action.yml', () => {
     }
   });
 
-  it('takes its outputs from the run step, and the step ids it refers to exist', () => {
+  it('takes its outputs from the decide and run steps, and the step ids it refers to exist', () => {
     const ids = new Set(action.runs.steps.map((step) => step.id).filter(Boolean));
     for (const match of actionText.matchAll(/steps\.([a-z0-9-]+)\./g)) expect(ids).toContain(match[1]);
-    for (const output of Object.values(action.outputs)) expect(output.value).toMatch(/steps\.run\.outputs\./);
+    for (const output of Object.values(action.outputs))
+      expect(output.value).toMatch(/steps\.(run|decide)\.outputs\./);
   });
 
   it('runs agent-runner-ci with every flag the script reads', () => {

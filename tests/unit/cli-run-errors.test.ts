@@ -68,6 +68,6 @@ describe('run with bad input', () => {
   it('exits 2 when --prd is missing', async () => {
     const result = await runCliCaptured(['run'], { cwd: repoWithConfig(null) });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toContain("required option '--prd <file>' not specified");
+    expect(result.stderr).toContain('Give the task with exactly one of --prd FILE and --from-issue URL.');
   });
 });

@@ -9,7 +9,7 @@ import {
   type EngineRuntimes,
   type RuntimeRequest,
 } from '../../src/sandbox/container-runtime.js';
-import { flagsLayer } from '../../src/cli/run-command.js';
+import { flagsLayer } from '../../src/cli/run-flags.js';
 
 const REGISTERED: EngineRuntimes = {
   runc: {},

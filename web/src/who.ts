@@ -11,6 +11,7 @@ const VERBS: Partial<Record<AuditRecord['action'], string>> = {
   'task.answer': 'Answered',
   'task.stop': 'Stopped',
   'task.resume': 'Resumed',
+  'webhook.task': 'Queued from the forge',
 };
 
 /** One line per action on the task: `Started by alice (operator) from 127.0.0.1 at 12:03:04`. */
@@ -24,6 +25,15 @@ export function auditList(records: readonly AuditRecord[]): HTMLElement {
     item.textContent =
       `${VERBS[record.action] ?? record.action} by ${record.actor.name} (${record.actor.role}) ` +
       `from ${record.from} at ${record.at.slice(11, 19)}`;
+    // A webhook's task: the issue or comment it came from, a link the server built from numbers.
+    if (record.origin !== undefined && /^https?:\/\//.test(record.origin)) {
+      const link = document.createElement('a');
+      link.href = record.origin;
+      link.rel = 'noopener noreferrer';
+      link.className = 'origin';
+      link.textContent = record.origin;
+      item.append(' (', link, ')');
+    }
     list.append(item);
   }
   return list;

@@ -1,0 +1,65 @@
+/**
+ * The webhook door of `serve`, wired from the configuration: on with `forge.webhookSecret`
+ * (AGENT_RUNNER_WEBHOOK_SECRET) only. A task is queued on this server's board (an event of this repository
+ * only: its `deliver.remote`'s `owner/name`) or, on a node of a fleet, on the fleet's queue for the event's
+ * repository. Who may write is asked of the forge with the host's token (GH_TOKEN / GITHUB_TOKEN,
+ * GITLAB_TOKEN) at `deliver.apiUrl` (else the public forge).
+ */
+import path from 'node:path';
+import type { Config } from '../config/schema.js';
+import { hostRemoteUrl } from '../deliver/push.js';
+import { FileDeliveryStore, type DeliveryStore } from '../forge-events/delivery-store.js';
+import { githubAccess, gitlabAccess } from '../forge-events/dispatch.js';
+import type { WebhookOptions } from '../forge-events/webhook-routes.js';
+import type { Redaction } from '../notes/redact.js';
+import { forgeToken } from '../remote/remote-credentials.js';
+import type { Enqueue } from '../serve/http-api.js';
+
+export async function webhookOptions(
+  config: Config,
+  repoRoot: string,
+  context: { env: NodeJS.ProcessEnv; redaction: Redaction },
+  /** The local board (a server without a fleet). */
+  board: { start: (request: { prd: string }) => Promise<string> },
+  /** A node of a fleet: its queue and the deliveries it has taken. */
+  fleet: { api: { enqueue: Enqueue }; deliveries: DeliveryStore } | null,
+): Promise<WebhookOptions | undefined> {
+  const secret = config.forge.webhookSecret;
+  if (secret === undefined) return undefined;
+  context.redaction.add([secret]);
+  const apiUrl = config.deliver.apiUrl;
+  const remote = fleet ? null : await hostRemoteUrl(repoRoot, config.deliver.remote).catch(() => null);
+  return {
+    secret,
+    settings: {
+      label: config.forge.label,
+      trigger: config.review.trigger,
+      ...(config.forge.assignee !== undefined ? { assignee: config.forge.assignee } : {}),
+    },
+    deliveries: fleet?.deliveries ?? new FileDeliveryStore(path.join(repoRoot, '.agent-runner')),
+    access: (event, signal) =>
+      event.forge === 'github'
+        ? githubAccess({
+            api: apiUrl ?? 'https://api.github.com',
+            repository: event.repository.fullName,
+            ...tokenOf('github', context.env),
+            signal,
+          })
+        : gitlabAccess({
+            api: apiUrl ?? 'https://gitlab.com',
+            projectId: Number(event.repository.projectId),
+            ...tokenOf('gitlab', context.env),
+            signal,
+          }),
+    ...(apiUrl !== undefined ? { apiUrl } : {}),
+    // A server on one repository takes only that repository's events (no remote: none matches).
+    ...(fleet ? {} : { repository: remote?.path ?? '' }),
+    queueTask: async (task) =>
+      fleet ? fleet.api.enqueue({ repo: task.repo, prd: task.prd }) : board.start({ prd: task.prd }),
+  };
+}
+
+function tokenOf(forge: 'github' | 'gitlab', env: NodeJS.ProcessEnv): { token?: string } {
+  const found = forgeToken(forge, env);
+  return found ? { token: found.token } : {};
+}
