@@ -11,6 +11,8 @@ const VERBS: Partial<Record<AuditRecord['action'], string>> = {
   'task.answer': 'Answered',
   'task.stop': 'Stopped',
   'task.resume': 'Resumed',
+  'memory.accept': 'A memory proposal accepted',
+  'memory.reject': 'A memory proposal rejected',
   'webhook.task': 'Queued from the forge',
 };
 
