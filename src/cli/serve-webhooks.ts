@@ -3,17 +3,27 @@
  * (AGENT_RUNNER_WEBHOOK_SECRET) only. A task is queued on this server's board (an event of this repository
  * only: its `deliver.remote`'s `owner/name`) or, on a node of a fleet, on the fleet's queue for the event's
  * repository. Who may write is asked of the forge with the host's token (GH_TOKEN / GITHUB_TOKEN,
- * GITLAB_TOKEN) at `deliver.apiUrl` (else the public forge).
+ * GITLAB_TOKEN) at `deliver.apiUrl` (else the public forge). A review of a request agent-runner opened starts,
+ * on a server of one repository, the same `agent-runner followup --from-review <request>` a person would run
+ * (a process of its own, detached, its output in `.agent-runner/webhook-followups.log`): it reads the writers'
+ * comments through the forge, reacts, runs the follow-up on the task's branch and replies; the task's lock
+ * keeps two of them apart, and the review's read record lets the next one take what a refused one left. A node
+ * of a fleet starts none yet (501).
  */
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
 import { hostRemoteUrl } from '../deliver/push.js';
 import { FileDeliveryStore, type DeliveryStore } from '../forge-events/delivery-store.js';
 import { githubAccess, gitlabAccess } from '../forge-events/dispatch.js';
-import type { WebhookOptions } from '../forge-events/webhook-routes.js';
+import type { WebhookFollowup, WebhookOptions } from '../forge-events/webhook-routes.js';
 import type { Redaction } from '../notes/redact.js';
 import { forgeToken } from '../remote/remote-credentials.js';
 import type { Enqueue } from '../serve/http-api.js';
+import { PACKAGE_ROOT } from '../version.js';
+import { assertValidTaskId } from '../workspace/layout.js';
 
 export async function webhookOptions(
   config: Config,
@@ -56,7 +66,29 @@ export async function webhookOptions(
     ...(fleet ? {} : { repository: remote?.path ?? '' }),
     queueTask: async (task) =>
       fleet ? fleet.api.enqueue({ repo: task.repo, prd: task.prd }) : board.start({ prd: task.prd }),
+    ...(fleet ? {} : { startFollowup: (followup) => startReviewFollowup(repoRoot, followup, context.env) }),
   };
+}
+
+/** `agent-runner followup --from-review <request>` in the repository, detached from the server's request. */
+async function startReviewFollowup(
+  repoRoot: string,
+  followup: WebhookFollowup,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
+  assertValidTaskId(followup.taskId);
+  const stateDir = path.join(repoRoot, '.agent-runner');
+  await mkdir(stateDir, { recursive: true });
+  const log = openSync(path.join(stateDir, 'webhook-followups.log'), 'a');
+  const bin = path.join(PACKAGE_ROOT, 'bin', 'agent-runner.js');
+  const child = spawn(process.execPath, [bin, 'followup', '--from-review', followup.requestUrl], {
+    cwd: repoRoot,
+    env,
+    detached: true,
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  child.unref();
 }
 
 function tokenOf(forge: 'github' | 'gitlab', env: NodeJS.ProcessEnv): { token?: string } {

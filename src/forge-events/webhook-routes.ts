@@ -13,6 +13,8 @@
  *   a delivery taken before       409 `duplicate_delivery`
  *   asks for nothing / not allowed 200 `{action: "ignore", reason}` (audited)
  *   a task                        202 `{action: "task", taskId}` (audited)
+ *   a follow-up                   202 `{action: "followup", taskId, request}` (audited), where this server
+ *                                 starts them (a server on one repository); elsewhere 501, not claimed
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
@@ -49,6 +51,13 @@ export interface WebhookTask {
   originUrl: string;
 }
 
+/** A follow-up a review asks for: the task of the request's branch `agent-runner/<ID>`. */
+export interface WebhookFollowup {
+  taskId: string;
+  /** The request's page, built from the forge's address and the event's numbers. */
+  requestUrl: string;
+}
+
 export interface WebhookOptions {
   /** The shared secret (`forge.webhookSecret`): never logged, never in an answer. */
   secret: string;
@@ -58,6 +67,12 @@ export interface WebhookOptions {
   access: (event: Exclude<ForgeEvent, { ignore: string }>, signal: AbortSignal) => ForgeAccess;
   /** The forge's API address (`deliver.apiUrl`), for the links; undefined: the public forge. */
   apiUrl?: string;
+  /**
+   * Starts the follow-up a review asks for: `followup --from-review <request>` of the request's task, which reads
+   * the review itself through the forge (writers' comments since the last read), reacts and replies. Absent:
+   * this server starts none (501, the delivery left for a redelivery).
+   */
+  startFollowup?: (followup: WebhookFollowup) => Promise<void>;
   /** Queues the task; returns its id. Throws a UserError when this server cannot take it. */
   queueTask: (task: WebhookTask) => Promise<string>;
   /** The repository this server works on (`owner/name`); a delivery for another one is ignored. */
@@ -181,8 +196,8 @@ async function accept(
           options.apiUrl,
         );
   const actor = { name: actorName(forge, event.sender), role: 'operator' as const };
-  if (decided.kind === 'followup') {
-    // Not claimed: once this server queues follow-ups, the forge's redelivery of it is taken.
+  if (decided.kind === 'followup' && options.startFollowup === undefined) {
+    // Not claimed: once this server starts follow-ups, the forge's redelivery of it is taken.
     await audit(c, sinks, { actor, action: 'webhook.ignore', status: 501 });
     return apiError(
       c,
@@ -196,6 +211,12 @@ async function accept(
   if (decided.kind === 'ignore') {
     await audit(c, sinks, { actor, action: 'webhook.ignore', status: 200 });
     return c.json({ action: 'ignore', reason: decided.reason, refused: decided.refused });
+  }
+  if (decided.kind === 'followup') {
+    const { taskId, requestUrl } = decided;
+    await options.startFollowup?.({ taskId, requestUrl });
+    await audit(c, sinks, { actor, action: 'webhook.followup', status: 202, taskId, origin: requestUrl });
+    return c.json({ action: 'followup', taskId, request: requestUrl }, 202);
   }
   const taskId = await options.queueTask({
     prd: decided.prd,

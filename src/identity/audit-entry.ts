@@ -20,6 +20,8 @@ export const auditActionSchema = z.enum([
   'memory.reject',
   /** A signed forge webhook queued a task (the actor: `github:<login>` or `gitlab:<username>`). */
   'webhook.task',
+  /** A signed forge webhook's review started a follow-up of the request's task (`followup --from-review`). */
+  'webhook.followup',
   /** A signed forge webhook asked for nothing, or its author may not instruct: nothing queued. */
   'webhook.ignore',
 ]);

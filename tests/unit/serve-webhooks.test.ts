@@ -8,10 +8,13 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { webhookOptions } from '../../src/cli/serve-webhooks.js';
+import { validateConfig } from '../../src/config/load.js';
+import { Redaction } from '../../src/notes/redact.js';
 import { FileDeliveryStore } from '../../src/forge-events/delivery-store.js';
 import { githubAccess, type ForgeAccess } from '../../src/forge-events/dispatch.js';
-import type { WebhookTask } from '../../src/forge-events/webhook-routes.js';
+import type { WebhookFollowup, WebhookTask } from '../../src/forge-events/webhook-routes.js';
 import { createDemoRepo } from '../support/demo-task.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { startTokenServer, type TokenServer } from '../support/token-server.js';
@@ -23,6 +26,7 @@ let repo: { dir: string; remove: () => void };
 let server: TokenServer;
 let github: ScriptedGitHubServer;
 const queued: WebhookTask[] = [];
+const followups: WebhookFollowup[] = [];
 const gitlabWriters = new Set(['root']);
 
 beforeAll(async () => {
@@ -48,6 +52,7 @@ beforeAll(async () => {
           queued.push(task);
           return `from-issue-${queued.length}`;
         },
+        startFollowup: async (followup) => void followups.push(followup),
       },
     },
   });
@@ -180,18 +185,82 @@ describe('POST /api/webhooks/github', () => {
     });
   });
 
-  it('a review of agent-runner/<ID>: a follow-up, which this server does not queue yet (501, not claimed)', async () => {
+  it('a review of agent-runner/<ID>: the follow-up of its task starts once (202), the same delivery again is 409', async () => {
     const review = example('pull_request_review', 'submitted');
     review.pull_request.head.ref = 'agent-runner/add-slugify';
     review.review.state = 'changes_requested';
     const body = JSON.stringify(review);
-    const answer = await deliver('github', body, githubHeaders('pull_request_review', body));
-    expect(answer.status).toBe(501);
-    expect(answer.body).toMatchObject({ error: { code: 'followup_unavailable' } });
-    expect((answer.body.error as { message: string }).message).toContain(
-      'https://github.com/Codertocat/Hello-World/pull/2',
+    const before = followups.length;
+    const delivery = randomUUID();
+    const answer = await deliver(
+      'github',
+      body,
+      githubHeaders('pull_request_review', body, SECRET, delivery),
     );
+    expect(answer.status, JSON.stringify(answer.body)).toBe(202);
+    expect(answer.body).toEqual({
+      action: 'followup',
+      taskId: 'add-slugify',
+      request: 'https://github.com/Codertocat/Hello-World/pull/2',
+    });
+    const again = await deliver('github', body, githubHeaders('pull_request_review', body, SECRET, delivery));
+    expect(again.status).toBe(409);
+    expect(followups.slice(before)).toEqual([
+      { taskId: 'add-slugify', requestUrl: 'https://github.com/Codertocat/Hello-World/pull/2' },
+    ]);
+    expect((await server.audit.list()).at(-1)).toMatchObject({
+      actor: { name: 'github:Codertocat' },
+      action: 'webhook.followup',
+      taskId: 'add-slugify',
+      origin: 'https://github.com/Codertocat/Hello-World/pull/2',
+    });
   });
+});
+
+describe('the follow-up a review starts on a server of one repository', () => {
+  it('is `agent-runner followup --from-review <request>` run as a process of its own, which reads the request', async () => {
+    // The built CLI (dist/, as `serve` itself is; scripts/setup.sh builds it) reads the request through the
+    // forge with the host's token: the scripted GitHub server sees that read. No such request there: the
+    // command says so in its log and ends; nothing runs.
+    const own = createDemoRepo(`deliver:\n  apiUrl: ${github.url}\n`);
+    try {
+      const config = validateConfig([
+        { source: 'test', values: { forge: { webhookSecret: SECRET }, deliver: { apiUrl: github.url } } },
+      ]);
+      const env = { PATH: process.env.PATH, HOME: process.env.HOME, GH_TOKEN: 'ghs_followup_probe' };
+      const options = await webhookOptions(
+        config,
+        own.dir,
+        { env, redaction: new Redaction() },
+        { start: async () => Promise.reject(new Error('no task is started here')) },
+        null,
+      );
+      await options?.startFollowup?.({
+        taskId: 'add-slugify',
+        requestUrl: 'https://github.com/Codertocat/Hello-World/pull/2',
+      });
+      await vi.waitFor(
+        () =>
+          expect(
+            github.calls.some(
+              (call) =>
+                call.method === 'GET' &&
+                call.path === '/repos/Codertocat/Hello-World/pulls/2' &&
+                call.authorization?.includes('ghs_followup_probe') === true,
+            ),
+          ).toBe(true),
+        { timeout: 60_000, interval: 200 },
+      );
+      const log = path.join(own.dir, '.agent-runner', 'webhook-followups.log');
+      await vi.waitFor(async () => expect(await readFile(log, 'utf8')).toContain('agent-runner:'), {
+        timeout: 30_000,
+        interval: 200,
+      });
+      expect(await readFile(log, 'utf8')).not.toContain('ghs_followup_probe');
+    } finally {
+      own.remove();
+    }
+  }, 120_000);
 });
 
 describe('POST /api/webhooks/gitlab', () => {
@@ -226,9 +295,10 @@ describe('POST /api/webhooks/gitlab', () => {
     });
     note.merge_request.source_branch = 'agent-runner/add-slugify';
     const answer = await deliver('gitlab', note, headers(SECRET));
-    expect(answer.status).toBe(501);
-    expect((answer.body.error as { message: string }).message).toContain(
-      'https://gitlab.com/gitlab-org/gitlab-test/-/merge_requests/1',
-    );
+    expect(answer.status).toBe(202);
+    expect(followups.at(-1)).toEqual({
+      taskId: 'add-slugify',
+      requestUrl: 'https://gitlab.com/gitlab-org/gitlab-test/-/merge_requests/1',
+    });
   });
 });
