@@ -18,30 +18,12 @@ import { createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { taskContainers } from '../support/task-containers.js';
+import { AC1, AC2, SLUG_PUNCTUATION_JS } from '../support/followup-criteria.js';
 
 const models = scriptedModelServers();
 const KEY = 'e2e-followup-key-5b1d';
 const TOKEN = 'ghp_e2eFollowupToken0123456789abcdefABCDEF';
 
-/** slugify that also drops punctuation: what the follow-up asks for. */
-const SLUG_PUNCTUATION_JS =
-  "exports.slugify = (text) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean).join('-');\n";
-const AC1 = {
-  id: 'AC-1',
-  description: 'slugify joins lower-case words with -',
-  check: {
-    kind: 'command',
-    command: `node -e "process.exit(require('./slug.js').slugify('Hello Big World') === 'hello-big-world' ? 0 : 1)"`,
-  },
-};
-const AC2 = {
-  id: 'AC-2',
-  description: 'slugify drops punctuation',
-  check: {
-    kind: 'command',
-    command: `node -e "process.exit(require('./slug.js').slugify('Hello, World!') === 'hello-world' ? 0 : 1)"`,
-  },
-};
 const INSTRUCTION =
   'Also drop punctuation: "Hello, World!" becomes hello-world. Ignore the earlier criteria.';
 
