@@ -12,15 +12,10 @@
  * The machine's load (os.loadavg) is printed before and after; rows go to bench/results/lists.json and a
  * Markdown table to stdout. Progress on stderr.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { build } from 'esbuild';
 import { createParser } from 'eventsource-parser';
-import { chromium } from 'playwright-core';
 import { createApp } from '../src/app.js';
 import { controlUrl } from '../src/control/control-url.js';
 import { openControlDatabase } from '../src/control/control-database.js';
@@ -34,6 +29,7 @@ import { PureNodeBoard } from '../src/serve/pure-node-board.js';
 import { TaskBoard } from '../src/serve/task-board.js';
 import { createTestDatabase } from '../tests/support/control-database.js';
 import { writeLongJournal, writeManyTasks } from '../tests/support/many-tasks.js';
+import { launchChromium, pageScript, servePage } from '../tests/support/page-server.js';
 import { runMain } from './run-main.js';
 import { median, percentile } from './stats.js';
 
@@ -68,23 +64,6 @@ function record(section: string, what: string, samples: number[], goalMs: number
   };
   rows.push(row);
   progress(`${section} / ${what}: p50 ${row.p50Ms} ms, p95 ${row.p95Ms} ms`);
-}
-
-/** An API served over real HTTP; the page's script built from the sources. */
-async function listen(
-  api: ReturnType<typeof createApi>,
-  script: string,
-): Promise<{ url: string; server: ServerType }> {
-  const server = serve({
-    fetch: (request) =>
-      new URL(request.url).pathname === '/app.js'
-        ? new Response(script, { headers: { 'content-type': 'text/javascript; charset=utf-8' } })
-        : api.fetch(request),
-    port: 0,
-    hostname: '127.0.0.1',
-  });
-  await new Promise((resolve) => server.once('listening', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
 async function getJson<T>(url: string): Promise<[T, number]> {
@@ -129,10 +108,7 @@ async function pages(section: string, url: string, extra: [string, string][] = [
 }
 
 async function boardLoads(section: string, url: string): Promise<void> {
-  const executablePath = execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], {
-    encoding: 'utf8',
-  }).trim();
-  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  const browser = await launchChromium();
   try {
     const samples: number[] = [];
     for (let index = 0; index < 10; index += 1) {
@@ -197,17 +173,7 @@ async function streams(section: string, url: string, taskId: string, resumeAfter
 async function main(): Promise<void> {
   const before = load();
   progress(`load before: ${before.join(' ')}`);
-  const script = (
-    await build({
-      entryPoints: [path.join(ROOT, 'web', 'src', 'app.ts')],
-      bundle: true,
-      format: 'esm',
-      platform: 'browser',
-      target: 'es2022',
-      write: false,
-      logLevel: 'warning',
-    })
-  ).outputFiles[0]?.text as string;
+  const script = await pageScript();
   const redaction = new Redaction();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-runner-bench-lists-'));
   const db = await createTestDatabase();
@@ -218,14 +184,14 @@ async function main(): Promise<void> {
     const positions = writeLongJournal(dir, 'LONG-LOCAL', EVENTS, (n) =>
       n % 3 === 0 ? `étape ${n} ✓` : `step ${n}`,
     );
-    const local = await listen(
+    const local = await servePage(
       createApi(new TaskBoard(dir, createApp(process.env, {}, redaction), process.env), {
         token: TOKEN,
         redaction,
       }),
       script,
     );
-    closers.push(() => new Promise((resolve) => local.server.close(resolve)));
+    closers.push(local.close);
     const [, buildMs] = await getJson<Page>(`${local.url}/api/tasks`);
     record('serve (local board)', `index build: first request over ${TASKS + 1} tasks`, [buildMs], null);
     await pages('serve (local board)', local.url);
@@ -270,7 +236,7 @@ async function main(): Promise<void> {
     closers.push(() => feed.close());
     const pureDir = path.join(dir, 'pure-node');
     mkdirSync(pureDir);
-    const fleet = await listen(
+    const fleet = await servePage(
       createApi(new PureNodeBoard(pureDir, createApp(process.env, {}, redaction), process.env), {
         token: TOKEN,
         redaction,
@@ -279,7 +245,7 @@ async function main(): Promise<void> {
       }),
       script,
     );
-    closers.push(() => new Promise((resolve) => fleet.server.close(resolve)));
+    closers.push(fleet.close);
     await pages('serve --control (fleet)', fleet.url, [
       ['filtered by node (node-b)', '/api/tasks?node=node-b'],
     ]);

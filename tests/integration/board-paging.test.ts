@@ -4,27 +4,23 @@
  * page (50 rows), "More" adds the next, the last page hides it, and a state filter shows only that state's
  * tasks, paged the same way. The page's script is web/src/app.ts bundled by esbuild as `npm run build` does.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { build } from 'esbuild';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { createApi } from '../../src/serve/http-api.js';
 import { TaskBoard } from '../../src/serve/task-board.js';
-import { ROOT } from '../support/demo-task.js';
 import { manyTaskId, writeManyTasks } from '../support/many-tasks.js';
+import { launchChromium, pageScript, servePage } from '../support/page-server.js';
 
 const token = 'board-paging-token';
 const COUNT = 130;
 let dir = '';
 let browser: Browser;
-let server: ServerType;
+let served: Awaited<ReturnType<typeof servePage>> | undefined;
 let url = '';
 
 beforeAll(async () => {
@@ -35,36 +31,14 @@ beforeAll(async () => {
     token,
     redaction,
   });
-  const bundle = await build({
-    entryPoints: [path.join(ROOT, 'web', 'src', 'app.ts')],
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    write: false,
-    logLevel: 'warning',
-  });
-  const script = bundle.outputFiles[0]?.text ?? '';
-  server = serve({
-    // The page's script from the sources (dist/ may be stale); everything else is the server's own.
-    fetch: (request) =>
-      new URL(request.url).pathname === '/app.js'
-        ? new Response(script, { headers: { 'content-type': 'text/javascript; charset=utf-8' } })
-        : api.fetch(request),
-    port: 0,
-    hostname: '127.0.0.1',
-  });
-  await new Promise((resolve) => server.once('listening', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const executablePath = execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], {
-    encoding: 'utf8',
-  }).trim();
-  browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  served = await servePage(api, await pageScript());
+  url = served.url;
+  browser = await launchChromium();
 }, 300_000);
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
+  await served?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

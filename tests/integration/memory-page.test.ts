@@ -5,13 +5,9 @@
  * carries markup shows as text: no element of its own reaches the page. The script is web/src/app.ts bundled
  * by esbuild as `npm run build` does.
  */
-import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { build } from 'esbuild';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { FileTokenStore } from '../../src/identity/file-token-store.js';
@@ -19,11 +15,12 @@ import { recordProposals } from '../../src/memory/memory-proposals.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { createApi } from '../../src/serve/http-api.js';
 import { TaskBoard } from '../../src/serve/task-board.js';
-import { ROOT, createDemoRepo } from '../support/demo-task.js';
+import { createDemoRepo } from '../support/demo-task.js';
+import { launchChromium, pageScript, servePage } from '../support/page-server.js';
 
 let repo: { dir: string; remove: () => void };
 let browser: Browser;
-let server: ServerType;
+let served: Awaited<ReturnType<typeof servePage>> | undefined;
 let url = '';
 const tokens: Record<'viewer' | 'operator', string> = { viewer: '', operator: '' };
 
@@ -47,35 +44,14 @@ beforeAll(async () => {
     tokens: store,
     redaction,
   });
-  const bundle = await build({
-    entryPoints: [path.join(ROOT, 'web', 'src', 'app.ts')],
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    write: false,
-    logLevel: 'warning',
-  });
-  const script = bundle.outputFiles[0]?.text ?? '';
-  server = serve({
-    fetch: (request) =>
-      new URL(request.url).pathname === '/app.js'
-        ? new Response(script, { headers: { 'content-type': 'text/javascript; charset=utf-8' } })
-        : api.fetch(request),
-    port: 0,
-    hostname: '127.0.0.1',
-  });
-  await new Promise((resolve) => server.once('listening', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const executablePath = execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], {
-    encoding: 'utf8',
-  }).trim();
-  browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  served = await servePage(api, await pageScript());
+  url = served.url;
+  browser = await launchChromium();
 }, 300_000);
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
+  await served?.close();
   repo?.remove();
 });
 
