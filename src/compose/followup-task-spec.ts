@@ -7,13 +7,8 @@
  */
 import { UserError } from '../errors.js';
 import { inspectTaskLock } from '../lifecycle/task-lock.js';
-import {
-  assertResumable,
-  journalPath,
-  previousAttempt,
-  readTaskJournal,
-  type JournalTaskState,
-} from '../lifecycle/task-journal-state.js';
+import { journalPath, readTaskJournal, type JournalTaskState } from '../lifecycle/task-journal-state.js';
+import { assertResumable, previousAttempt } from '../lifecycle/journal-resume.js';
 import { readProjectJournal } from '../parallel/project-journal.js';
 import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import { taskLayout } from '../workspace/layout.js';

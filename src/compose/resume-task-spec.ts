@@ -9,13 +9,8 @@ import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { ForgeKind } from '../core/events.js';
 import { UserError } from '../errors.js';
-import {
-  assertResumable,
-  journalPath,
-  type JournalTaskState,
-  previousAttempt,
-  readTaskJournal,
-} from '../lifecycle/task-journal-state.js';
+import { journalPath, type JournalTaskState, readTaskJournal } from '../lifecycle/task-journal-state.js';
+import { assertResumable, previousAttempt } from '../lifecycle/journal-resume.js';
 import { readProjectJournal, type ProjectResume } from '../parallel/project-journal.js';
 import type { ProjectOptions } from '../parallel/run-project.js';
 import { loadPrd } from '../prd/load-prd.js';

@@ -2,7 +2,8 @@
  * Rebuilding a task from its event journal (`.agent-runner/runs/<TASK-ID>/events.jsonl`), for `resume` and
  * `status`. The journal may hold several attempts (run, interrupted, resumed...) and may end mid-run (the
  * runner was killed with -9): the last record of each run wins, facts/DoD/assessment events written after it
- * are laid over it, and a run that started but never finished is reported so the Meta-agent hears of it.
+ * are laid over it, and a run that started but never finished is reported so the Meta-agent hears of it
+ * (journal-resume.ts).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -17,9 +18,7 @@ import type {
   TaskSummary,
   Usage,
 } from '../core/types.js';
-import { planSchema, runRecordSchema } from '../core/records.js';
-import { addUsage, subtractUsage, ZERO_USAGE } from '../core/usage.js';
-import { UserError } from '../errors.js';
+import { addUsage, ZERO_USAGE } from '../core/usage.js';
 import { EVENTS_FILE, readJournal } from '../notes/event-journal.js';
 import type { AuditRecord } from '../identity/audit-entry.js';
 
@@ -58,6 +57,18 @@ export interface JournalTaskState {
   audit: AuditRecord[];
   /** The latest follow-up (`agent-runner followup`), null when there was none. */
   followup: JournalFollowup | null;
+  /** Every follow-up, oldest first: its number, the person's instruction (redacted), when, how it ended. */
+  followups: FollowupLine[];
+}
+
+/** One follow-up as the task's page lists it. */
+export interface FollowupLine {
+  number: number;
+  /** The person's instruction as the journal keeps it (forge or person text: shown as text, never markup). */
+  instruction: string;
+  at: string;
+  /** The state its attempt ended in; null while it runs (or its runner died). */
+  state: TaskState | null;
 }
 
 /** A follow-up as the journal tells it: what began it, its revision of the plan, the spending before it. */
@@ -135,6 +146,7 @@ export class JournalFold {
       baseline: null,
       audit: [],
       followup: null,
+      followups: [],
     };
   }
 
@@ -172,6 +184,12 @@ export class JournalFold {
         break;
       case 'followup_started':
         this.startFollowup(event);
+        state.followups.push({
+          number: event.number,
+          instruction: event.instruction,
+          at: event.at,
+          state: null,
+        });
         break;
       case 'followup_planned':
         if (state.followup?.number === event.number) state.followup.changes = event.changes;
@@ -193,7 +211,11 @@ export class JournalFold {
         break;
       case 'worker_finished':
       case 'task_finished':
-        if (event.type === 'task_finished') state.finished = event.summary;
+        if (event.type === 'task_finished') {
+          state.finished = event.summary;
+          const last = state.followups.at(-1);
+          if (last && last.state === null) last.state = event.summary.state;
+        }
         state.unfinishedRun = null;
         this.pending = null;
         break;
@@ -295,31 +317,6 @@ export class JournalFold {
   }
 }
 
-/**
- * Checks what resume will build on against the record schemas: a journal edited by hand, or written by an
- * incompatible version, is refused with the first problem rather than half-read.
- */
-export function assertResumable(state: JournalTaskState, file: string): void {
-  const problems: string[] = [];
-  if (state.plan) {
-    const plan = planSchema.safeParse(state.plan);
-    if (!plan.success) problems.push(`plan: ${plan.error.issues[0]?.message ?? 'invalid'}`);
-  }
-  for (const run of state.runs) {
-    const parsed = runRecordSchema.safeParse(run);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      problems.push(`run ${run.index} ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
-    }
-  }
-  if (problems.length > 0)
-    throw new UserError(
-      'usage',
-      `The journal ${file} of task ${state.taskId} cannot be resumed: ${problems.slice(0, 3).join('; ')}. ` +
-        `Start the task again with \`agent-runner run --prd FILE --task-id NEW-ID\`.`,
-    );
-}
-
 /** The journal file of a task. */
 export function journalPath(runDir: string): string {
   return path.join(runDir, EVENTS_FILE);
@@ -331,48 +328,4 @@ export function readTaskJournal(runDir: string, taskId: string): JournalTaskStat
   if (!existsSync(file)) return null;
   // Validated line by line: a damaged journal fails here with its line and field, never as a wrong state.
   return foldJournal(taskId, readJournal(file, stampedEventSchema));
-}
-
-/** The `previous` a resumed TaskRunner starts from, with what the Meta-agent must hear about the gap. */
-export function previousAttempt(state: JournalTaskState): {
-  plan: Plan;
-  runs: RunRecord[];
-  threadId: string | null;
-  metaCalls: number;
-  usage: Usage;
-  workerUsage: Usage;
-  feedback: string[];
-  elapsedMs: number;
-  baseline?: Baseline;
-} | null {
-  if (!state.plan) return null;
-  const feedback = [
-    `This task was resumed after ${state.finished ? `it ended ${state.finished.state} (${state.finished.reason})` : 'the runner stopped unexpectedly'}; ` +
-      'the history above is from the earlier attempt(s). Commits the worker made are on the task branch and its ' +
-      'uncommitted files are still in the sandbox repository.',
-  ];
-  if (state.unfinishedRun) {
-    feedback.push(
-      `Worker run ${state.unfinishedRun.run} (${state.unfinishedRun.mode}) was cut short when the runner died; ` +
-        'it has no result and its worker was stopped. Its thread can be resumed; check what it left before deciding.',
-    );
-  }
-  // A follow-up's limits count what was spent since it began; the spending before it is shown apart.
-  const before = state.followup;
-  return {
-    plan: state.plan,
-    runs: state.runs,
-    threadId: state.threadId,
-    metaCalls: state.metaCalls - (before?.earlier.metaCalls ?? 0),
-    usage: before ? subtractUsage(state.metaUsage, before.earlier.usage.meta) : state.metaUsage,
-    workerUsage: before ? subtractUsage(state.workerUsage, before.earlier.usage.worker) : state.workerUsage,
-    feedback: [
-      ...feedback,
-      ...state.answers.map(
-        ({ question, answer }) => `Earlier, the person was asked "${question}" and answered: ${answer}`,
-      ),
-    ],
-    elapsedMs: Math.max(0, state.elapsedMs - (before?.elapsedBefore ?? 0)),
-    ...(state.baseline ? { baseline: state.baseline } : {}),
-  };
 }

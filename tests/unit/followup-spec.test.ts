@@ -17,7 +17,8 @@ import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRunnerOptions } from '../../src/core/task-runner.js';
 import type { Plan } from '../../src/core/types.js';
 import { UserError } from '../../src/errors.js';
-import { foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
+import { previousAttempt } from '../../src/lifecycle/journal-resume.js';
+import { foldJournal } from '../../src/lifecycle/task-journal-state.js';
 import { EventJournal } from '../../src/notes/event-journal.js';
 import { taskLayout } from '../../src/workspace/layout.js';
 import {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { StampedEvent } from '../../src/core/events.js';
 import { TaskRunner, type TaskRecord, type TaskRunnerOptions } from '../../src/core/task-runner.js';
-import { assertResumable, foldJournal, previousAttempt } from '../../src/lifecycle/task-journal-state.js';
+import { assertResumable, previousAttempt } from '../../src/lifecycle/journal-resume.js';
+import { foldJournal } from '../../src/lifecycle/task-journal-state.js';
 import {
   FakeWorker,
   ScriptedMetaAgent,
