@@ -17,11 +17,14 @@ import path from 'node:path';
 import type { Config } from '../config/schema.js';
 import { hostRemoteUrl } from '../deliver/push.js';
 import { FileDeliveryStore, type DeliveryStore } from '../forge-events/delivery-store.js';
-import { githubAccess, gitlabAccess } from '../forge-events/dispatch.js';
-import type { WebhookFollowup, WebhookOptions } from '../forge-events/webhook-routes.js';
+import { githubAccess, gitlabAccess, webBase } from '../forge-events/dispatch.js';
+import type { WebhookFollowup, WebhookOptions, WebhookTask } from '../forge-events/webhook-routes.js';
 import type { Redaction } from '../notes/redact.js';
 import { forgeToken } from '../remote/remote-credentials.js';
+import { forgeOf } from '../remote/remote-url.js';
 import type { Enqueue } from '../serve/http-api.js';
+import type { StartTaskRequest } from '../serve/api-schemas.js';
+import type { TaskBoard } from '../serve/task-board.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { assertValidTaskId } from '../workspace/layout.js';
 
@@ -30,7 +33,7 @@ export async function webhookOptions(
   repoRoot: string,
   context: { env: NodeJS.ProcessEnv; redaction: Redaction },
   /** The local board (a server without a fleet). */
-  board: { start: (request: { prd: string }) => Promise<string> },
+  board: Pick<TaskBoard, 'start'>,
   /** A node of a fleet: its queue and the deliveries it has taken. */
   fleet: { api: { enqueue: Enqueue }; deliveries: DeliveryStore } | null,
 ): Promise<WebhookOptions | undefined> {
@@ -39,6 +42,8 @@ export async function webhookOptions(
   context.redaction.add([secret]);
   const apiUrl = config.deliver.apiUrl;
   const remote = fleet ? null : await hostRemoteUrl(repoRoot, config.deliver.remote).catch(() => null);
+  const named = config.deliver.forge === 'auto' ? null : config.deliver.forge;
+  const forge = remote ? forgeOf(remote, named) : named;
   return {
     secret,
     settings: {
@@ -62,12 +67,27 @@ export async function webhookOptions(
             signal,
           }),
     ...(apiUrl !== undefined ? { apiUrl } : {}),
+    ...(forge ? { forgeWeb: webBase(forge, apiUrl) } : {}),
     // A server on one repository takes only that repository's events (no remote: none matches).
     ...(fleet ? {} : { repository: remote?.path ?? '' }),
     queueTask: async (task) =>
-      fleet ? fleet.api.enqueue({ repo: task.repo, prd: task.prd }) : board.start({ prd: task.prd }),
+      fleet
+        ? fleet.api.enqueue({ repo: task.repo, prd: task.prd })
+        : board.start(boardTask(task), { deliver: true }),
     ...(fleet ? {} : { startFollowup: (followup) => startReviewFollowup(repoRoot, followup, context.env) }),
   };
+}
+
+/**
+ * A webhook's task on this server's board: delivered once it ends, as `run --pr` is, and an issue's task as
+ * `run --closes N` (the request's body closes the issue, which gets a reply with the request and the outcome).
+ * The number is the event's, checked as one; `deliver.when` stays the owner's.
+ */
+export function boardTask(task: Pick<WebhookTask, 'prd' | 'origin'>): StartTaskRequest {
+  const issue = Number(task.origin.issue);
+  const closes =
+    task.origin.request === undefined && Number.isSafeInteger(issue) && issue > 0 ? issue : undefined;
+  return { prd: task.prd, config: { deliver: { pr: true, ...(closes !== undefined ? { closes } : {}) } } };
 }
 
 /** `agent-runner followup --from-review <request>` in the repository, detached from the server's request. */

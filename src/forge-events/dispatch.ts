@@ -30,7 +30,15 @@ export { authorise, decide, githubAccess, gitlabAccess, normaliseGithub, normali
 /** What the server does with one event. */
 export type Dispatch =
   | { kind: 'task'; prd: string; origin: EventOrigin; actor: string; originUrl: string }
-  | { kind: 'followup'; requestUrl: string; taskId: string; origin: EventOrigin; actor: string }
+  | {
+      kind: 'followup';
+      requestUrl: string;
+      /** The review's or comment's own page (the request's page with its anchor). */
+      originUrl: string;
+      taskId: string;
+      origin: EventOrigin;
+      actor: string;
+    }
   | { kind: 'ignore'; reason: string; refused: boolean; origin?: EventOrigin; actor?: string };
 
 /** The forge's web address, from its API's: `https://api.github.com` → github.com, `https://HOST/api/v3` → HOST. */
@@ -42,15 +50,18 @@ export function webBase(forge: 'github' | 'gitlab', apiUrl: string | undefined):
   return `${api.protocol}//${api.host}`;
 }
 
+/** The anchor of a comment on its page: GitHub names a review and a line comment apart, GitLab a note. */
+function anchorOf(origin: EventOrigin): string {
+  if (origin.forge === 'gitlab') return 'note_';
+  if (origin.event === 'pull_request_review') return 'pullrequestreview-';
+  if (origin.event === 'pull_request_review_comment') return 'discussion_r';
+  return 'issuecomment-';
+}
+
 /** The web link of an issue or request of the event, built from numbers (a repository name is `owner/name`). */
 export function originLink(origin: EventOrigin, apiUrl: string | undefined): string {
   const base = `${webBase(origin.forge, apiUrl)}/${origin.repository.split('/').map(encodeURIComponent).join('/')}`;
-  const anchor =
-    origin.commentId === undefined
-      ? ''
-      : origin.forge === 'github'
-        ? `#issuecomment-${Number(origin.commentId)}`
-        : `#note_${Number(origin.commentId)}`;
+  const anchor = origin.commentId === undefined ? '' : `#${anchorOf(origin)}${Number(origin.commentId)}`;
   if (origin.request !== undefined)
     return origin.forge === 'github'
       ? `${base}/pull/${Number(origin.request)}${anchor}`
@@ -80,6 +91,7 @@ export async function dispatch(
     return {
       kind: 'followup',
       requestUrl: originLink({ ...decision.origin, commentId: undefined }, apiUrl),
+      originUrl: originLink(decision.origin, apiUrl),
       taskId: decision.taskId,
       origin: decision.origin,
       actor: decision.actor,

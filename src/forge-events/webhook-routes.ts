@@ -68,6 +68,11 @@ export interface WebhookOptions {
   /** The forge's API address (`deliver.apiUrl`), for the links; undefined: the public forge. */
   apiUrl?: string;
   /**
+   * The configured forge's web address (`https://github.com`, a GitHub Enterprise's or GitLab's own): the page
+   * makes a link of an origin on this host only, over https.
+   */
+  forgeWeb?: string;
+  /**
    * Starts the follow-up a review asks for: `followup --from-review <request>` of the request's task, which reads
    * the review itself through the forge (writers' comments since the last read), reacts and replies. Absent:
    * this server starts none (501, the delivery left for a redelivery).
@@ -213,9 +218,11 @@ async function accept(
     return c.json({ action: 'ignore', reason: decided.reason, refused: decided.refused });
   }
   if (decided.kind === 'followup') {
-    const { taskId, requestUrl } = decided;
+    const { taskId, requestUrl, originUrl } = decided;
     await options.startFollowup?.({ taskId, requestUrl });
-    await audit(c, sinks, { actor, action: 'webhook.followup', status: 202, taskId, origin: requestUrl });
+    const entry = { actor, action: 'webhook.followup' as const, status: 202, taskId, origin: originUrl };
+    await audit(c, sinks, entry);
+    journal(c, sinks, options, entry);
     return c.json({ action: 'followup', taskId, request: requestUrl }, 202);
   }
   const taskId = await options.queueTask({
@@ -226,16 +233,25 @@ async function accept(
   });
   const entry = { actor, action: 'webhook.task' as const, status: 202, taskId, origin: decided.originUrl };
   await audit(c, sinks, entry);
-  // A server on one repository has the task on its board: its journal and page show where it came from.
-  if (options.repository !== undefined)
-    try {
-      sinks.journal?.(taskId, { ...entry, from: remoteAddress(c) }, new Date().toISOString());
-    } catch (error) {
-      sinks.warn?.(
-        `could not write the audit event to the journal of ${taskId}: ${(error as Error).message}`,
-      );
-    }
+  journal(c, sinks, options, entry);
   return c.json({ action: 'task', taskId, origin: decided.originUrl }, 202);
+}
+
+/** A server on one repository has the task on its board: its journal and page show where it came from. */
+function journal(
+  c: Context<ApiEnv>,
+  sinks: AuditSinks,
+  options: WebhookOptions,
+  entry: Pick<AuditRecord, 'actor' | 'action' | 'status' | 'taskId' | 'origin'> & { taskId: string },
+): void {
+  if (options.repository === undefined) return;
+  try {
+    sinks.journal?.(entry.taskId, { ...entry, from: remoteAddress(c) }, new Date().toISOString());
+  } catch (error) {
+    sinks.warn?.(
+      `could not write the audit event to the journal of ${entry.taskId}: ${(error as Error).message}`,
+    );
+  }
 }
 
 async function audit(

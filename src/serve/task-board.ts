@@ -22,7 +22,14 @@ import { followupSpec, resumeSpec, startSpec, type BoardSpecContext } from './bo
 import type { Redaction } from '../notes/redact.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 export { NotServedError } from './board-errors.js';
-import { boardTask, preparingTask, type BoardTask, type RunningTask, type TaskDetail } from './board-view.js';
+import {
+  boardTask,
+  NO_DETAIL,
+  preparingTask,
+  taskDetail,
+  type BoardTask,
+  type RunningTask,
+} from './board-view.js';
 import { TaskListIndex, type BoardPage } from './task-list-index.js';
 import type { TaskListQuery } from './task-list-query.js';
 
@@ -67,8 +74,11 @@ export class TaskBoard {
     return this.options.now?.() ?? new Date();
   }
 
-  /** Starts a task; returns its id at once (the task goes on in this process). */
-  async start(request: StartTaskRequest): Promise<string> {
+  /**
+   * Starts a task; returns its id at once (the task goes on in this process). `deliver`: delivered once it ends
+   * (push, then the pull/merge request, as `run --pr` does), as a webhook's task from an issue is.
+   */
+  async start(request: StartTaskRequest, options: { deliver?: boolean } = {}): Promise<string> {
     if (request.taskId !== undefined) {
       assertValidTaskId(request.taskId);
       if (this.running.has(request.taskId))
@@ -76,7 +86,7 @@ export class TaskBoard {
     }
     // Everything the client names is a file of the repository (not one scope.exclude keeps out) before it is read.
     const spec = await startSpec(this.specContext(), request);
-    this.launch(spec, {});
+    this.launch(spec, {}, options.deliver === true);
     return spec.taskId;
   }
 
@@ -281,24 +291,15 @@ export class TaskBoard {
    * One task with what its journal holds: the plan (the acceptance criteria), every worker run's record, the
    * last attempt's summary (the criteria's evidence, the DoD, the usage); null when there is no such task.
    */
-  async detail(taskId: string): Promise<(BoardTask & TaskDetail) | null> {
+  async detail(taskId: string): Promise<ReturnType<typeof taskDetail> | null> {
     assertValidTaskId(taskId);
     // Only this task's files (not every journal of the repository): the page asks for it on every change.
     const entry = readTask(this.repoRoot, taskId, { journals: this.journals });
     if (entry === null) {
       const preparing = this.running.get(taskId);
-      return preparing
-        ? { ...preparingTask(taskId, preparing), plan: null, runRecords: [], summary: null, audit: [] }
-        : null;
+      return preparing ? { ...preparingTask(taskId, preparing), ...NO_DETAIL } : null;
     }
-    const journal = entry.journal;
-    return {
-      ...boardTask(entry, this.running.get(entry.taskId)),
-      plan: journal?.plan ?? null,
-      runRecords: journal?.runs ?? [],
-      audit: journal?.audit ?? [],
-      summary: this.running.get(taskId)?.summary ?? journal?.finished ?? null,
-    };
+    return taskDetail(entry, this.running.get(entry.taskId));
   }
 
   /** Whether any task this server runs has not ended. */

@@ -212,7 +212,8 @@ describe('POST /api/webhooks/github', () => {
       actor: { name: 'github:Codertocat' },
       action: 'webhook.followup',
       taskId: 'add-slugify',
-      origin: 'https://github.com/Codertocat/Hello-World/pull/2',
+      // The review itself: the request's page at the review's anchor.
+      origin: `https://github.com/Codertocat/Hello-World/pull/2#pullrequestreview-${review.review.id}`,
     });
   });
 });
