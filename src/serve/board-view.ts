@@ -13,7 +13,19 @@ export interface TaskDetail {
   summary: TaskSummary | null;
   /** Who started, answered, stopped or resumed it through a server (its journal's `audit` events). */
   audit: JournalTaskState['audit'];
+  /** Its follow-ups, oldest first. */
+  followups: JournalTaskState['followups'];
 }
+
+/** The detail of a task that has no journal yet. */
+export const NO_DETAIL: TaskDetail = { plan: null, runRecords: [], summary: null, audit: [], followups: [] };
+
+/** What `GET /api/tasks/{id}` answers for a task of this server: its line, its detail, the forge's address. */
+export type TaskPage = BoardTask &
+  TaskDetail & {
+    /** The configured forge's web address: the page links an origin on this host only (null: none). */
+    forgeWeb: string | null;
+  };
 
 /** A task this server runs. */
 export interface RunningTask {
@@ -116,5 +128,18 @@ export function preparingTask(taskId: string, task: RunningTask): BoardTask {
     question: task.question?.text ?? null,
     exitCode: task.summary?.exitCode ?? (task.error === null ? null : 2),
     error: task.error,
+  };
+}
+
+/** A task's page from its inventory entry (its journal), with what this server knows of it when it runs it. */
+export function taskDetail(entry: TaskEntry, served: RunningTask | undefined): BoardTask & TaskDetail {
+  const journal = entry.journal;
+  return {
+    ...boardTask(entry, served),
+    plan: journal?.plan ?? null,
+    runRecords: journal?.runs ?? [],
+    audit: journal?.audit ?? [],
+    followups: journal?.followups ?? [],
+    summary: served?.summary ?? journal?.finished ?? null,
   };
 }

@@ -26,6 +26,7 @@ export type { FleetTaskSource } from './event-routes.js';
 import { RequestFieldError } from './repository-path.js';
 import { NotServedError, TaskNotFoundError } from './board-errors.js';
 import type { TaskBoard } from './task-board.js';
+import type { BoardTask, TaskDetail, TaskPage } from './board-view.js';
 import { registerWebhooks, type WebhookOptions } from '../forge-events/webhook-routes.js';
 
 /** The web view's files: route, file below the package root, content type. */
@@ -39,13 +40,17 @@ const WEB_FILES: readonly (readonly [string, string, string])[] = [
 function registerDetail(
   app: ApiApp,
   board: TaskBoard,
-  options: { redaction: Redaction; fleetTask?: FleetTaskSource; sinks: AuditSinks },
+  options: { redaction: Redaction; fleetTask?: FleetTaskSource; sinks: AuditSinks; forgeWeb?: string },
 ): void {
   route(app, 'GET /api/tasks/:id', options.sinks, async (c) => {
     const task = named(c);
     if ('answer' in task) return task.answer;
     const detail = await board.detail(task.taskId);
-    if (detail !== null) return c.json(options.redaction.value(detail));
+    const page = (found: BoardTask & TaskDetail): TaskPage => ({
+      ...found,
+      forgeWeb: options.forgeWeb ?? null,
+    });
+    if (detail !== null) return c.json(options.redaction.value(page(detail)));
     const fleet = await options.fleetTask?.detail(task.taskId);
     if (fleet) return c.json(options.redaction.value(fleet));
     return apiError(c, 404, 'not_found', `No task ${task.taskId} in this repository.`);
@@ -165,7 +170,8 @@ export function createApi(board: TaskBoard, options: ApiOptions): ApiApp {
 
   registerTaskList(app, board, { redaction: options.redaction, sinks, fleetTasks: options.fleetTasks });
   registerStart(app, board, options.enqueue, sinks);
-  registerDetail(app, board, { ...options, sinks });
+  const forgeWeb = options.webhooks?.forgeWeb;
+  registerDetail(app, board, { ...options, sinks, ...(forgeWeb !== undefined ? { forgeWeb } : {}) });
   registerTaskActions(app, board, options.fleetTask, sinks, options.enqueueFollowup);
   registerEvents(app, board, { ...options, sinks });
 

@@ -14,9 +14,9 @@ import { marked } from 'marked';
 import type { FleetTaskDetail } from '../../src/control/fleet-events.js';
 import type { FleetTaskRow } from '../../src/control/fleet-tasks.js';
 import type { StampedEvent } from '../../src/core/events.js';
-import type { BoardTask, TaskDetail } from '../../src/serve/board-view.js';
+import type { BoardTask, TaskDetail, TaskPage } from '../../src/serve/board-view.js';
 import { canOperate, loadActor, readOnlyNotice } from './role.js';
-import { auditList } from './who.js';
+import { auditList, followupList, originLine } from './who.js';
 import { loadPages, type BoardFilters } from './board-pages.js';
 import { showMemory } from './memory-page.js';
 
@@ -447,10 +447,7 @@ function showTask(taskId: string): void {
     return asked?.form ?? '';
   };
   const refresh = async () => {
-    const answer = await api<(BoardTask & TaskDetail) | FleetTaskDetail>(
-      'GET',
-      `/api/tasks/${encodeURIComponent(taskId)}`,
-    );
+    const answer = await api<TaskPage | FleetTaskDetail>('GET', `/api/tasks/${encodeURIComponent(taskId)}`);
     if ('fleet' in answer) {
       fleetTask = true;
       // Its question, answered here: this server writes the answer for the node that runs the task.
@@ -492,7 +489,9 @@ function showTask(taskId: string): void {
       ),
       question,
       subtasks,
-      detail.audit.length ? auditList(detail.audit) : '',
+      originLine(detail),
+      detail.audit.length ? auditList(detail.audit, detail.forgeWeb) : '',
+      followupList(detail),
     );
     document.getElementById('criteria-box')?.replaceChildren(criteria(detail));
     // The note and the diff change with the state and after a run, not with every event: fetched then only
