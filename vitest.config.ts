@@ -23,6 +23,7 @@ const LIGHT = [
   'tests/integration/gateway-resources.test.ts', // sockets the process holds
   'tests/integration/board-paging.test.ts', // a headless browser
   'tests/integration/memory-page.test.ts', // a headless browser
+  'tests/integration/task-origin-page.test.ts', // a headless browser
 ];
 
 // PostgreSQL only (scripts/postgres.sh), no Docker: two at a time, each in a database of its own (a file that
