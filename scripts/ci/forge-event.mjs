@@ -6,17 +6,14 @@
  *   normalise(forge, name, payload) → the event's facts (who, which issue or request, its text)
  *   decide(event, settings)         → { kind: 'task' | 'followup' | 'ignore', ... }
  *   authorise(decision, access)     → the same, or ignore when the person who instructs has no write access
- * The GitHub Action runs this file before it installs anything (`node forge-event.mjs`: it reads
- * GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, writes `kind`, `issue-number`, `request-number`, `task-id`,
- * `message-file` (a follow-up's instruction), `refused`, `reason` to GITHUB_OUTPUT), so an event that asks for nothing costs no install, no image and no model call; `serve`
- * imports the same functions for its webhooks (src/forge-events/). Plain JavaScript with Node's own modules.
+ * The GitHub Action and the GitLab CI template run this file before they install anything (`node
+ * forge-event.mjs`: the job's event in, the decision out as step outputs; forge-event-job.mjs), so an event that
+ * asks for nothing costs no install, no image and no model call; `serve` imports the same functions for its
+ * webhooks (src/forge-events/). Plain JavaScript with Node's own modules.
  *
  * Everything in a payload's text (titles, bodies, comments, branch names) is the forge user's: it is read,
  * never run; the PRD made of it is fenced as quoted input (issuePrd).
  */
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** The settings' defaults: the label, the trigger phrase; no assignee unless configured. */
@@ -398,55 +395,12 @@ export function gitlabAccess({ api, projectId, token, signal, fetch: fetchImpl =
   };
 }
 
-/** The Action's step: the decision for this job's event, as step outputs and one line in the log. */
-async function main() {
-  const name = process.env.GITHUB_EVENT_NAME ?? '';
-  const payload = process.env.GITHUB_EVENT_PATH
-    ? JSON.parse(readFileSync(process.env.GITHUB_EVENT_PATH, 'utf8'))
-    : {};
-  const settings = {
-    label: process.env.AR_LABEL ?? FORGE_DEFAULTS.label,
-    trigger: process.env.AR_TRIGGER ?? FORGE_DEFAULTS.trigger,
-    assignee: process.env.AR_ASSIGNEE ?? FORGE_DEFAULTS.assignee,
-  };
-  const decided = decide(normaliseGithub(name, payload), settings);
-  const access = githubAccess({
-    api: process.env.GITHUB_API_URL ?? 'https://api.github.com',
-    repository: process.env.GITHUB_REPOSITORY ?? payload.repository?.full_name ?? '',
-    token: process.env.GITHUB_TOKEN ?? process.env.GH_TOKEN,
-  });
-  const decision = await authorise(decided, access);
-  let messageFile = '';
-  if (decision.kind === 'followup') {
-    const event = normaliseGithub(name, payload);
-    messageFile = path.join(process.env.RUNNER_TEMP || tmpdir(), 'agent-runner-followup.md');
-    writeFileSync(messageFile, followupInstruction(event.text ?? '', `request #${decision.request}`));
-  }
-  const outputs = {
-    kind: decision.kind,
-    'issue-number': decision.issue ?? '',
-    'request-number': decision.request ?? '',
-    'task-id': decision.taskId ?? '',
-    refused: decision.refused ? 'true' : 'false',
-    'message-file': messageFile,
-    // The request's page, built from the job's own server URL, repository and the number (never from text).
-    'request-url':
-      decision.kind === 'followup'
-        ? `${process.env.GITHUB_SERVER_URL ?? 'https://github.com'}/${process.env.GITHUB_REPOSITORY ?? payload.repository?.full_name}/pull/${Number(decision.request)}`
-        : '',
-    reason: decision.kind === 'ignore' ? decision.reason : decision.why,
-  };
-  if (process.env.GITHUB_OUTPUT)
-    appendFileSync(
-      process.env.GITHUB_OUTPUT,
-      Object.entries(outputs)
-        .map(([key, value]) => `${key}=${String(value).replace(/[\r\n]+/g, ' ')}\n`)
-        .join(''),
-    );
-  // The reason may name a login or a label (forge text): one line, and no workflow command can start it.
-  console.log(
-    `agent-runner: ${decision.kind}: ${outputs.reason.replace(/[\r\n]+/g, ' ').replace(/^::/, ': :')}`,
-  );
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();
+// Run as a CI job's step: the job's side lives in forge-event-job.mjs (GitHub Actions and GitLab CI). Not
+// awaited here: that module imports this one, which must finish evaluating first.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href)
+  import('./forge-event-job.mjs')
+    .then((job) => job.main())
+    .catch((error) => {
+      console.error(`agent-runner: the event could not be decided: ${error?.message ?? error}`);
+      process.exitCode = 1;
+    });

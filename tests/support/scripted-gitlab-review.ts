@@ -4,14 +4,17 @@
  * `type: "DiffNote"` and a `position` with `new_path` and `new_line`; `system` notes are GitLab's own), a new
  * note (`body` required), an award emoji on a note (doc/api/emoji_reactions.md: `name` required), and a
  * project member with inherited membership (doc/api/members.md: `GET /projects/:id/members/all/:user_id`, 404
- * for a user who is no member). Anything outside that is a violation the test fails on.
+ * for a user who is no member; `GET /projects/:id/members/all?query=` lists the members whose name or username
+ * holds the text). Anything outside that is a violation the test fails on.
  */
 import { z } from 'zod';
 import type { Json } from './scripted-api-server.js';
 
-export type GitLabReviewOperation = 'notes' | 'createNote' | 'awardEmoji' | 'member';
+export type GitLabReviewOperation = 'notes' | 'createNote' | 'awardEmoji' | 'member' | 'members';
 
 const NOTES_PARAMETERS = new Set(['sort', 'order_by', 'page', 'per_page', 'pagination']);
+/** The query parameters of "List all members of a group or project including inherited and invited members". */
+const MEMBERS_PARAMETERS = new Set(['query', 'user_ids', 'show_seat_info', 'state', 'page', 'per_page']);
 const noteBody = z.strictObject({ body: z.string().min(1).max(1_000_000), internal: z.boolean().optional() });
 const awardBody = z.strictObject({ name: z.string().min(1) });
 
@@ -141,6 +144,22 @@ export class GitLabReviewState {
         status: 201,
         payload: { id: this.nextId++, name: body?.name, awardable_id: noteId, awardable_type: 'Note' },
       };
+    }
+    if (/^\/api\/v4\/projects\/[^/]+\/members\/all$/.test(path) && method === 'GET') {
+      for (const name of url.searchParams.keys())
+        if (!MEMBERS_PARAMETERS.has(name)) violations.push(`members: unknown parameter ${name}`);
+      const query = (url.searchParams.get('query') ?? '').toLowerCase();
+      const listed = [...this.accessLevels]
+        .filter(([username]) => username.toLowerCase().includes(query))
+        .map(([username, level]) => ({
+          id: this.userId(username),
+          username,
+          name: username,
+          state: 'active',
+          access_level: level,
+          expires_at: null,
+        }));
+      return { operation: 'members', status: 200, payload: listed };
     }
     if (member && method === 'GET') {
       const id = Number(member[1]);
