@@ -254,6 +254,8 @@ describe("a follow-up's wall clock", () => {
     const state = foldJournal(ID, events);
     expect(state.elapsedMs).toBe(15 * 60_000);
     expect(state.followup).toMatchObject({ number: 1, planned: true, elapsedBefore: 10 * 60_000 });
+    // The page's list of follow-ups: this one has not ended (its runner died before task_finished).
+    expect(state.followups).toEqual([{ number: 1, instruction: 'more', at: at(60), state: null }]);
     const previous = previousAttempt(state);
     expect(previous?.elapsedMs).toBe(5 * 60_000);
     expect(previous?.metaCalls).toBe(1);
