@@ -183,3 +183,77 @@ describe('templates/ci/gitlab-ci.yml: .agent-runner-events', () => {
     gitlab.assertValid();
   });
 });
+
+describe('the events job runs agent-runner-ci with what the decision wrote', () => {
+  /** The decision step and the job's script, with `agent-runner-ci` a recorder of its arguments (a fake executable). */
+  async function job(payload: unknown, projectId: number): Promise<string[]> {
+    const bin = mkdtempSync(path.join(dir, 'bin-'));
+    const recorded = path.join(bin, 'args');
+    writeFileSync(
+      path.join(bin, 'agent-runner-ci'),
+      `#!/bin/sh\nfor arg in "$@"; do printf '%s\\n' "$arg"; done > ${JSON.stringify(recorded)}\n`,
+      { mode: 0o755 },
+    );
+    const file = path.join(bin, 'payload.json');
+    writeFileSync(file, JSON.stringify(payload));
+    const text = `${String(events.before_script[0])}\n${events.script.join('\n')}`;
+    await promisify(execFile)('bash', ['-e', '-c', text], {
+      env: {
+        PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+        ...base.variables,
+        ...events.variables,
+        AGENT_RUNNER_SCRIPTS: path.join(ROOT, 'scripts', 'ci'),
+        GITLAB_CI: 'true',
+        CI_PIPELINE_SOURCE: 'trigger',
+        TRIGGER_PAYLOAD: file,
+        CI_PROJECT_DIR: bin,
+        CI_PROJECT_ID: String(projectId),
+        CI_SERVER_URL: gitlab.url,
+        CI_PROJECT_URL: `${gitlab.url}/acme/app`,
+        GITLAB_TOKEN: 'glpat-events-job-token',
+      },
+    });
+    return readFileSync(recorded, 'utf8').trimEnd().split('\n');
+  }
+
+  it('a task: the PRD file, and the request closes the issue; a follow-up: the request and the instruction', async () => {
+    const task = await job(labelled('agent-runner'), 1);
+    expect(task).toEqual([
+      '--prd-file',
+      expect.stringMatching(/agent-runner-issue-23\.md$/),
+      '--needs-review',
+      'fail',
+      '--',
+      '--closes',
+      '23',
+    ]);
+    const note = structuredClone(mergeRequestNote);
+    note.merge_request.source_branch = 'agent-runner/add-slugify';
+    note.object_attributes.note = '@agent-runner rename it';
+    expect(await job(note, 5)).toEqual([
+      '--followup',
+      `${gitlab.url}/acme/app/-/merge_requests/1`,
+      '--message-file',
+      expect.stringMatching(/agent-runner-followup\.md$/),
+      '--needs-review',
+      'fail',
+    ]);
+  });
+
+  it("agent-runner-ci takes a request's URL for --followup (the task rebuilt from the remote)", async () => {
+    const ci = path.join(ROOT, 'scripts', 'ci', 'agent-runner-ci.mjs');
+    const missing = path.join(dir, 'no-such-message.md');
+    const run = (target: string) =>
+      promisify(execFile)(process.execPath, [ci, '--followup', target, '--message-file', missing]).then(
+        () => ({ code: 0, stderr: '' }),
+        (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+      );
+    // Past the argument checks: it stops at the message file, before anything runs.
+    const url = await run('https://gitlab.example/acme/app/-/merge_requests/1');
+    expect(url.code).toBe(2);
+    expect(url.stderr).toContain(`the message file ${missing} does not exist`);
+    const bad = await run('not a task');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--followup not a task: not a task id or a request's URL");
+  });
+});
