@@ -8,8 +8,8 @@ import { DurationSequencer } from './tests/support/duration-sequencer.js';
 //   2. the Docker files (`integration`, `e2e`, `security`, and `security-runsc`: the security files again under
 //      gVisor) two at a time, then the few files whose assertions bound a wall time or a process's memory
 //      (`timed`) two at a time, each a single task or sandbox (two of them load two cores no more than one
-//      Docker file does), then the one that runs five tasks at once, with nothing beside it, under runc
-//      (`timed-alone`) and under runsc (`timed-alone-runsc`).
+//      Docker file does), then the one that runs five tasks at once, under runc (`timed-alone`) and under runsc
+//      (`timed-alone-runsc`), the two side by side with nothing else.
 // Each project has a group of its own (vitest runs groups in order and needs one worker count per group), so
 // `vitest run FILE…` across projects works too.
 // Each group runs its files longest first, whatever their project, from the durations a clean-clone run
@@ -65,6 +65,10 @@ const DOCKER = { sequence: { groupOrder: 3 }, maxWorkers: 2, fileParallelism: tr
 // tests/e2e/demo-built-cli.test.ts clears the variable and runs the default.
 const UNDER_RUNC = { AGENT_RUNNER_RUNTIME: 'runc' } as const;
 const UNDER_RUNSC = { AGENT_RUNNER_RUNTIME: 'runsc' } as const;
+
+// hang-paths under each runtime, the two side by side and nothing else: five tasks each that plant a FIFO in their
+// first seconds and then wait out a 45 s wall clock, so the machine is busy only at the start.
+const TIMED_ALONE_GROUP = { sequence: { groupOrder: 5 }, maxWorkers: 2, fileParallelism: true } as const;
 
 export default defineConfig({
   test: {
@@ -163,9 +167,7 @@ export default defineConfig({
           env: UNDER_RUNC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          sequence: { groupOrder: 5 },
-          maxWorkers: 1,
-          fileParallelism: false,
+          ...TIMED_ALONE_GROUP,
         },
       },
       {
@@ -175,9 +177,7 @@ export default defineConfig({
           env: UNDER_RUNSC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          sequence: { groupOrder: 6 },
-          maxWorkers: 1,
-          fileParallelism: false,
+          ...TIMED_ALONE_GROUP,
         },
       },
     ],
