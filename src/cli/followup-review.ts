@@ -3,7 +3,8 @@
  * a follow-up's instruction (src/review/), the follow-up runs as `followup --message` does and updates the same
  * request, and one reply on the request says what became of each comment. Comments whose author cannot write
  * to the repository are skipped; when no comment is a writer's, nothing runs (no model call) and the reply says
- * why. Each comment taken gets an `eyes` reaction as it is received.
+ * why. Each comment taken gets an `eyes` reaction as it is received. The task is this machine's when it has its
+ * journal, else rebuilt from the request's remote (a fresh CI runner), its review record with it.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
