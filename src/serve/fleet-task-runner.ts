@@ -133,6 +133,7 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     const before = await board.get(task.taskId);
     const ended = before?.status === 'finished';
     if (task.review && ended) {
+      const unchanged = { state: before.state ?? null, exitCode: before.exitCode ?? null };
       const started = await startFleetReviewFollowup({
         board,
         root,
@@ -141,9 +142,15 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
         env: this.env,
         redaction: this.redaction,
         log: (line) => this.options.log?.(line),
+      }).catch((error: unknown) => {
+        // The review could not be read (the forge away, the request closed): the task's end is not the review's.
+        this.options.log?.(
+          `task ${task.taskId}: no follow-up from the review of ${task.review?.requestUrl}: ${(error as Error).message}`,
+        );
+        return null;
       });
       // Nothing to follow up: the task's end stays what it was.
-      if (started === null) return { state: before.state ?? null, exitCode: before.exitCode ?? null };
+      if (started === null) return unchanged;
       this.reviewReplies.set(task.taskId, started.reply);
       return null;
     }

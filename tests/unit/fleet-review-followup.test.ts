@@ -3,7 +3,8 @@
  * against GitHub's OpenAPI description): the node that takes the follow-up-from-review job (FleetTaskBoards, as
  * `serve --control` runs it; the task's journal from the fleet's copy) clones the remote, merges the review record
  * the task's state on the remote carries (another node read the last round), reads only the comments made since,
- * and, when none is a writer's, runs nothing and replies once saying why; the task's end stays what it was.
+ * and, when none is a writer's, runs nothing and replies once saying why; the task's end stays what it was, as
+ * it does when the request cannot be followed up any more (closed meanwhile).
  * The follow-up a writer's comment starts is the e2e's (tests/e2e/followup-review.test.ts: the same round).
  */
 import { execFileSync } from 'node:child_process';
@@ -134,6 +135,21 @@ describe('a follow-up from review taken by a node of the fleet', () => {
     ]);
     expect(JSON.stringify(github.calls.map((call) => call.authorization ?? ''))).toContain(TOKEN);
     expect(lines.join('\n')).not.toContain(TOKEN);
+
+    // A request closed meanwhile: nothing is read or run, the node says why, and the task's end is not the review's.
+    (github.pulls.get(pull.number) as { state: string }).state = 'closed';
+    const again = await boards.run({
+      taskId: ID,
+      repoUrl: `file://${bare}`,
+      base: null,
+      prd: '# Add slugify\n',
+      generation: 3,
+      resume: true,
+      review: { requestUrl },
+    });
+    expect(again).toEqual({ state: 'COMPLETE', exitCode: 0 });
+    expect(lines.at(-1)).toMatch(new RegExp(`no follow-up from the review of ${requestUrl}: .*closed`));
+    expect(github.review.repliesOn(pull.number)).toHaveLength(1);
     github.assertValid();
   });
 });
