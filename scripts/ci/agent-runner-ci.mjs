@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { messageOf, outcomeOf } from './ci-outcome.mjs';
 import { issuePrd as fencedIssuePrd } from './forge-event.mjs';
 
-const USAGE = `Usage: agent-runner-ci (--prd-file FILE | --issue N | --from-review URL | --followup ID|URL --message-file FILE) [--no-pr] [--timeout 45m]
+const USAGE = `Usage: agent-runner-ci (--prd-file FILE | --issue N | --from-review URL | --followup ID --message-file FILE) [--no-pr] [--timeout 45m]
                        [--needs-review fail|neutral] [-- ARGS for agent-runner run...]`;
 /** GitHub refuses a step summary over 1 MiB; the whole note is in the artifact anyway. */
 const SUMMARY_LIMIT = 900 * 1024;
@@ -61,9 +61,8 @@ function readOptions(argv) {
       throw new Error(`--from-review ${fromReview}: not a request's URL`);
     if ([prdFile, issue, followup, fromReview].filter(Boolean).length !== 1)
       throw new Error('give exactly one of --prd-file and --issue (or --followup with --message-file)');
-    // A task of this checkout by its id, or the task behind a request's page (rebuilt from the remote).
-    if (followup && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(followup) && !/^https?:\/\/\S+$/.test(followup))
-      throw new Error(`--followup ${followup}: not a task id or a request's URL`);
+    if (followup && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(followup))
+      throw new Error(`--followup ${followup}: not a task id`);
     if (followup && !values['message-file']) throw new Error('--followup needs --message-file');
     if (issue && !/^[1-9][0-9]*$/.test(issue)) throw new Error(`--issue ${issue}: not an issue number`);
     if (!['fail', 'neutral'].includes(values['needs-review']))

@@ -54,7 +54,7 @@ async function decideStep(
   const file = path.join(dir, `payload-${Math.random().toString(16).slice(2)}.json`);
   writeFileSync(file, JSON.stringify(payload));
   const step = String(events.before_script[0]);
-  const after = `printf 'kind=%s\\nissue=%s\\nprd=%s\\nrequest=%s\\nmessage=%s\\n' "$AR_KIND" "$AR_ISSUE" "$AR_PRD_FILE" "$AR_REQUEST_URL" "$AR_MESSAGE_FILE"`;
+  const after = `printf 'kind=%s\\nissue=%s\\nprd=%s\\nrequest=%s\\n' "$AR_KIND" "$AR_ISSUE" "$AR_PRD_FILE" "$AR_REQUEST_URL"`;
   const { stdout } = await promisify(execFile)('bash', ['-e', '-c', `${step}\n${after}`], {
     env: {
       PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`,
@@ -102,7 +102,7 @@ describe('templates/ci/gitlab-ci.yml: .agent-runner-events', () => {
     // The decision first, then the base job's setup (install, image) as it is.
     expect(events.before_script.slice(1)).toEqual([base.before_script]);
     expect(String(events.before_script[0])).toMatch(/forge-event\.mjs/);
-    expect(events.script.join('\n')).toMatch(/agent-runner-ci --followup "\$AR_REQUEST_URL"/);
+    expect(events.script.join('\n')).toMatch(/agent-runner-ci --from-review "\$AR_REQUEST_URL"/);
     expect(events.script.join('\n')).toMatch(/--closes "\$AR_ISSUE"/);
     expect(String((events as unknown as { resource_group: string }).resource_group)).toBe(
       'agent-runner-events',
@@ -164,8 +164,8 @@ describe('templates/ci/gitlab-ci.yml: .agent-runner-events', () => {
       'request-url': `${gitlab.url}/acme/app/-/merge_requests/1`,
     });
     expect(shell).toMatchObject({ kind: 'followup', request: decided['request-url'] });
-    // The reviewer's words, quoted in a fence their own backticks cannot close.
-    const message = readFileSync(String(shell.message), 'utf8');
+    // The reviewer's words, quoted in a fence their own backticks cannot close (the decision's record of them).
+    const message = readFileSync(String(decided['message-file']), 'utf8');
     expect(message).toContain('merge request !1');
     expect(message).toMatch(/````text\n@agent-runner also drop punctuation/);
 
@@ -216,7 +216,7 @@ describe('the events job runs agent-runner-ci with what the decision wrote', () 
     return readFileSync(recorded, 'utf8').trimEnd().split('\n');
   }
 
-  it('a task: the PRD file, and the request closes the issue; a follow-up: the request and the instruction', async () => {
+  it('a task: the PRD file, and the request closes the issue; a follow-up: the review of the request', async () => {
     const task = await job(labelled('agent-runner'), 1);
     expect(task).toEqual([
       '--prd-file',
@@ -231,29 +231,10 @@ describe('the events job runs agent-runner-ci with what the decision wrote', () 
     note.merge_request.source_branch = 'agent-runner/add-slugify';
     note.object_attributes.note = '@agent-runner rename it';
     expect(await job(note, 5)).toEqual([
-      '--followup',
+      '--from-review',
       `${gitlab.url}/acme/app/-/merge_requests/1`,
-      '--message-file',
-      expect.stringMatching(/agent-runner-followup\.md$/),
       '--needs-review',
       'fail',
     ]);
-  });
-
-  it("agent-runner-ci takes a request's URL for --followup (the task rebuilt from the remote)", async () => {
-    const ci = path.join(ROOT, 'scripts', 'ci', 'agent-runner-ci.mjs');
-    const missing = path.join(dir, 'no-such-message.md');
-    const run = (target: string) =>
-      promisify(execFile)(process.execPath, [ci, '--followup', target, '--message-file', missing]).then(
-        () => ({ code: 0, stderr: '' }),
-        (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
-      );
-    // Past the argument checks: it stops at the message file, before anything runs.
-    const url = await run('https://gitlab.example/acme/app/-/merge_requests/1');
-    expect(url.code).toBe(2);
-    expect(url.stderr).toContain(`the message file ${missing} does not exist`);
-    const bad = await run('not a task');
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("--followup not a task: not a task id or a request's URL");
   });
 });
