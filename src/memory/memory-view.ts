@@ -5,7 +5,9 @@
  */
 import { cutText } from '../notes/markdown-text.js';
 import { showControls } from '../notes/terminal-text.js';
+import { WORKER_KINDS, WORKER_TYPES, type WorkerType } from '../worker/worker-kinds.js';
 import type { MemoryBankEntry } from './memory-entry.js';
+import type { ProjectInstructions } from './project-instructions.js';
 
 /** The memory bank as one task sees it. */
 export interface MemoryBankView {
@@ -15,6 +17,11 @@ export interface MemoryBankView {
   files: string[];
   /** The active entries in full, for the worker CLI's instructions file, at most {@link MEMORY_INSTRUCTIONS_MAX_CHARS}. */
   instructions: string;
+  /**
+   * The text of each worker CLI's instructions file: for a CLI whose project file is `merged`, the project's
+   * own file as committed at the base, then the entries ({@link mergeInstructions}); else the entries alone.
+   */
+  workerInstructions: Readonly<Record<WorkerType, string>>;
   /** The section of the worker prompt and the Meta-agent's context: the summary and the files ('' without any). */
   section: string;
   active: number;
@@ -45,15 +52,31 @@ function activeEntries(entries: readonly MemoryBankEntry[]): MemoryBankEntry[] {
   return entries.filter((entry) => entry.status === 'active').sort((a, b) => a.id.localeCompare(b.id));
 }
 
-/** The view of `entries` (any order, archived ones included). */
-export function memoryBankView(entries: readonly MemoryBankEntry[]): MemoryBankView {
+/**
+ * The view of `entries` (any order, archived ones included), with `project` the project's own instructions
+ * files as committed at the same commit.
+ */
+export function memoryBankView(
+  entries: readonly MemoryBankEntry[],
+  project: ProjectInstructions = {},
+): MemoryBankView {
   const active = activeEntries(entries);
   const summary = summaryOf(active);
   const files = filesOf(active);
+  const instructions = instructionsOf(active);
   return {
     summary,
     files,
-    instructions: instructionsOf(active),
+    instructions,
+    workerInstructions: Object.fromEntries(
+      WORKER_TYPES.map((type) => {
+        const file = WORKER_KINDS[type].projectFile;
+        return [
+          type,
+          file.mode === 'merged' ? mergeInstructions(project[file.name], instructions) : instructions,
+        ];
+      }),
+    ) as Record<WorkerType, string>,
     section: sectionOf(summary, files),
     active: active.length,
     archived: entries.length - active.length,
@@ -101,6 +124,16 @@ function instructionsOf(active: readonly MemoryBankEntry[]): string {
     used += part.length;
   }
   return parts.join('');
+}
+
+/**
+ * The project's own text first, then the memory bank's, a blank line between ('' when neither has any).
+ * Terminal controls in the project's text are shown as escapes, as in an entry's.
+ */
+export function mergeInstructions(projectText: string | undefined, instructions: string): string {
+  const own = projectText === undefined ? '' : clean(projectText).trim();
+  if (own === '') return instructions;
+  return instructions === '' ? `${own}\n` : `${own}\n\n${instructions}`;
 }
 
 /** The memory bank's section of the worker prompt and the Meta-agent's context; empty without active entries. */

@@ -58,9 +58,16 @@ export interface WorkerKind {
   /**
    * The global instructions file the CLI reads on every run, relative to its state directory in the sandbox
    * (codex: CODEX_HOME; claude: CLAUDE_CONFIG_DIR; gemini: GEMINI_CLI_HOME; qwen, opencode: HOME): where the
-   * memory bank reaches it. The CLI reads it besides the project's own file of the same name.
+   * memory bank reaches it.
    */
   instructionsFile: string;
+  /**
+   * The project's own instructions file the CLI reads natively at the workspace root. `merged`: agent-runner
+   * writes that file as committed at the task's base, then the memory bank, into the global file above and
+   * turns the CLI's own read of the workspace's file off, so the model gets the project's text once and the
+   * entries after it. `beside`: the CLI reads both files itself, in its own order (docs/memory.md).
+   */
+  projectFile: { name: string; mode: 'merged' | 'beside' };
 }
 
 export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
@@ -77,6 +84,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     defaults: {},
     binary: 'codex',
     instructionsFile: 'AGENTS.md',
+    projectFile: { name: 'AGENTS.md', mode: 'merged' },
   },
   claude: {
     type: 'claude',
@@ -95,6 +103,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     },
     binary: 'claude',
     instructionsFile: 'CLAUDE.md',
+    projectFile: { name: 'CLAUDE.md', mode: 'merged' },
   },
   gemini: {
     type: 'gemini',
@@ -117,6 +126,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     },
     binary: 'gemini',
     instructionsFile: '.gemini/GEMINI.md',
+    projectFile: { name: 'GEMINI.md', mode: 'beside' },
   },
   qwen: {
     type: 'qwen',
@@ -132,6 +142,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     defaults: {},
     binary: 'qwen',
     instructionsFile: '.qwen/QWEN.md',
+    projectFile: { name: 'QWEN.md', mode: 'beside' },
   },
   opencode: {
     type: 'opencode',
@@ -147,6 +158,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     defaults: {},
     binary: 'opencode',
     instructionsFile: '.config/opencode/AGENTS.md',
+    projectFile: { name: 'AGENTS.md', mode: 'beside' },
   },
 };
 
