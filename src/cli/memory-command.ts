@@ -165,13 +165,14 @@ async function previewCommand(
     `\n== The worker prompt and the Meta-agent context hold ==\n${view.section || '(nothing: no active entry)'}`,
   );
   for (const file of files) {
-    const merged = WORKER_KINDS[file.worker].projectFile;
+    const own = WORKER_KINDS[file.worker].projectFiles;
     const how =
-      merged.mode === 'merged'
-        ? `the project's ${merged.name} as committed, then the entries; the workspace's copy is not read`
-        : `read beside the project's own ${merged.name}`;
-    out(`\n== ${file.worker}: ${file.path} (in the sandbox; ${how}) ==`);
-    out(file.text.trimEnd() || '(no file: no active entry and no project file)');
+      own === null
+        ? "the entries; the CLI reads the project's own file itself, after this one"
+        : `the project's ${own.names.join(own.read === 'first' ? ' or ' : ' and ')} as committed, then the ` +
+          "entries; the workspace's copy is not read";
+    out(`\n== ${file.worker}: ${file.path} (in the sandbox: ${how}) ==`);
+    out(file.text.trimEnd() || '(no file: no active entry and no committed project file)');
   }
 }
 

@@ -153,13 +153,9 @@ export async function commitMemoryFiles(
   return (await git(['rev-parse', 'HEAD'], { cwd: repoRoot })).trim();
 }
 
-/** The project files agent-runner merges with the memory bank for some worker CLI (AGENTS.md, CLAUDE.md). */
+/** Every project file agent-runner merges with the memory bank for some CLI (AGENTS.md, CLAUDE.md, ...). */
 export const MERGED_PROJECT_FILES: readonly string[] = [
-  ...new Set(
-    WORKER_TYPES.map((type) => WORKER_KINDS[type].projectFile)
-      .filter((file) => file.mode === 'merged')
-      .map((file) => file.name),
-  ),
+  ...new Set(WORKER_TYPES.flatMap((type) => WORKER_KINDS[type].projectFiles?.names ?? [])),
 ];
 
 /**

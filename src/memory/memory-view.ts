@@ -18,8 +18,9 @@ export interface MemoryBankView {
   /** The active entries in full, for the worker CLI's instructions file, at most {@link MEMORY_INSTRUCTIONS_MAX_CHARS}. */
   instructions: string;
   /**
-   * The text of each worker CLI's instructions file: for a CLI whose project file is `merged`, the project's
-   * own file as committed at the base, then the entries ({@link mergeInstructions}); else the entries alone.
+   * The text of each worker CLI's instructions file: the project's own files of that CLI (AGENTS.md,
+   * CLAUDE.md, ...) as committed at the same commit, then the entries ({@link mergeInstructions}); the entries
+   * alone for a CLI that reads the project's file itself (`projectFiles: null`).
    */
   workerInstructions: Readonly<Record<WorkerType, string>>;
   /** The section of the worker prompt and the Meta-agent's context: the summary and the files ('' without any). */
@@ -69,13 +70,7 @@ export function memoryBankView(
     files,
     instructions,
     workerInstructions: Object.fromEntries(
-      WORKER_TYPES.map((type) => {
-        const file = WORKER_KINDS[type].projectFile;
-        return [
-          type,
-          file.mode === 'merged' ? mergeInstructions(project[file.name], instructions) : instructions,
-        ];
-      }),
+      WORKER_TYPES.map((type) => [type, mergeInstructions(projectTextsFor(type, project), instructions)]),
     ) as Record<WorkerType, string>,
     section: sectionOf(summary, files),
     active: active.length,
@@ -126,14 +121,22 @@ function instructionsOf(active: readonly MemoryBankEntry[]): string {
   return parts.join('');
 }
 
+/** The project's files the CLI of `type` would read, in its order, as committed. */
+function projectTextsFor(type: WorkerType, project: ProjectInstructions): string[] {
+  const files = WORKER_KINDS[type].projectFiles;
+  if (files === null) return [];
+  const present = files.names.flatMap((name) => (project[name] === undefined ? [] : [project[name]]));
+  return files.read === 'first' ? present.slice(0, 1) : present;
+}
+
 /**
- * The project's own text first, then the memory bank's, a blank line between ('' when neither has any).
+ * The project's own texts first, then the memory bank's, a blank line between each ('' when none has any).
  * Terminal controls in the project's text are shown as escapes, as in an entry's.
  */
-export function mergeInstructions(projectText: string | undefined, instructions: string): string {
-  const own = projectText === undefined ? '' : clean(projectText).trim();
-  if (own === '') return instructions;
-  return instructions === '' ? `${own}\n` : `${own}\n\n${instructions}`;
+export function mergeInstructions(projectTexts: readonly string[], instructions: string): string {
+  const own = projectTexts.map((text) => clean(text).trim()).filter((text) => text !== '');
+  if (own.length === 0) return instructions;
+  return instructions === '' ? `${own.join('\n\n')}\n` : `${own.join('\n\n')}\n\n${instructions}`;
 }
 
 /** The memory bank's section of the worker prompt and the Meta-agent's context; empty without active entries. */

@@ -32,10 +32,10 @@ export interface ClaudeArgvInput {
   sessionId: string;
   model: string;
   /**
-   * The project's CLAUDE.md in the workspace, left unread (`claudeMdExcludes`): its text as committed at the
-   * base is in the instructions file, before the memory bank.
+   * The project's CLAUDE.md files in the workspace left unread (`claudeMdExcludes`, absolute paths): their text
+   * as committed at the base is in the instructions file, before the memory bank.
    */
-  excludeProjectFile?: string;
+  excludeProjectFiles?: readonly string[];
   extraArgs?: readonly string[];
 }
 
@@ -55,9 +55,9 @@ export function buildClaudeArgv(input: ClaudeArgvInput): string[] {
     input.model,
     input.mode === 'resume' ? '--resume' : '--session-id',
     input.sessionId,
-    ...(input.excludeProjectFile === undefined
+    ...(input.excludeProjectFiles === undefined
       ? []
-      : ['--settings', JSON.stringify({ claudeMdExcludes: [input.excludeProjectFile] })]),
+      : ['--settings', JSON.stringify({ claudeMdExcludes: input.excludeProjectFiles })]),
     ...(input.extraArgs ?? []),
     '--',
     input.prompt,
@@ -104,7 +104,11 @@ export class ClaudeWorkerAdapter implements WorkerAdapter {
         model: this.options.model,
         ...(request.instructions === undefined
           ? {}
-          : { excludeProjectFile: path.posix.join(this.workdir, WORKER_KINDS.claude.projectFile.name) }),
+          : {
+              excludeProjectFiles: (WORKER_KINDS.claude.projectFiles?.names ?? []).map((name) =>
+                path.posix.join(this.workdir, name),
+              ),
+            }),
         extraArgs: this.options.extraArgs,
       }),
       env: claudeEnv(this.options),

@@ -17,7 +17,7 @@ const ARCHIVED =
 type Preview = { instructionsFiles: { worker: string; path: string; text: string }[] };
 
 describe("the memory bank merged after the project's own file", () => {
-  it('gives each merging CLI the committed project file, then the entries; the others the entries alone', async () => {
+  it('gives each CLI its committed project files, then the entries; gemini the entries alone', async () => {
     const repo = await createTempRepo();
     await repo.commit('base', {
       'AGENTS.md': 'PROJECT-AGENTS: run npm test.\n',
@@ -50,17 +50,26 @@ describe("the memory bank merged after the project's own file", () => {
     const [claude] = await preview('claude');
     expect(claude?.text.indexOf('PROJECT-CLAUDE: small functions.')).toBe(0);
     expect(claude?.text.indexOf('Indent with tabs.')).toBeGreaterThan(0);
-    // Gemini reads its global file and the project's GEMINI.md itself: the file holds the entries alone.
+    // Gemini CLI reads the project's GEMINI.md itself: its file holds the entries alone.
     const [gemini] = await preview('gemini');
+    expect(gemini?.path).toBe('/codex-home/gemini/.gemini/GEMINI.md');
     expect(gemini?.text.startsWith(MEMORY_INSTRUCTIONS_HEADING)).toBe(true);
     expect(gemini?.text).not.toContain('PROJECT-GEMINI');
+    // Qwen Code reads QWEN.md and AGENTS.md (none and one committed here); OpenCode the first of AGENTS.md,
+    // CLAUDE.md, CONTEXT.md.
+    const [qwen] = await preview('qwen');
+    expect(qwen?.path).toBe('/codex-home/qwen/.qwen/.agent-runner/QWEN.md');
+    expect(qwen?.text.indexOf('PROJECT-AGENTS: run npm test.\n\n# Team decisions')).toBe(0);
+    const [opencode] = await preview('opencode');
+    expect(opencode?.text.indexOf('PROJECT-AGENTS: run npm test.\n\n# Team decisions')).toBe(0);
+    expect(opencode?.text).not.toContain('PROJECT-CLAUDE');
 
     const text = await runCliCaptured(['memory', 'preview', '--worker', 'codex'], {
       cwd: repo.root,
       env: {},
     });
     expect(text.stdout).toContain(
-      "== codex: /codex-home/AGENTS.md (in the sandbox; the project's AGENTS.md as committed, then the entries; the workspace's copy is not read) ==\nPROJECT-AGENTS: run npm test.\n\n# Team decisions",
+      "== codex: /codex-home/AGENTS.md (in the sandbox: the project's AGENTS.override.md or AGENTS.md as committed, then the entries; the workspace's copy is not read) ==\nPROJECT-AGENTS: run npm test.\n\n# Team decisions",
     );
   });
 
@@ -80,9 +89,10 @@ describe("the memory bank merged after the project's own file", () => {
   });
 
   it('merges with the project text first, once, and shows its terminal controls as escapes', () => {
-    expect(mergeInstructions('Own text.\n', '# Team\n')).toBe('Own text.\n\n# Team\n');
-    expect(mergeInstructions(undefined, '# Team\n')).toBe('# Team\n');
-    expect(mergeInstructions('  \n', '')).toBe('');
-    expect(mergeInstructions('Own\u001b[31m text', '')).toBe('Own\\x1b[31m text\n');
+    expect(mergeInstructions(['Own text.\n'], '# Team\n')).toBe('Own text.\n\n# Team\n');
+    expect(mergeInstructions(['QWEN\n', 'AGENTS\n'], '# Team\n')).toBe('QWEN\n\nAGENTS\n\n# Team\n');
+    expect(mergeInstructions([], '# Team\n')).toBe('# Team\n');
+    expect(mergeInstructions(['  \n'], '')).toBe('');
+    expect(mergeInstructions(['Own\u001b[31m text'], '')).toBe('Own\\x1b[31m text\n');
   });
 });
