@@ -49,7 +49,7 @@ export interface CliRun {
   instructionsFile: string;
   /**
    * The settings file that makes the CLI read the instructions file and not the workspace's copy of the
-   * project's own (gemini, qwen: `context.fileName`), written with it.
+   * project's own (qwen: `context.fileName`), written with it.
    */
   instructionsSettings?: InstructionsSettings;
   /** The session the run continues or creates, when the CLI was given it (kept if the stream never says). */
