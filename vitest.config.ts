@@ -5,10 +5,11 @@ import { DurationSequencer } from './tests/support/duration-sequencer.js';
 //   1. `unit` (all cores), then `postgres` (the control plane's files against PostgreSQL, two at a time), then
 //      `light` (the other integration files that need no Docker engine, one at a time, as two of them bound
 //      wall times), with --bail=1: a broken build stops here, in seconds, not after the Docker files;
-//   2. the Docker files (`integration`, `e2e`, `security`) two at a time, then the few files whose assertions
-//      bound a wall time or a process's memory (`timed`) two at a time, each a single task or sandbox (two of
-//      them load two cores no more than one Docker file does), then the one that runs five tasks at once
-//      (`timed-alone`), with nothing beside it.
+//   2. the Docker files (`integration`, `e2e`, `security`, and `security-runsc`: the security files again under
+//      gVisor) two at a time, then the few files whose assertions bound a wall time or a process's memory
+//      (`timed`) two at a time, each a single task or sandbox (two of them load two cores no more than one
+//      Docker file does), then the one that runs five tasks at once, under runc (`timed-alone`) and under runsc
+//      (`timed-alone-runsc`), the two side by side with nothing else.
 // Each project has a group of its own (vitest runs groups in order and needs one worker count per group), so
 // `vitest run FILE…` across projects works too.
 // Each group runs its files longest first, whatever their project, from the durations a clean-clone run
@@ -56,6 +57,19 @@ const TIMED_ALONE = ['tests/security/hang-paths.test.ts'];
 
 const DOCKER = { sequence: { groupOrder: 3 }, maxWorkers: 2, fileParallelism: true } as const;
 
+// The runtime of the CLI's sandboxes (AGENT_RUNNER_RUNTIME, read like any run reads it). `sandbox.runtime`'s
+// default is `auto` (gVisor where the engine registers it, as scripts/setup.sh does where it can), and the
+// security files run under both runtimes: `security` under runc, `security-runsc` and `timed-alone-runsc`
+// under runsc. Every other Docker file tests what a feature does, not the kernel under it, and runs under runc:
+// gVisor costs 1.2-1.7× per task (docs/benchmarks-more.md), which the suite's 20 minutes do not have twice.
+// tests/e2e/demo-built-cli.test.ts clears the variable and runs the default.
+const UNDER_RUNC = { AGENT_RUNNER_RUNTIME: 'runc' } as const;
+const UNDER_RUNSC = { AGENT_RUNNER_RUNTIME: 'runsc' } as const;
+
+// hang-paths under each runtime, the two side by side and nothing else: five tasks each that plant a FIFO in their
+// first seconds and then wait out a 45 s wall clock, so the machine is busy only at the start.
+const TIMED_ALONE_GROUP = { sequence: { groupOrder: 5 }, maxWorkers: 2, fileParallelism: true } as const;
+
 export default defineConfig({
   test: {
     sequence: { sequencer: DurationSequencer },
@@ -91,6 +105,7 @@ export default defineConfig({
           name: 'integration',
           include: ['tests/integration/**/*.test.ts', 'tests/faults/**/*.test.ts'],
           exclude: [...LIGHT, ...POSTGRES, ...TIMED, ...TIMED_ALONE],
+          env: UNDER_RUNC,
           testTimeout: 180_000,
           hookTimeout: 600_000,
           ...DOCKER,
@@ -101,6 +116,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['tests/e2e/**/*.test.ts'],
           exclude: [...TIMED, ...TIMED_ALONE],
+          env: UNDER_RUNC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,
@@ -111,7 +127,7 @@ export default defineConfig({
           name: 'security',
           include: ['tests/security/**/*.test.ts'],
           exclude: [...TIMED, ...TIMED_ALONE],
-          env: { AGENT_RUNNER_RUNTIME: 'runc' },
+          env: UNDER_RUNC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,
@@ -120,13 +136,13 @@ export default defineConfig({
       {
         // The security files again with every sandbox under gVisor (AGENT_RUNNER_RUNTIME=runsc reaches the
         // CLI through the harnesses' environment and the helpers that create sandboxes through
-        // tests/support/test-runtime.ts). In the Docker files' group, two at a time; not in `npm test` until it is
-        // green under runsc. Needs runsc registered (scripts/ensure-runsc.sh, run by scripts/setup.sh).
+        // tests/support/test-runtime.ts). In the Docker files' group, two at a time. Needs runsc registered
+        // (scripts/ensure-runsc.sh, run by scripts/setup.sh).
         test: {
           name: 'security-runsc',
           include: ['tests/security/**/*.test.ts'],
           exclude: [...TIMED, ...TIMED_ALONE],
-          env: { AGENT_RUNNER_RUNTIME: 'runsc' },
+          env: UNDER_RUNSC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
           ...DOCKER,
@@ -136,6 +152,7 @@ export default defineConfig({
         test: {
           name: 'timed',
           include: TIMED,
+          env: UNDER_RUNC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
           sequence: { groupOrder: 4 },
@@ -147,11 +164,20 @@ export default defineConfig({
         test: {
           name: 'timed-alone',
           include: TIMED_ALONE,
+          env: UNDER_RUNC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          sequence: { groupOrder: 5 },
-          maxWorkers: 1,
-          fileParallelism: false,
+          ...TIMED_ALONE_GROUP,
+        },
+      },
+      {
+        test: {
+          name: 'timed-alone-runsc',
+          include: TIMED_ALONE,
+          env: UNDER_RUNSC,
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
+          ...TIMED_ALONE_GROUP,
         },
       },
     ],

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ensures gVisor's runsc is installed and registered with the Docker engine as the runtime `runsc`, so tasks
 # can run under a kernel of their own (sandbox.runtime: runsc, or auto). Idempotent; never restarts dockerd:
-#   - runsc missing: apt-get install runsc (Debian's package)
+#   - runsc missing or older than 20240729: Debian's package (on Debian 12 from bookworm-backports, whose
+#     runsc is 20240729; bookworm's own 20221219 panics under the security suite)
 #   - /etc/docker/daemon.json: runtimes.runsc merged into what the file holds (other keys kept, valid JSON),
 #     with the arguments this engine needs: --network=none (Docker 20.10 refuses gVisor's own network in
 #     the root network namespace; the sandbox keeps its loopback, all the gateway needs) and --host-uds=all
@@ -29,14 +30,36 @@ else
   exit 0
 fi
 
-if ! command -v runsc >/dev/null 2>&1; then
-  log "installing gVisor (apt-get install runsc)"
-  if ! { as_root apt-get install -y -qq --no-install-recommends runsc >&2 2>/dev/null ||
-    { as_root apt-get update -qq >&2 && as_root apt-get install -y -qq --no-install-recommends runsc >&2; }; }; then
+# The oldest runsc the sandbox is tested with. Debian 12's own package (20221219) panics in its Sentry under
+# heavy /proc reading (the security suite's process probes); bookworm-backports carries 20240729, which does not.
+runsc_wanted="0.0~20240729"
+runsc_version() { dpkg-query -W -f='${Version}' runsc 2>/dev/null || true; }
+runsc_current() { local v; v="$(runsc_version)"; [ -n "$v" ] && dpkg --compare-versions "$v" ge "$runsc_wanted"; }
+codename="$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")"
+backports=/etc/apt/sources.list.d/agent-runner-bookworm-backports.sources
+
+install_runsc() {
+  if [ "$codename" = bookworm ]; then
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      log "adding Debian's bookworm-backports (runsc $runsc_wanted; bookworm's own is older)"
+      printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+        'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' | as_root tee "$backports" >/dev/null
+    fi
+    as_root apt-get update -qq >&2 && as_root apt-get install -y -qq --no-install-recommends -t bookworm-backports runsc >&2 && return 0
+    log "runsc from bookworm-backports could not be installed; trying bookworm's own"
+  fi
+  as_root apt-get install -y -qq --no-install-recommends runsc >&2 2>/dev/null ||
+    { as_root apt-get update -qq >&2 && as_root apt-get install -y -qq --no-install-recommends runsc >&2; }
+}
+
+if ! runsc_current; then
+  log "installing gVisor (Debian's runsc, at least $runsc_wanted; installed: $(runsc_version || true))"
+  if ! install_runsc && ! command -v runsc >/dev/null 2>&1; then
     log "runsc could not be installed; tasks run under runc (sandbox.runtime: auto)"
     echo runc
     exit 0
   fi
+  runsc_current || log "runsc $(runsc_version) is older than $runsc_wanted: it may panic under heavy /proc reading"
 fi
 runsc_path="$(command -v runsc)"
 

@@ -156,9 +156,12 @@ async function taskRuntime(
 ): Promise<SandboxRuntimeChoice> {
   const { resolveContainerRuntime } = await import('../sandbox/container-runtime.js');
   const choice = await resolveContainerRuntime(docker, config.sandbox);
-  // The default (runc, asked for) goes without a word: the note and the summary record it either way.
-  if (config.sandbox.runtime !== 'runc' || choice.runtime !== 'runc')
-    onNotice(`sandbox runtime: ${choice.runtime} (${choice.reason})`);
+  // What was asked for, got, goes without a word (runc asked; `auto`, the default, on an engine with runsc):
+  // the note and the summary record it either way. A fallback, or runsc asked by name, is said.
+  const asAsked =
+    (config.sandbox.runtime === 'runc' && choice.runtime === 'runc') ||
+    (config.sandbox.runtime === 'auto' && choice.runtime === 'runsc');
+  if (!asAsked) onNotice(`sandbox runtime: ${choice.runtime} (${choice.reason})`);
   return choice;
 }
 

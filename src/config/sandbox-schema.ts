@@ -57,7 +57,7 @@ export const sandboxSchema = z
       .prefault({}),
     runtime: z
       .enum(['runc', 'runsc', 'auto'])
-      .default('runc')
+      .default('auto')
       .describe(
         "the OCI runtime of every container of a task: `runc` (the host's kernel), `runsc` (gVisor's user-space kernel between the worker and the host; exit 4 when the engine lacks it) or `auto` (runsc where registered and no phase is `open`, else runc); the note says which and why",
       ),

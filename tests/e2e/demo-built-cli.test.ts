@@ -2,7 +2,8 @@
  * The README's main job, as a user runs it: `examples/run-demo.sh` starts the built, bundled CLI
  * (`bin/agent-runner.js` → `dist/cli.js`), not the TypeScript sources the other tests import. A bundling
  * mistake (a dependency the bundler cannot follow, a path computed from the module's own location) only
- * shows here.
+ * shows here. It runs with the default configuration (no AGENT_RUNNER_RUNTIME, which the suite otherwise sets):
+ * `sandbox.runtime: auto`, so runsc where the engine registers it (scripts/setup.sh does where it can).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,6 +24,7 @@ describe('the demo through the built CLI', () => {
     onTestFinished(() => rmSync(parent, { recursive: true, force: true }));
     const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RUNNER_DEMO_DIR: parent };
     delete env.OPENAI_API_KEY;
+    delete env.AGENT_RUNNER_RUNTIME;
     const result = spawnSync('bash', [path.join(ROOT, 'examples', 'run-demo.sh')], {
       env,
       encoding: 'utf8',
@@ -34,6 +36,13 @@ describe('the demo through the built CLI', () => {
       'utf8',
     );
     expect(note).toMatch(/\*\*State\*\* \| \*\*COMPLETE\*\*/);
+    // The default runtime: gVisor where the engine registers it, else runc with the reason.
+    const registered = spawnSync('docker', ['info', '--format', '{{json .Runtimes}}'], { encoding: 'utf8' });
+    expect(note).toMatch(
+      registered.stdout.includes('"runsc"')
+        ? /Sandbox runtime \| runsc \(sandbox\.runtime: auto, and runsc is registered/
+        : /Sandbox runtime \| runc \(sandbox\.runtime: auto, and runsc is not registered/,
+    );
     // The script prints the note it found, so what a user sees is the note on disk.
     expect(result.stdout).toContain(note.split('\n')[0]);
   });

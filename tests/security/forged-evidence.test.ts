@@ -159,11 +159,12 @@ describe('forged evidence: a process that tampers while the checks run', () => {
     const output = (name: string) => dod?.dod.results.find((result) => result.name === name);
 
     // Under runsc the tamperers' churn (six loops reading every /proc/<pid>/cmdline and starting `sleep`
-    // five times a second each) can make gVisor's Sentry panic on this machine (Debian bookworm's release,
-    // ptrace platform: "trying to use inactive address space?", seen in its debug log). The worker then only
-    // ends its own sandbox; what must hold is what holds for any sandbox that dies: the death reported as
-    // what it was, the task not COMPLETE, nothing left running. When the Sentry survives, the runc
-    // assertions below apply unchanged.
+    // five times a second each) made Debian bookworm's own gVisor release (20221219, ptrace platform) panic
+    // ("trying to use inactive address space?"); the release scripts/ensure-runsc.sh installs (20240729)
+    // survived it in each of eight runs. Should a Sentry die all the same, the worker has only ended its own
+    // sandbox, and what must hold is what holds for any sandbox that dies: the death reported as what it was,
+    // the task not COMPLETE, nothing left running. When the Sentry survives, the runc assertions below apply
+    // unchanged.
     const summary = summaryOf(run);
     if (UNDER_RUNSC && JSON.stringify(summary).includes('died by itself')) {
       expect(JSON.stringify(summary)).toMatch(/died by itself \(exited, exit status \d+, runtime runsc\)/);

@@ -72,8 +72,8 @@ describe('sandbox.runtime: the choice', () => {
 });
 
 describe('sandbox.runtime: the configuration', () => {
-  it('defaults to runc and is set by the file, AGENT_RUNNER_RUNTIME and --runtime (flags win)', () => {
-    expect(validateConfig([]).sandbox.runtime).toBe('runc');
+  it('defaults to auto (runsc where registered) and is set by the file, AGENT_RUNNER_RUNTIME and --runtime (flags win)', () => {
+    expect(validateConfig([]).sandbox.runtime).toBe('auto');
     const file = { source: 'file', values: { sandbox: { runtime: 'runc' } } };
     expect(validateConfig([file]).sandbox.runtime).toBe('runc');
     const env = environmentLayer({ AGENT_RUNNER_RUNTIME: 'runsc' });
