@@ -6,6 +6,8 @@ import {
   PROJECT_INSTRUCTIONS_MAX_BYTES,
   readProjectInstructions,
 } from '../../src/memory/project-instructions.js';
+import { buildClaudeArgv } from '../../src/worker/claude-adapter.js';
+import { qwenContextSettings } from '../../src/worker/qwen-adapter.js';
 import { runCliCaptured } from '../support/cli.js';
 import { createTempRepo } from '../support/git-repo.js';
 
@@ -94,5 +96,24 @@ describe("the memory bank merged after the project's own file", () => {
     expect(mergeInstructions([], '# Team\n')).toBe('# Team\n');
     expect(mergeInstructions(['  \n'], '')).toBe('');
     expect(mergeInstructions(['Own\u001b[31m text'], '')).toBe('Own\\x1b[31m text\n');
+  });
+
+  it("turns each CLI's own read of the workspace's project file off", () => {
+    const argv = buildClaudeArgv({
+      mode: 'exec',
+      prompt: 'go',
+      sessionId: 'S',
+      model: 'm',
+      excludeProjectFiles: ['/workspace/CLAUDE.md'],
+    });
+    expect(argv.slice(argv.indexOf('--settings'), argv.indexOf('--settings') + 2)).toEqual([
+      '--settings',
+      '{"claudeMdExcludes":["/workspace/CLAUDE.md"]}',
+    ]);
+    expect(argv.indexOf('--settings')).toBeLessThan(argv.indexOf('--'));
+    expect(qwenContextSettings('/h')).toEqual({
+      file: '/h/.qwen/settings.json',
+      text: '{"context":{"fileName":".agent-runner/QWEN.md"}}',
+    });
   });
 });
