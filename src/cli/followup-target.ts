@@ -71,6 +71,7 @@ async function remoteTarget(
     taskId,
     url: cached.url,
     redact: context.redaction.redact,
+    warn: (line) => context.output.err(`agent-runner: ${line}`),
   });
   return { taskId, repository: { root: cached.root, url: cached.url }, origin };
 }

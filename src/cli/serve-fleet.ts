@@ -43,6 +43,7 @@ async function loadFleetModules() {
     startQueueClient: queue.startQueueClient,
     enqueueTask: queue.enqueueTask,
     enqueueFollowup: queue.enqueueFollowup,
+    enqueueReviewFollowup: queue.enqueueReviewFollowup,
     FleetNode: fleetNode.FleetNode,
     boards,
     sink,
@@ -159,6 +160,9 @@ function fleetApi(
     },
     enqueueFollowup: (taskId: string, followup: { message: string; pr?: boolean }) =>
       fleet.enqueueFollowup(database, boss, taskId, followup),
+    /** A review's webhook: a follow-up from review of the fleet's ended task, read by the node that takes it. */
+    enqueueReviewFollowup: (followup: { taskId: string; requestUrl: string }) =>
+      fleet.enqueueReviewFollowup(database, boss, followup.taskId, { requestUrl: followup.requestUrl }),
   };
 }
 

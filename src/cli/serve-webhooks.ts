@@ -8,7 +8,8 @@
  * (a process of its own, detached, its output in `.agent-runner/webhook-followups.log`): it reads the writers'
  * comments through the forge, reacts, runs the follow-up on the task's branch and replies; the task's lock
  * keeps two of them apart, and the review's read record lets the next one take what a refused one left. A node
- * of a fleet starts none yet (501).
+ * of a fleet queues it on the fleet instead (a job of the ended task carrying the request's page), and the node
+ * that takes it does the same read, reaction, follow-up and reply (src/serve/fleet-review-followup.ts).
  */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
@@ -32,7 +33,10 @@ export async function webhookOptions(
   /** The local board (a server without a fleet). */
   board: { start: (request: { prd: string }) => Promise<string> },
   /** A node of a fleet: its queue and the deliveries it has taken. */
-  fleet: { api: { enqueue: Enqueue }; deliveries: DeliveryStore } | null,
+  fleet: {
+    api: { enqueue: Enqueue; enqueueReviewFollowup: (followup: WebhookFollowup) => Promise<unknown> };
+    deliveries: DeliveryStore;
+  } | null,
 ): Promise<WebhookOptions | undefined> {
   const secret = config.forge.webhookSecret;
   if (secret === undefined) return undefined;
@@ -66,7 +70,11 @@ export async function webhookOptions(
     ...(fleet ? {} : { repository: remote?.path ?? '' }),
     queueTask: async (task) =>
       fleet ? fleet.api.enqueue({ repo: task.repo, prd: task.prd }) : board.start({ prd: task.prd }),
-    ...(fleet ? {} : { startFollowup: (followup) => startReviewFollowup(repoRoot, followup, context.env) }),
+    startFollowup: fleet
+      ? async (followup) => {
+          await fleet.api.enqueueReviewFollowup(followup);
+        }
+      : (followup) => startReviewFollowup(repoRoot, followup, context.env),
   };
 }
 

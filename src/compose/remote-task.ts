@@ -5,7 +5,8 @@
  * `followup` reads it, the task branch set to the remote's, and the remote's branch head recorded as the commit
  * agent-runner last pushed there (the lease of the next push: src/deliver/delivery-record.ts).
  *
- * This machine's own journal wins when it is at least as long (it ran the task, or continued it, itself).
+ * This machine's own journal wins when it is at least as long (it ran the task, or continued it, itself). The
+ * state's review record is merged into this machine's either way (src/review/review-state.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -17,6 +18,7 @@ import { journalPath } from '../lifecycle/task-journal-state.js';
 import type { Redactor } from '../notes/redact.js';
 import { readTaskState, taskStateRef } from '../remote/remote-task-state.js';
 import { displayUrl } from '../remote/remote-url.js';
+import { mergeStateReview } from '../review/review-state.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout } from '../workspace/layout.js';
 
@@ -45,6 +47,8 @@ export async function restoreRemoteTask(input: {
   /** The remote as shown (no credentials), for the messages. */
   url: string;
   redact: Redactor;
+  /** Says why a part of the state is not used (a review record that is not agent-runner's). */
+  warn?: (line: string) => void;
 }): Promise<TaskOrigin> {
   const { root, taskId } = input;
   const layout = taskLayout(root, taskId);
@@ -62,6 +66,8 @@ export async function restoreRemoteTask(input: {
     );
   }
   const state = await readTaskState(root, stateRef, taskId);
+  const unused = mergeStateReview(state.review, layout.runDir, stateRef);
+  if (unused !== null) input.warn?.(unused);
   if (journalEvents(journalFile) >= state.header.events) return 'local';
   if (remoteHead === null)
     throw new UserError(

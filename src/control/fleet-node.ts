@@ -25,6 +25,7 @@ import {
   NODE_STALE_SECONDS,
   TASK_QUEUE,
   type FleetFollowup,
+  type FleetReviewFollowup,
   type TaskJobData,
 } from './task-queue-options.js';
 
@@ -42,6 +43,8 @@ export interface FleetTask {
   holds?: () => Promise<boolean>;
   /** A follow-up of the ended task (its journal in the database, its branch on the remote). */
   followup?: FleetFollowup;
+  /** A follow-up from the review of the ended task's request (a review's webhook). */
+  review?: FleetReviewFollowup;
 }
 
 /** How a task ended, as its journal says. */
@@ -300,6 +303,7 @@ export class FleetNode {
         resume: row.ran_before,
         holds: () => this.holds(taskId, generation),
         ...(job.data.followup ? { followup: job.data.followup } : {}),
+        ...(job.data.review ? { review: job.data.review } : {}),
       });
     } catch (error) {
       end = { state: 'FAILED', exitCode: null };

@@ -34,6 +34,17 @@ export interface TaskJobData {
   taskId: string;
   /** A follow-up of the ended task (`POST /api/tasks/{id}/followup` on a node): the person's instruction. */
   followup?: FleetFollowup;
+  /** A follow-up from the review of the ended task's pull/merge request (a review's webhook on a node). */
+  review?: FleetReviewFollowup;
+}
+
+/**
+ * A follow-up from review queued on the fleet: the node that takes it reads the request's review as
+ * `followup --from-review <requestUrl>` does (writers' comments since the last read, a reaction, one reply).
+ */
+export interface FleetReviewFollowup {
+  /** The request's page, built by the webhook from the forge's address and the event's numbers. */
+  requestUrl: string;
 }
 
 /** A follow-up queued on the fleet: the instruction, and whether the same pull/merge request is updated after. */

@@ -10,7 +10,13 @@ import { UserError } from '../errors.js';
 import { displayUrl } from '../remote/remote-url.js';
 import { assertValidTaskId } from '../workspace/layout.js';
 import { QUEUE_SCHEMA, type ControlDatabase } from './control-database.js';
-import { QUEUE_CHANNEL, TASK_QUEUE, type FleetFollowup, type TaskJobData } from './task-queue-options.js';
+import {
+  QUEUE_CHANNEL,
+  TASK_QUEUE,
+  type FleetFollowup,
+  type FleetReviewFollowup,
+  type TaskJobData,
+} from './task-queue-options.js';
 
 /** What a queued task is: a remote repository, a base, a PRD's text. */
 export interface QueuedTaskRequest {
@@ -107,18 +113,35 @@ export async function enqueueFollowup(
   assertValidTaskId(taskId);
   if (followup.message.trim() === '')
     throw new UserError('usage', 'The follow-up instruction is empty. Say what to change.');
-  return queueJob(database, boss, { taskId, followup }, async (client) => {
-    const queued = await client.query(
-      `UPDATE agent_runner.tasks SET state = 'QUEUED', node_id = NULL, exit_code = NULL, ended_at = NULL,
-              question = NULL
-         WHERE id = $1 AND state IN ('COMPLETE', 'NEEDS_REVIEW', 'FAILED')`,
-      [taskId],
+  return queueJob(database, boss, { taskId, followup }, (client) => reopenEndedTask(client, taskId));
+}
+
+/**
+ * Queues a follow-up from review of a task of the fleet that has ended, as {@link enqueueFollowup}: the node that
+ * takes it reads the request's review itself (src/serve/fleet-review-followup.ts). Refused as that one is.
+ */
+export async function enqueueReviewFollowup(
+  database: ControlDatabase,
+  boss: PgBoss,
+  taskId: string,
+  review: FleetReviewFollowup,
+): Promise<string> {
+  assertValidTaskId(taskId);
+  return queueJob(database, boss, { taskId, review }, (client) => reopenEndedTask(client, taskId));
+}
+
+/** The ended task's row back to QUEUED (no node, no end); refuses a task the fleet does not have or that runs. */
+async function reopenEndedTask(client: pg.PoolClient, taskId: string): Promise<void> {
+  const queued = await client.query(
+    `UPDATE agent_runner.tasks SET state = 'QUEUED', node_id = NULL, exit_code = NULL, ended_at = NULL,
+            question = NULL
+       WHERE id = $1 AND state IN ('COMPLETE', 'NEEDS_REVIEW', 'FAILED')`,
+    [taskId],
+  );
+  if (queued.rowCount === 0)
+    throw new UserError(
+      'usage',
+      `Task ${taskId} is not a task of the fleet that has ended: a follow-up continues a task that ended ` +
+        '(COMPLETE, NEEDS_REVIEW or FAILED). See `agent-runner control status`.',
     );
-    if (queued.rowCount === 0)
-      throw new UserError(
-        'usage',
-        `Task ${taskId} is not a task of the fleet that has ended: a follow-up continues a task that ended ` +
-          '(COMPLETE, NEEDS_REVIEW or FAILED). See `agent-runner control status`.',
-      );
-  });
 }

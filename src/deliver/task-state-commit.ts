@@ -3,21 +3,26 @@
  * `refs/agent-runner/tasks/<ID>`) in the host repository, for delivery to push beside the branch. The journal is
  * already redacted as it is written; it goes through the process's redaction once more here (a secret learnt
  * after a line was written, a forge token added at delivery), with its controls shown as JSON escapes, as the
- * journal writes them. Nothing else of the run directory leaves the machine: not the worker's home (its
- * sessions), the logs, the delivery record or the note.
+ * journal writes them. The review record (`review.jsonl`: which review comments follow-ups have handled) goes
+ * with it, redacted the same way, so a follow-up from review on another machine reads only newer comments.
+ * Nothing else of the run directory leaves the machine: not the worker's home (its sessions), the logs, the
+ * delivery record or the note.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Redactor } from '../notes/redact.js';
 import { showControlsInJson } from '../notes/terminal-text.js';
 import {
   MAX_TASK_STATE_BYTES,
   TASK_STATE_FILE,
   TASK_STATE_JOURNAL,
+  TASK_STATE_REVIEW,
   taskStateRef,
   type TaskStateHeader,
 } from '../remote/remote-task-state.js';
 import { git } from '../workspace/git/git-command.js';
 import { journalPath } from '../lifecycle/task-journal-state.js';
+import { parseReviewRecord, REVIEW_JOURNAL } from '../review/review-record.js';
 
 /** The state commit is agent-runner's own: a fixed identity (a CI clone has no user.name). */
 const STATE_IDENTITY = {
@@ -42,6 +47,17 @@ export function stateJournal(
   if (bytes(lines) <= MAX_TASK_STATE_BYTES) return { lines, workerEventsOmitted: false };
   const slim = lines.filter((line) => (JSON.parse(line) as { type?: unknown }).type !== 'worker_event');
   return { lines: slim, workerEventsOmitted: true };
+}
+
+/** The review record's lines, redacted again; null when there is none, or none a reader would take. */
+export function stateReviewRecord(file: string, redact: Redactor): string | null {
+  if (!existsSync(file)) return null;
+  const text = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => `${showControlsInJson(redact(line))}\n`)
+    .join('');
+  return text !== '' && parseReviewRecord(text, file).problem === null ? text : null;
 }
 
 function isJsonLine(line: string): boolean {
@@ -80,11 +96,15 @@ export async function writeTaskStateCommit(input: {
   const headerBlob = (
     await git(['hash-object', '-w', '--stdin'], { cwd, input: `${JSON.stringify(header, null, 2)}\n` })
   ).trim();
+  const review = stateReviewRecord(path.join(input.runDir, REVIEW_JOURNAL), input.redact);
+  const reviewBlob =
+    review === null ? null : (await git(['hash-object', '-w', '--stdin'], { cwd, input: review })).trim();
   const tree = (
     await git(['mktree', '-z'], {
       cwd,
       input: [
         `100644 blob ${journalBlob}\t${TASK_STATE_JOURNAL}\0`,
+        ...(reviewBlob === null ? [] : [`100644 blob ${reviewBlob}\t${TASK_STATE_REVIEW}\0`]),
         `100644 blob ${headerBlob}\t${TASK_STATE_FILE}\0`,
       ].join(''),
     })

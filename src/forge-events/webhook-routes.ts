@@ -13,8 +13,9 @@
  *   a delivery taken before       409 `duplicate_delivery`
  *   asks for nothing / not allowed 200 `{action: "ignore", reason}` (audited)
  *   a task                        202 `{action: "task", taskId}` (audited)
- *   a follow-up                   202 `{action: "followup", taskId, request}` (audited), where this server
- *                                 starts them (a server on one repository); elsewhere 501, not claimed
+ *   a follow-up                   202 `{action: "followup", taskId, request}` (audited): started (a server on
+ *                                 one repository) or queued on the fleet (a node); a fleet that cannot take it
+ *                                 (not its task, or the task has not ended) 409 `followup_refused` (audited)
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
@@ -22,6 +23,7 @@ import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AuditRecord } from '../identity/audit-entry.js';
 import { timeoutSignal } from '../core/timeout-signal.js';
+import { UserError } from '../errors.js';
 import { apiError } from '../serve/api-answers.js';
 import { remoteAddress, type ApiApp, type ApiEnv, type AuditSinks } from '../serve/api-auth.js';
 import { WEBHOOK_ROUTES, webhookRoute, type WebhookRouteKey } from '../serve/api-routes.js';
@@ -68,11 +70,11 @@ export interface WebhookOptions {
   /** The forge's API address (`deliver.apiUrl`), for the links; undefined: the public forge. */
   apiUrl?: string;
   /**
-   * Starts the follow-up a review asks for: `followup --from-review <request>` of the request's task, which reads
-   * the review itself through the forge (writers' comments since the last read), reacts and replies. Absent:
-   * this server starts none (501, the delivery left for a redelivery).
+   * Starts or queues the follow-up a review asks for: `followup --from-review <request>` of the request's task,
+   * which reads the review itself through the forge (writers' comments since the last read), reacts and
+   * replies. Throws a UserError when it cannot be taken (a fleet's task that has not ended).
    */
-  startFollowup?: (followup: WebhookFollowup) => Promise<void>;
+  startFollowup: (followup: WebhookFollowup) => Promise<void>;
   /** Queues the task; returns its id. Throws a UserError when this server cannot take it. */
   queueTask: (task: WebhookTask) => Promise<string>;
   /** The repository this server works on (`owner/name`); a delivery for another one is ignored. */
@@ -196,16 +198,6 @@ async function accept(
           options.apiUrl,
         );
   const actor = { name: actorName(forge, event.sender), role: 'operator' as const };
-  if (decided.kind === 'followup' && options.startFollowup === undefined) {
-    // Not claimed: once this server starts follow-ups, the forge's redelivery of it is taken.
-    await audit(c, sinks, { actor, action: 'webhook.ignore', status: 501 });
-    return apiError(
-      c,
-      501,
-      'followup_unavailable',
-      `A review of ${decided.requestUrl} asks for a follow-up of task ${decided.taskId}: this server does not queue follow-ups from webhooks yet; run agent-runner followup ${decided.taskId}.`,
-    );
-  }
   if (!(await options.deliveries.claim(forge, id)))
     return apiError(c, 409, 'duplicate_delivery', `Delivery ${id} was taken before: nothing queued.`);
   if (decided.kind === 'ignore') {
@@ -214,7 +206,14 @@ async function accept(
   }
   if (decided.kind === 'followup') {
     const { taskId, requestUrl } = decided;
-    await options.startFollowup?.({ taskId, requestUrl });
+    try {
+      await options.startFollowup({ taskId, requestUrl });
+    } catch (error) {
+      if (!(error instanceof UserError)) throw error;
+      // The comments stay unread in the task's review record: the next follow-up from review takes them.
+      await audit(c, sinks, { actor, action: 'webhook.ignore', status: 409, taskId, origin: requestUrl });
+      return apiError(c, 409, 'followup_refused', `A review of ${requestUrl}: ${error.message}`);
+    }
     await audit(c, sinks, { actor, action: 'webhook.followup', status: 202, taskId, origin: requestUrl });
     return c.json({ action: 'followup', taskId, request: requestUrl }, 202);
   }

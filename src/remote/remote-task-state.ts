@@ -14,6 +14,7 @@ import * as z from 'zod';
 import { stampedEventSchema, type StampedEvent } from '../core/events.js';
 import { UserError } from '../errors.js';
 import { parseJournalLine } from '../notes/event-journal.js';
+import { MAX_REVIEW_RECORD_BYTES } from '../review/review-record.js';
 import { tryGit } from '../workspace/git/git-command.js';
 
 /** The ref of a task's state on the remote (and in the host repository that pushes or fetched it). */
@@ -21,9 +22,11 @@ export function taskStateRef(taskId: string): string {
   return `refs/agent-runner/tasks/${taskId}`;
 }
 
-/** The files of a state commit's tree: nothing else may be there. */
+/** The files of a state commit's tree: nothing else may be there (the review record only when there is one). */
 export const TASK_STATE_FILE = 'task-state.json';
 export const TASK_STATE_JOURNAL = 'events.jsonl';
+/** The review record (src/review/review-record.ts): which comments follow-ups from review have handled. */
+export const TASK_STATE_REVIEW = 'review.jsonl';
 
 /**
  * The most a state's journal may weigh, pushed or read. A journal over it is pushed without its worker events
@@ -47,7 +50,12 @@ export interface RemoteTaskState {
   header: TaskStateHeader;
   journal: string;
   events: StampedEvent[];
+  /** The review record as the state holds it (unchecked text), why it is not used, or null: none there. */
+  review: StateReviewRecord;
 }
+
+/** A state's review record: its text (checked by its reader, src/review/review-record.ts), or why it is unread. */
+export type StateReviewRecord = { text: string } | { problem: string } | null;
 
 function refused(taskId: string, ref: string, problem: string): UserError {
   return new UserError(
@@ -75,13 +83,15 @@ export async function readTaskState(repoRoot: string, ref: string, taskId: strin
     if (!match) throw refused(taskId, ref, 'its tree cannot be read');
     entries.set(match[3] as string, { mode: match[1] as string, size: Number(match[2]) });
   }
-  const names = [...entries.keys()].sort();
+  const names = [...entries.keys()].filter((name) => name !== TASK_STATE_REVIEW).sort();
   if (names.join('\n') !== [TASK_STATE_JOURNAL, TASK_STATE_FILE].sort().join('\n'))
     throw refused(
       taskId,
       ref,
-      `its tree holds ${JSON.stringify(names).slice(0, 200)}, not ${TASK_STATE_FILE} and ${TASK_STATE_JOURNAL} alone`,
+      `its tree holds ${JSON.stringify([...entries.keys()]).slice(0, 200)}, not ${TASK_STATE_FILE} and ${TASK_STATE_JOURNAL} (and ${TASK_STATE_REVIEW}) alone`,
     );
+  const review = entries.get(TASK_STATE_REVIEW);
+  entries.delete(TASK_STATE_REVIEW);
   for (const [name, entry] of entries) {
     // A plain file only: a link, a directory or a submodule is not what agent-runner writes.
     if (entry.mode !== '100644') throw refused(taskId, ref, `${name} is not a plain file`);
@@ -116,7 +126,23 @@ export async function readTaskState(repoRoot: string, ref: string, taskId: strin
       ref,
       `its journal has ${events.length} events, ${TASK_STATE_FILE} says ${header.events}`,
     );
-  return { header, journal, events };
+  return { header, journal, events, review: await reviewRecordOf(repoRoot, ref, review) };
+}
+
+/** The review record of the state at `ref`: never more than {@link MAX_REVIEW_RECORD_BYTES} read. */
+async function reviewRecordOf(
+  repoRoot: string,
+  ref: string,
+  entry: { mode: string; size: number } | undefined,
+): Promise<StateReviewRecord> {
+  const where = `${ref}:${TASK_STATE_REVIEW}`;
+  if (entry === undefined) return null;
+  if (entry.mode !== '100644') return { problem: `${where} is not a plain file` };
+  if (entry.size > MAX_REVIEW_RECORD_BYTES)
+    return {
+      problem: `${where} is ${entry.size} bytes, over the ${MAX_REVIEW_RECORD_BYTES} a review record may hold`,
+    };
+  return { text: await blob(repoRoot, where) };
 }
 
 /** Every line parsed with the journal's schema (no torn line: the state was written whole), then the task checked. */

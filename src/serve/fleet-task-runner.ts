@@ -7,7 +7,8 @@
  * `task_finished` events) the task branch and its WIP ref are pushed from the host to the remote. A task
  * another node ran before is resumed here: its branch and WIP ref fetched from the remote, its journal
  * rebuilt from the database's copy, then the board's resume (the path `agent-runner resume` takes), or its
- * follow-up when one was queued for the ended task (`POST /api/tasks/{id}/followup` on any node).
+ * follow-up when one was queued for the ended task (`POST /api/tasks/{id}/followup` on any node, or a review's
+ * webhook: the review read here, fleet-review-followup.ts).
  */
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,6 +19,7 @@ import type { Redaction } from '../notes/redact.js';
 import { pushTaskBranch } from '../deliver/push.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout, wipRef } from '../workspace/layout.js';
+import { startFleetReviewFollowup } from './fleet-review-followup.js';
 import { journalLines } from './journal-follow.js';
 import { TaskBoard } from './task-board.js';
 
@@ -31,6 +33,8 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
   private readonly boardOf = new Map<string, TaskBoard>();
   /** Tasks this node lost to another: nothing of theirs is pushed any more. */
   private readonly abandoned = new Set<string>();
+  /** The reply each running follow-up from review posts on its request once it has ended. */
+  private readonly reviewReplies = new Map<string, () => Promise<void>>();
 
   constructor(
     private readonly app: App,
@@ -73,7 +77,7 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     if (resumed) {
       // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
       if (pushed !== null) await tryGit(['update-ref', branchRef, pushed], { cwd: cached.root });
-      const finished = await this.continueTask(board, task);
+      const finished = await this.continueTask(board, task, cached.root);
       if (finished !== null) return finished;
     } else {
       // The base as a commit: the cache is bare-like, its branches are the remote's, fetched now.
@@ -108,7 +112,9 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       await pushes;
       await push(true);
       await copied;
+      await this.reviewReplies.get(task.taskId)?.();
     } finally {
+      this.reviewReplies.delete(task.taskId);
       this.boardOf.delete(task.taskId);
     }
     const end = await board.get(task.taskId);
@@ -123,8 +129,31 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
    * The resume path of a task another node ran (null: it runs now), or its follow-up when it ended and one was
    * queued; a follow-up whose node died is resumed, not begun again.
    */
-  private async continueTask(board: TaskBoard, task: FleetTask): Promise<FleetTaskEnd | null> {
-    const ended = (await board.get(task.taskId))?.status === 'finished';
+  private async continueTask(board: TaskBoard, task: FleetTask, root: string): Promise<FleetTaskEnd | null> {
+    const before = await board.get(task.taskId);
+    const ended = before?.status === 'finished';
+    if (task.review && ended) {
+      const unchanged = { state: before.state ?? null, exitCode: before.exitCode ?? null };
+      const started = await startFleetReviewFollowup({
+        board,
+        root,
+        taskId: task.taskId,
+        review: task.review,
+        env: this.env,
+        redaction: this.redaction,
+        log: (line) => this.options.log?.(line),
+      }).catch((error: unknown) => {
+        // The review could not be read (the forge away, the request closed): the task's end is not the review's.
+        this.options.log?.(
+          `task ${task.taskId}: no follow-up from the review of ${task.review?.requestUrl}: ${(error as Error).message}`,
+        );
+        return null;
+      });
+      // Nothing to follow up: the task's end stays what it was.
+      if (started === null) return unchanged;
+      this.reviewReplies.set(task.taskId, started.reply);
+      return null;
+    }
     const next =
       task.followup && ended ? board.followup(task.taskId, task.followup) : board.resume(task.taskId);
     return next.then(

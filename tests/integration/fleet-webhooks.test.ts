@@ -4,7 +4,10 @@
  * webhookOptions) get the same signed delivery of GitHub's published `issues.labeled` example; one queues the
  * task, the other answers 409, the fleet has one task, and a node takes it and runs it (through a runner that
  * implements the node's port and records: the sandbox and the model are the e2e's). Who may write is asked of
- * the scripted GitHub server (checked against GitHub's OpenAPI description).
+ * the scripted GitHub server (checked against GitHub's OpenAPI description). A review of a request on the
+ * branch of a task the fleet ran to its end queues one follow-up-from-review job (a replay at another node:
+ * 409, nothing more queued), which another node takes with the request's page; a review of a task the fleet
+ * does not have is refused (409) and queues nothing.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -13,7 +16,7 @@ import { webhookOptions } from '../../src/cli/serve-webhooks.js';
 import { validateConfig } from '../../src/config/load.js';
 import type { ControlDatabase } from '../../src/control/control-database.js';
 import { FleetNode } from '../../src/control/fleet-node.js';
-import { enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
+import { enqueueReviewFollowup, enqueueTask, startQueueClient } from '../../src/control/task-queue.js';
 import { ControlDeliveryStore } from '../../src/control/webhook-deliveries.js';
 import { ControlAuditLog } from '../../src/control/control-tokens.js';
 import { Redaction } from '../../src/notes/redact.js';
@@ -68,7 +71,14 @@ async function nodeApi(id: string): Promise<TokenServer> {
     repo.dir,
     { env: { GITHUB_TOKEN: 'ghs_node_token' }, redaction: new Redaction() },
     { start: async () => Promise.reject(new Error('a node of a fleet queues, it starts nothing here')) },
-    { api: { enqueue }, deliveries: new ControlDeliveryStore(database) },
+    {
+      api: {
+        enqueue,
+        enqueueReviewFollowup: (followup) =>
+          enqueueReviewFollowup(database, boss, followup.taskId, { requestUrl: followup.requestUrl }),
+      },
+      deliveries: new ControlDeliveryStore(database),
+    },
   );
   const server = await startTokenServer(repo.dir, {
     audit: new ControlAuditLog(database),
@@ -137,3 +147,119 @@ it('one delivery to two nodes: one task on the fleet, which a node takes; audite
   expect(github.calls.filter((call) => call.operation === 'permission').length).toBeGreaterThanOrEqual(1);
   github.assertValid();
 }, 120_000);
+
+/** Signed as GitHub signs a delivery with the webhook's secret. */
+function signed(event: string, payload: unknown, delivery = randomUUID()) {
+  const body = JSON.stringify(payload);
+  const headers = {
+    'content-type': 'application/json',
+    'x-github-event': event,
+    'x-github-delivery': delivery,
+    'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`,
+  };
+  return { method: 'POST', headers, body };
+}
+
+async function post(server: TokenServer, request: ReturnType<typeof signed>) {
+  const response = await fetch(`${server.url}/api/webhooks/github`, request);
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** The fleet's jobs of `taskId` (pg-boss's table), oldest first. */
+async function jobsOf(taskId: string): Promise<Record<string, unknown>[]> {
+  const { rows } = await fleet.admin.pool.query<{ data: Record<string, unknown> }>(
+    `SELECT data FROM pgboss.job WHERE name = 'tasks' AND data->>'taskId' = $1 ORDER BY created_on`,
+    [taskId],
+  );
+  return rows.map((row) => row.data);
+}
+
+it('a review delivered to one node queues one follow-up from review, which another node takes; a replay queues nothing', async () => {
+  const taskId = 'review-on-fleet';
+  // The request's page on the forge whose API the nodes use (deliver.apiUrl: the scripted server).
+  const requestUrl = `${github.url}/Codertocat/Hello-World/pull/2`;
+  // The task ran on the fleet to its end (node-d, a runner that records).
+  const runner = new RecordingRunner();
+  const database = await nodeDatabase();
+  const boss = await startQueueClient(database);
+  stops.push(() => boss.stop({ graceful: false, wait: true }));
+  const node = new FleetNode(database, boss, runner, { id: 'node-d', capacity: 1, pollMs: 200 });
+  stops.push(() => node.stop());
+  await enqueueTask(database, boss, {
+    taskId,
+    repoUrl: 'https://github.com/Codertocat/Hello-World.git',
+    prd: '# Slugify\n',
+  });
+  const state = async () =>
+    (
+      await fleet.admin.pool.query<{ state: string }>('SELECT state FROM agent_runner.tasks WHERE id = $1', [
+        taskId,
+      ])
+    ).rows[0]?.state;
+  await node.start();
+  await until(async () => (await state()) === 'COMPLETE');
+  await node.stop();
+  expect(runner.ran.map((task) => [task.taskId, task.review])).toEqual([[taskId, undefined]]);
+
+  const [a, b] = [await nodeApi('node-e'), await nodeApi('node-f')];
+  const review = example('pull_request_review', 'submitted');
+  review.pull_request.head.ref = `agent-runner/${taskId}`;
+  review.review.state = 'changes_requested';
+  const delivery = signed('pull_request_review', review);
+  const queued = await post(a, delivery);
+  expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+  expect(queued.body).toEqual({ action: 'followup', taskId, request: requestUrl });
+  // The same delivery at another node, and again at the first: taken once.
+  expect((await post(b, delivery)).status).toBe(409);
+  expect((await post(a, delivery)).status).toBe(409);
+  expect(await state()).toBe('QUEUED');
+  const jobs = await jobsOf(taskId);
+  expect(jobs).toHaveLength(2);
+  expect(jobs[1]).toEqual({ taskId, review: { requestUrl } });
+  const deliveries = await fleet.admin.pool.query(
+    'SELECT forge FROM agent_runner.webhook_deliveries WHERE delivery_id = $1',
+    [delivery.headers['x-github-delivery']],
+  );
+  expect(deliveries.rows).toEqual([{ forge: 'github' }]);
+  const audit = await new ControlAuditLog(fleet.admin).list();
+  expect(audit.filter((entry) => entry.action === 'webhook.followup')).toEqual([
+    expect.objectContaining({
+      actor: { name: 'github:Codertocat', role: 'operator' },
+      taskId,
+      status: 202,
+      node: 'node-e',
+    }),
+  ]);
+
+  // Another node takes the job: the task again, carrying the request to read the review of.
+  const other = new RecordingRunner();
+  const databaseG = await nodeDatabase();
+  const bossG = await startQueueClient(databaseG);
+  stops.push(() => bossG.stop({ graceful: false, wait: true }));
+  const nodeG = new FleetNode(databaseG, bossG, other, { id: 'node-g', capacity: 1, pollMs: 200 });
+  stops.push(() => nodeG.stop());
+  await nodeG.start();
+  await until(() => other.ran.length > 0);
+  await until(async () => (await state()) === 'COMPLETE');
+  await nodeG.stop();
+  expect(other.ran).toEqual([expect.objectContaining({ taskId, review: { requestUrl } })]);
+  expect(other.ran[0]?.followup).toBeUndefined();
+
+  // A review of a request whose task the fleet does not have: refused, nothing queued.
+  const stranger = example('pull_request_review', 'submitted');
+  stranger.pull_request.head.ref = 'agent-runner/not-on-the-fleet';
+  stranger.review.state = 'changes_requested';
+  const refused = await post(b, signed('pull_request_review', stranger));
+  expect(refused.status).toBe(409);
+  expect((refused.body.error as { code: string; message: string }).code).toBe('followup_refused');
+  expect((refused.body.error as { message: string }).message).toContain(
+    'is not a task of the fleet that has ended',
+  );
+  expect(await jobsOf('not-on-the-fleet')).toEqual([]);
+  github.assertValid();
+}, 120_000);
+
+async function until(check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+}
