@@ -12,13 +12,15 @@ import {
   addMemoryEntry,
   commitMemoryFiles,
   findEntry,
+  MERGED_PROJECT_FILES,
   readMemoryAtCommit,
   readMemoryDir,
   setMemoryStatus,
 } from '../memory/memory-store.js';
 import { memoryBankView } from '../memory/memory-view.js';
+import { readProjectInstructions } from '../memory/project-instructions.js';
 import { instructionsFilePath } from '../worker/instructions-file.js';
-import { WORKER_TYPES, type WorkerType } from '../worker/worker-kinds.js';
+import { WORKER_KINDS, WORKER_TYPES, type WorkerType } from '../worker/worker-kinds.js';
 import { memoryPlace, type MemoryPlace } from './memory-place.js';
 import { registerMemoryProposalCommands } from './memory-proposal-commands.js';
 import type { CommandContext } from './program.js';
@@ -138,7 +140,10 @@ async function previewCommand(
     throw new UserError('usage', `--worker ${options.worker}: give one of ${WORKER_TYPES.join(', ')}.`);
   const place = await memoryPlace(context);
   const atHead = (await readMemoryAtCommit(place.root, 'HEAD', place.dir)).entries;
-  const view = memoryBankView(atHead);
+  const view = memoryBankView(
+    atHead,
+    await readProjectInstructions(place.root, 'HEAD', MERGED_PROJECT_FILES),
+  );
   const committedFiles = new Set(atHead.map((entry) => entry.file));
   const uncommitted = (await readMemoryDir(place.root, place.dir)).entries
     .filter((entry) => !committedFiles.has(entry.file))
@@ -147,6 +152,7 @@ async function previewCommand(
   const files = workers.map((type) => ({
     worker: type,
     path: instructionsFilePath(type, workerHomeInSandbox(type)),
+    text: view.workerInstructions[type],
   }));
   if (options.json) {
     context.output.out(JSON.stringify({ dir: place.dir, ...view, instructionsFiles: files, uncommitted }));
@@ -158,9 +164,16 @@ async function previewCommand(
   out(
     `\n== The worker prompt and the Meta-agent context hold ==\n${view.section || '(nothing: no active entry)'}`,
   );
-  for (const file of files)
-    out(`\n== ${file.worker}: ${file.path} (in the sandbox, beside the project's own file) ==`);
-  out(view.instructions || '(no file: no active entry)');
+  for (const file of files) {
+    const own = WORKER_KINDS[file.worker].projectFiles;
+    const how =
+      own === null
+        ? "the entries; the CLI reads the project's own file itself, after this one"
+        : `the project's ${own.names.join(own.read === 'first' ? ' or ' : ' and ')} as committed, then the ` +
+          "entries; the workspace's copy is not read";
+    out(`\n== ${file.worker}: ${file.path} (in the sandbox: ${how}) ==`);
+    out(file.text.trimEnd() || '(no file: no active entry and no committed project file)');
+  }
 }
 
 export function registerMemoryCommands(program: Command, context: CommandContext): void {

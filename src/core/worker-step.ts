@@ -7,6 +7,13 @@ import { costOf } from './usage.js';
 import { WorkerEventBound } from './worker-event-bound.js';
 import { validate } from './validation.js';
 
+/** The text of the worker CLI's instructions file (a worker type outside the table: the entries alone). */
+function workerInstructions(loop: TaskLoop, type: string): string | undefined {
+  const memory = loop.memoryBank;
+  if (!memory) return undefined;
+  return (memory.workerInstructions as Readonly<Record<string, string>>)[type] ?? memory.instructions;
+}
+
 /** A follow-up's runs count against its own limit (`loop.runsBefore` are its history). */
 export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?: AbortSignal): Promise<Next> {
   const { options } = loop;
@@ -37,7 +44,7 @@ export async function runWorker(loop: TaskLoop, decision: MetaDecision, signal?:
       if (kept) loop.emit({ type: 'worker_event', run: index, event: kept });
     },
     signal,
-    instructions: loop.memoryBank?.instructions,
+    instructions: workerInstructions(loop, worker.type),
   });
   const dropped = bound.summary();
   if (dropped) loop.emit({ type: 'worker_events_dropped', run: index, ...dropped });

@@ -18,6 +18,8 @@ import {
   type MemoryFrontMatter,
 } from './memory-entry.js';
 import { memoryBankView, type MemoryBankView } from './memory-view.js';
+import { readProjectInstructions } from './project-instructions.js';
+import { WORKER_KINDS, WORKER_TYPES } from '../worker/worker-kinds.js';
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -151,13 +153,22 @@ export async function commitMemoryFiles(
   return (await git(['rev-parse', 'HEAD'], { cwd: repoRoot })).trim();
 }
 
+/** Every project file agent-runner merges with the memory bank for some CLI (AGENTS.md, CLAUDE.md, ...). */
+export const MERGED_PROJECT_FILES: readonly string[] = [
+  ...new Set(WORKER_TYPES.flatMap((type) => WORKER_KINDS[type].projectFiles?.names ?? [])),
+];
+
 /**
- * The memory bank a task reads: the entries committed at `base` (its base commit) in the host's repository,
- * as the prompts and the workers' instructions files hold them.
+ * The memory bank a task reads: the entries and the project's own instructions files committed at `base` (its
+ * base commit) in the host's repository, as the prompts and the workers' instructions files hold them.
  */
 export async function taskMemoryBank(repoRoot: string, base: string, dir: string): Promise<MemoryBankView> {
   const commit = (
     await git(['rev-parse', '--verify', '--end-of-options', `${base}^{commit}`], { cwd: repoRoot })
   ).trim();
-  return memoryBankView((await readMemoryAtCommit(repoRoot, commit, dir)).entries);
+  const [read, project] = await Promise.all([
+    readMemoryAtCommit(repoRoot, commit, dir),
+    readProjectInstructions(repoRoot, commit, MERGED_PROJECT_FILES),
+  ]);
+  return memoryBankView(read.entries, project);
 }

@@ -5,7 +5,9 @@
  */
 import { cutText } from '../notes/markdown-text.js';
 import { showControls } from '../notes/terminal-text.js';
+import { WORKER_KINDS, WORKER_TYPES, type WorkerType } from '../worker/worker-kinds.js';
 import type { MemoryBankEntry } from './memory-entry.js';
+import type { ProjectInstructions } from './project-instructions.js';
 
 /** The memory bank as one task sees it. */
 export interface MemoryBankView {
@@ -15,6 +17,12 @@ export interface MemoryBankView {
   files: string[];
   /** The active entries in full, for the worker CLI's instructions file, at most {@link MEMORY_INSTRUCTIONS_MAX_CHARS}. */
   instructions: string;
+  /**
+   * The text of each worker CLI's instructions file: the project's own files of that CLI (AGENTS.md,
+   * CLAUDE.md, ...) as committed at the same commit, then the entries ({@link mergeInstructions}); the entries
+   * alone for a CLI that reads the project's file itself (`projectFiles: null`).
+   */
+  workerInstructions: Readonly<Record<WorkerType, string>>;
   /** The section of the worker prompt and the Meta-agent's context: the summary and the files ('' without any). */
   section: string;
   active: number;
@@ -45,15 +53,25 @@ function activeEntries(entries: readonly MemoryBankEntry[]): MemoryBankEntry[] {
   return entries.filter((entry) => entry.status === 'active').sort((a, b) => a.id.localeCompare(b.id));
 }
 
-/** The view of `entries` (any order, archived ones included). */
-export function memoryBankView(entries: readonly MemoryBankEntry[]): MemoryBankView {
+/**
+ * The view of `entries` (any order, archived ones included), with `project` the project's own instructions
+ * files as committed at the same commit.
+ */
+export function memoryBankView(
+  entries: readonly MemoryBankEntry[],
+  project: ProjectInstructions = {},
+): MemoryBankView {
   const active = activeEntries(entries);
   const summary = summaryOf(active);
   const files = filesOf(active);
+  const instructions = instructionsOf(active);
   return {
     summary,
     files,
-    instructions: instructionsOf(active),
+    instructions,
+    workerInstructions: Object.fromEntries(
+      WORKER_TYPES.map((type) => [type, mergeInstructions(projectTextsFor(type, project), instructions)]),
+    ) as Record<WorkerType, string>,
     section: sectionOf(summary, files),
     active: active.length,
     archived: entries.length - active.length,
@@ -101,6 +119,24 @@ function instructionsOf(active: readonly MemoryBankEntry[]): string {
     used += part.length;
   }
   return parts.join('');
+}
+
+/** The project's files the CLI of `type` would read, in its order, as committed. */
+function projectTextsFor(type: WorkerType, project: ProjectInstructions): string[] {
+  const files = WORKER_KINDS[type].projectFiles;
+  if (files === null) return [];
+  const present = files.names.flatMap((name) => (project[name] === undefined ? [] : [project[name]]));
+  return files.read === 'first' ? present.slice(0, 1) : present;
+}
+
+/**
+ * The project's own texts first, then the memory bank's, a blank line between each ('' when none has any).
+ * Terminal controls in the project's text are shown as escapes, as in an entry's.
+ */
+export function mergeInstructions(projectTexts: readonly string[], instructions: string): string {
+  const own = projectTexts.map((text) => clean(text).trim()).filter((text) => text !== '');
+  if (own.length === 0) return instructions;
+  return instructions === '' ? `${own.join('\n\n')}\n` : `${own.join('\n\n')}\n\n${instructions}`;
 }
 
 /** The memory bank's section of the worker prompt and the Meta-agent's context; empty without active entries. */

@@ -8,7 +8,9 @@
  * the session; the run's session id is chosen up front (`--session-id`). Nonessential traffic (telemetry,
  * error reports, the auto-updater) is switched off, and its side-call model is pinned to the task's model.
  */
+import path from 'node:path';
 import { instructionsFilePath } from './instructions-file.js';
+import { WORKER_KINDS } from './worker-kinds.js';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -29,6 +31,11 @@ export interface ClaudeArgvInput {
   /** exec: the session id to create; resume: the session to continue. */
   sessionId: string;
   model: string;
+  /**
+   * The project's CLAUDE.md files in the workspace left unread (`claudeMdExcludes`, absolute paths): their text
+   * as committed at the base is in the instructions file, before the memory bank.
+   */
+  excludeProjectFiles?: readonly string[];
   extraArgs?: readonly string[];
 }
 
@@ -48,6 +55,9 @@ export function buildClaudeArgv(input: ClaudeArgvInput): string[] {
     input.model,
     input.mode === 'resume' ? '--resume' : '--session-id',
     input.sessionId,
+    ...(input.excludeProjectFiles === undefined
+      ? []
+      : ['--settings', JSON.stringify({ claudeMdExcludes: input.excludeProjectFiles })]),
     ...(input.extraArgs ?? []),
     '--',
     input.prompt,
@@ -92,6 +102,13 @@ export class ClaudeWorkerAdapter implements WorkerAdapter {
         prompt: request.prompt,
         sessionId,
         model: this.options.model,
+        ...(request.instructions === undefined
+          ? {}
+          : {
+              excludeProjectFiles: (WORKER_KINDS.claude.projectFiles?.names ?? []).map((name) =>
+                path.posix.join(this.workdir, name),
+              ),
+            }),
         extraArgs: this.options.extraArgs,
       }),
       env: claudeEnv(this.options),

@@ -3,7 +3,7 @@
  * stream parsed line by line, every stray process of the run ended before the host looks at anything, then
  * the stream's summary joined with how the process ended.
  */
-import { withInstructionsFile } from './instructions-file.js';
+import { withInstructionsFile, type InstructionsSettings } from './instructions-file.js';
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -47,6 +47,11 @@ export interface CliRun {
   parser: StreamParser;
   /** The CLI's global instructions file in the sandbox ({@link instructionsFilePath}): the memory bank's place. */
   instructionsFile: string;
+  /**
+   * The settings file that makes the CLI read the instructions file and not the workspace's copy of the
+   * project's own (qwen: `context.fileName`), written with it.
+   */
+  instructionsSettings?: InstructionsSettings;
   /** The session the run continues or creates, when the CLI was given it (kept if the stream never says). */
   sessionId: string;
 }
@@ -64,7 +69,12 @@ export async function runStreamingCli(
   run: CliRun,
 ): Promise<WorkerRunResult> {
   await mkdir(request.runDir, { recursive: true });
-  const command = withInstructionsFile(run, run.instructionsFile, request.instructions);
+  const command = withInstructionsFile(
+    run,
+    run.instructionsFile,
+    request.instructions,
+    run.instructionsSettings,
+  );
   const exec = await runtime.exec(request.sandboxId, command.argv, {
     workdir: run.workdir,
     env: command.env,

@@ -158,6 +158,9 @@ export function buildCodexArgv(input: CodexArgvInput): string[] {
   return argv;
 }
 
+/** No byte of the project's own AGENTS.md files is read by codex (the instructions file holds the base's). */
+export const PROJECT_DOC_OFF = 'project_doc_max_bytes=0';
+
 /** Runs codex in a sandbox through the SandboxRuntime port. */
 export class CodexWorkerAdapter implements WorkerAdapter {
   readonly type = 'codex';
@@ -183,7 +186,12 @@ export class CodexWorkerAdapter implements WorkerAdapter {
       workdir: this.workdir,
       lastMessagePath:
         hostCodexHome === undefined ? undefined : path.posix.join(this.options.codexHome, lastMessageName),
-      configOverrides: this.options.configOverrides,
+      configOverrides: [
+        ...(this.options.configOverrides ?? []),
+        // The project's AGENTS.md (as committed at the base) is in the instructions file, before the memory
+        // bank: codex's own read of the workspace's copy is off, so the model gets it once and in that order.
+        ...(request.instructions === undefined ? [] : [PROJECT_DOC_OFF]),
+      ],
       extraArgs: this.options.extraArgs,
     });
     const parser = new CodexEventParser(request.onEvent);

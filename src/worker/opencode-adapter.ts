@@ -130,7 +130,12 @@ export class OpenCodeWorkerAdapter implements WorkerAdapter {
       // Its HOME (a directory of the worker home) must exist before it starts, with the image's pre-installed
       // plugin package in its config directory (else it installs it from the npm registry); the argv stays argv.
       argv: ['sh', '-c', OPENCODE_PREPARE, 'opencode', ...argv],
-      env: openCodeEnv(this.options),
+      env: {
+        ...openCodeEnv(this.options),
+        // The project's AGENTS.md (as committed at the base) is in the instructions file, before the memory
+        // bank: no project file or project config of the workspace is read.
+        ...(request.instructions === undefined ? {} : { OPENCODE_DISABLE_PROJECT_CONFIG: '1' }),
+      },
       workdir: this.options.workdir ?? '/workspace',
       parser,
       sessionId: request.threadId ?? '',

@@ -9,7 +9,9 @@
  * with `--session-id`. Usage statistics are off (the variable and the image's read-only system settings, which
  * also switch off auto-update).
  */
-import { instructionsFilePath } from './instructions-file.js';
+import path from 'node:path';
+import { instructionsFilePath, type InstructionsSettings } from './instructions-file.js';
+import { WORKER_KINDS } from './worker-kinds.js';
 import type {
   SandboxRuntime,
   WorkerAdapter,
@@ -67,6 +69,19 @@ export function qwenEnv(options: QwenWorkerOptions): Record<string, string> {
   };
 }
 
+/**
+ * The user settings that point Qwen Code's context file name at the instructions file (as for Gemini CLI:
+ * `<HOME>/.qwen/<name>`, and in the workspace only inside agent-runner's own folder, never the project's QWEN.md).
+ */
+export function qwenContextSettings(home: string): InstructionsSettings {
+  return {
+    file: path.posix.join(home, '.qwen', 'settings.json'),
+    text: JSON.stringify({
+      context: { fileName: path.posix.relative('.qwen', WORKER_KINDS.qwen.instructionsFile) },
+    }),
+  };
+}
+
 export class QwenWorkerAdapter implements WorkerAdapter {
   readonly type = 'qwen';
 
@@ -79,6 +94,7 @@ export class QwenWorkerAdapter implements WorkerAdapter {
     const sessionId = runSession('qwen', request);
     return runStreamingCli(this.runtime, request, {
       instructionsFile: instructionsFilePath('qwen', this.options.home),
+      instructionsSettings: qwenContextSettings(this.options.home),
       worker: 'qwen',
       // Its HOME (a directory of the worker home) must exist before it starts; the argv stays argv.
       argv: [

@@ -58,9 +58,18 @@ export interface WorkerKind {
   /**
    * The global instructions file the CLI reads on every run, relative to its state directory in the sandbox
    * (codex: CODEX_HOME; claude: CLAUDE_CONFIG_DIR; gemini: GEMINI_CLI_HOME; qwen, opencode: HOME): where the
-   * memory bank reaches it. The CLI reads it besides the project's own file of the same name.
+   * memory bank reaches it.
    */
   instructionsFile: string;
+  /**
+   * The project's own instructions files the CLI reads natively at the workspace root, in its order (`first`:
+   * only the first one present, `each`: every one present). agent-runner writes them as committed at the
+   * task's base, then the memory bank, into the instructions file above, and turns the CLI's own read of the
+   * workspace's copies off (each adapter its own way), so the model gets the project's text once and the
+   * entries after it. `null`: the CLI cannot be kept from reading the project's file itself, nor be given
+   * anything after it; the instructions file holds the entries alone (docs/memory.md).
+   */
+  projectFiles: { names: readonly string[]; read: 'first' | 'each' } | null;
 }
 
 export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
@@ -77,6 +86,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     defaults: {},
     binary: 'codex',
     instructionsFile: 'AGENTS.md',
+    projectFiles: { names: ['AGENTS.override.md', 'AGENTS.md'], read: 'first' },
   },
   claude: {
     type: 'claude',
@@ -95,6 +105,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     },
     binary: 'claude',
     instructionsFile: 'CLAUDE.md',
+    projectFiles: { names: ['CLAUDE.md'], read: 'each' },
   },
   gemini: {
     type: 'gemini',
@@ -117,6 +128,9 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     },
     binary: 'gemini',
     instructionsFile: '.gemini/GEMINI.md',
+    // Its global file goes into the system instruction, the project's GEMINI.md into the first user message,
+    // and `context.fileName` only adds names (0.61.0): the entries come before the project's file.
+    projectFiles: null,
   },
   qwen: {
     type: 'qwen',
@@ -131,7 +145,10 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     // Like codex, an OpenAI-style API: the Meta-agent's endpoint, key and model unless configured.
     defaults: {},
     binary: 'qwen',
-    instructionsFile: '.qwen/QWEN.md',
+    // `context.fileName` is `.agent-runner/QWEN.md` (src/worker/qwen-adapter.ts): read in the global directory,
+    // and in the workspace only inside agent-runner's own folder, never the project's QWEN.md or AGENTS.md.
+    instructionsFile: '.qwen/.agent-runner/QWEN.md',
+    projectFiles: { names: ['QWEN.md', 'AGENTS.md'], read: 'each' },
   },
   opencode: {
     type: 'opencode',
@@ -147,6 +164,7 @@ export const WORKER_KINDS: Readonly<Record<WorkerType, WorkerKind>> = {
     defaults: {},
     binary: 'opencode',
     instructionsFile: '.config/opencode/AGENTS.md',
+    projectFiles: { names: ['AGENTS.md', 'CLAUDE.md', 'CONTEXT.md'], read: 'first' },
   },
 };
 

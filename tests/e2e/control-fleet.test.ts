@@ -44,6 +44,7 @@ import { createTestDatabase, privatePostgres, type TestDatabase } from '../suppo
 import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
 import { DEMO_SCRIPT } from '../support/serve-repo.js';
 import { decisionReply } from '../support/meta-replies.js';
+import { commitProjectFileAndMemory, occurrences } from '../support/memory-fixture.js';
 import { parse, stringify } from 'yaml';
 
 let db: TestDatabase;
@@ -103,6 +104,41 @@ async function startNode(
   return { server, log, dir, env, redaction, client: new ServeClient(server.info.url, server.info.token) };
 }
 
+/**
+ * The input items of the first request codex sent in task `taskId` (on whichever node ran it): the first
+ * `response_item` lines of its session record in the task's run directory, under the node's state directory.
+ */
+function codexFirstInput(nodes: { env: NodeJS.ProcessEnv }[], taskId: string): string {
+  for (const node of nodes) {
+    const found = execFileSync(
+      'find',
+      [
+        node.env.XDG_STATE_HOME ?? '',
+        '-path',
+        `*/runs/${taskId}/codex-home/sessions/*`,
+        '-name',
+        'rollout-*.jsonl',
+      ],
+      { encoding: 'utf8' },
+    )
+      .trim()
+      .split('\n')
+      .filter((file) => file !== '')
+      .sort();
+    const first = found[0];
+    if (first === undefined) continue;
+    const lines = readFileSync(first, 'utf8').split('\n');
+    // The items before the model's first answer: the instructions and the prompt.
+    const items: string[] = [];
+    for (const line of lines) {
+      if (line.includes('"type":"function_call"') || line.includes('"role":"assistant"')) break;
+      if (line.includes('"type":"response_item"')) items.push(line);
+    }
+    return items.join('\n');
+  }
+  throw new Error(`No codex session record of ${taskId} on any node`);
+}
+
 function emptyDirectory(name: string, config: string): { dir: string; remove: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), `ar-pure-node-${name}-`));
   writeFileSync(path.join(dir, 'agent-runner.yaml'), config);
@@ -113,6 +149,8 @@ it(
   "two nodes of capacity 1 (B a pure node) run two queued tasks, one each, all COMPLETE; A's page shows B's task live",
   async () => {
     const { dir: source, remove } = createDemoRepo('');
+    // The memory bank, committed on the remote only: a node reads it from its clone of the remote.
+    const memory = commitProjectFileAndMemory(source, 'AGENTS.md');
     const bare = mkdtempSync(path.join(tmpdir(), 'ar-fleet-remote-'));
     execFileSync('git', ['clone', '-q', '--bare', source, bare]);
     remove();
@@ -162,6 +200,15 @@ it(
     for (const row of ended) perNode.set(row.node_id, (perNode.get(row.node_id) ?? 0) + 1);
     expect([...perNode.values()]).toEqual([1, 1]);
     expect([...a.log, ...b.log].join('\n')).not.toContain(db.nodePassword);
+
+    // Each task's worker got the entry committed on the remote, after the project's AGENTS.md, in its first
+    // request's input (as codex's own session record under the node's state directory holds it).
+    for (const row of ended) {
+      const firstInput = codexFirstInput([a, b], row.id);
+      expect(occurrences(firstInput, memory.project)).toBe(1);
+      expect(firstInput.indexOf(memory.project)).toBeLessThan(firstInput.indexOf(memory.active));
+      expect(firstInput).not.toContain(memory.archived);
+    }
 
     // Node A's list holds node B's tasks too, each with its node.
     const listed = await a.client.request<{

@@ -13,6 +13,7 @@ import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { DockerSandboxRuntime } from '../../src/sandbox/docker-runtime.js';
 import { VERSION } from '../../src/version.js';
 import { GeminiWorkerAdapter } from '../../src/worker/gemini-adapter.js';
+import { commitProjectFileAndMemory, memoryAsTaskReads, occurrences } from '../support/memory-fixture.js';
 import { ScriptedGeminiServer, type GeminiTurn } from '../support/scripted-gemini-server.js';
 import { builtWorkerImage } from '../support/worker-image.js';
 import {
@@ -74,8 +75,14 @@ describe('Gemini CLI as a worker, through the gateway (gateway-only)', () => {
       { text: 'hello.txt says hello.', usage: { prompt: 210, candidates: 17 } },
     ]);
     const { gateway, sandbox, workspace, worker, request, events } = await geminiSandbox(upstream);
+    // The project's own GEMINI.md and the memory bank, committed: the run gets them as a task would.
+    const memory = commitProjectFileAndMemory(workspace, 'GEMINI.md');
+    const { workerInstructions } = await memoryAsTaskReads(workspace);
+    const instructions = workerInstructions.gemini;
 
-    const first = await worker.run(request('Create hello.txt containing hello and commit it.'));
+    const first = await worker.run(
+      request('Create hello.txt containing hello and commit it.', { instructions }),
+    );
     expect(first.errors).toEqual([]);
     expect(first.exitCode).toBe(0);
     expect(readFileSync(path.join(workspace, 'hello.txt'), 'utf8')).toBe('hello\n');
@@ -113,8 +120,23 @@ describe('Gemini CLI as a worker, through the gateway (gateway-only)', () => {
       expect(JSON.stringify(seen.headers)).not.toContain(gateway.workerToken);
     }
 
+    // The CLI's first request: the project's GEMINI.md once, in the first user message; the active entry in the
+    // system instruction (which the model reads first: Gemini CLI allows no other order); no archived entry.
+    const body = upstream.requests[0]?.body as { contents?: unknown[]; systemInstruction?: unknown };
+    const sent = JSON.stringify(body);
+    expect(occurrences(sent, memory.project)).toBe(1);
+    expect(JSON.stringify(body.contents?.[0])).toContain(memory.project);
+    expect(JSON.stringify(body.systemInstruction)).toContain(
+      JSON.stringify(instructions.trim()).slice(1, -1),
+    );
+    expect(sent).not.toContain(memory.archived);
+
     const second = await worker.run(
-      request('Now print hello.txt.', { mode: 'resume', threadId: first.threadId ?? undefined }),
+      request('Now print hello.txt.', {
+        mode: 'resume',
+        threadId: first.threadId ?? undefined,
+        instructions,
+      }),
     );
     expect(second.errors).toEqual([]);
     expect(second.threadId).toBe(first.threadId);

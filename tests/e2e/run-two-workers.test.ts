@@ -25,6 +25,7 @@ import { git } from '../support/task-repo.js';
 import { noContainerLeft } from '../support/only-worker-demo.js';
 
 const FORGED = 'FORGED-BY-CODEX';
+const FORGED_PROJECT = 'FORGED-PROJECT-FILE-BY-CODEX';
 const ACTIVE = 'MEMORY-ACTIVE-DECISION: slugs use hyphens only.';
 const ARCHIVED = 'MEMORY-ARCHIVED-DECISION: slugs used underscores.';
 const PROJECT_AGENTS = 'PROJECT-AGENTS-TEXT: run npm test before committing.';
@@ -71,12 +72,15 @@ function script(taskId: string): string {
   const worker = [
     { run: `${heredoc('slug.js', SLUG_BROKEN)}\n${heredoc('slug.test.js', SLUG_TEST)}` },
     { run: "git add -A && git -c user.name=codex -c user.email=c@e commit -q -m 'Add slugify'" },
-    // Claude's instructions file is in the same worker home: what codex writes there must not reach claude.
-    { run: `mkdir -p /codex-home/claude && echo ${FORGED} > /codex-home/claude/CLAUDE.md` },
+    // Claude's instructions file is in the same worker home, and the project's CLAUDE.md in the workspace: what
+    // codex writes into either must not reach claude.
+    {
+      run: `mkdir -p /codex-home/claude && echo ${FORGED} > /codex-home/claude/CLAUDE.md && echo ${FORGED_PROJECT} >> CLAUDE.md`,
+    },
     { message: 'Added slugify and its tests.' },
     { run: 'npm test 2>&1 | tail -n 3' },
     {
-      run: `${heredoc('slug.js', SLUG_FIXED)}\ngit add slug.js && git -c user.name=claude -c user.email=c@e commit -q -m 'Fix separators'`,
+      run: `git checkout -- CLAUDE.md\n${heredoc('slug.js', SLUG_FIXED)}\ngit add slug.js && git -c user.name=claude -c user.email=c@e commit -q -m 'Fix separators'`,
     },
     { message: 'Fixed the separators; npm test passes.' },
   ];
@@ -136,36 +140,40 @@ describe('a task with two workers', () => {
       git(repo, 'log', '--format=%s', 'agent-runner/TWO-WORKERS').trim().split('\n').slice(0, 2),
     ).toEqual(['Fix separators', 'Add slugify']);
 
-    // The memory bank: each worker's first request (as the CLI sent it) holds the project's own file and the
-    // active entry from its own instructions file, and the prompt's summary and list; never the archived entry,
-    // nor what codex wrote into claude's file. `memory preview` shows what they got.
-    const preview = await runCliCaptured(['memory', 'preview', '--json'], { cwd: repo, env });
-    const view = JSON.parse(preview.stdout) as { section: string; instructions: string };
+    // The memory bank: each worker's first request (as the CLI sent it) holds its native file as `memory preview
+    // --worker` prints it: the project's own file as committed (once), then the active entry; and the prompt's
+    // summary and list; never the archived entry, nor what codex wrote into claude's file or the project's.
     const { exchanges } = JSON.parse(readFileSync(cassette, 'utf8')) as {
       exchanges: { kind: string; index: number; path: string; request: unknown }[];
     };
     const workerRequests = exchanges.filter((exchange) => exchange.kind === 'worker');
     const firstOf = (route: RegExp) =>
       JSON.stringify(workerRequests.find((exchange) => route.test(exchange.path))?.request);
-    const codexFirst = firstOf(/responses/);
-    const claudeFirst = firstOf(/messages/);
-    for (const [request, project] of [
-      [codexFirst, PROJECT_AGENTS],
-      [claudeFirst, PROJECT_CLAUDE],
+    const occurrences = (text: string, part: string) => text.split(part).length - 1;
+    for (const [worker, route, project] of [
+      ['codex', /responses/, PROJECT_AGENTS],
+      ['claude', /messages/, PROJECT_CLAUDE],
     ] as const) {
-      expect(request).toContain(project);
-      expect(request).toContain(ACTIVE);
+      const preview = await runCliCaptured(['memory', 'preview', '--worker', worker, '--json'], {
+        cwd: repo,
+        env,
+      });
+      const view = JSON.parse(preview.stdout) as {
+        section: string;
+        instructionsFiles: { worker: string; text: string }[];
+      };
+      const merged = view.instructionsFiles[0]?.text ?? '';
+      expect(merged.indexOf(project)).toBeGreaterThanOrEqual(0);
+      expect(merged.indexOf(project)).toBeLessThan(merged.indexOf(ACTIVE));
+      const request = firstOf(route);
+      expect(request).toContain(JSON.stringify(merged.trim()).slice(1, -1));
+      expect(occurrences(request, project)).toBe(1);
       expect(request).toContain(JSON.stringify(view.section).slice(1, -1));
       expect(request).toContain('.agent-runner/memory/0001-hyphens.md');
       expect(request).not.toContain(ARCHIVED);
     }
-    expect(claudeFirst).not.toContain(FORGED);
-    // Each CLI merges its global file with the project's own itself, the global one first (codex: `--- project-doc
-    // ---` between them; claude: the user's global instructions, then the project's).
-    expect(codexFirst.indexOf(ACTIVE)).toBeLessThan(codexFirst.indexOf(PROJECT_AGENTS));
-    expect(claudeFirst.indexOf(ACTIVE)).toBeLessThan(claudeFirst.indexOf(PROJECT_CLAUDE));
-    for (const line of view.instructions.trim().split('\n'))
-      if (line.trim() !== '') expect(codexFirst).toContain(JSON.stringify(line).slice(1, -1));
+    expect(firstOf(/messages/)).not.toContain(FORGED);
+    expect(firstOf(/messages/)).not.toContain(FORGED_PROJECT);
     // The instructions files live in the worker home: nothing of them is on the branch, whose own files are as they were.
     expect(git(repo, 'show', 'agent-runner/TWO-WORKERS:AGENTS.md')).toBe(PROJECT_AGENTS);
     expect(git(repo, 'show', 'agent-runner/TWO-WORKERS:CLAUDE.md')).toBe(PROJECT_CLAUDE);

@@ -17,7 +17,8 @@ import { VERSION } from '../../src/version.js';
 import type { WorkerAdapter } from '../../src/core/ports.js';
 import { OpenCodeWorkerAdapter } from '../../src/worker/opencode-adapter.js';
 import { QwenWorkerAdapter } from '../../src/worker/qwen-adapter.js';
-import { OPENAI_APIS, type OpenAiApi } from '../../src/worker/worker-kinds.js';
+import { OPENAI_APIS, WORKER_KINDS, type OpenAiApi } from '../../src/worker/worker-kinds.js';
+import { commitProjectFileAndMemory, memoryAsTaskReads, occurrences } from './memory-fixture.js';
 import {
   ScriptedResponsesServer,
   assistantMessage,
@@ -133,8 +134,18 @@ export function describeOpenAiWorker(type: 'qwen' | 'opencode'): void {
           turn([assistantMessage('hello.txt says hello.')], 210, 17),
         ]);
         const { gateway, sandbox, workspace, worker, request } = await sandboxOf(cli, upstream);
+        // The project's own file (QWEN.md, AGENTS.md) and the memory bank, committed: the run gets them as a
+        // task would.
+        const memory = commitProjectFileAndMemory(
+          workspace,
+          WORKER_KINDS[cli.type].projectFiles?.names[0] ?? '',
+        );
+        const { workerInstructions } = await memoryAsTaskReads(workspace);
+        const instructions = workerInstructions[cli.type];
 
-        const first = await worker.run(request('Create hello.txt containing hello and commit it.'));
+        const first = await worker.run(
+          request('Create hello.txt containing hello and commit it.', { instructions }),
+        );
         expect(first.errors).toEqual([]);
         expect(first.exitCode).toBe(0);
         expect(readFileSync(path.join(workspace, 'hello.txt'), 'utf8')).toBe('hello\n');
@@ -171,8 +182,19 @@ export function describeOpenAiWorker(type: 'qwen' | 'opencode'): void {
           expect((seen.body as { model?: string }).model).toBe(MODEL);
         }
 
+        // The CLI's first request: the project's own file once, then the active entry; no archived one.
+        const sent = JSON.stringify(calls[0]?.body);
+        expect(sent).toContain(JSON.stringify(instructions.trim()).slice(1, -1));
+        expect(occurrences(sent, memory.project)).toBe(1);
+        expect(sent.indexOf(memory.project)).toBeLessThan(sent.indexOf(memory.active));
+        expect(sent).not.toContain(memory.archived);
+
         const second = await worker.run(
-          request('Now print hello.txt.', { mode: 'resume', threadId: first.threadId ?? undefined }),
+          request('Now print hello.txt.', {
+            mode: 'resume',
+            threadId: first.threadId ?? undefined,
+            instructions,
+          }),
         );
         expect(second.errors).toEqual([]);
         expect(second.threadId).toBe(first.threadId);

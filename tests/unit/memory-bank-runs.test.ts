@@ -16,8 +16,17 @@ async function tempDir(): Promise<string> {
 }
 
 /** Runs the wrapped command as the sandbox would (sh, then exec of the CLI), here with `cat` as the CLI. */
-function runWrapped(file: string, instructions: string | undefined): string {
-  const wrapped = withInstructionsFile({ argv: ['cat', file], env: {} }, file, instructions);
+function runWrapped(
+  file: string,
+  instructions: string | undefined,
+  settings?: { file: string; text: string },
+): string {
+  const wrapped = withInstructionsFile(
+    { argv: ['cat', file, ...(settings ? [settings.file] : [])], env: {} },
+    file,
+    instructions,
+    settings,
+  );
   const [program = '', ...args] = wrapped.argv;
   return execFileSync(program, args, { env: { PATH: process.env.PATH, ...wrapped.env }, encoding: 'utf8' });
 }
@@ -28,7 +37,7 @@ describe('the memory bank in the instructions file of each worker CLI', () => {
       codex: '/h/AGENTS.md',
       claude: '/h/CLAUDE.md',
       gemini: '/h/.gemini/GEMINI.md',
-      qwen: '/h/.qwen/QWEN.md',
+      qwen: '/h/.qwen/.agent-runner/QWEN.md',
       opencode: '/h/.config/opencode/AGENTS.md',
     });
   });
@@ -46,6 +55,19 @@ describe('the memory bank in the instructions file of each worker CLI', () => {
     expect(runWrapped(file, 'fresh')).toBe('fresh\n');
     expect(await readFile(target, 'utf8')).toBe('untouched\n');
     expect(() => runWrapped(file, '')).toThrow(/No such file/);
+  });
+
+  it('writes the settings file beside it, through no link either, again before every run', async () => {
+    const home = await tempDir();
+    const file = path.join(home, '.qwen', '.agent-runner', 'QWEN.md');
+    const settings = { file: path.join(home, '.qwen', 'settings.json'), text: '{"context":{}}' };
+    expect(runWrapped(file, 'entries', settings)).toBe('entries\n{"context":{}}\n');
+    const target = path.join(home, 'elsewhere.json');
+    await writeFile(target, 'untouched\n');
+    await rm(settings.file);
+    await symlink(target, settings.file);
+    expect(runWrapped(file, 'entries', settings)).toBe('entries\n{"context":{}}\n');
+    expect(await readFile(target, 'utf8')).toBe('untouched\n');
   });
 
   it('leaves the command alone when no memory bank was read', () => {
