@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { App } from '../app.js';
 import type { ControlDatabase } from '../control/control-database.js';
 import type { FleetEventFeed } from '../control/fleet-events.js';
+import type { Enqueue } from '../serve/http-api.js';
 import type { CommandContext } from './program.js';
 import type { ServeOptions } from './serve-command.js';
 
@@ -152,7 +153,7 @@ function fleetApi(
     fleetTasks: (query: Parameters<FleetModules['listFleetTasks']>[1]) =>
       fleet.listFleetTasks(database, query),
     fleetTask: fleet.fleetEvents.fleetTaskSource(database, feed),
-    enqueue: async (request: { taskId?: string; repo: string; prd: string; base?: string }) => {
+    enqueue: async (request: Parameters<Enqueue>[0]) => {
       const { newTaskId } = await import('../app.js');
       const taskId = request.taskId ?? newTaskId(request.prd);
       await fleet.enqueueTask(database, boss, { ...request, taskId, repoUrl: request.repo });

@@ -16,6 +16,7 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/schema.js';
+import { isIssueNumber, type FleetDelivery } from '../control/task-queue-options.js';
 import { hostRemoteUrl } from '../deliver/push.js';
 import { FileDeliveryStore, type DeliveryStore } from '../forge-events/delivery-store.js';
 import { githubAccess, gitlabAccess, webBase } from '../forge-events/dispatch.js';
@@ -76,7 +77,7 @@ export async function webhookOptions(
     ...(fleet ? {} : { repository: remote?.path ?? '' }),
     queueTask: async (task) =>
       fleet
-        ? fleet.api.enqueue({ repo: task.repo, prd: task.prd })
+        ? fleet.api.enqueue({ repo: task.repo, prd: task.prd, deliver: webhookDelivery(task) })
         : board.start(boardTask(task), { deliver: true }),
     startFollowup: fleet
       ? async (followup) => {
@@ -92,10 +93,18 @@ export async function webhookOptions(
  * The number is the event's, checked as one; `deliver.when` stays the owner's.
  */
 export function boardTask(task: Pick<WebhookTask, 'prd' | 'origin'>): StartTaskRequest {
+  return { prd: task.prd, config: { deliver: webhookDelivery(task) } };
+}
+
+/**
+ * What a webhook's task asks of its delivery, on one server or a fleet: a request, closing the issue the task
+ * came from (its number checked as one: a positive safe integer); nothing else of the event's text.
+ */
+export function webhookDelivery(task: Pick<WebhookTask, 'origin'>): FleetDelivery {
   const issue = Number(task.origin.issue);
-  const closes =
-    task.origin.request === undefined && Number.isSafeInteger(issue) && issue > 0 ? issue : undefined;
-  return { prd: task.prd, config: { deliver: { pr: true, ...(closes !== undefined ? { closes } : {}) } } };
+  return task.origin.request === undefined && isIssueNumber(issue)
+    ? { pr: true, closes: issue }
+    : { pr: true };
 }
 
 /** `agent-runner followup --from-review <request>` in the repository, detached from the server's request. */

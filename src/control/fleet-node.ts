@@ -24,6 +24,8 @@ import {
   HEARTBEAT_SECONDS,
   NODE_STALE_SECONDS,
   TASK_QUEUE,
+  jobRequests,
+  type FleetDelivery,
   type FleetFollowup,
   type FleetReviewFollowup,
   type TaskJobData,
@@ -45,6 +47,8 @@ export interface FleetTask {
   followup?: FleetFollowup;
   /** A follow-up from the review of the ended task's request (a review's webhook). */
   review?: FleetReviewFollowup;
+  /** Delivered once it ends (a webhook's task from an issue), by the node that ends it. */
+  deliver?: FleetDelivery;
 }
 
 /** How a task ended, as its journal says. */
@@ -302,8 +306,7 @@ export class FleetNode {
         generation,
         resume: row.ran_before,
         holds: () => this.holds(taskId, generation),
-        ...(job.data.followup ? { followup: job.data.followup } : {}),
-        ...(job.data.review ? { review: job.data.review } : {}),
+        ...jobRequests(job.data),
       });
     } catch (error) {
       end = { state: 'FAILED', exitCode: null };

@@ -7,6 +7,7 @@
  * is failed by whichever node sees it first, and pg-boss's retry gives it to another node at once.
  */
 import type PgBoss from 'pg-boss';
+import type { DeliverySettings } from '../deliver/deliver-task.js';
 
 /** The queue's name. */
 export const TASK_QUEUE = 'tasks';
@@ -36,6 +37,41 @@ export interface TaskJobData {
   followup?: FleetFollowup;
   /** A follow-up from the review of the ended task's pull/merge request (a review's webhook on a node). */
   review?: FleetReviewFollowup;
+  /**
+   * Delivered once it ends, as `run --pr --closes N` (a webhook's task from an issue): the node that ends it opens
+   * the request with its own token, the rest of `deliver.*` the repository's own. The job, not the row, carries
+   * it: a job given to another node after its node died is the same job, with the same data.
+   */
+  deliver?: FleetDelivery;
+}
+
+/** What a fleet's task asks of its delivery: a pull/merge request, closing an issue of the repository. */
+export type FleetDelivery = { pr: true } & Pick<DeliverySettings, 'closes'>;
+
+/**
+ * The delivery a job's data asks for, checked as the database hands it back (only `pr: true` and an issue's
+ * number, a positive safe integer, are taken); undefined when it asks for none or for something else.
+ */
+export function fleetDelivery(raw: unknown): FleetDelivery | undefined {
+  if (typeof raw !== 'object' || raw === null || (raw as { pr?: unknown }).pr !== true) return undefined;
+  const closes = (raw as { closes?: unknown }).closes;
+  if (closes === undefined) return { pr: true };
+  return isIssueNumber(closes) ? { pr: true, closes } : undefined;
+}
+
+/** What a job asks of the task beyond running it: a follow-up, one from review, its delivery (checked). */
+export function jobRequests(data: TaskJobData): Pick<TaskJobData, 'followup' | 'review' | 'deliver'> {
+  const deliver = fleetDelivery(data.deliver);
+  return {
+    ...(data.followup ? { followup: data.followup } : {}),
+    ...(data.review ? { review: data.review } : {}),
+    ...(deliver ? { deliver } : {}),
+  };
+}
+
+/** Whether `value` can be an issue's number: a positive safe integer. */
+export function isIssueNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 }
 
 /**

@@ -13,6 +13,8 @@ import { QUEUE_SCHEMA, type ControlDatabase } from './control-database.js';
 import {
   QUEUE_CHANNEL,
   TASK_QUEUE,
+  isIssueNumber,
+  type FleetDelivery,
   type FleetFollowup,
   type FleetReviewFollowup,
   type TaskJobData,
@@ -25,6 +27,8 @@ export interface QueuedTaskRequest {
   repoUrl: string;
   base?: string;
   prd: string;
+  /** Delivered by the node that ends it (a webhook's task from an issue: `pr`, `closes`). */
+  deliver?: FleetDelivery;
 }
 
 /** A pg-boss instance on the control database that sends and fetches only (no maintenance, no migration). */
@@ -56,7 +60,19 @@ export async function enqueueTask(
 ): Promise<string> {
   assertValidTaskId(request.taskId);
   if (request.prd.trim() === '') throw new UserError('prd_invalid', 'The PRD is empty: write what to build.');
-  return queueJob(database, boss, { taskId: request.taskId }, async (client) => {
+  const { deliver } = request;
+  if (deliver?.closes !== undefined && !isIssueNumber(deliver.closes))
+    throw new UserError(
+      'usage',
+      `The issue to close must be a positive number, not ${String(deliver.closes)}.`,
+    );
+  const data: TaskJobData = {
+    taskId: request.taskId,
+    ...(deliver
+      ? { deliver: { pr: true, ...(deliver.closes !== undefined ? { closes: deliver.closes } : {}) } }
+      : {}),
+  };
+  return queueJob(database, boss, data, async (client) => {
     const inserted = await client.query(
       `INSERT INTO agent_runner.tasks (id, repo_url, base, prd) VALUES ($1, $2, $3, $4)
          ON CONFLICT (id) DO NOTHING`,

@@ -53,6 +53,11 @@ export interface DeliverInput {
   /** The process's redaction point: every forge token is added to it before anything is written. */
   redaction: Redaction;
   forgeFactory?: ForgeFactory;
+  /**
+   * Where the caller last pushed the branch itself (a fleet node pushes after every worker run), the push's lease
+   * instead of the delivery record's; with the git config carrying the caller's credential for that push.
+   */
+  pushedBy?: { leaseFor: (remote: string) => string | null; credentialConfig?: Record<string, string> };
 }
 
 /** The default factory: the official client of each forge. */
@@ -115,8 +120,9 @@ export async function deliverTask(input: DeliverInput): Promise<DeliveryOutcome>
     remoteName: input.settings.remote,
     env: input.env,
     forgeOverride,
-    leaseFor: (remote) => lastPushedSha(layout.runDir, remote),
+    leaseFor: input.pushedBy?.leaseFor ?? ((remote) => lastPushedSha(layout.runDir, remote)),
     redact: input.redaction.redact,
+    ...(input.pushedBy?.credentialConfig ? { credentialConfig: input.pushedBy.credentialConfig } : {}),
     ...(stateRef ? { extraRefs: [stateRef] } : {}),
   });
   if (!pushed.ok) {

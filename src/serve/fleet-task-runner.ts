@@ -19,6 +19,8 @@ import type { Redaction } from '../notes/redact.js';
 import { pushTaskBranch } from '../deliver/push.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout, wipRef } from '../workspace/layout.js';
+import { taskStateRef } from '../remote/remote-task-state.js';
+import { deliverFleetTask } from './fleet-delivery.js';
 import { startFleetReviewFollowup } from './fleet-review-followup.js';
 import { journalLines } from './journal-follow.js';
 import { TaskBoard } from './task-board.js';
@@ -78,7 +80,10 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
       if (pushed !== null) await tryGit(['update-ref', branchRef, pushed], { cwd: cached.root });
       const finished = await this.continueTask(board, task, cached.root);
-      if (finished !== null) return finished;
+      if (finished !== null) {
+        await this.deliver(task, cached, pushed, access.gitConfig, 'ended elsewhere');
+        return finished;
+      }
     } else {
       // The base as a commit: the cache is bare-like, its branches are the remote's, fetched now.
       await board.start({ taskId: task.taskId, prd: task.prd, base: cached.baseSha });
@@ -113,6 +118,8 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       await push(true);
       await copied;
       await this.reviewReplies.get(task.taskId)?.();
+      // After the node's last push, from where it left the branch.
+      await this.deliver(task, cached, pushed, access.gitConfig, 'ended here');
     } finally {
       this.reviewReplies.delete(task.taskId);
       this.boardOf.delete(task.taskId);
@@ -165,6 +172,36 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
         throw error;
       },
     );
+  }
+
+  /**
+   * The delivery the task asked for (fleet-delivery.ts): recorded and logged, never the task's end. Not by a node
+   * that lost the task. A task that ended on a node that died before the fleet heard of it is delivered here
+   * unless that node had begun to (its delivery pushed the task's state ref, which only delivery writes): once,
+   * not twice.
+   */
+  private async deliver(
+    task: FleetTask,
+    cached: { root: string; baseBranch: string },
+    pushed: string | null,
+    credentialConfig: Record<string, string>,
+    ended: 'ended here' | 'ended elsewhere',
+  ): Promise<void> {
+    if (task.deliver === undefined || this.abandoned.has(task.taskId)) return;
+    if (task.holds && !(await leaseHeld(task.holds, 60))) return;
+    if (ended === 'ended elsewhere' && (await refCommit(cached.root, taskStateRef(task.taskId))) !== null)
+      return;
+    await deliverFleetTask({
+      root: cached.root,
+      taskId: task.taskId,
+      deliver: task.deliver,
+      baseBranch: cached.baseBranch,
+      pushed,
+      credentialConfig,
+      env: this.env,
+      redaction: this.redaction,
+      log: (line) => this.options.log?.(line),
+    });
   }
 
   async abandon(taskId: string): Promise<void> {

@@ -10,6 +10,7 @@ import { Hono } from 'hono';
 import { UserError } from '../errors.js';
 import type { Redaction } from '../notes/redact.js';
 import { PACKAGE_ROOT } from '../version.js';
+import type { FleetDelivery } from '../control/task-queue-options.js';
 import type { AuditLog } from '../identity/audit-entry.js';
 import { TokenAuthenticator } from '../identity/authenticate.js';
 import type { TokenStore } from '../identity/token-store.js';
@@ -63,6 +64,8 @@ export type Enqueue = (request: {
   repo: string;
   prd: string;
   base?: string;
+  /** Delivered by the node that ends it (a webhook's task from an issue); never from an API client. */
+  deliver?: FleetDelivery;
 }) => Promise<string>;
 
 /** The web view: static files of the package (the page asks for its data with the token). */

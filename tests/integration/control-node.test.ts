@@ -115,6 +115,8 @@ it('a stale node loses its task to a live one (generation 2), learns it at its h
     taskId: 'LEASE-1',
     repoUrl: 'https://git.example/lease.git',
     prd: '# L\n',
+    // A webhook's task from an issue: the node that takes it over delivers it as the first would have.
+    deliver: { pr: true, closes: 12 },
   });
   await sender.stop({ graceful: false, wait: true });
   // The first node beats every 4 s with a 2 s lease: between beats it is stale (as a paused or cut-off node).
@@ -154,6 +156,10 @@ it('a stale node loses its task to a live one (generation 2), learns it at its h
   expect(slow.ran.map((task) => task.generation)).toEqual([1]);
   expect(fast.ran.map((task) => [task.taskId, task.generation])).toEqual([['LEASE-1', 2]]);
   expect(slow.abandoned).toEqual(['LEASE-1']);
+  expect([...slow.ran, ...fast.ran].map((task) => task.deliver)).toEqual([
+    { pr: true, closes: 12 },
+    { pr: true, closes: 12 },
+  ]);
   const row = await client.pool.query(
     `SELECT state, node_id, lease_generation, exit_code FROM agent_runner.tasks WHERE id = 'LEASE-1'`,
   );

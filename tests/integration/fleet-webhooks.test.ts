@@ -20,6 +20,7 @@ import { enqueueReviewFollowup, enqueueTask, startQueueClient } from '../../src/
 import { ControlDeliveryStore } from '../../src/control/webhook-deliveries.js';
 import { ControlAuditLog } from '../../src/control/control-tokens.js';
 import { Redaction } from '../../src/notes/redact.js';
+import type { Enqueue } from '../../src/serve/http-api.js';
 import {
   migratedTestDatabase,
   RecordingRunner,
@@ -61,9 +62,9 @@ async function nodeApi(id: string): Promise<TokenServer> {
   const config = validateConfig([
     { source: 'test', values: { forge: { webhookSecret: SECRET }, deliver: { apiUrl: github.url } } },
   ]);
-  const enqueue = async (request: { repo: string; prd: string }) => {
+  const enqueue: Enqueue = async (request) => {
     const taskId = newTaskId(request.prd);
-    await enqueueTask(database, boss, { taskId, repoUrl: request.repo, prd: request.prd });
+    await enqueueTask(database, boss, { ...request, taskId, repoUrl: request.repo });
     return taskId;
   };
   const webhooks = await webhookOptions(
@@ -143,6 +144,11 @@ it('one delivery to two nodes: one task on the fleet, which a node takes; audite
   await boss.stop({ graceful: false, wait: true });
   expect(runner.ran.map((task) => task.taskId)).toEqual([taken?.taskId]);
   expect(runner.ran[0]?.prd).toContain('Add a slugify helper');
+  // Delivered by the node that ends it as `run --pr --closes N`: the issue's number, nothing of its text.
+  expect(await jobsOf(taken?.taskId as string)).toEqual([
+    { taskId: taken?.taskId, deliver: { pr: true, closes: payload.issue.number } },
+  ]);
+  expect(runner.ran[0]?.deliver).toEqual({ pr: true, closes: payload.issue.number });
   // The permission was asked with the node's token, as GitHub documents the call.
   expect(github.calls.filter((call) => call.operation === 'permission').length).toBeGreaterThanOrEqual(1);
   github.assertValid();
