@@ -8,7 +8,8 @@
  * another node ran before is resumed here: its branch and WIP ref fetched from the remote, its journal
  * rebuilt from the database's copy, then the board's resume (the path `agent-runner resume` takes), or its
  * follow-up when one was queued for the ended task (`POST /api/tasks/{id}/followup` on any node, or a review's
- * webhook: the review read here, fleet-review-followup.ts).
+ * webhook: the review read here, fleet-review-followup.ts). A task whose job asks for a delivery (a webhook's
+ * task from an issue) is delivered once it has ended, after the node's last push (fleet-delivery.ts).
  */
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
