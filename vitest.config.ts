@@ -63,7 +63,7 @@ const DOCKER = { sequence: { groupOrder: 3 }, maxWorkers: 2, fileParallelism: tr
 // security files run under both runtimes: `security` under runc, `security-runsc` and `timed-alone-runsc`
 // under runsc. Every other Docker file tests what a feature does, not the kernel under it, and runs under runc:
 // gVisor costs 1.2-1.7× per task (docs/benchmarks-more.md), which the suite's 20 minutes do not have twice.
-// tests/e2e/demo-built-cli.test.ts clears the variable and runs the default.
+// tests/e2e/demo-built-cli.test.ts and tests/e2e/run-non-root.test.ts (an environment of its own) run the default.
 const UNDER_RUNC = { AGENT_RUNNER_RUNTIME: 'runc' } as const;
 const UNDER_RUNSC = { AGENT_RUNNER_RUNTIME: 'runsc' } as const;
 

@@ -116,8 +116,6 @@ export interface OwnershipRequest {
   image: string;
   hostDir: string;
   entries: readonly OwnershipEntry[];
-  /** The task's runtime: the helper runs under it like every other container of the task. */
-  runtime?: ContainerRuntime;
 }
 
 export interface SandboxRuntime {

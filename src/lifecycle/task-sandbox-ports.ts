@@ -7,7 +7,7 @@
 import type { Config } from '../config/schema.js';
 import type { SetupCommandReport } from '../core/events.js';
 import type { MountSpec, OwnershipEntry, SandboxRuntime } from '../core/ports.js';
-import type { ContainerRuntime, SandboxRuntimeChoice } from '../core/records.js';
+import type { SandboxRuntimeChoice } from '../core/records.js';
 import type { OwnershipApplier } from '../workspace/scope/permissions.js';
 import type { TaskGateway } from '../gateway/task-gateway.js';
 import { DockerSandboxProvider, hardCapWanted } from '../sandbox/docker-sandbox-provider.js';
@@ -57,12 +57,7 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
     graceMs: config.worker.grace,
     replayCaps: config.sandbox.replay,
     // A runner that is not root cannot chown: a helper container applies the read-only ownership.
-    ...ownershipApplier(runtime, {
-      repoRoot,
-      taskId,
-      image,
-      ...(input.containerRuntime ? { runtime: input.containerRuntime.runtime } : {}),
-    }),
+    ...ownershipApplier(runtime, { repoRoot, taskId, image }),
     ...(input.noReadOnly ? { noReadOnly: true } : {}),
     diskCap: { capBytes: config.sandbox.disk.repository, ...hardCapWanted(config, input.keep) },
   });
@@ -90,10 +85,13 @@ export function taskSandboxPorts(input: TaskSandboxInput): {
   return { workspace, sandboxes };
 }
 
-/** The helper container that applies (or gives back) ownership for a runner that is not root, when the runtime has one. */
+/**
+ * The helper container that applies (or gives back) ownership for a runner that is not root, when the runtime has
+ * one. It runs under the engine's default runtime whatever the task's (src/sandbox/ownership-helper.ts says why).
+ */
 export function ownershipApplier(
   runtime: SandboxRuntime,
-  where: { repoRoot: string; taskId: string; image: string; runtime?: ContainerRuntime },
+  where: { repoRoot: string; taskId: string; image: string },
 ): { applier?: OwnershipApplier } {
   if (!runtime.applyOwnership) return {};
   const apply = runtime.applyOwnership.bind(runtime);
@@ -105,7 +103,6 @@ export function ownershipApplier(
         image: where.image,
         hostDir,
         entries,
-        ...(where.runtime ? { runtime: where.runtime } : {}),
       }),
   };
 }

@@ -319,12 +319,7 @@ export class IntegrationSandbox {
     await removeTaskSandbox(
       repoRoot,
       this.taskId,
-      ownershipApplier(runtime, {
-        repoRoot,
-        taskId: this.taskId,
-        image,
-        ...(this.options.containerRuntime ? { runtime: this.options.containerRuntime.runtime } : {}),
-      }),
+      ownershipApplier(runtime, { repoRoot, taskId: this.taskId, image }),
     ).catch(() => undefined);
     await tryGit(['worktree', 'remove', '--force', layout.worktreePath], { cwd: repoRoot });
     await tryGit(['branch', '-D', layout.branch], { cwd: repoRoot });

@@ -5,6 +5,12 @@
  * ever executed. It runs as root with only CAP_CHOWN, CAP_FOWNER and CAP_DAC_OVERRIDE, no network, a
  * read-only root filesystem, and only two mounts: the directory to fix and the manifest (read-only). Like on
  * the host, no link is followed and a step whose entry changed since the listing is skipped and reported.
+ *
+ * It runs under the engine's default runtime (runc), never the task's: its whole job is the host's ownership of
+ * the directory, and under runsc the pass's own checks saw other metadata than it had just set through gVisor's
+ * gofer (every step reported as changed), so a runner that is not root could start no task. It never runs
+ * beside the worker (before the sandbox starts, or after every container of the task has stopped), and runs only
+ * the fixed script above, as it did under runc before gVisor was the default.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -62,7 +68,6 @@ export async function applyOwnershipInContainer(
       pidsLimit: 32,
       memoryBytes: 512 * 1024 * 1024,
       logsOnSuccess: true,
-      ...(request.runtime ? { runtime: request.runtime } : {}),
     });
     const report = result.statusCode === 0 ? parsePassReport(result.logsTail) : null;
     if (report === null) {
