@@ -6,8 +6,7 @@
  * weaken the bar: the base's recorded DoD, a skipped DoD, the forge, the worker's session.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { followupTaskSpec } from '../../src/compose/followup-task-spec.js';
@@ -18,36 +17,11 @@ import { UserError } from '../../src/errors.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { MAX_TASK_STATE_BYTES, readTaskState, taskStateRef } from '../../src/remote/remote-task-state.js';
 import { taskLayout } from '../../src/workspace/layout.js';
+import { allObjects, bareRemote, run, tempDir } from '../support/bare-remote.js';
 import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 
 const SECRET = 'sk-planted-remote-state-7f3e9a1c5b';
 const ID = 'add-slugify-1a2b3c';
-
-function run(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).trim();
-}
-
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** A bare repository as a `file://` remote (what host git and agent-runner's remote parsing both take). */
-function bareRemote(): string {
-  const dir = tempDir('ar-state-remote-');
-  run(dir, 'init', '-q', '--bare');
-  return `file://${dir}`;
-}
-
-/** Every object of a repository, as text: what a probe for a leak searches. */
-function allObjects(remote: string): string {
-  return execFileSync('git', ['cat-file', '--batch-all-objects', '--batch'], {
-    cwd: remote.replace(/^file:\/\//, ''),
-    encoding: 'latin1',
-    maxBuffer: 256 * 1024 * 1024,
-  });
-}
 
 async function finished(startOptions: Record<string, unknown> = {}): Promise<FinishedTask> {
   const task = await createFinishedTask({

@@ -6,8 +6,7 @@
  * at all, with one message saying why: the task itself is still rebuilt, the local record unchanged.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { restoreRemoteTask } from '../../src/compose/remote-task.js';
@@ -16,35 +15,12 @@ import { Redaction } from '../../src/notes/redact.js';
 import { taskStateRef } from '../../src/remote/remote-task-state.js';
 import { reviewCursor } from '../../src/review/review-record.js';
 import { taskLayout } from '../../src/workspace/layout.js';
+import { allObjects, bareRemote, run, tempDir } from '../support/bare-remote.js';
 import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 
 const ID = 'add-slugify-1a2b3c';
 const SECRET = 'sk-planted-review-record-4d1c8e';
 const URL = 'https://github.test/acme/app/pull/1';
-
-function run(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).trim();
-}
-
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function bareRemote(): string {
-  const dir = tempDir('ar-review-remote-');
-  run(dir, 'init', '-q', '--bare');
-  return `file://${dir}`;
-}
-
-function allObjects(remote: string): string {
-  return execFileSync('git', ['cat-file', '--batch-all-objects', '--batch'], {
-    cwd: remote.replace(/^file:\/\//, ''),
-    encoding: 'latin1',
-    maxBuffer: 256 * 1024 * 1024,
-  });
-}
 
 function push(task: FinishedTask, remote: string): void {
   const ref = taskStateRef(ID);
