@@ -6,10 +6,9 @@ import { DurationSequencer } from './tests/support/duration-sequencer.js';
 //      `light` (the other integration files that need no Docker engine, one at a time, as two of them bound
 //      wall times), with --bail=1: a broken build stops here, in seconds, not after the Docker files;
 //   2. the Docker files (`integration`, `e2e`, `security`, and `security-runsc`: the security files again under
-//      gVisor) two at a time, then the few files whose assertions bound a wall time or a process's memory
-//      (`timed`) two at a time, each a single task or sandbox (two of them load two cores no more than one
-//      Docker file does), then the one that runs five tasks at once, under runc (`timed-alone`) and under runsc
-//      (`timed-alone-runsc`), the two side by side with nothing else.
+//      gVisor; `timed-alone` and `timed-alone-runsc`: hang-paths under each runtime) three at a time, then the
+//      few files whose assertions bound a wall time or a process's memory (`timed`) two at a time, each a single
+//      task or sandbox (two of them load two cores no more than one Docker file does).
 // Each project has a group of its own (vitest runs groups in order and needs one worker count per group), so
 // `vitest run FILE…` across projects works too.
 // Each group runs its files longest first, whatever their project, from the durations a clean-clone run
@@ -53,10 +52,14 @@ const TIMED = [
   'tests/integration/sandbox-docker-runtime.test.ts', // a timeout's duration within 10 s
 ];
 
-// Timed, and loads the machine by itself: five tasks side by side, each to end within --timeout + 30 s.
+// Five tasks side by side, each to end within --timeout + 30 s: they plant a FIFO in their first seconds and then
+// wait out a 45 s wall clock, so the machine is busy only at the start. Among the Docker files (under each
+// runtime), where their wait overlaps other files' work; a project of its own so that each runtime runs it once.
 const TIMED_ALONE = ['tests/security/hang-paths.test.ts'];
 
-const DOCKER = { sequence: { groupOrder: 3 }, maxWorkers: 2, fileParallelism: true } as const;
+// Three at a time: a clean-clone run with two left the cores 10-30% idle through most of the Docker files (a file
+// waits on a lease, a wall clock, a browser, the engine), and hang-paths, in this group, mostly waits.
+const DOCKER = { sequence: { groupOrder: 3 }, maxWorkers: 3, fileParallelism: true } as const;
 
 // The runtime of the CLI's sandboxes (AGENT_RUNNER_RUNTIME, read like any run reads it). `sandbox.runtime`'s
 // default is `auto` (gVisor where the engine registers it, as scripts/setup.sh does where it can), and the
@@ -66,10 +69,6 @@ const DOCKER = { sequence: { groupOrder: 3 }, maxWorkers: 2, fileParallelism: tr
 // tests/e2e/demo-built-cli.test.ts and tests/e2e/run-non-root.test.ts (an environment of its own) run the default.
 const UNDER_RUNC = { AGENT_RUNNER_RUNTIME: 'runc' } as const;
 const UNDER_RUNSC = { AGENT_RUNNER_RUNTIME: 'runsc' } as const;
-
-// hang-paths under each runtime, the two side by side and nothing else: five tasks each that plant a FIFO in their
-// first seconds and then wait out a 45 s wall clock, so the machine is busy only at the start.
-const TIMED_ALONE_GROUP = { sequence: { groupOrder: 5 }, maxWorkers: 2, fileParallelism: true } as const;
 
 export default defineConfig({
   test: {
@@ -168,7 +167,7 @@ export default defineConfig({
           env: UNDER_RUNC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          ...TIMED_ALONE_GROUP,
+          ...DOCKER,
         },
       },
       {
@@ -178,7 +177,7 @@ export default defineConfig({
           env: UNDER_RUNSC,
           testTimeout: 300_000,
           hookTimeout: 900_000,
-          ...TIMED_ALONE_GROUP,
+          ...DOCKER,
         },
       },
     ],
