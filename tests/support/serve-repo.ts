@@ -8,9 +8,21 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { processRedaction, safeOutput } from '../../src/cli/output.js';
 import { startServer } from '../../src/cli/serve-command.js';
+import { capVolumesUnder, removeCapVolume } from '../../src/sandbox/cap-volume.js';
 import { ServeClient } from '../../src/serve/api-client.js';
 import { ROOT, createDemoRepo } from './demo-task.js';
 import { git } from './task-repo.js';
+
+/**
+ * Capped file systems still mounted under the repository once its servers have stopped: this server runs in the
+ * test's own process, whose exit hook (src/sandbox/cap-volume.ts) would unmount what it mounted only when the
+ * worker process exits, after the repository's removal (EBUSY). Said on stderr, so a run shows it.
+ */
+async function releaseCapVolumes(repo: string): Promise<void> {
+  const mounted = await capVolumesUnder(repo).catch(() => []);
+  if (mounted.length > 0) console.warn(`serve-repo: still mounted at close: ${mounted.join(', ')}`);
+  for (const mountPath of mounted) await removeCapVolume(mountPath).catch(() => undefined);
+}
 
 /** The demo's scripted model (examples/slugify), as tests read it to build variants. */
 export const DEMO_SCRIPT = path.join(ROOT, 'examples', 'slugify', 'model-script.yaml');
@@ -72,6 +84,7 @@ export async function serveDemoRepo(files: Record<string, string> = {}): Promise
       try {
         await server.close();
       } finally {
+        await releaseCapVolumes(repo);
         remove();
       }
     },
