@@ -3,7 +3,11 @@
  * never-started run directories and finished tasks' worktrees, each only when nothing would be lost.
  */
 import { EXIT_CODES } from '../errors.js';
-import { findDeadOwnerSandboxes, removeSandboxes } from '../lifecycle/orphan-sandboxes.js';
+import {
+  findDeadOwnerSandboxes,
+  listLabelledSandboxes,
+  removeSandboxes,
+} from '../lifecycle/orphan-sandboxes.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { removeNotStarted } from '../lifecycle/never-started.js';
@@ -77,8 +81,12 @@ async function gcRepository(
       force: Boolean(options.force),
       dryRun,
       ...(applier ? { applier } : {}),
+      // This repository's only: a task id is unique within a repository, and another one's container of the
+      // same id (a test suite's fixed ids, two clones of one project) says nothing about this task.
       containersOf: async (taskId) =>
-        (await runtime.list({ 'agent-runner.task': taskId }).catch(() => [])).map((sandbox) => sandbox.name),
+        (await listLabelledSandboxes(runtime, { repoRoot: repository.root }).catch(() => []))
+          .filter((sandbox) => sandbox.taskId === taskId)
+          .map((sandbox) => sandbox.name),
     });
     if (verdict.error)
       output.err(`agent-runner: could not remove the worktree of ${task.taskId}: ${verdict.error}`);

@@ -2,9 +2,12 @@
  * `gc` on finished tasks: a worktree goes only when nothing would be lost; `--force` removes it anyway; the
  * task branch always stays. `status` lists finished tasks.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { LOCAL_BASE_IMAGE as BASE_IMAGE } from '../../src/sandbox/image-builder.js';
 import { runCliCaptured } from '../support/cli.js';
 import { labelledContainers } from '../support/faults-harness.js';
 import { decisionReply, planReply } from '../support/meta-replies.js';
@@ -49,6 +52,25 @@ describe('gc and status', () => {
     expect(dry.stdout).toContain('would remove the worktree and sandbox of GC-CLEAN');
     expect(existsSync(path.join(root, '.agent-runner', 'worktrees', 'GC-CLEAN'))).toBe(true);
 
+    // Another repository's container that happens to carry the same task id (a second clone, a suite's fixed
+    // ids) neither keeps this task's sandbox nor is touched by this repository's gc.
+    const otherRepo = mkdtempSync(path.join(tmpdir(), 'ar-other-repo-'));
+    onTestFinished(() => rmSync(otherRepo, { recursive: true, force: true }));
+    const stranger = execFileSync(
+      'docker',
+      [
+        'create',
+        '--label',
+        'agent-runner.task=GC-CLEAN',
+        '--label',
+        `agent-runner.repo=${otherRepo}`,
+        BASE_IMAGE,
+        'true',
+      ],
+      { encoding: 'utf8' },
+    ).trim();
+    onTestFinished(() => void execFileSync('docker', ['rm', '-f', stranger], { stdio: 'ignore' }));
+
     const gc = await runCliCaptured(['gc'], { cwd: root, env: process.env });
     expect(gc.exitCode, gc.stderr).toBe(0);
     expect(gc.stdout).toContain(
@@ -58,6 +80,9 @@ describe('gc and status', () => {
     expect(existsSync(path.join(root, '.agent-runner', 'worktrees', 'GC-CLEAN'))).toBe(false);
     expect(existsSync(path.join(root, '.agent-runner', 'sandboxes', 'GC-CLEAN'))).toBe(false);
     expect(existsSync(path.join(dirtyWorktree, 'my-edit.txt'))).toBe(true);
+    expect(
+      execFileSync('docker', ['inspect', '--format', '{{.Id}}', stranger], { encoding: 'utf8' }).trim(),
+    ).toBe(stranger);
 
     const forced = await runCliCaptured(['gc', '--force'], { cwd: root, env: process.env });
     expect(forced.exitCode).toBe(0);
