@@ -10,12 +10,15 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { execa } from 'execa';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { readDeliveries } from '../../src/deliver/delivery-record.js';
 import { cacheDirectory } from '../../src/remote/repository-cache.js';
 import { taskLayout } from '../../src/workspace/layout.js';
 import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 import { fleetNodeBoards, journalLines } from '../support/fleet-node-boards.js';
+import { deliverFleetTask } from '../../src/serve/fleet-delivery.js';
+import { Redaction } from '../../src/notes/redact.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 
@@ -99,4 +102,39 @@ it('a request the forge refuses: recorded and logged, the task stays COMPLETE, t
   const [outcome] = readDeliveries(taken.runDir);
   expect(outcome).toMatchObject({ pushed: true, url: null, error: { kind: 'permission' } });
   expect(github.review.repliesOn(7)).toEqual([]);
+}, 120_000);
+
+it("pushes with the node's own lease: a branch ahead of where the node left it goes; one someone else moved is refused", async () => {
+  // The node pushed `task.head` after a worker run, then the task committed once more before it ended.
+  let pushed = task.head;
+  const last = task.addCommit('The last worker run');
+  task.repo.git('remote', 'add', 'origin', repoUrl);
+  const lines: string[] = [];
+  const deliver = () =>
+    deliverFleetTask({
+      root: task.repo.root,
+      taskId: ID,
+      deliver: { pr: true, closes: 7 },
+      baseBranch: 'main',
+      pushed,
+      credentialConfig: {},
+      env: { ...process.env, GH_TOKEN: TOKEN },
+      redaction: new Redaction(),
+      log: (line) => lines.push(line),
+    });
+  await deliver();
+  // The task's own delivery record knows no push of the node's: the push went on the node's lease alone.
+  expect(lines).toEqual([`task ${ID}: delivered: https://github.test/acme/app/pull/1`]);
+  expect(await remote.ref('acme/app', `refs/heads/${task.branch}`)).toBe(last);
+
+  // Someone else pushed to the branch since the node's last push: its lease no longer holds, nothing is lost.
+  pushed = last;
+  const theirs = task.addCommit('Pushed by someone else');
+  // (asynchronously: the remote's server runs in this process)
+  await execa('git', ['push', '-q', 'origin', `${theirs}:refs/heads/${task.branch}`], { cwd: task.repo.root });
+  task.repo.git('update-ref', `refs/heads/${task.branch}`, last);
+  lines.length = 0;
+  await deliver();
+  expect(lines.join('\n')).toMatch(new RegExp(`task ${ID}: delivery failed: `));
+  expect(await remote.ref('acme/app', `refs/heads/${task.branch}`)).toBe(theirs);
 }, 120_000);
