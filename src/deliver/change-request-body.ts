@@ -13,14 +13,13 @@ import { formatDuration } from '../config/units.js';
 import {
   NOTE_LIMITS,
   boundDocument,
-  codeSpan as markdownCodeSpan,
+  codeSpan,
   cutList,
   fencedBlock,
   fencedLines,
   inlineText as markdownInline,
-  type CodePlace,
 } from '../notes/markdown-text.js';
-import { inertForForge, wellFormed } from './forge-text.js';
+import { inertForForge } from './forge-text.js';
 import { statusIcon } from '../notes/note-view.js';
 import type { Redactor } from '../notes/redact.js';
 
@@ -29,10 +28,8 @@ export function inlineText(text: string, max?: number): string {
   return markdownInline(inertForForge(text), max);
 }
 
-/** Data as a code span (a forge links nothing inside one), its broken Unicode made whole. */
-export function codeSpan(text: string, max?: number, place?: CodePlace): string {
-  return markdownCodeSpan(wellFormed(text), max, place);
-}
+/** Data as a code span: a forge links nothing inside one (the note's span, broken Unicode made whole). */
+export { codeSpan };
 
 /**
  * Every text of the records redacted before it is made inert: the word joiners that break a mention or a
@@ -224,7 +221,7 @@ function followupSection(summary: TaskSummary): string {
     '',
     'The instruction:',
     '',
-    fencedBlock(wellFormed(followup.instruction)),
+    fencedBlock(followup.instruction),
     '',
     ...(followup.changes ? describePlanChanges(followup.changes).map((line) => `- ${inlineText(line)}`) : []),
     '',

@@ -9,13 +9,9 @@
  * U+FFFD, so the body is valid UTF-8 for the forge's API.
  */
 
-const WORD_JOINER = '\u2060';
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+import { wellFormed } from '../notes/terminal-text.js';
 
-/** `text` with each lone surrogate as U+FFFD (what `String.prototype.toWellFormed` does). */
-export function wellFormed(text: string): string {
-  return text.replace(LONE_SURROGATE, '\uFFFD');
-}
+const WORD_JOINER = '\u2060';
 
 /** `text` with nothing a forge reads as a mention, a reference or an autolink; the same to a reader. */
 export function inertForForge(text: string): string {

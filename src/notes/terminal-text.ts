@@ -30,6 +30,13 @@ const CONTROLS_ON_ONE_LINE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u202a-\u2
 const CONTROLS_JSON_LEAVES_RAW = /[\r\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 const ESCAPE = '\u001b';
+// Half a surrogate pair: not a character, and not valid UTF-8 (a forge's API refuses it, a file gets U+FFFD).
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `text` with each lone surrogate as U+FFFD (what `String.prototype.toWellFormed` does). */
+export function wellFormed(text: string): string {
+  return text.replace(LONE_SURROGATE, '\uFFFD');
+}
 
 /** The visible escape of one control character: `\x1b` below U+0100, `\u202e` above. */
 function visibleEscape(character: string): string {
@@ -39,9 +46,15 @@ function visibleEscape(character: string): string {
     : `\\u${code.toString(16).padStart(4, '0')}`;
 }
 
-/** Text with every terminal control shown as a visible escape; `\t` stays, `\n` stays unless `one_line`. */
+/**
+ * Text with every terminal control shown as a visible escape (`\t` stays, `\n` stays unless `one_line`), and
+ * broken Unicode (a lone surrogate) as U+FFFD.
+ */
 export function showControls(text: string, layout: TextLayout = 'lines'): string {
-  return text.replace(layout === 'lines' ? CONTROLS_KEEPING_LINES : CONTROLS_ON_ONE_LINE, visibleEscape);
+  return wellFormed(text).replace(
+    layout === 'lines' ? CONTROLS_KEEPING_LINES : CONTROLS_ON_ONE_LINE,
+    visibleEscape,
+  );
 }
 
 /**

@@ -13,15 +13,14 @@ import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
 import { filesUnder } from '../support/files-under.js';
-import { GitHttpRemote } from '../support/git-http-remote.js';
+import { nodeRepoOnGitHub } from '../support/github-repo.js';
 import { assessmentReply, decisionReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
-import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { commandCall, type ScriptedReply } from '../support/scripted-responses-server.js';
 import { codexTurn, commitSlugTurn, jsonSummary, scriptedRunEnv } from '../support/demo-task.js';
 import { taskContainers } from '../support/task-containers.js';
 import { readDeliveries, type DeliveryOutcome } from '../../src/deliver/delivery-record.js';
-import { SLUG_BROKEN_JS, SLUG_JS, createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { SLUG_BROKEN_JS, SLUG_JS, git, writeFileCommand } from '../support/task-repo.js';
 
 const models = scriptedModelServers();
 const TOKEN = 'ghp_e2eDeliverToken0123456789abcdefABCDEF';
@@ -56,17 +55,10 @@ interface DeliveredSummary {
  * `forge: 'flag'` leaves the forge out of the config: the run names it with `--forge github`.
  */
 async function deliveryFixture(id: string, deliverYaml = '', forge: 'config' | 'flag' = 'config') {
-  const repo = createNodeRepo();
-  onTestFinished(repo.remove);
-  const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
-  onTestFinished(() => remote.stop());
-  const github = await new ScriptedGitHubServer().start();
-  onTestFinished(() => github.stop());
+  const { repo, remote, github } = await nodeRepoOnGitHub(TOKEN);
   onTestFinished(async () => {
     expect(await taskContainers(id, repo.root)).toEqual([]);
   });
-  await remote.createFrom('acme/app', repo.root);
-  git(repo.root, 'remote', 'add', 'origin', remote.url('acme/app'));
   const configDir = mkdtempSync(path.join(tmpdir(), 'ar-deliver-config-'));
   onTestFinished(() => rmSync(configDir, { recursive: true, force: true }));
   const config = path.join(configDir, 'agent-runner.yaml');

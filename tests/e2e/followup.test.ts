@@ -11,7 +11,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCliCaptured } from '../support/cli.js';
-import { commitSlugTurn, codexTurn, jsonEvents, scriptedRunEnv } from '../support/demo-task.js';
+import { allObjects } from '../support/bare-remote.js';
+import {
+  commitSlugTurn,
+  codexTurn,
+  jsonEvents,
+  scriptSlugDocFollowup,
+  scriptedRunEnv,
+} from '../support/demo-task.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
@@ -222,21 +229,7 @@ describe('followup (end to end)', () => {
   });
 });
 
-const AC3 = {
-  id: 'AC-3',
-  description: 'SLUG.md explains slugify',
-  check: { kind: 'command', command: 'grep -q slugify SLUG.md' },
-};
 const INSTRUCTION_2 = 'Document slugify in SLUG.md.';
-
-/** Every object of a bare repository, as text: what a probe for a leaked secret searches. */
-function objectsOf(bare: string): string {
-  return execFileSync('git', ['cat-file', '--batch-all-objects', '--batch'], {
-    cwd: bare,
-    encoding: 'latin1',
-    maxBuffer: 256 * 1024 * 1024,
-  });
-}
 
 /**
  * Follow-up 2 from a directory in no repository, with a state directory of its own (a CI runner): only the pull
@@ -273,22 +266,7 @@ async function followupFromRemoteAlone(input: {
   // GitHub names the request's head commit: the branch's, as the last delivery left it.
   github.setHead(1, { sha: input.previousHead });
   const responsesBefore = models.responses.responseRequests().length;
-  models.chat.push(
-    { reply: planReply(id, [AC3]) },
-    // No worker session is on this machine: the Meta-agent may only start a new one (exec).
-    { reply: runWorkerReply('Write SLUG.md explaining slugify; commit.') },
-    { reply: assessmentReply(true, ['AC-1', 'AC-2', 'AC-3'], 'All hold.') },
-  );
-  models.responses.enqueue(
-    ...codexTurn(
-      [
-        writeFileCommand('SLUG.md', 'slugify: lower-case words joined with -\n'),
-        'git add SLUG.md',
-        'git commit -q -m "Document slugify"',
-      ],
-      'Documented.',
-    ),
-  );
+  scriptSlugDocFollowup(models, id);
   const result = await runCliCaptured(
     [
       'followup',
@@ -348,7 +326,7 @@ async function followupFromRemoteAlone(input: {
   expect(state).toContain('"type":"followup_started"');
   expect(state).toContain(INSTRUCTION_2);
   // The probe sees what the state holds (the PRD's text), and no object of the remote holds the key or the token.
-  const objects = objectsOf(bare);
+  const objects = allObjects(bare);
   expect(objects).toContain('Add `slugify(text)` in slug.js');
   expect(objects).not.toContain(KEY);
   expect(objects).not.toContain(TOKEN);

@@ -18,12 +18,11 @@ import { ServeClient } from '../../src/serve/api-client.js';
 import type { BoardTask, TaskPage } from '../../src/serve/board-view.js';
 import { commitSlugTurn, scriptedRunEnv } from '../support/demo-task.js';
 import { AC1 } from '../support/followup-criteria.js';
-import { GitHttpRemote } from '../support/git-http-remote.js';
+import { nodeRepoOnGitHub } from '../support/github-repo.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
-import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { taskContainers } from '../support/task-containers.js';
-import { createNodeRepo, git } from '../support/task-repo.js';
+import { git } from '../support/task-repo.js';
 import { example } from '../support/webhook-examples.js';
 
 const models = scriptedModelServers();
@@ -58,21 +57,15 @@ function signed(body: string, secret: string, delivery: string = randomUUID()): 
 
 describe('a labelled issue through the webhook (end to end)', () => {
   it('refuses a bad signature and a non-writer, runs a writer’s issue with codex to a pull request that closes it', async () => {
-    const repo = createNodeRepo();
-    onTestFinished(repo.remove);
-    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
-    onTestFinished(() => remote.stop());
-    const github = await new ScriptedGitHubServer().start();
-    onTestFinished(() => github.stop());
+    const { repo, remote, github } = await nodeRepoOnGitHub(TOKEN, (root, server) => {
+      writeFileSync(
+        path.join(root, 'agent-runner.yaml'),
+        `deliver:\n  forge: github\n  apiUrl: ${server.url}\n`,
+      );
+      git(root, 'add', 'agent-runner.yaml');
+      git(root, 'commit', '-q', '-m', 'agent-runner configuration');
+    });
     github.review.permissions.set('maya', 'write');
-    writeFileSync(
-      path.join(repo.root, 'agent-runner.yaml'),
-      `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`,
-    );
-    git(repo.root, 'add', 'agent-runner.yaml');
-    git(repo.root, 'commit', '-q', '-m', 'agent-runner configuration');
-    await remote.createFrom('acme/app', repo.root);
-    git(repo.root, 'remote', 'add', 'origin', remote.url('acme/app'));
 
     const env = scriptedRunEnv(models, KEY, { GH_TOKEN: TOKEN, AGENT_RUNNER_WEBHOOK_SECRET: SECRET });
     const redaction = processRedaction(env);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
-import { runWorkerReply } from './meta-replies.js';
+import { assessmentReply, planReply, runWorkerReply } from './meta-replies.js';
 import type { ScriptedModels } from './scripted-models.js';
 import { assistantMessage, commandCall, type ScriptedReply } from './scripted-responses-server.js';
 import { SLUG_JS, SLUG_TEST_JS, git, writeFileCommand } from './task-repo.js';
@@ -114,6 +114,36 @@ export function commitSlugTurn(slug = SLUG_JS, message = 'Add slugify'): Scripte
       `git add -A && git commit -q -m ${JSON.stringify(message)}`,
     ],
     'Committed slugify.',
+  );
+}
+
+/** The criterion a follow-up on a finished slugify task adds. */
+export const SLUG_DOC_CRITERION = {
+  id: 'AC-3',
+  description: 'SLUG.md explains slugify',
+  check: { kind: 'command', command: 'grep -q slugify SLUG.md' },
+};
+
+/**
+ * A follow-up on a finished slugify task (AC-1, AC-2) that adds SLUG_DOC_CRITERION: the Meta-agent plans it and
+ * starts a new worker session (no earlier one is on a fresh runner), codex writes and commits SLUG.md, and the
+ * assessment finds all three criteria hold.
+ */
+export function scriptSlugDocFollowup(models: ScriptedModels, id: string): void {
+  models.chat.push(
+    { reply: planReply(id, [SLUG_DOC_CRITERION]) },
+    { reply: runWorkerReply('Write SLUG.md explaining slugify; commit.') },
+    { reply: assessmentReply(true, ['AC-1', 'AC-2', 'AC-3'], 'All hold.') },
+  );
+  models.responses.enqueue(
+    ...codexTurn(
+      [
+        writeFileCommand('SLUG.md', 'slugify: lower-case words joined with -\n'),
+        'git add SLUG.md',
+        'git commit -q -m "Document slugify"',
+      ],
+      'Documented.',
+    ),
   );
 }
 

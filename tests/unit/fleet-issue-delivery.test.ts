@@ -8,17 +8,14 @@
  * refusal is in the delivery record and the node's log, and the task's end stays COMPLETE.
  * The task that runs to its end on the node (a sandbox and a worker) takes the same delivery step after its last push.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, expect, it, onTestFinished } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { Redaction } from '../../src/notes/redact.js';
-import { FleetTaskBoards } from '../../src/serve/fleet-task-runner.js';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { readDeliveries } from '../../src/deliver/delivery-record.js';
 import { cacheDirectory } from '../../src/remote/repository-cache.js';
 import { taskLayout } from '../../src/workspace/layout.js';
 import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
+import { fleetNodeBoards, journalLines } from '../support/fleet-node-boards.js';
 import { GitHttpRemote } from '../support/git-http-remote.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 
@@ -43,7 +40,7 @@ beforeEach(async () => {
   // The node that ran the task pushed its branch before it died.
   const bare = await remote.createFrom('acme/app', task.repo.root);
   task.repo.git('push', '-q', bare, `${task.branch}:refs/heads/${task.branch}`);
-  journal = readFileSync(path.join(task.runDir, 'events.jsonl'), 'utf8').trim().split('\n');
+  journal = journalLines(task.runDir);
   repoUrl = remote.url('acme/app').replace('http://', `http://x-access-token:${TOKEN}@`);
 }, 60_000);
 
@@ -55,15 +52,7 @@ afterEach(async () => {
 
 /** A node of its own (its own state directory, its own cache), given the task's job; its log lines. */
 async function takeOnNewNode(generation: number) {
-  const state = mkdtempSync(path.join(tmpdir(), 'ar-fleet-issue-node-'));
-  onTestFinished(() => rmSync(state, { recursive: true, force: true }));
-  const env = { ...process.env, GH_TOKEN: TOKEN, XDG_STATE_HOME: state };
-  const redaction = new Redaction();
-  const lines: string[] = [];
-  const boards = new FleetTaskBoards(createApp(env, {}, redaction), env, redaction, {
-    journalOf: async () => journal,
-    log: (line) => lines.push(line),
-  });
+  const { boards, lines, env } = fleetNodeBoards(journal, TOKEN);
   const end = await boards.run({
     taskId: ID,
     repoUrl,

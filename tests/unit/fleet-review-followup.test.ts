@@ -7,33 +7,20 @@
  * it does when the request cannot be followed up any more (closed meanwhile).
  * The follow-up a writer's comment starts is the e2e's (tests/e2e/followup-review.test.ts: the same round).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { createApp } from '../../src/app.js';
 import { createGitHubForge } from '../../src/deliver/github-forge.js';
 import { writeTaskStateCommit } from '../../src/deliver/task-state-commit.js';
-import { Redaction } from '../../src/notes/redact.js';
 import { taskStateRef } from '../../src/remote/remote-task-state.js';
-import { FleetTaskBoards } from '../../src/serve/fleet-task-runner.js';
 import { taskLayout } from '../../src/workspace/layout.js';
+import { run, tempDir } from '../support/bare-remote.js';
 import { createFinishedTask } from '../support/finished-task.js';
+import { fleetNodeBoards, journalLines } from '../support/fleet-node-boards.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 
 const ID = 'add-slugify-1a2b3c';
 const TOKEN = 'ghs_fleetReviewNodeToken0123456789';
-
-function run(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
-}
-
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 describe('a follow-up from review taken by a node of the fleet', () => {
   it('reads only the comments since the round the remote records; no writer among them: nothing runs, one reply', async () => {
@@ -91,15 +78,7 @@ describe('a follow-up from review taken by a node of the fleet', () => {
       `${ref}:${ref}`,
     );
 
-    const state = tempDir('ar-fleet-review-state-');
-    const env = { ...process.env, GH_TOKEN: TOKEN, XDG_STATE_HOME: state };
-    const redaction = new Redaction();
-    const journal = readFileSync(path.join(task.runDir, 'events.jsonl'), 'utf8').trim().split('\n');
-    const lines: string[] = [];
-    const boards = new FleetTaskBoards(createApp(env, {}, redaction), env, redaction, {
-      journalOf: async () => journal,
-      log: (line) => lines.push(line),
-    });
+    const { boards, lines, state } = fleetNodeBoards(journalLines(task.runDir), TOKEN);
     const end = await boards.run({
       taskId: ID,
       repoUrl: `file://${bare}`,

@@ -23,7 +23,15 @@ const INSTRUCTION = [
   '```',
   '## Follow-up 2',
   'See [this](https://evil.example) and ping @admin.',
+  // What a review comment can carry beyond markup: a NUL, half a surrogate pair, a bidi override, a terminal escape.
+  'A NUL \0 here, half a pair \ud800 there, \u202e reversed, \x1b[2J cleared.',
 ].join('\n');
+
+/** True when `text` carries none of the raw bytes above: no NUL, no lone surrogate, no bidi override or escape. */
+function cleanText(text: string): boolean {
+  // eslint-disable-next-line no-control-regex -- a probe for raw control characters
+  return !/[\0\u202e\x1b]/.test(text) && Buffer.from(text, 'utf8').toString('utf8') === text;
+}
 
 const evidence = (id: string, description: string, status: 'passed' | 'failed'): CriterionEvidence => ({
   id,
@@ -139,8 +147,10 @@ describe("a follow-up's note and journal", () => {
     // The probe sees the secret and the markup in the raw instruction...
     expect(INSTRUCTION).toContain(SECRET);
     expect(INSTRUCTION).toMatch(/^## Follow-up 2$/m);
-    // ...and the note has neither the secret nor a live heading, link or mention from it.
+    expect(cleanText(INSTRUCTION)).toBe(false);
+    // ...and the note has neither the secret nor a live heading, link or mention from it, nor a raw control.
     expect(note).not.toContain(SECRET);
+    expect(cleanText(note)).toBe(true);
     expect(note).toContain('My key is [REDACTED].');
     const live = liveMarkdown(note);
     expect(live.filter((line) => line.startsWith('## Follow-up'))).toEqual(['## Follow-up 1']);
@@ -173,6 +183,7 @@ describe("a follow-up's note and journal", () => {
     const summary = summaryOf(record, { notePath: null, exitCode: 0, headSha: 'ccccccccccccccc' });
     const body = changeRequestBody({ summary, runs: record.runs, baseline: null }, redact);
     expect(body).not.toContain(SECRET);
+    expect(cleanText(body)).toBe(true);
     expect(body).toContain('## Follow-up 1');
     expect(body).toContain('My key is [REDACTED].');
     const live = liveMarkdown(body).join('\n');

@@ -17,7 +17,14 @@ import { UserError } from '../../src/errors.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { MAX_TASK_STATE_BYTES, readTaskState, taskStateRef } from '../../src/remote/remote-task-state.js';
 import { taskLayout } from '../../src/workspace/layout.js';
-import { allObjects, bareRemote, run, tempDir } from '../support/bare-remote.js';
+import {
+  allObjects,
+  bareRemote,
+  freshClone,
+  publishTaskState,
+  pushTask,
+  run,
+} from '../support/bare-remote.js';
 import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 
 const SECRET = 'sk-planted-remote-state-7f3e9a1c5b';
@@ -47,30 +54,7 @@ async function finished(startOptions: Record<string, unknown> = {}): Promise<Fin
 
 /** Pushes the task's branch and state to `remote`, as delivery does. */
 function push(task: FinishedTask, remote: string, stateRef = taskStateRef(ID)): void {
-  run(
-    task.repo.root,
-    'push',
-    '-q',
-    remote,
-    `${task.branch}:refs/heads/${task.branch}`,
-    `+${stateRef}:${stateRef}`,
-  );
-}
-
-/** A machine with only the remote: a clone with the remote's branches and task states, nothing else. */
-function freshClone(remote: string): string {
-  const root = tempDir('ar-state-fresh-');
-  run(root, 'init', '-q', '-b', 'main');
-  run(root, 'remote', 'add', 'origin', remote);
-  run(
-    root,
-    'fetch',
-    '-q',
-    'origin',
-    '+refs/heads/*:refs/remotes/origin/*',
-    '+refs/agent-runner/tasks/*:refs/agent-runner/tasks/*',
-  );
-  return root;
+  pushTask(task, remote, stateRef);
 }
 
 /** A hand-made state commit with `files` (name → content, or a link), under the task's state ref of `repo`. */
@@ -148,14 +132,7 @@ describe('the task state on the remote', () => {
   it('rebuilds the task on a machine with only the remote; the follow-up takes its history, not what would weaken the bar', async () => {
     const task = await finished({ dodSkipped: true, forge: 'gitlab', base: 'main' });
     const redaction = new Redaction();
-    await writeTaskStateCommit({
-      repoRoot: task.repo.root,
-      taskId: ID,
-      runDir: task.runDir,
-      redact: redaction.redact,
-    });
-    const remote = bareRemote();
-    push(task, remote);
+    const remote = await publishTaskState(task, ID, redaction.redact);
     const fresh = freshClone(remote);
     const state = await readTaskState(fresh, taskStateRef(ID), ID);
     expect(state.header).toMatchObject({ taskId: ID, workerEventsOmitted: false });

@@ -15,7 +15,14 @@ import { Redaction } from '../../src/notes/redact.js';
 import { taskStateRef } from '../../src/remote/remote-task-state.js';
 import { reviewCursor } from '../../src/review/review-record.js';
 import { taskLayout } from '../../src/workspace/layout.js';
-import { allObjects, bareRemote, run, tempDir } from '../support/bare-remote.js';
+import {
+  allObjects,
+  bareRemote,
+  freshClone,
+  publishTaskState,
+  pushTask,
+  run,
+} from '../support/bare-remote.js';
 import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 
 const ID = 'add-slugify-1a2b3c';
@@ -23,23 +30,24 @@ const SECRET = 'sk-planted-review-record-4d1c8e';
 const URL = 'https://github.test/acme/app/pull/1';
 
 function push(task: FinishedTask, remote: string): void {
-  const ref = taskStateRef(ID);
-  run(task.repo.root, 'push', '-q', remote, `${task.branch}:refs/heads/${task.branch}`, `+${ref}:${ref}`);
+  pushTask(task, remote, taskStateRef(ID));
 }
 
-function freshClone(remote: string): string {
-  const root = tempDir('ar-review-fresh-');
-  run(root, 'init', '-q', '-b', 'main');
-  run(root, 'remote', 'add', 'origin', remote);
-  run(
+/** Rebuilds the task on a fresh clone from `remote`: where from, and what it warned. */
+async function restoreFrom(
+  root: string,
+  remote: string,
+  redact: (text: string) => string,
+): Promise<{ source: string; warnings: string[] }> {
+  const warnings: string[] = [];
+  const source = await restoreRemoteTask({
     root,
-    'fetch',
-    '-q',
-    'origin',
-    '+refs/heads/*:refs/remotes/origin/*',
-    '+refs/agent-runner/*:refs/agent-runner/*',
-  );
-  return root;
+    taskId: ID,
+    url: remote,
+    redact,
+    warn: (line) => warnings.push(line),
+  });
+  return { source, warnings };
 }
 
 function readLine(at: string, until: string, handled: string[], url = URL): string {
@@ -96,14 +104,7 @@ describe('the review record in the task state', () => {
 
     const redaction = new Redaction();
     redaction.add([SECRET]);
-    await writeTaskStateCommit({
-      repoRoot: task.repo.root,
-      taskId: ID,
-      runDir: task.runDir,
-      redact: redaction.redact,
-    });
-    const remote = bareRemote();
-    push(task, remote);
+    const remote = await publishTaskState(task, ID, redaction.redact);
     expect(run(task.repo.root, 'ls-tree', '--name-only', taskStateRef(ID)).split('\n').sort()).toEqual([
       'events.jsonl',
       'review.jsonl',
@@ -116,17 +117,7 @@ describe('the review record in the task state', () => {
     // A fresh runner that read a later round itself already: the two records are one now.
     const fresh = freshClone(remote);
     const { runDir } = taskLayout(fresh, ID);
-    const warnings: string[] = [];
-    expect(
-      await restoreRemoteTask({
-        root: fresh,
-        taskId: ID,
-        url: remote,
-        redact: redaction.redact,
-        warn: (line) => warnings.push(line),
-      }),
-    ).toBe('remote');
-    expect(warnings).toEqual([]);
+    expect(await restoreFrom(fresh, remote, redaction.redact)).toEqual({ source: 'remote', warnings: [] });
     expect(reviewCursor(runDir, URL)).toEqual({
       since: '2026-01-02T10:05:00Z',
       handled: new Set(['7', '[REDACTED]']),
@@ -171,17 +162,9 @@ describe('the review record in the task state', () => {
       const remote = bareRemote();
       push(task, remote);
       const fresh = freshClone(remote);
-      const warnings: string[] = [];
       // The task is rebuilt (its journal is sound); only the record is left out.
-      expect(
-        await restoreRemoteTask({
-          root: fresh,
-          taskId: ID,
-          url: remote,
-          redact: (t) => t,
-          warn: (l) => warnings.push(l),
-        }),
-      ).toBe('remote');
+      const { source, warnings } = await restoreFrom(fresh, remote, (t) => t);
+      expect(source).toBe('remote');
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatch(problem);
       expect(warnings[0]).toContain('not used');
