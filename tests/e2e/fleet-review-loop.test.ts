@@ -28,12 +28,11 @@ import { Redaction } from '../../src/notes/redact.js';
 import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
 import { codexTurn, commitSlugTurn, scriptedRunEnv } from '../support/demo-task.js';
 import { AC1, AC2, SLUG_PUNCTUATION_JS } from '../support/followup-criteria.js';
-import { GitHttpRemote } from '../support/git-http-remote.js';
+import { nodeRepoOnGitHub } from '../support/github-repo.js';
 import { assessmentReply, planReply, runWorkerReply } from '../support/meta-replies.js';
-import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { taskContainers } from '../support/task-containers.js';
-import { createNodeRepo, git, writeFileCommand } from '../support/task-repo.js';
+import { git, writeFileCommand } from '../support/task-repo.js';
 import { example } from '../support/webhook-examples.js';
 
 const models = scriptedModelServers();
@@ -111,21 +110,16 @@ async function startNode(apiUrl: string) {
 describe('the review loop on a fleet node (end to end)', () => {
   it('an issue’s webhook becomes a pull request; a writer’s line comment becomes a follow-up on it, answered once', async () => {
     const started = Date.now();
-    const repo = createNodeRepo();
-    onTestFinished(repo.remove);
-    const remote = await new GitHttpRemote({ user: 'x-access-token', password: TOKEN }).start();
-    onTestFinished(() => remote.stop());
-    const github = await new ScriptedGitHubServer().start();
-    onTestFinished(() => github.stop());
+    // The repository's own configuration names the forge its requests go to.
+    const { remote, github } = await nodeRepoOnGitHub(TOKEN, (root, server) => {
+      writeFileSync(
+        path.join(root, 'agent-runner.yaml'),
+        `deliver:\n  forge: github\n  apiUrl: ${server.url}\n`,
+      );
+      git(root, 'add', 'agent-runner.yaml');
+      git(root, 'commit', '-q', '-m', 'agent-runner configuration');
+    });
     github.review.permissions.set('maya', 'write');
-    // The repository's own configuration: the forge its requests go to.
-    writeFileSync(
-      path.join(repo.root, 'agent-runner.yaml'),
-      `deliver:\n  forge: github\n  apiUrl: ${github.url}\n`,
-    );
-    git(repo.root, 'add', 'agent-runner.yaml');
-    git(repo.root, 'commit', '-q', '-m', 'agent-runner configuration');
-    await remote.createFrom('acme/app', repo.root);
     const cloneUrl = remote.url('acme/app');
 
     const node = await startNode(github.url);
