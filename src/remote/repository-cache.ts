@@ -254,12 +254,16 @@ async function notesRefspec(root: string, taskId: string | undefined): Promise<s
   return local.exitCode === 0 ? [] : [`+${EVIDENCE_NOTES_REF}*:${EVIDENCE_NOTES_REF}*`];
 }
 
-/** The git config that carries a remote URL's credential for host git (a fleet node's push). */
+/**
+ * The git config that carries a remote's credential for host git (a fleet node's push): the URL's own, else the
+ * forge token of the forge the host names or `forge` names (as {@link prepareRepositoryCache} fetches).
+ */
 export function remoteNetworkAccess(
   raw: string,
   env: NodeJS.ProcessEnv,
+  forge: ForgeKind | null = null,
 ): { gitConfig: Record<string, string> } {
-  return { gitConfig: networkAccess(parseRepoOption(raw), env, null).gitConfig };
+  return { gitConfig: networkAccess(parseRepoOption(raw), env, forge).gitConfig };
 }
 
 /**

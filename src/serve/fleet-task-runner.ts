@@ -21,6 +21,7 @@ import { pushTaskBranch } from '../deliver/push.js';
 import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout, wipRef } from '../workspace/layout.js';
 import { taskStateRef } from '../remote/remote-task-state.js';
+import { namedForge } from '../remote/remote-url.js';
 import { deliverFleetTask } from './fleet-delivery.js';
 import { startFleetReviewFollowup } from './fleet-review-followup.js';
 import { journalLines } from './journal-follow.js';
@@ -54,22 +55,7 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
   ) {}
 
   async run(task: FleetTask): Promise<FleetTaskEnd> {
-    const { prepareRepositoryCache, remoteNetworkAccess } = await import('../remote/repository-cache.js');
-    const cached = await prepareRepositoryCache({
-      url: task.repoUrl,
-      env: this.env,
-      ...(task.base !== null ? { base: task.base } : {}),
-      ...(task.resume ? { taskRefs: task.taskId } : {}),
-    });
-    this.redaction.add(cached.secrets);
-    let board = this.boards.get(cached.root);
-    if (board === undefined) {
-      board = new TaskBoard(cached.root, this.app, this.env, {
-        ...(this.options.modelScript ? { modelScript: this.options.modelScript } : {}),
-      });
-      this.boards.set(cached.root, board);
-    }
-    const access = remoteNetworkAccess(task.repoUrl, this.env);
+    const { cached, access, board } = await this.clone(task);
     // What the remote holds now: the lease of the first push (another node's last push, or nothing).
     const { branch, branchRef } = taskLayout(cached.root, task.taskId);
     let pushed = await refCommit(cached.root, `refs/remotes/origin/${branch}`);
@@ -131,6 +117,32 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       exitCode: end?.exitCode ?? null,
       reason: end?.error ?? end?.reason ?? null,
     };
+  }
+
+  /**
+   * The remote's cached clone for `task` (fetched, the node's own credentials), the git config that carries them
+   * for the node's pushes, and the clone's board. The forge a host does not name (GitHub Enterprise, a
+   * self-hosted GitLab) is AGENT_RUNNER_FORGE's, as for `run --repo`, so the node's forge token answers both.
+   */
+  private async clone(task: FleetTask) {
+    const { prepareRepositoryCache, remoteNetworkAccess } = await import('../remote/repository-cache.js');
+    const forge = namedForge(undefined, this.env);
+    const cached = await prepareRepositoryCache({
+      url: task.repoUrl,
+      env: this.env,
+      forge,
+      ...(task.base !== null ? { base: task.base } : {}),
+      ...(task.resume ? { taskRefs: task.taskId } : {}),
+    });
+    this.redaction.add(cached.secrets);
+    let board = this.boards.get(cached.root);
+    if (board === undefined) {
+      board = new TaskBoard(cached.root, this.app, this.env, {
+        ...(this.options.modelScript ? { modelScript: this.options.modelScript } : {}),
+      });
+      this.boards.set(cached.root, board);
+    }
+    return { cached, access: remoteNetworkAccess(task.repoUrl, this.env, forge), board };
   }
 
   /**
