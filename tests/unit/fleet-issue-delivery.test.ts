@@ -131,7 +131,9 @@ it("pushes with the node's own lease: a branch ahead of where the node left it g
   pushed = last;
   const theirs = task.addCommit('Pushed by someone else');
   // (asynchronously: the remote's server runs in this process)
-  await execa('git', ['push', '-q', 'origin', `${theirs}:refs/heads/${task.branch}`], { cwd: task.repo.root });
+  await execa('git', ['push', '-q', 'origin', `${theirs}:refs/heads/${task.branch}`], {
+    cwd: task.repo.root,
+  });
   task.repo.git('update-ref', `refs/heads/${task.branch}`, last);
   lines.length = 0;
   await deliver();
