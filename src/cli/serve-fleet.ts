@@ -161,9 +161,18 @@ function fleetApi(
     },
     enqueueFollowup: (taskId: string, followup: { message: string; pr?: boolean }) =>
       fleet.enqueueFollowup(database, boss, taskId, followup),
-    /** A review's webhook: a follow-up from review of the fleet's ended task, read by the node that takes it. */
-    enqueueReviewFollowup: (followup: { taskId: string; requestUrl: string }) =>
-      fleet.enqueueReviewFollowup(database, boss, followup.taskId, { requestUrl: followup.requestUrl }),
+    /**
+     * A review's webhook: a follow-up from review of the fleet's ended task, read by the node that takes it; a
+     * task the fleet does not have is adopted from the event's repository.
+     */
+    enqueueReviewFollowup: (followup: { taskId: string; requestUrl: string; repo: string }) =>
+      fleet.enqueueReviewFollowup(
+        database,
+        boss,
+        followup.taskId,
+        { requestUrl: followup.requestUrl },
+        { repoUrl: followup.repo },
+      ),
   };
 }
 

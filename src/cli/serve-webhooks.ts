@@ -9,7 +9,9 @@
  * comments through the forge, reacts, runs the follow-up on the task's branch and replies; the task's lock
  * keeps two of them apart, and the review's read record lets the next one take what a refused one left. A node
  * of a fleet queues it on the fleet instead (a job of the ended task carrying the request's page), and the node
- * that takes it does the same read, reaction, follow-up and reply (src/serve/fleet-review-followup.ts).
+ * that takes it does the same read, reaction, follow-up and reply (src/serve/fleet-review-followup.ts). A task
+ * the fleet does not have (started by `run --pr` or the Action) is adopted: its row gets the event's repository,
+ * as an issue's task does, and the node rebuilds it from the remote's state ref (src/serve/fleet-adopt.ts).
  */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';

@@ -7,6 +7,7 @@
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
 import { UserError } from '../errors.js';
+import { taskStateRef } from '../remote/remote-task-state.js';
 import { displayUrl } from '../remote/remote-url.js';
 import { assertValidTaskId } from '../workspace/layout.js';
 import { QUEUE_SCHEMA, type ControlDatabase } from './control-database.js';
@@ -135,15 +136,43 @@ export async function enqueueFollowup(
 /**
  * Queues a follow-up from review of a task of the fleet that has ended, as {@link enqueueFollowup}: the node that
  * takes it reads the request's review itself (src/serve/fleet-review-followup.ts). Refused as that one is.
+ *
+ * With `adopt` (a review's webhook: the event's repository), a task the fleet does not have (started by
+ * `run --pr` or the Action) is adopted instead of refused: its row is written in the same transaction as the job
+ * (`INSERT ... ON CONFLICT DO NOTHING`, so two reviews of the same unknown task at two nodes make one row: the
+ * second finds the first's row queued and is refused as a task that has not ended), and the node that takes the
+ * job, finding no journal in the fleet's copy, rebuilds the task from the remote's state ref
+ * (src/serve/fleet-adopt.ts). Nothing of the event's text is on the row but the repository's URL, as for an
+ * issue's task; its PRD is a line naming where the task's own PRD is.
  */
 export async function enqueueReviewFollowup(
   database: ControlDatabase,
   boss: PgBoss,
   taskId: string,
   review: FleetReviewFollowup,
+  adopt?: { repoUrl: string },
 ): Promise<string> {
   assertValidTaskId(taskId);
-  return queueJob(database, boss, { taskId, review }, (client) => reopenEndedTask(client, taskId));
+  return queueJob(database, boss, { taskId, review }, async (client) => {
+    if (adopt !== undefined && (await insertAdoptedTask(client, taskId, adopt.repoUrl))) return;
+    await reopenEndedTask(client, taskId);
+  });
+}
+
+/** The PRD an adopted task's row shows until the node has read the task's own from the remote. */
+export function adoptedTaskPrd(taskId: string): string {
+  return `# ${taskId}\n\nA task this fleet did not run, adopted for a review of its request: its PRD, criteria and journal are read from the remote's ${taskStateRef(taskId)}.\n`;
+}
+
+/** A row for a task the fleet does not have; false when the fleet has one (or another delivery just wrote it). */
+async function insertAdoptedTask(client: pg.PoolClient, taskId: string, repoUrl: string): Promise<boolean> {
+  if (repoUrl.trim() === '') return false;
+  const inserted = await client.query(
+    `INSERT INTO agent_runner.tasks (id, repo_url, base, prd) VALUES ($1, $2, NULL, $3)
+       ON CONFLICT (id) DO NOTHING`,
+    [taskId, displayUrl(repoUrl), adoptedTaskPrd(taskId)],
+  );
+  return inserted.rowCount === 1;
 }
 
 /** The ended task's row back to QUEUED (no node, no end); refuses a task the fleet does not have or that runs. */

@@ -14,8 +14,9 @@
  *   asks for nothing / not allowed 200 `{action: "ignore", reason}` (audited)
  *   a task                        202 `{action: "task", taskId}` (audited)
  *   a follow-up                   202 `{action: "followup", taskId, request}` (audited): started (a server on
- *                                 one repository) or queued on the fleet (a node); a fleet that cannot take it
- *                                 (not its task, or the task has not ended) 409 `followup_refused` (audited)
+ *                                 one repository) or queued on the fleet (a node; a task it does not have is
+ *                                 adopted from the event's repository); a fleet that cannot take it (the task
+ *                                 has not ended) 409 `followup_refused` (audited)
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
@@ -58,6 +59,11 @@ export interface WebhookFollowup {
   taskId: string;
   /** The request's page, built from the forge's address and the event's numbers. */
   requestUrl: string;
+  /**
+   * The repository's clone URL, from the signed payload as {@link WebhookTask.repo}: a fleet that does not have
+   * the task adopts it from this remote's state ref (a server on one repository has its own remote).
+   */
+  repo: string;
 }
 
 export interface WebhookOptions {
@@ -212,7 +218,7 @@ async function accept(
   if (decided.kind === 'followup') {
     const { taskId, requestUrl, originUrl } = decided;
     try {
-      await options.startFollowup({ taskId, requestUrl });
+      await options.startFollowup({ taskId, requestUrl, repo: event.repository.cloneUrl });
     } catch (error) {
       if (!(error instanceof UserError)) throw error;
       // The comments stay unread in the task's review record: the next follow-up from review takes them.

@@ -24,6 +24,8 @@ export interface ReviewReplyInput {
   summary: TaskSummary | null;
   /** Why nothing ran, or why the follow-up stopped before a summary (null when it ended with one). */
   reason: string | null;
+  /** Nothing was read (the task could not be rebuilt): the comments stay for the next follow-up from review. */
+  unread?: boolean;
   redact: Redactor;
 }
 
@@ -53,7 +55,9 @@ export function reviewReply(input: ReviewReplyInput): string {
     );
   } else lines.push(`**agent-runner** — ${inlineText(redact(input.reason ?? 'nothing ran'))}`);
   lines.push('', '### Review comments', '');
-  if (comments.length === 0) lines.push('No comment addressed to agent-runner was found.');
+  if (input.unread)
+    lines.push('The comments were not read: the next follow-up from review of this request takes them.');
+  else if (comments.length === 0) lines.push('No comment addressed to agent-runner was found.');
   comments.forEach((item, index) => lines.push(commentLine(item, index, summary)));
   if (summary) {
     if (summary.followup?.changes) {

@@ -8,6 +8,7 @@
  * reply says why; no new comment: nothing runs, nothing is said on the request.
  */
 import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
 import type { FleetReviewFollowup } from '../control/task-queue-options.js';
 import type { Redaction } from '../notes/redact.js';
 import { forgeTokens } from '../remote/remote-credentials.js';
@@ -36,17 +37,9 @@ export async function startFleetReviewFollowup(input: {
   redaction: Redaction;
   log: (line: string) => void;
 }): Promise<StartedReviewFollowup | null> {
-  const { board, root, taskId, env, redaction } = input;
+  const { board, root, taskId, redaction } = input;
   const say = (line: string) => input.log(`task ${taskId}: ${line}`);
-  redaction.add(forgeTokens(env));
-  const config = await loadConfig({ repoRoot: root, env, flags: {} });
-  const target = await openReviewTarget(input.review.requestUrl, env, {
-    ...(config.deliver.apiUrl ? { apiUrl: config.deliver.apiUrl } : {}),
-  });
-  if (target.taskId !== taskId)
-    throw new Error(
-      `${input.review.requestUrl} merges agent-runner/${target.taskId}, not this task's branch`,
-    );
+  const { config, target } = await openFleetReviewTarget(input);
   const { runDir } = taskLayout(root, taskId);
   const unused = await mergeFetchedReview(root, taskId, runDir);
   if (unused !== null) say(unused);
@@ -76,6 +69,52 @@ export async function startFleetReviewFollowup(input: {
       await reply(target, read.comments, summary, reason, redaction, say);
     },
   };
+}
+
+/**
+ * The request of a review job, read through the forge with this node's token (`deliver.apiUrl` of the
+ * repository's configuration in the clone at `root`); refused unless its head branch names this task.
+ */
+export async function openFleetReviewTarget(input: {
+  root: string;
+  taskId: string;
+  review: FleetReviewFollowup;
+  env: NodeJS.ProcessEnv;
+  redaction: Redaction;
+}): Promise<{ config: Config; target: ReviewTarget }> {
+  const { root, taskId, env } = input;
+  input.redaction.add(forgeTokens(env));
+  const config = await loadConfig({ repoRoot: root, env, flags: {} });
+  const target = await openReviewTarget(input.review.requestUrl, env, {
+    ...(config.deliver.apiUrl ? { apiUrl: config.deliver.apiUrl } : {}),
+  });
+  if (target.taskId !== taskId)
+    throw new Error(
+      `${input.review.requestUrl} merges agent-runner/${target.taskId}, not this task's branch`,
+    );
+  return { config, target };
+}
+
+/**
+ * The one reply of a review job that could not run at all (the task's state is not on the remote): why, and
+ * that the comments stay unread for the next follow-up from review.
+ */
+export async function replyUnread(
+  target: ReviewTarget,
+  reason: string,
+  redaction: Redaction,
+  say: (line: string) => void,
+): Promise<void> {
+  const requestUrl = target.changeRequest.url;
+  const body = reviewReply({
+    requestUrl,
+    comments: [],
+    summary: null,
+    reason,
+    unread: true,
+    redact: redaction.redact,
+  });
+  await postReviewReply(target, body, say);
 }
 
 async function reply(

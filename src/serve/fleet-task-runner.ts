@@ -8,7 +8,8 @@
  * another node ran before is resumed here: its branch and WIP ref fetched from the remote, its journal
  * rebuilt from the database's copy, then the board's resume (the path `agent-runner resume` takes), or its
  * follow-up when one was queued for the ended task (`POST /api/tasks/{id}/followup` on any node, or a review's
- * webhook: the review read here, fleet-review-followup.ts). A task whose job asks for a delivery (a webhook's
+ * webhook: the review read here, fleet-review-followup.ts; a task the fleet did not run adopted from the remote's
+ * state ref first, fleet-adopt.ts). A task whose job asks for a delivery (a webhook's
  * task from an issue) is delivered once it has ended, after the node's last push (fleet-delivery.ts).
  */
 import { mkdir, stat, writeFile } from 'node:fs/promises';
@@ -22,6 +23,7 @@ import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout, wipRef } from '../workspace/layout.js';
 import { taskStateRef } from '../remote/remote-task-state.js';
 import { namedForge } from '../remote/remote-url.js';
+import { adoptRemoteTask } from './fleet-adopt.js';
 import { deliverFleetTask } from './fleet-delivery.js';
 import { startFleetReviewFollowup } from './fleet-review-followup.js';
 import { journalLines } from './journal-follow.js';
@@ -61,13 +63,27 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     let pushed = await refCommit(cached.root, `refs/remotes/origin/${branch}`);
     const journalFile = board.journalFile(task.taskId);
     const resumed = task.resume && (await this.rebuildJournal(task.taskId, journalFile));
+    // A review of a task the fleet did not run (no journal in its copy): rebuilt from the remote's state ref.
+    const adopted = !resumed && task.review !== undefined;
+    if (adopted && task.review) {
+      const refused = await adoptRemoteTask({
+        root: cached.root,
+        task: { ...task, review: task.review },
+        env: this.env,
+        redaction: this.redaction,
+        log: (line) => this.options.log?.(line),
+      });
+      if (refused !== null) return refused;
+    }
     // The pushes follow what this attempt writes, from here on.
     const before = await lineCount(journalFile);
-    if (resumed) {
+    if (resumed || adopted) {
       // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
       if (pushed !== null) await tryGit(['update-ref', branchRef, pushed], { cwd: cached.root });
       const finished = await this.continueTask(board, task, cached.root);
       if (finished !== null) {
+        // The fleet has an adopted task from now on, even when its review ran nothing: its journal copied.
+        if (adopted) await this.options.copyEvents?.(task, journalFile, () => true);
         await this.deliver(task, cached, pushed, access.gitConfig, 'ended elsewhere');
         return finished;
       }
@@ -132,7 +148,8 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       env: this.env,
       forge,
       ...(task.base !== null ? { base: task.base } : {}),
-      ...(task.resume ? { taskRefs: task.taskId } : {}),
+      // A review's job fetches them too: a task the fleet did not run is rebuilt from its state ref.
+      ...(task.resume || task.review !== undefined ? { taskRefs: task.taskId } : {}),
     });
     this.redaction.add(cached.secrets);
     let board = this.boards.get(cached.root);

@@ -206,7 +206,11 @@ describe('POST /api/webhooks/github', () => {
     const again = await deliver('github', body, githubHeaders('pull_request_review', body, SECRET, delivery));
     expect(again.status).toBe(409);
     expect(followups.slice(before)).toEqual([
-      { taskId: 'add-slugify', requestUrl: 'https://github.com/Codertocat/Hello-World/pull/2' },
+      {
+        taskId: 'add-slugify',
+        requestUrl: 'https://github.com/Codertocat/Hello-World/pull/2',
+        repo: review.repository.clone_url,
+      },
     ]);
     expect((await server.audit.list()).at(-1)).toMatchObject({
       actor: { name: 'github:Codertocat' },
@@ -239,6 +243,7 @@ describe('the follow-up a review starts on a server of one repository', () => {
       await options?.startFollowup?.({
         taskId: 'add-slugify',
         requestUrl: 'https://github.com/Codertocat/Hello-World/pull/2',
+        repo: 'https://github.com/Codertocat/Hello-World.git',
       });
       await vi.waitFor(
         () =>
@@ -300,6 +305,7 @@ describe('POST /api/webhooks/gitlab', () => {
     expect(followups.at(-1)).toEqual({
       taskId: 'add-slugify',
       requestUrl: 'https://gitlab.com/gitlab-org/gitlab-test/-/merge_requests/1',
+      repo: note.project.git_http_url,
     });
   });
 });
