@@ -6,12 +6,17 @@
  * and, when none is a writer's, runs nothing and replies once saying why; the task's end stays what it was, as
  * it does when the request cannot be followed up any more (closed meanwhile).
  * The follow-up a writer's comment starts is the e2e's (tests/e2e/followup-review.test.ts: the same round).
+ * A review job of a task the fleet did not run (`run --pr`, the Action; no journal in the fleet's copy) is
+ * adopted: the node rebuilds the task from the remote's state ref, then reads the review as for its own tasks;
+ * a remote without that ref: nothing runs, the node says what `followup --from-review` says, replies once, and
+ * the task ends FAILED with that reason.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createGitHubForge } from '../../src/deliver/github-forge.js';
 import { writeTaskStateCommit } from '../../src/deliver/task-state-commit.js';
+import { EXIT_CODES } from '../../src/errors.js';
 import { taskStateRef } from '../../src/remote/remote-task-state.js';
 import { taskLayout } from '../../src/workspace/layout.js';
 import { run, tempDir } from '../support/bare-remote.js';
@@ -129,6 +134,154 @@ describe('a follow-up from review taken by a node of the fleet', () => {
     expect(again).toEqual({ state: 'COMPLETE', exitCode: 0 });
     expect(lines.at(-1)).toMatch(new RegExp(`no follow-up from the review of ${requestUrl}: .*closed`));
     expect(github.review.repliesOn(pull.number)).toHaveLength(1);
+    github.assertValid();
+  });
+});
+
+/** A finished task of `taskId` with the repository's config naming the scripted forge, and its open request. */
+async function taskWithRequest(github: ScriptedGitHubServer, taskId: string) {
+  const task = await createFinishedTask({ taskId });
+  onTestFinished(() => rmSync(task.repo.root, { recursive: true, force: true }));
+  // The plan the Meta-agent made, after the start: what a follow-up revises.
+  const file = path.join(task.runDir, 'events.jsonl');
+  const events = readFileSync(file, 'utf8').trim().split('\n');
+  const plan = {
+    type: 'plan',
+    plan: {
+      title: 'Add slugify',
+      acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
+    },
+    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0, costUsd: 0 },
+    at: new Date().toISOString(),
+  };
+  events.splice(1, 0, JSON.stringify(plan));
+  writeFileSync(file, `${events.join('\n')}\n`);
+  writeFileSync(path.join(task.repo.root, 'agent-runner.yaml'), `deliver:\n  apiUrl: ${github.url}\n`);
+  run(task.repo.root, 'add', 'agent-runner.yaml');
+  run(task.repo.root, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'config');
+  const forge = createGitHubForge({ token: TOKEN, repository: 'acme/app', apiUrl: github.url });
+  const pull = await forge.create(task.branch, 'main', { title: 'Slugify', body: 'evidence', draft: false });
+  github.setHead(pull.number, { sha: task.head });
+  return { task, pull, requestUrl: `https://github.test/acme/app/pull/${pull.number}` };
+}
+
+/** The cached clone the node made of its remote (one per node's state directory). */
+function cachedClone(state: string): string {
+  const [cached] = readdirSync(path.join(state, 'agent-runner', 'repos'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => path.join(entry.parentPath, entry.name));
+  return cached ?? '';
+}
+
+describe('a review job of a task the fleet did not run (run --pr, the Action): adopted from the remote', () => {
+  it("rebuilt from the remote's state ref, then the writer's comment starts the follow-up", async () => {
+    const github = await new ScriptedGitHubServer().start();
+    onTestFinished(() => github.stop());
+    const taskId = 'adopt-slugify-4d5e6f';
+    const { task, pull, requestUrl } = await taskWithRequest(github, taskId);
+    github.review.permissions.set('maya', 'write');
+    const asked = github.review.addIssueComment(pull.number, {
+      user: 'maya',
+      association: 'COLLABORATOR',
+      body: '@agent-runner drop punctuation',
+      at: '2026-01-02T10:00:00Z',
+    });
+    await writeTaskStateCommit({ repoRoot: task.repo.root, taskId, runDir: task.runDir, redact: (t) => t });
+    const bare = tempDir('ar-fleet-adopt-remote-');
+    run(bare, 'init', '-q', '--bare', '-b', 'main');
+    const ref = taskStateRef(taskId);
+    run(
+      task.repo.root,
+      'push',
+      '-q',
+      bare,
+      'main',
+      `${task.branch}:refs/heads/${task.branch}`,
+      `${ref}:${ref}`,
+    );
+
+    // The fleet's copy holds no journal of it: the node was never given one.
+    const { boards, lines, state } = fleetNodeBoards([], TOKEN);
+    await boards.run({
+      taskId,
+      repoUrl: `file://${bare}`,
+      base: null,
+      prd: '# Adopted for a review\n',
+      generation: 1,
+      resume: false,
+      review: { requestUrl },
+    });
+
+    expect(lines.join('\n')).toContain(`task ${taskId}: adopted from file://${bare}`);
+    // Rebuilt from the remote: the task's own journal (its PRD, plan and end), its branch at the remote's head.
+    const cached = cachedClone(state);
+    const { runDir, branchRef } = taskLayout(cached, taskId);
+    const journal = readFileSync(path.join(runDir, 'events.jsonl'), 'utf8').trim().split('\n');
+    expect(journal).toEqual(journalLines(task.runDir));
+    expect(run(cached, 'rev-parse', branchRef)).toBe(task.head);
+    // Read as the fleet reads its own tasks' reviews: the writer's comment taken (eyes, the review record), the
+    // follow-up started on the board with it; here the composition refuses it at once (no worker key: the run
+    // itself is the e2e's), so the one reply says it did not run to its end.
+    expect(github.review.reactions).toEqual([expect.objectContaining({ commentId: asked, content: 'eyes' })]);
+    const record = readFileSync(path.join(runDir, 'review.jsonl'), 'utf8').trim().split('\n');
+    expect(record.map((line) => (JSON.parse(line) as { handled: string[] }).handled)).toEqual([
+      [String(asked)],
+    ]);
+    const replies = github.review.repliesOn(pull.number);
+    expect(replies).toHaveLength(1);
+    expect(String(replies[0]?.body)).toContain(
+      'drop punctuation”): taken, but the follow-up did not run to its end',
+    );
+    expect(String(replies[0]?.body)).toContain('the follow-up stopped before its end');
+    expect(lines.join('\n')).not.toContain(TOKEN);
+    github.assertValid();
+  });
+
+  it('a remote without the state ref: nothing runs, the node says why and replies once; the task ends FAILED', async () => {
+    const github = await new ScriptedGitHubServer().start();
+    onTestFinished(() => github.stop());
+    const taskId = 'never-delivered-7a8b9c';
+    const { task, pull, requestUrl } = await taskWithRequest(github, taskId);
+    github.review.permissions.set('maya', 'write');
+    github.review.addIssueComment(pull.number, {
+      user: 'maya',
+      association: 'COLLABORATOR',
+      body: '@agent-runner drop punctuation',
+      at: '2026-01-02T10:00:00Z',
+    });
+    // The branch only, as a plain `git push` leaves it: no refs/agent-runner/tasks/<ID>.
+    const bare = tempDir('ar-fleet-adopt-nostate-');
+    run(bare, 'init', '-q', '--bare', '-b', 'main');
+    run(task.repo.root, 'push', '-q', bare, 'main', `${task.branch}:refs/heads/${task.branch}`);
+
+    const { boards, lines, state } = fleetNodeBoards([], TOKEN);
+    const end = await boards.run({
+      taskId,
+      repoUrl: `file://${bare}`,
+      base: null,
+      prd: '# Adopted for a review\n',
+      generation: 1,
+      resume: false,
+      review: { requestUrl },
+    });
+
+    // What `followup --from-review` says of the same remote.
+    const said = `file://${bare} has no task ${taskId} to follow up: the branch ${task.branch} is there, but not the task's state (${taskStateRef(taskId)})`;
+    expect(end).toEqual({
+      state: 'FAILED',
+      exitCode: EXIT_CODES.usage,
+      reason: expect.stringContaining(said),
+    });
+    expect(lines.join('\n')).toContain(
+      `task ${taskId}: not adopted for the review of ${requestUrl}: ${said}`,
+    );
+    const replies = github.review.repliesOn(pull.number);
+    expect(replies).toHaveLength(1);
+    expect(String(replies[0]?.body)).toContain(`but not the task's state`);
+    expect(String(replies[0]?.body)).toContain('The comments were not read');
+    // Nothing ran, nothing was read: no reaction, no journal, no review record in the node's clone.
+    expect(github.review.reactions).toEqual([]);
+    expect(existsSync(taskLayout(cachedClone(state), taskId).runDir)).toBe(false);
     github.assertValid();
   });
 });
