@@ -64,11 +64,12 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     const journalFile = board.journalFile(task.taskId);
     const resumed = task.resume && (await this.rebuildJournal(task.taskId, journalFile));
     // A review of a task the fleet did not run (no journal in its copy): rebuilt from the remote's state ref.
-    const adopted = !resumed && task.review !== undefined;
-    if (adopted && task.review) {
+    const adopting = resumed ? undefined : task.review;
+    const adopted = adopting !== undefined;
+    if (adopting !== undefined) {
       const refused = await adoptRemoteTask({
         root: cached.root,
-        task: { ...task, review: task.review },
+        task: { ...task, review: adopting },
         env: this.env,
         redaction: this.redaction,
         log: (line) => this.options.log?.(line),

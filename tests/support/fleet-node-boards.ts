@@ -20,9 +20,15 @@ export function fleetNodeBoards(journal: string[], token: string) {
   const env = { ...process.env, GH_TOKEN: token, XDG_STATE_HOME: state };
   const redaction = new Redaction();
   const lines: string[] = [];
+  /** What the node handed to the fleet's database: each task's journal as it was once the task had ended. */
+  const copied: { taskId: string; journal: string[] }[] = [];
   const boards = new FleetTaskBoards(createApp(env, {}, redaction), env, redaction, {
     journalOf: async () => journal,
+    copyEvents: async (task, journalFile, ended) => {
+      while (!ended()) await new Promise((resolve) => setTimeout(resolve, 50));
+      copied.push({ taskId: task.taskId, journal: readFileSync(journalFile, 'utf8').trim().split('\n') });
+    },
     log: (line) => lines.push(line),
   });
-  return { boards, lines, env, state };
+  return { boards, lines, env, state, copied };
 }
