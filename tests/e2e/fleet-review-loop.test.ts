@@ -12,6 +12,9 @@
  *    commit whose parent is the first head, pushed), updates the same request and replies once, naming the
  *    comment and the follow-up's state. The comment carries a mention and a link: the reply quotes them inert.
  * One task run and one follow-up serve every assertion.
+ * 3. A task the fleet never ran (a person's `run --pr` on their machine) and a writer's line comment on its
+ *    request at a node: the fleet adopts the task, the node rebuilds it from the remote's state ref and runs the
+ *    follow-up on the same branch and request, with one reply.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,6 +28,7 @@ import { openControlDatabase } from '../../src/control/control-database.js';
 import { controlUrl } from '../../src/control/control-url.js';
 import { migrateControl } from '../../src/control/migrate-control.js';
 import { Redaction } from '../../src/notes/redact.js';
+import { runCliCaptured } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
 import { codexTurn, commitSlugTurn, scriptedRunEnv } from '../support/demo-task.js';
 import { AC1, AC2, SLUG_PUNCTUATION_JS } from '../support/followup-criteria.js';
@@ -107,45 +111,95 @@ async function startNode(apiUrl: string) {
   return { server, log, state: path.join(dir, 'state') };
 }
 
+type FleetNode = Awaited<ReturnType<typeof startNode>>;
+
+/** A delivery to the node's GitHub webhook: its status and JSON answer. */
+async function postWebhook(node: FleetNode, init: RequestInit) {
+  const response = await fetch(`${node.server.info.url}/api/webhooks/github`, init);
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** A task's row in the fleet's database, read as the database's owner. */
+async function rowReader() {
+  const reader = new pg.Client({ connectionString: db.url });
+  await reader.connect();
+  onTestFinished(() => reader.end());
+  return async (taskId: string) =>
+    (
+      await reader.query<{ state: string; ended_at: Date | null; node_id: string | null; prd: string }>(
+        'SELECT state, ended_at, node_id, prd FROM agent_runner.tasks WHERE id = $1',
+        [taskId],
+      )
+    ).rows[0];
+}
+
+/** Nothing of task `taskId` is left on the node when the test ends: its containers carry the node's clone. */
+function noContainersLeft(node: FleetNode, taskId: () => string): void {
+  onTestFinished(async () => {
+    await node.server.close();
+    const caches = path.join(node.state, 'agent-runner', 'repos');
+    for (const cache of readdirSync(caches, { withFileTypes: true }))
+      if (cache.isDirectory() && taskId())
+        expect(await taskContainers(taskId(), path.join(caches, cache.name))).toEqual([]);
+  });
+}
+
+/** GitHub's `pull_request_review_comment.created` example: `user`'s line comment on request 1 of `branch`. */
+function lineComment(input: { commentId: number; body: string; branch: string; cloneUrl: string }) {
+  const review = example('pull_request_review_comment', 'created');
+  review.comment.id = input.commentId;
+  review.comment.body = input.body;
+  review.comment.user.login = 'maya';
+  review.pull_request.number = 1;
+  review.pull_request.head.ref = input.branch;
+  review.pull_request.head.repo.full_name = 'acme/app';
+  review.repository.full_name = 'acme/app';
+  review.repository.name = 'app';
+  review.repository.clone_url = input.cloneUrl;
+  review.sender.login = 'maya';
+  return review;
+}
+
+/** The follow-up a review asks for: AC-2 added, codex makes slugify drop punctuation and commits. */
+function scriptPunctuationFollowup(taskId: string): void {
+  models.chat.push(
+    { reply: planReply(taskId, [AC1, AC2]) },
+    { reply: runWorkerReply('Make slugify drop punctuation; commit.') },
+    { reply: assessmentReply(true, ['AC-1', 'AC-2'], 'Both hold.') },
+  );
+  models.responses.enqueue(
+    ...codexTurn(
+      [writeFileCommand('slug.js', SLUG_PUNCTUATION_JS), 'git commit -q -am "Drop punctuation in slugify"'],
+      'Committed.',
+    ),
+  );
+}
+
+/** The repository on the scripted GitHub, its agent-runner.yaml naming the forge its requests go to. */
+function configuredRepo() {
+  return nodeRepoOnGitHub(TOKEN, (root, server) => {
+    writeFileSync(
+      path.join(root, 'agent-runner.yaml'),
+      `deliver:\n  forge: github\n  apiUrl: ${server.url}\n`,
+    );
+    git(root, 'add', 'agent-runner.yaml');
+    git(root, 'commit', '-q', '-m', 'agent-runner configuration');
+  });
+}
+
 describe('the review loop on a fleet node (end to end)', () => {
   it('an issue’s webhook becomes a pull request; a writer’s line comment becomes a follow-up on it, answered once', async () => {
     const started = Date.now();
-    // The repository's own configuration names the forge its requests go to.
-    const { remote, github } = await nodeRepoOnGitHub(TOKEN, (root, server) => {
-      writeFileSync(
-        path.join(root, 'agent-runner.yaml'),
-        `deliver:\n  forge: github\n  apiUrl: ${server.url}\n`,
-      );
-      git(root, 'add', 'agent-runner.yaml');
-      git(root, 'commit', '-q', '-m', 'agent-runner configuration');
-    });
+    const { remote, github } = await configuredRepo();
     github.review.permissions.set('maya', 'write');
     const cloneUrl = remote.url('acme/app');
 
     const node = await startNode(github.url);
     let taskId = '';
-    onTestFinished(async () => {
-      await node.server.close();
-      // Nothing of the task is left on the node: its containers are labelled with the node's clone.
-      const caches = path.join(node.state, 'agent-runner', 'repos');
-      for (const cache of readdirSync(caches, { withFileTypes: true }))
-        if (cache.isDirectory() && taskId)
-          expect(await taskContainers(taskId, path.join(caches, cache.name))).toEqual([]);
-    });
-    const reader = new pg.Client({ connectionString: db.url });
-    await reader.connect();
-    onTestFinished(() => reader.end());
-    const row = async () =>
-      (
-        await reader.query<{ state: string; ended_at: Date | null; node_id: string | null }>(
-          'SELECT state, ended_at, node_id FROM agent_runner.tasks WHERE id = $1',
-          [taskId],
-        )
-      ).rows[0];
-    const post = async (init: RequestInit) => {
-      const response = await fetch(`${node.server.info.url}/api/webhooks/github`, init);
-      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-    };
+    noContainersLeft(node, () => taskId);
+    const rowOf = await rowReader();
+    const row = () => rowOf(taskId);
+    const post = (init: RequestInit) => postWebhook(node, init);
     const logs = () => node.log.join('\n');
 
     // 1. A writer labels the issue: the fleet queues one task, the node runs it with codex and delivers it.
@@ -199,28 +253,8 @@ describe('the review loop on a fleet node (end to end)', () => {
       line: 1,
       diffHunk: '@@ -0,0 +1 @@\n+exports.slugify = (text) => text.trim().toLowerCase();',
     });
-    const review = example('pull_request_review_comment', 'created');
-    review.comment.id = commentId;
-    review.comment.body = COMMENT;
-    review.comment.user.login = 'maya';
-    review.pull_request.number = 1;
-    review.pull_request.head.ref = branch;
-    review.pull_request.head.repo.full_name = 'acme/app';
-    review.repository.full_name = 'acme/app';
-    review.repository.name = 'app';
-    review.repository.clone_url = cloneUrl;
-    review.sender.login = 'maya';
-    models.chat.push(
-      { reply: planReply(taskId, [AC1, AC2]) },
-      { reply: runWorkerReply('Make slugify drop punctuation; commit.') },
-      { reply: assessmentReply(true, ['AC-1', 'AC-2'], 'Both hold.') },
-    );
-    models.responses.enqueue(
-      ...codexTurn(
-        [writeFileCommand('slug.js', SLUG_PUNCTUATION_JS), 'git commit -q -am "Drop punctuation in slugify"'],
-        'Committed.',
-      ),
-    );
+    const review = lineComment({ commentId, body: COMMENT, branch, cloneUrl });
+    scriptPunctuationFollowup(taskId);
     const followup = await post(signed('pull_request_review_comment', review));
     expect(followup.status, JSON.stringify(followup.body)).toBe(202);
     expect(followup.body).toEqual({ action: 'followup', taskId, request: `${github.url}/acme/app/pull/1` });
@@ -277,5 +311,81 @@ describe('the review loop on a fleet node (end to end)', () => {
 
     github.assertValid();
     console.log(`the review loop on a fleet node: ${Math.round((Date.now() - started) / 1000)} s`);
+  });
+
+  it('a review of a task the fleet never ran (a person’s `run --pr`): the node adopts it from the remote and follows up', async () => {
+    const { repo, remote, github } = await configuredRepo();
+    github.review.permissions.set('maya', 'write');
+    const cloneUrl = remote.url('acme/app');
+    const taskId = 'by-hand-5d1e';
+    onTestFinished(async () => expect(await taskContainers(taskId, repo.root)).toEqual([]));
+
+    // A person runs the task with --pr on their machine: the branch, the request, the task's state on the remote.
+    models.chat.push(
+      { reply: planReply(taskId, [AC1]) },
+      { reply: runWorkerReply('Implement slugify with a test and commit.') },
+      { reply: assessmentReply(true, ['AC-1'], 'slugify works.') },
+    );
+    models.responses.enqueue(...commitSlugTurn());
+    const run = await runCliCaptured(['run', '--prd', 'PRD.md', '--task-id', taskId, '--pr'], {
+      cwd: repo.root,
+      env: scriptedRunEnv(models, KEY, { GH_TOKEN: TOKEN }),
+    });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const branch = `agent-runner/${taskId}`;
+    const firstHead = await remote.ref('acme/app', branch);
+    expect(await remote.ref('acme/app', `refs/agent-runner/tasks/${taskId}`)).toMatch(/^[0-9a-f]{40}$/);
+    expect(github.pulls.size).toBe(1);
+
+    // The team's fleet has never heard of it; a writer's line comment reaches one of its nodes.
+    const node = await startNode(github.url);
+    noContainersLeft(node, () => taskId);
+    const row = await rowReader();
+    expect(await row(taskId)).toBeUndefined();
+    github.setHead(1, { sha: firstHead as string });
+    const commentId = github.review.addReviewComment(1, {
+      user: 'maya',
+      association: 'COLLABORATOR',
+      body: '@agent-runner drop punctuation too',
+      path: 'slug.js',
+      line: 1,
+      diffHunk: '@@ -0,0 +1 @@\n+exports.slugify = (text) => text.trim().toLowerCase();',
+    });
+    scriptPunctuationFollowup(taskId);
+    const chatBefore = models.chat.requests.length;
+    const answer = await postWebhook(
+      node,
+      signed(
+        'pull_request_review_comment',
+        lineComment({ commentId, body: '@agent-runner drop punctuation too', branch, cloneUrl }),
+      ),
+    );
+    expect(answer.status, JSON.stringify(answer.body)).toBe(202);
+    const logs = () => node.log.join('\n');
+    await vi.waitFor(() => expect(github.review.repliesOn(1), logs()).toHaveLength(1), {
+      timeout: 240_000,
+      interval: 500,
+    });
+    await vi.waitFor(async () => expect((await row(taskId))?.ended_at, logs()).not.toBeNull(), {
+      timeout: 60_000,
+      interval: 500,
+    });
+    // Adopted: rebuilt from the remote's state, followed up on the same branch and request, answered once.
+    expect(logs()).toContain(`task ${taskId}: adopted from`);
+    expect((await row(taskId))?.state, logs()).toBe('COMPLETE');
+    expect(models.chat.requests.length - chatBefore).toBe(3);
+    expect(github.review.reactions).toEqual([{ on: 'review_comment', commentId, content: 'eyes' }]);
+    expect(await remote.ref('acme/app', `${branch}^`)).toBe(firstHead);
+    expect(git(remote.path('acme/app'), 'show', `${branch}:slug.js`)).toBe(SLUG_PUNCTUATION_JS.trimEnd());
+    expect(github.pulls.size).toBe(1);
+    expect((github.pulls.get(1) as { body: string }).body).toContain('## Follow-up 1');
+    const reply = String(github.review.repliesOn(1)[0]?.body);
+    expect(reply).toContain('taken into follow-up 1, which ended COMPLETE');
+    expect(reply).toMatch(/\| `AC-1` .*✅ passed/);
+    expect(reply).toMatch(/\| `AC-2` .*✅ passed/);
+    // The person's machine is as it was: its branch where their run left it.
+    expect(git(repo.root, 'rev-parse', branch)).toBe(firstHead);
+    expect(logs()).not.toContain(TOKEN);
+    github.assertValid();
   });
 });
