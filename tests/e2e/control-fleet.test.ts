@@ -40,7 +40,12 @@ import { migrateControl } from '../../src/control/migrate-control.js';
 import { Redaction } from '../../src/notes/redact.js';
 import { createDockerClient } from '../../src/sandbox/docker-client.js';
 import { ServeClient } from '../../src/serve/api-client.js';
-import { createTestDatabase, privatePostgres, type TestDatabase } from '../support/control-database.js';
+import {
+  createMigratedDatabase,
+  createTestDatabase,
+  privatePostgres,
+  type TestDatabase,
+} from '../support/control-database.js';
 import { DEMO_PRD, ROOT, createDemoRepo } from '../support/demo-task.js';
 import { DEMO_SCRIPT } from '../support/serve-repo.js';
 import { decisionReply } from '../support/meta-replies.js';
@@ -53,10 +58,7 @@ const cleanups: (() => Promise<void> | void)[] = [];
 const nodeLogs: string[][] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  await migrateControl(admin, { nodePassword: db.nodePassword });
-  await admin.close();
+  db = await createMigratedDatabase();
 }, 600_000);
 
 afterAll(async () => {

@@ -24,12 +24,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { processRedaction, safeOutput } from '../../src/cli/output.js';
 import { startServer } from '../../src/cli/serve-command.js';
-import { openControlDatabase } from '../../src/control/control-database.js';
-import { controlUrl } from '../../src/control/control-url.js';
-import { migrateControl } from '../../src/control/migrate-control.js';
-import { Redaction } from '../../src/notes/redact.js';
 import { runCliCaptured } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/control-database.js';
+import { createMigratedDatabase, type TestDatabase } from '../support/control-database.js';
 import { codexTurn, commitSlugTurn, scriptedRunEnv } from '../support/demo-task.js';
 import { AC1, AC2, SLUG_PUNCTUATION_JS } from '../support/followup-criteria.js';
 import { nodeRepoOnGitHub } from '../support/github-repo.js';
@@ -37,7 +33,7 @@ import { assessmentReply, planReply, runWorkerReply } from '../support/meta-repl
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { taskContainers } from '../support/task-containers.js';
 import { git, writeFileCommand } from '../support/task-repo.js';
-import { example } from '../support/webhook-examples.js';
+import { example, labelledIssue } from '../support/webhook-examples.js';
 
 const models = scriptedModelServers();
 const KEY = 'e2e-fleet-loop-key-51be';
@@ -52,10 +48,7 @@ const WORD_JOINER = '\u2060';
 let db: TestDatabase;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
-  await migrateControl(admin, { nodePassword: db.nodePassword });
-  await admin.close();
+  db = await createMigratedDatabase();
 }, 600_000);
 
 afterAll(async () => {
@@ -203,15 +196,13 @@ describe('the review loop on a fleet node (end to end)', () => {
     const logs = () => node.log.join('\n');
 
     // 1. A writer labels the issue: the fleet queues one task, the node runs it with codex and delivers it.
-    const labelled = example('issues', 'labeled');
-    labelled.label.name = 'agent-runner';
-    labelled.issue.number = ISSUE;
-    labelled.issue.title = 'Add a slugify helper';
-    labelled.issue.body = ISSUE_BODY;
-    labelled.repository.full_name = 'acme/app';
-    labelled.repository.name = 'app';
-    labelled.repository.clone_url = cloneUrl;
-    labelled.sender.login = 'maya';
+    const labelled = labelledIssue({
+      number: ISSUE,
+      title: 'Add a slugify helper',
+      body: ISSUE_BODY,
+      cloneUrl,
+      sender: 'maya',
+    });
     models.responses.enqueue(...commitSlugTurn());
     const queued = await post(signed('issues', labelled));
     expect(queued.status, JSON.stringify(queued.body)).toBe(202);

@@ -23,7 +23,7 @@ import { assessmentReply, planReply, runWorkerReply } from '../support/meta-repl
 import { scriptedModelServers } from '../support/scripted-models.js';
 import { taskContainers } from '../support/task-containers.js';
 import { git } from '../support/task-repo.js';
-import { example } from '../support/webhook-examples.js';
+import { labelledIssue } from '../support/webhook-examples.js';
 
 const models = scriptedModelServers();
 const KEY = 'e2e-webhook-key-3f1a';
@@ -34,16 +34,15 @@ const ISSUE_BODY = 'Add `slugify(text)` in slug.js: lower-case, words joined by 
 
 /** GitHub's published `issues.labeled` example, as this repository's issue labelled by `sender`. */
 function labelled(sender: string, origin: string): string {
-  const payload = example('issues', 'labeled');
-  payload.label.name = 'agent-runner';
-  payload.issue.number = ISSUE;
-  payload.issue.title = 'Add a slugify helper';
-  payload.issue.body = ISSUE_BODY;
-  payload.repository.full_name = 'acme/app';
-  payload.repository.name = 'app';
-  payload.repository.clone_url = origin;
-  payload.sender.login = sender;
-  return JSON.stringify(payload);
+  return JSON.stringify(
+    labelledIssue({
+      number: ISSUE,
+      title: 'Add a slugify helper',
+      body: ISSUE_BODY,
+      cloneUrl: origin,
+      sender,
+    }),
+  );
 }
 
 function signed(body: string, secret: string, delivery: string = randomUUID()): Record<string, string> {

@@ -110,6 +110,15 @@ export async function createTestDatabase(admin?: string): Promise<TestDatabase> 
   };
 }
 
+/** A database of its own, migrated by its superuser (`control migrate` with the tests' node password), closed. */
+export async function createMigratedDatabase(): Promise<TestDatabase> {
+  const db = await createTestDatabase();
+  const admin = await openControlDatabase(controlUrl(db.url, new Redaction()));
+  await migrateControl(admin, { nodePassword: db.nodePassword });
+  await admin.close();
+  return db;
+}
+
 /**
  * A database of its own, migrated by its superuser (`control migrate` with the tests' node password), with the
  * connections a file opens on it: `admin`, and `node()` for each node's connection as the node role.

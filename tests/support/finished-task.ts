@@ -214,3 +214,20 @@ export function finishAgainComplete(task: FinishedTask, head: string): void {
     `${JSON.stringify({ type: 'task_finished', summary, at: new Date().toISOString() })}\n`,
   );
 }
+
+/** Puts the plan the Meta-agent made (AC1, after the start) in the task's journal: what a follow-up revises. */
+export function addPlanEvent(task: FinishedTask): void {
+  const file = path.join(task.runDir, 'events.jsonl');
+  const lines = readFileSync(file, 'utf8').trim().split('\n');
+  const plan = {
+    type: 'plan',
+    plan: {
+      title: 'Add slugify',
+      acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
+    },
+    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0, costUsd: 0 },
+    at: new Date().toISOString(),
+  };
+  lines.splice(1, 0, JSON.stringify(plan));
+  writeFileSync(file, `${lines.join('\n')}\n`);
+}

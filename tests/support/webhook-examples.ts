@@ -17,3 +17,23 @@ export function example(name: string, action?: string): Payload {
   if (!found) throw new Error(`no published example ${name} ${action ?? ''}`);
   return structuredClone(found);
 }
+
+/** GitHub's published `issues.labeled` example: issue `number` of `acme/app` (at `cloneUrl`) labelled by `sender`. */
+export function labelledIssue(input: {
+  number: number;
+  title: string;
+  body: string;
+  cloneUrl: string;
+  sender: string;
+}): Payload {
+  const payload = example('issues', 'labeled');
+  payload.label.name = 'agent-runner';
+  payload.issue.number = input.number;
+  payload.issue.title = input.title;
+  payload.issue.body = input.body;
+  payload.repository.full_name = 'acme/app';
+  payload.repository.name = 'app';
+  payload.repository.clone_url = input.cloneUrl;
+  payload.sender.login = input.sender;
+  return payload;
+}

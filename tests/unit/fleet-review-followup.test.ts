@@ -20,7 +20,7 @@ import { EXIT_CODES } from '../../src/errors.js';
 import { taskStateRef } from '../../src/remote/remote-task-state.js';
 import { taskLayout } from '../../src/workspace/layout.js';
 import { run, tempDir } from '../support/bare-remote.js';
-import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
+import { addPlanEvent, createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 import { fleetNodeBoards, journalLines } from '../support/fleet-node-boards.js';
 import { ScriptedGitHubServer } from '../support/scripted-github-server.js';
 
@@ -142,20 +142,7 @@ describe('a follow-up from review taken by a node of the fleet', () => {
 async function taskWithRequest(github: ScriptedGitHubServer, taskId: string) {
   const task = await createFinishedTask({ taskId });
   onTestFinished(() => rmSync(task.repo.root, { recursive: true, force: true }));
-  // The plan the Meta-agent made, after the start: what a follow-up revises.
-  const file = path.join(task.runDir, 'events.jsonl');
-  const events = readFileSync(file, 'utf8').trim().split('\n');
-  const plan = {
-    type: 'plan',
-    plan: {
-      title: 'Add slugify',
-      acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
-    },
-    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0, costUsd: 0 },
-    at: new Date().toISOString(),
-  };
-  events.splice(1, 0, JSON.stringify(plan));
-  writeFileSync(file, `${events.join('\n')}\n`);
+  addPlanEvent(task);
   writeFileSync(path.join(task.repo.root, 'agent-runner.yaml'), `deliver:\n  apiUrl: ${github.url}\n`);
   run(task.repo.root, 'add', 'agent-runner.yaml');
   run(task.repo.root, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'config');

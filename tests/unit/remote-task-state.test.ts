@@ -6,7 +6,7 @@
  * weaken the bar: the base's recorded DoD, a skipped DoD, the forge, the worker's session.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { followupTaskSpec } from '../../src/compose/followup-task-spec.js';
@@ -25,7 +25,7 @@ import {
   pushTask,
   run,
 } from '../support/bare-remote.js';
-import { createFinishedTask, type FinishedTask } from '../support/finished-task.js';
+import { addPlanEvent, createFinishedTask, type FinishedTask } from '../support/finished-task.js';
 
 const SECRET = 'sk-planted-remote-state-7f3e9a1c5b';
 const ID = 'add-slugify-1a2b3c';
@@ -35,20 +35,7 @@ async function finished(startOptions: Record<string, unknown> = {}): Promise<Fin
     startOptions: { prd: `# Add slugify\nKey: ${SECRET}\n`, ...startOptions },
   });
   onTestFinished(() => rmSync(task.repo.root, { recursive: true, force: true }));
-  // The plan the Meta-agent made, after the start: what a follow-up revises.
-  const file = path.join(task.runDir, 'events.jsonl');
-  const lines = readFileSync(file, 'utf8').trim().split('\n');
-  const plan = {
-    type: 'plan',
-    plan: {
-      title: 'Add slugify',
-      acceptanceCriteria: [{ id: 'AC1', description: 'slugify works', type: 'functional', critical: true }],
-    },
-    usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0, costUsd: 0 },
-    at: new Date().toISOString(),
-  };
-  lines.splice(1, 0, JSON.stringify(plan));
-  writeFileSync(file, `${lines.join('\n')}\n`);
+  addPlanEvent(task);
   return task;
 }
 
