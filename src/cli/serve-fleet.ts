@@ -45,6 +45,7 @@ async function loadFleetModules() {
     enqueueTask: queue.enqueueTask,
     enqueueFollowup: queue.enqueueFollowup,
     enqueueReviewFollowup: queue.enqueueReviewFollowup,
+    recordAdoptedPrd: queue.recordAdoptedPrd,
     FleetNode: fleetNode.FleetNode,
     boards,
     sink,
@@ -92,6 +93,7 @@ export async function joinFleet(
         })
         .catch(() => 0),
     journalOf: (taskId) => sink.journalFromDatabase(database, taskId),
+    recordPrd: (task, prd) => fleet.recordAdoptedPrd(database, task.taskId, prd),
     log: (line) => context.output.err(`agent-runner serve: ${line}`),
   });
   let node: InstanceType<typeof FleetNode> | null = null;

@@ -164,6 +164,22 @@ export function adoptedTaskPrd(taskId: string): string {
   return `# ${taskId}\n\nA task this fleet did not run, adopted for a review of its request: its PRD, criteria and journal are read from the remote's ${taskStateRef(taskId)}.\n`;
 }
 
+/**
+ * The adopted task's own PRD (read by the node that adopted it from the task's journal on the remote, redacted as
+ * that journal is) in place of the placeholder; a row whose PRD is not the placeholder is left as it is.
+ */
+export async function recordAdoptedPrd(
+  database: ControlDatabase,
+  taskId: string,
+  prd: string,
+): Promise<void> {
+  await database.pool.query('UPDATE agent_runner.tasks SET prd = $2 WHERE id = $1 AND prd = $3', [
+    taskId,
+    prd,
+    adoptedTaskPrd(taskId),
+  ]);
+}
+
 /** A row for a task the fleet does not have; false when the fleet has one (or another delivery just wrote it). */
 async function insertAdoptedTask(client: pg.PoolClient, taskId: string, repoUrl: string): Promise<boolean> {
   if (repoUrl.trim() === '') return false;

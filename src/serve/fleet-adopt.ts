@@ -16,8 +16,15 @@
 import { UserError } from '../errors.js';
 import type { FleetTask, FleetTaskEnd } from '../control/fleet-node.js';
 import type { Redaction } from '../notes/redact.js';
+import { readTaskJournal } from '../lifecycle/task-journal-state.js';
 import { displayUrl } from '../remote/remote-url.js';
+import { taskLayout } from '../workspace/layout.js';
 import { openFleetReviewTarget, replyUnread } from './fleet-review-followup.js';
+
+/** The PRD an adopted task started with, from its rebuilt journal in the clone at `root` (null: none recorded). */
+export function adoptedPrd(root: string, taskId: string): string | null {
+  return readTaskJournal(taskLayout(root, taskId).runDir, taskId)?.options?.prd ?? null;
+}
 
 /** Rebuilds `task` from the remote in the clone at `root`; the task's end when it cannot (nothing ran). */
 export async function adoptRemoteTask(input: {

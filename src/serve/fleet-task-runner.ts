@@ -23,7 +23,7 @@ import { tryGit } from '../workspace/git/git-command.js';
 import { taskLayout, wipRef } from '../workspace/layout.js';
 import { taskStateRef } from '../remote/remote-task-state.js';
 import { namedForge } from '../remote/remote-url.js';
-import { adoptRemoteTask } from './fleet-adopt.js';
+import { adoptedPrd, adoptRemoteTask } from './fleet-adopt.js';
 import { deliverFleetTask } from './fleet-delivery.js';
 import { startFleetReviewFollowup } from './fleet-review-followup.js';
 import { journalLines } from './journal-follow.js';
@@ -50,6 +50,8 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       modelScript?: string;
       /** Copies the task's journal elsewhere (the fleet's database) until `ended()`; the task's end waits for it. */
       copyEvents?: (task: FleetTask, journalFile: string, ended: () => boolean) => Promise<unknown>;
+      /** Records an adopted task's own PRD on its row (src/control/task-queue.ts `recordAdoptedPrd`). */
+      recordPrd?: (task: FleetTask, prd: string) => Promise<unknown>;
       /** The task's journal lines as the fleet's database holds them (a task another node ran before). */
       journalOf?: (taskId: string) => Promise<string[]>;
       log?: (line: string) => void;
@@ -64,16 +66,9 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     const journalFile = board.journalFile(task.taskId);
     const resumed = task.resume && (await this.rebuildJournal(task.taskId, journalFile));
     // A review of a task the fleet did not run (no journal in its copy): rebuilt from the remote's state ref.
-    const adopting = resumed ? undefined : task.review;
-    const adopted = adopting !== undefined;
-    if (adopting !== undefined) {
-      const refused = await adoptRemoteTask({
-        root: cached.root,
-        task: { ...task, review: adopting },
-        env: this.env,
-        redaction: this.redaction,
-        log: (line) => this.options.log?.(line),
-      });
+    const adopted = !resumed && task.review !== undefined;
+    if (adopted) {
+      const refused = await this.adopt(task, cached.root);
       if (refused !== null) return refused;
     }
     // The pushes follow what this attempt writes, from here on.
@@ -161,6 +156,25 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
       this.boards.set(cached.root, board);
     }
     return { cached, access: remoteNetworkAccess(task.repoUrl, this.env, forge), board };
+  }
+
+  /**
+   * A review's task the fleet did not run, rebuilt from the remote (fleet-adopt.ts); its end when it cannot be.
+   * The fleet's row shows the task's own PRD from then on, not the placeholder the webhook wrote.
+   */
+  private async adopt(task: FleetTask, root: string): Promise<FleetTaskEnd | null> {
+    if (task.review === undefined) return null;
+    const refused = await adoptRemoteTask({
+      root,
+      task: { ...task, review: task.review },
+      env: this.env,
+      redaction: this.redaction,
+      log: (line) => this.options.log?.(line),
+    });
+    if (refused !== null) return refused;
+    const prd = adoptedPrd(root, task.taskId);
+    if (prd !== null) await this.options.recordPrd?.(task, prd).catch(() => undefined);
+    return null;
   }
 
   /**

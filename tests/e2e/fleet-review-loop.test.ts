@@ -17,7 +17,7 @@
  *    follow-up on the same branch and request, with one reply.
  */
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -364,6 +364,8 @@ describe('the review loop on a fleet node (end to end)', () => {
     // Adopted: rebuilt from the remote's state, followed up on the same branch and request, answered once.
     expect(logs()).toContain(`task ${taskId}: adopted from`);
     expect((await row(taskId))?.state, logs()).toBe('COMPLETE');
+    // The fleet's row shows the task's own PRD, read from its journal on the remote.
+    expect((await row(taskId))?.prd).toBe(readFileSync(path.join(repo.root, 'PRD.md'), 'utf8'));
     expect(models.chat.requests.length - chatBefore).toBe(3);
     expect(github.review.reactions).toEqual([{ on: 'review_comment', commentId, content: 'eyes' }]);
     expect(await remote.ref('acme/app', `${branch}^`)).toBe(firstHead);

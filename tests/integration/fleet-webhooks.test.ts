@@ -21,6 +21,7 @@ import type { ControlDatabase } from '../../src/control/control-database.js';
 import { FleetNode } from '../../src/control/fleet-node.js';
 import {
   adoptedTaskPrd,
+  recordAdoptedPrd,
   enqueueReviewFollowup,
   enqueueTask,
   startQueueClient,
@@ -328,6 +329,18 @@ it('a review delivered to one node queues one follow-up from review, which anoth
       review: { requestUrl },
     }),
   ]);
+  // The node that rebuilt it records the task's own PRD in place of the placeholder, once: a row whose PRD is
+  // not the placeholder any more is left as it is.
+  const prdOf = async () =>
+    (
+      await fleet.admin.pool.query<{ prd: string }>('SELECT prd FROM agent_runner.tasks WHERE id = $1', [
+        adopt,
+      ])
+    ).rows[0]?.prd;
+  await recordAdoptedPrd(databaseH, adopt, '# Add slugify\n');
+  expect(await prdOf()).toBe('# Add slugify\n');
+  await recordAdoptedPrd(databaseH, adopt, '# Something else\n');
+  expect(await prdOf()).toBe('# Add slugify\n');
 
   // A branch that names no task: ignored, no row.
   const count = async () =>
