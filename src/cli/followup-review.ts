@@ -11,10 +11,14 @@ import path from 'node:path';
 import { followupTaskSpec } from '../compose/followup-task-spec.js';
 import type { TaskSummary } from '../core/types.js';
 import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { journalPath } from '../lifecycle/task-journal-state.js';
 import { forgeTokens } from '../remote/remote-credentials.js';
+import { namedForge } from '../remote/remote-url.js';
+import type { HandledComment } from '../review/review-comments.js';
 import { reviewReply } from '../review/review-reply.js';
+import { publishReviewRecord } from '../review/review-record-push.js';
 import { noWriterReason, postReviewReply, readReviewRound } from '../review/review-round.js';
 import { openReviewTarget, type ReviewTarget } from '../review/review-target.js';
 import { taskLayout } from '../workspace/layout.js';
@@ -88,11 +92,8 @@ export async function followupFromReview(
     return null;
   }
   if (read.instruction === null) {
-    const reason = noWriterReason(read.comments.length);
-    context.output.err(`agent-runner: ${reason}.`);
-    await postReply(
-      target,
-      reviewReply({ requestUrl, comments: read.comments, summary: null, reason, redact }),
+    await answerNonWriters(
+      { target, comments: read.comments, root: repository.root, runDir, settings },
       context,
     );
     return null;
@@ -128,4 +129,37 @@ export async function followupFromReview(
     context,
   );
   return summary;
+}
+
+/**
+ * A round whose comments are all by non-writers: nothing runs; the one reply says why, and the round's record
+ * goes to the remote so the next round (a later CI job, another machine) starts after it.
+ */
+async function answerNonWriters(
+  round: {
+    target: ReviewTarget;
+    comments: HandledComment[];
+    root: string;
+    runDir: string;
+    settings: Config;
+  },
+  context: CommandContext,
+): Promise<void> {
+  const { target, comments, settings } = round;
+  const redact = context.redaction.redact;
+  const reason = noWriterReason(comments.length);
+  context.output.err(`agent-runner: ${reason}.`);
+  const requestUrl = target.changeRequest.url;
+  await postReply(target, reviewReply({ requestUrl, comments, summary: null, reason, redact }), context);
+  await publishReviewRecord({
+    repoRoot: round.root,
+    taskId: target.taskId,
+    runDir: round.runDir,
+    remoteName: settings.deliver.remote,
+    env: context.env,
+    forgeOverride:
+      settings.deliver.forge !== 'auto' ? settings.deliver.forge : namedForge(undefined, context.env),
+    redact,
+    say: (line) => context.output.err(`agent-runner: ${line}`),
+  });
 }

@@ -25,7 +25,7 @@ import { journalPath } from '../lifecycle/task-journal-state.js';
 import { parseReviewRecord, REVIEW_JOURNAL } from '../review/review-record.js';
 
 /** The state commit is agent-runner's own: a fixed identity (a CI clone has no user.name). */
-const STATE_IDENTITY = {
+export const STATE_IDENTITY = {
   GIT_AUTHOR_NAME: 'agent-runner',
   GIT_AUTHOR_EMAIL: 'agent-runner@localhost',
   GIT_COMMITTER_NAME: 'agent-runner',

@@ -12,6 +12,8 @@ import type { Config } from '../config/schema.js';
 import type { FleetReviewFollowup } from '../control/task-queue-options.js';
 import type { Redaction } from '../notes/redact.js';
 import { forgeTokens } from '../remote/remote-credentials.js';
+import { namedForge } from '../remote/remote-url.js';
+import { publishReviewRecord } from '../review/review-record-push.js';
 import { reviewReply } from '../review/review-reply.js';
 import { noWriterReason, postReviewReply, readReviewRound } from '../review/review-round.js';
 import { mergeFetchedReview } from '../review/review-state.js';
@@ -36,6 +38,8 @@ export async function startFleetReviewFollowup(input: {
   env: NodeJS.ProcessEnv;
   redaction: Redaction;
   log: (line: string) => void;
+  /** The node's git config for pushes to the task's remote (its credential), when it has one. */
+  credentialConfig?: Record<string, string>;
 }): Promise<StartedReviewFollowup | null> {
   const { board, root, taskId, redaction } = input;
   const say = (line: string) => input.log(`task ${taskId}: ${line}`);
@@ -59,6 +63,18 @@ export async function startFleetReviewFollowup(input: {
     const reason = noWriterReason(read.comments.length);
     say(reason);
     await reply(target, read.comments, null, reason, redaction, say);
+    // The next round, on any node, starts after this one: its record goes into the task's state on the remote.
+    await publishReviewRecord({
+      repoRoot: root,
+      taskId,
+      runDir,
+      remoteName: 'origin',
+      env: input.env,
+      forgeOverride: namedForge(undefined, input.env),
+      ...(input.credentialConfig ? { credentialConfig: input.credentialConfig } : {}),
+      redact: redaction.redact,
+      say,
+    });
     return null;
   }
   await board.followup(taskId, { message: read.instruction, pr: true });

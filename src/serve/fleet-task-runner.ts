@@ -76,7 +76,7 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
     if (resumed || adopted) {
       // The branch as the remote holds it (commits of the node that ran it before), then the resume path.
       if (pushed !== null) await tryGit(['update-ref', branchRef, pushed], { cwd: cached.root });
-      const finished = await this.continueTask(board, task, cached.root);
+      const finished = await this.continueTask(board, task, cached.root, access.gitConfig);
       if (finished !== null) {
         // The fleet has an adopted task from now on, even when its review ran nothing: its journal copied.
         if (adopted) await this.options.copyEvents?.(task, journalFile, () => true);
@@ -181,7 +181,12 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
    * The resume path of a task another node ran (null: it runs now), or its follow-up when it ended and one was
    * queued; a follow-up whose node died is resumed, not begun again.
    */
-  private async continueTask(board: TaskBoard, task: FleetTask, root: string): Promise<FleetTaskEnd | null> {
+  private async continueTask(
+    board: TaskBoard,
+    task: FleetTask,
+    root: string,
+    credentialConfig: Record<string, string>,
+  ): Promise<FleetTaskEnd | null> {
     const before = await board.get(task.taskId);
     const ended = before?.status === 'finished';
     if (task.review && ended) {
@@ -194,6 +199,7 @@ export class FleetTaskBoards implements FleetTaskRunner, TaskRequestTarget {
         env: this.env,
         redaction: this.redaction,
         log: (line) => this.options.log?.(line),
+        ...(Object.keys(credentialConfig).length > 0 ? { credentialConfig } : {}),
       }).catch((error: unknown) => {
         // The review could not be read (the forge away, the request closed): the task's end is not the review's.
         this.options.log?.(

@@ -9,7 +9,8 @@
  * environment or files. The state that follow-up's delivery pushed carries the review record (and no secret).
  * Then a fresh CI runner (a directory in no repository, a state directory of its own, only the remote's URL)
  * takes a new writer's comment: the task rebuilt from the remote, follow-up 2 sees that comment alone; and a
- * second fresh runner reads only the comment made after it (a non-writer's: nothing runs, the reply counts one).
+ * second fresh runner reads only the comment made after it (a non-writer's: nothing runs, the reply counts one;
+ * the round's record is pushed, so a third fresh runner reads nothing again).
  * One first run serves every assertion.
  */
 import { execFileSync } from 'node:child_process';
@@ -317,4 +318,16 @@ async function reviewFromFreshRunners(input: {
   expect(models.chat.requests.length).toBe(chatNow);
   expect(await remote.ref('acme/app', `agent-runner/${id}`)).toBe(summary.headSha);
   expect(github.review.repliesOn(1)).toHaveLength(4);
+
+  // That round's record went to the remote: a third fresh runner reads nothing again and says nothing more.
+  const third = freshRunner();
+  const quiet = await cli(
+    third.dir,
+    ['followup', '--from-review', url, '--repo', remoteUrl, '--config', config],
+    third.env,
+  );
+  expect(quiet.result.exitCode, quiet.result.stderr).toBe(0);
+  expect(quiet.result.stderr).toContain('no review comment for agent-runner');
+  expect(github.review.repliesOn(1)).toHaveLength(4);
+  expect(allObjects(bare)).not.toContain(TOKEN);
 }

@@ -119,6 +119,24 @@ describe('a follow-up from review taken by a node of the fleet', () => {
     ]);
     expect(JSON.stringify(github.calls.map((call) => call.authorization ?? ''))).toContain(TOKEN);
     expect(lines.join('\n')).not.toContain(TOKEN);
+    // ...and the remote's: the round is in the task's state there, its delivered journal kept as it was.
+    const journalBefore = run(task.repo.root, 'rev-parse', `${ref}:events.jsonl`);
+    expect(run(bare, 'show', `${ref}:review.jsonl`).split('\n')).toHaveLength(2);
+    expect(run(bare, 'rev-parse', `${ref}:events.jsonl`)).toBe(journalBefore);
+    // So another node, with nothing of this one's, reads no comment again and says nothing more on the request.
+    const other = fleetNodeBoards(journalLines(task.runDir), TOKEN);
+    const next = await other.boards.run({
+      taskId: ID,
+      repoUrl: `file://${bare}`,
+      base: null,
+      prd: '# Add slugify\n',
+      generation: 3,
+      resume: true,
+      review: { requestUrl },
+    });
+    expect(next).toEqual({ state: 'COMPLETE', exitCode: 0 });
+    expect(other.lines.join('\n')).toContain('no review comment for agent-runner');
+    expect(github.review.repliesOn(pull.number)).toHaveLength(1);
 
     // A request closed meanwhile: nothing is read or run, the node says why, and the task's end is not the review's.
     (github.pulls.get(pull.number) as { state: string }).state = 'closed';
@@ -127,7 +145,7 @@ describe('a follow-up from review taken by a node of the fleet', () => {
       repoUrl: `file://${bare}`,
       base: null,
       prd: '# Add slugify\n',
-      generation: 3,
+      generation: 4,
       resume: true,
       review: { requestUrl },
     });
