@@ -68,6 +68,10 @@ async function gcRepository(
   const applier = runnerIsRoot() ? undefined : await ownershipApplier(runtime, repository.root, env);
   const { tasks } = await listTasks(repository.root);
   const statusOf = new Map(tasks.map((task) => [task.taskId, task.status]));
+  // This repository's containers, listed once (the dead runners' are gone by now): a task id is unique within a
+  // repository, and another one's container of the same id (a suite's fixed ids, two clones of one project) says
+  // nothing about this task.
+  const labelled = await listLabelledSandboxes(runtime, { repoRoot: repository.root }).catch(() => []);
   await releaseStaleMounts(repository.root, tasks, dryRun, output);
   for (const task of tasks) {
     if (task.status === 'never_started') {
@@ -81,12 +85,8 @@ async function gcRepository(
       force: Boolean(options.force),
       dryRun,
       ...(applier ? { applier } : {}),
-      // This repository's only: a task id is unique within a repository, and another one's container of the
-      // same id (a test suite's fixed ids, two clones of one project) says nothing about this task.
       containersOf: async (taskId) =>
-        (await listLabelledSandboxes(runtime, { repoRoot: repository.root }).catch(() => []))
-          .filter((sandbox) => sandbox.taskId === taskId)
-          .map((sandbox) => sandbox.name),
+        labelled.filter((sandbox) => sandbox.taskId === taskId).map((sandbox) => sandbox.name),
     });
     if (verdict.error)
       output.err(`agent-runner: could not remove the worktree of ${task.taskId}: ${verdict.error}`);

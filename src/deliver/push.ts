@@ -16,6 +16,9 @@ import { tryGit } from '../workspace/git/git-command.js';
 /** The ref `agent-runner verify` reads its evidence from; pushed beside the branch when it exists. */
 export const EVIDENCE_NOTES_REF = 'refs/notes/agent-runner';
 
+/** The git config of every push agent-runner makes: no signing prompt, no credential prompt. */
+export const PUSH_CONFIG = { 'push.gpgSign': 'false', 'credential.interactive': 'false' } as const;
+
 /** How long one push may take before it is stopped and reported unreachable. */
 export const PUSH_TIMEOUT_MS = 2 * 60_000;
 
@@ -110,11 +113,7 @@ export async function pushTaskBranch(input: PushInput): Promise<PushResult> {
     ],
     {
       cwd: input.repoRoot,
-      config: {
-        ...credentialConfig,
-        'push.gpgSign': 'false',
-        'credential.interactive': 'false',
-      },
+      config: { ...credentialConfig, ...PUSH_CONFIG },
       timeoutMs: input.timeoutMs ?? PUSH_TIMEOUT_MS,
     },
   ).catch((error: unknown) => ({ exitCode: -1, stdout: '', stderr: (error as Error).message }));

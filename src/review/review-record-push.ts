@@ -9,13 +9,14 @@
  * to add to. Never throws: what did not go is said, and the local ref is put back.
  */
 import path from 'node:path';
-import { hostRemoteUrl } from '../deliver/push.js';
+import { hostRemoteUrl, PUSH_CONFIG } from '../deliver/push.js';
 import { STATE_IDENTITY, stateReviewRecord } from '../deliver/task-state-commit.js';
 import type { Redactor } from '../notes/redact.js';
 import { remoteCredential } from '../remote/remote-credentials.js';
 import { TASK_STATE_REVIEW, taskStateRef } from '../remote/remote-task-state.js';
 import { displayUrl, type ForgeKind } from '../remote/remote-url.js';
 import { git, tryGit } from '../workspace/git/git-command.js';
+import { resolveCommit } from '../workspace/git/tree-entries.js';
 import { REVIEW_JOURNAL } from './review-record.js';
 
 export interface ReviewRecordPush {
@@ -45,7 +46,7 @@ export async function publishReviewRecord(input: ReviewRecordPush): Promise<bool
 async function publish(input: ReviewRecordPush): Promise<boolean> {
   const cwd = input.repoRoot;
   const ref = taskStateRef(input.taskId);
-  const before = await commitOf(cwd, ref);
+  const before = await resolveCommit(cwd, ref);
   const record = stateReviewRecord(path.join(input.runDir, REVIEW_JOURNAL), input.redact);
   const remote = await hostRemoteUrl(cwd, input.remoteName);
   if (before === null || record === null || remote === null) return false;
@@ -81,7 +82,7 @@ async function publish(input: ReviewRecordPush): Promise<boolean> {
     ],
     {
       cwd,
-      config: { ...credentialConfig, 'push.gpgSign': 'false', 'credential.interactive': 'false' },
+      config: { ...credentialConfig, ...PUSH_CONFIG },
       timeoutMs: 60_000,
     },
   ).catch((error: unknown) => ({ exitCode: -1, stdout: '', stderr: (error as Error).message }));
@@ -93,9 +94,4 @@ async function publish(input: ReviewRecordPush): Promise<boolean> {
       'comments again',
   );
   return false;
-}
-
-async function commitOf(cwd: string, ref: string): Promise<string | null> {
-  const result = await tryGit(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd });
-  return result.exitCode === 0 ? result.stdout.trim() : null;
 }
